@@ -1,0 +1,123 @@
+import type { KV } from '@nats-io/kv'
+import { conflict, invalidRequest, notFound } from '../../protocol/errors.js'
+import type { ActorRequest } from '../../protocol/envelope.js'
+import { newId } from '../../protocol/ids.js'
+import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
+import type {
+  Environment, EnvironmentCreateInput, EnvironmentListInput, EnvironmentUpdateInput,
+} from '../../protocol/schemas/environment.js'
+import { now } from '../../protocol/time.js'
+import { pageOf } from '../kit/page.js'
+import { Projection } from '../kit/projection.js'
+import { RecordStore } from '../kit/store.js'
+import type { Handler } from '../kit/types.js'
+import { resolveConfig } from './config.js'
+import { envKey, view, type StoredEnvironment } from './state.js'
+
+type Req<B = unknown, Q = unknown> = ActorRequest<B, Q>
+
+export function environmentOps(kv: KV, projection: Projection<Environment>): Record<string, Handler> {
+  const store = new RecordStore<StoredEnvironment>(kv)
+  const missing = (id: string) => (): never => {
+    throw notFound('Environment', id, 'environment_not_found')
+  }
+  const archivedError = (id: string) => invalidRequest(`Environment ${id} is archived and cannot be changed or used`, 'environment_archived')
+
+  return {
+    async create(req: Req<EnvironmentCreateInput>) {
+      const b = req.body
+      const t = now()
+      const env: Environment = {
+        id: newId('env'),
+        type: 'environment',
+        name: b.name,
+        description: b.description ?? null,
+        metadata: b.metadata ?? {},
+        config: resolveConfig(b.config, b.scope, undefined),
+        created_at: t,
+        updated_at: t,
+        archived_at: null,
+      }
+      await store.create(envKey(env.id), { env, refs: 0 })
+      return view(env)
+    },
+
+    async get(req: Req) {
+      const id = req.params.environment_id!
+      const cur = await store.get(envKey(id))
+      if (!cur) missing(id)()
+      return view(cur!.value.env)
+    },
+
+    async list(req: Req<unknown, EnvironmentListInput>) {
+      const q = req.query
+      await projection.fresh()
+      const includeArchived = q.include_archived ?? false
+      return pageOf(projection, 'environments', { include_archived: includeArchived }, q.page, q.limit ?? 100,
+        (e) => includeArchived || e.archived_at === null, view)
+    },
+
+    async update(req: Req<EnvironmentUpdateInput>) {
+      const id = req.params.environment_id!
+      const b = req.body
+      return store.mutate(envKey(id), ({ value }) => {
+        const env = value.env
+        if (env.archived_at) throw archivedError(id)
+        const next: Environment = {
+          ...env,
+          name: b.name ?? env.name,
+          description: b.description === undefined ? env.description : b.description,
+          metadata: b.metadata ? patchMetadata(env.metadata, b.metadata, true) : env.metadata,
+          config: b.config === undefined && b.scope === undefined ? env.config : resolveConfig(b.config, b.scope, env.config),
+        }
+        if (sameJson(next, env)) return { result: view(env) }
+        next.updated_at = now()
+        return { next: { ...value, env: next }, result: view(next) }
+      }, missing(id))
+    },
+
+    async archive(req: Req) {
+      const id = req.params.environment_id!
+      return store.mutate(envKey(id), ({ value }) => {
+        if (value.env.archived_at) return { result: view(value.env) }
+        const t = now()
+        const env = { ...value.env, archived_at: t, updated_at: t }
+        return { next: { ...value, env }, result: view(env) }
+      }, missing(id))
+    },
+
+    async delete(req: Req) {
+      const id = req.params.environment_id!
+      for (;;) {
+        const cur = await store.get(envKey(id))
+        if (!cur) missing(id)()
+        if (cur!.value.refs > 0) {
+          throw conflict(`Environment ${id} is referenced by ${cur!.value.refs} session(s); delete them first`, 'environment_in_use')
+        }
+        // CAS on the revision we checked: a session that took a reference meanwhile makes this retry.
+        if (await store.delete(envKey(id), cur!.revision)) return { id, type: 'environment_deleted' }
+      }
+    },
+
+    /** Internal (session actor): take a reference for a new session; the environment must be usable. */
+    async acquire(req: Req) {
+      const id = req.params.environment_id!
+      return store.mutate(envKey(id), ({ value }) => {
+        if (value.env.archived_at) throw archivedError(id)
+        return { next: { ...value, refs: value.refs + 1 }, result: view(value.env) }
+      }, missing(id))
+    },
+
+    /** Internal (session actor): drop a session's reference. Missing environments are fine: nothing to drop. */
+    async release(req: Req) {
+      const id = req.params.environment_id!
+      for (;;) {
+        const cur = await store.get(envKey(id))
+        if (!cur) return { released: false }
+        const next = { ...cur.value, refs: Math.max(0, cur.value.refs - 1) }
+        if ((await store.update(envKey(id), next, cur.revision)) !== false) return { released: true }
+      }
+    },
+  }
+}
+

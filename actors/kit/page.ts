@@ -1,0 +1,39 @@
+import { decodeCursor, encodeCursor } from '../../protocol/cursor.js'
+import type { Projection, Sortable } from './projection.js'
+
+export interface Page<T> {
+  data: T[]
+  next_page: string | null
+}
+
+/**
+ * One forward page from a projection, newest first. The cursor stores the last record's sort position,
+ * so records created or deleted between pages neither repeat nor shift the page boundary.
+ */
+export function pageOf<T extends Sortable, R = T>(
+  projection: Projection<T>,
+  resource: string,
+  filters: Record<string, unknown>,
+  page: string | undefined,
+  limit: number,
+  keep: (rec: T) => boolean,
+  view: (rec: T) => R = (r) => r as unknown as R,
+): Page<R> {
+  const after = decodeCursor<Sortable>(resource, filters, page)
+  const all = projection.list()
+  const data: R[] = []
+  let last: T | undefined
+  let i = projection.startAfter(after as T | undefined)
+  for (; i < all.length && data.length < limit; i++) {
+    const rec = all[i]!
+    if (keep(rec)) {
+      data.push(view(rec))
+      last = rec
+    }
+  }
+  // Only promise a next page when one exists: the client keeps paging while next_page is non-null.
+  let more = false
+  for (; i < all.length; i++) if (keep(all[i]!)) { more = true; break }
+  const next_page = more && last ? encodeCursor(resource, filters, { id: last.id, created_at: last.created_at }) : null
+  return { data, next_page }
+}

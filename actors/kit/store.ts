@@ -1,0 +1,85 @@
+import type { KV, KvEntry } from '@nats-io/kv'
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
+import { encode, decode } from '../../protocol/codec.js'
+
+/** A value read from KV with the revision a compare-and-set must name. */
+export interface Versioned<T> {
+  value: T
+  revision: number
+}
+
+/** True when a CAS write lost the race: the key moved on (update) or already exists (create). */
+export function isCasConflict(err: unknown): boolean {
+  if (err instanceof JetStreamApiError) {
+    return err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === 10164
+  }
+  // kv.create reports an existing key as a plain error after re-checking the last value.
+  return err instanceof Error && /wrong last sequence|key exists/i.test(err.message)
+}
+
+/** Typed msgpack records in one KV bucket. */
+export class RecordStore<T> {
+  constructor(readonly kv: KV) {}
+
+  async get(key: string): Promise<Versioned<T> | undefined> {
+    const e = await this.kv.get(key)
+    return live(e) ? { value: decode<T>(e.value), revision: e.revision } : undefined
+  }
+
+  /** Creates the key; false if it exists. */
+  async create(key: string, value: T): Promise<number | false> {
+    try {
+      return await this.kv.create(key, encode(value))
+    } catch (err) {
+      if (isCasConflict(err)) return false
+      throw err
+    }
+  }
+
+  /** Writes if the key is still at `revision`; false if someone wrote first. */
+  async update(key: string, value: T, revision: number): Promise<number | false> {
+    try {
+      return await this.kv.update(key, encode(value), revision)
+    } catch (err) {
+      if (isCasConflict(err)) return false
+      throw err
+    }
+  }
+
+  put(key: string, value: T): Promise<number> {
+    return this.kv.put(key, encode(value))
+  }
+
+  /** Deletes if the key is still at `revision`; false if someone wrote first. */
+  async delete(key: string, revision: number): Promise<boolean> {
+    try {
+      await this.kv.delete(key, { previousSeq: revision })
+      return true
+    } catch (err) {
+      if (isCasConflict(err)) return false
+      throw err
+    }
+  }
+
+  /**
+   * Read-modify-write under CAS, retried while other writers win. `change` returns the new value, or
+   * undefined to write nothing; it may throw an ApiError to refuse.
+   */
+  async mutate<R>(
+    key: string,
+    change: (current: Versioned<T>) => { next?: T; result: R },
+    missing: () => never,
+    attempts = 20,
+  ): Promise<R> {
+    for (let i = 0; i < attempts; i++) {
+      const current = await this.get(key)
+      if (!current) missing()
+      const { next, result } = change(current)
+      if (next === undefined) return result
+      if ((await this.update(key, next, current.revision)) !== false) return result
+    }
+    throw new Error(`too much contention on ${key}`)
+  }
+}
+
+export const live = (e: KvEntry | null): e is KvEntry => !!e && e.operation === 'PUT'

@@ -1,0 +1,26 @@
+import type { NatsConnection } from '@nats-io/transport-node'
+import type { Logger } from 'pino'
+
+export interface GatewayOptions {
+  nc: NatsConnection
+  log: Logger
+  /** Port to listen on; 0 picks a free one. Default 8080. */
+  port?: number
+  /** Interface to bind. Default 127.0.0.1. */
+  host?: string
+  /** Strict mode: compatibility headers are required (see DECISIONS.md). Default false. */
+  strict?: boolean
+  /** Largest accepted request body in bytes. Default 32 MiB. */
+  bodyLimit?: number
+  /** How long an actor may take to answer before the request gets a 503. Default 15 000 ms. */
+  actorTimeoutMs?: number
+}
+
+/** A request as the gateway has read it off the socket, before any async work. */
+export interface IncomingRequest {
+  method: string
+  path: string
+  query: string
+  headers: Record<string, string>
+  rid: string
+}

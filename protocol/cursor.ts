@@ -1,0 +1,48 @@
+import { invalidRequest } from './errors.js'
+
+/**
+ * Opaque page cursors bound to the resource and the normalised filters they were issued for. Reusing one
+ * with other filters is a 400, as the spec requires; the official client re-sends the whole original query
+ * with the cursor, so honest paging always matches.
+ */
+export interface Cursor<P> {
+  /** Position after which the next page starts. */
+  after: P
+}
+
+function fingerprint(resource: string, filters: Record<string, unknown>): string {
+  const keys = Object.keys(filters).filter((k) => filters[k] !== undefined).sort()
+  return resource + '|' + keys.map((k) => `${k}=${JSON.stringify(filters[k])}`).join('&')
+}
+
+function hash(s: string): string {
+  let h = 0x811c9dc5
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return (h >>> 0).toString(36)
+}
+
+export function encodeCursor<P>(resource: string, filters: Record<string, unknown>, after: P): string {
+  const json = JSON.stringify({ f: hash(fingerprint(resource, filters)), a: after })
+  return Buffer.from(json).toString('base64url')
+}
+
+/** `page` empty or absent means the first page (the client sends `page=` for null). */
+export function decodeCursor<P>(resource: string, filters: Record<string, unknown>, page: string | undefined): P | undefined {
+  if (page === undefined || page === '') return undefined
+  let parsed: { f?: unknown; a?: unknown }
+  try {
+    parsed = JSON.parse(Buffer.from(page, 'base64url').toString('utf8'))
+  } catch {
+    throw invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
+  }
+  if (!parsed || typeof parsed !== 'object' || typeof parsed.f !== 'string' || parsed.a === undefined) {
+    throw invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
+  }
+  if (parsed.f !== hash(fingerprint(resource, filters))) {
+    throw invalidRequest('page was issued for different filters; repeat the original query with it', 'cursor_filter_mismatch')
+  }
+  return parsed.a as P
+}

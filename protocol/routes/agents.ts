@@ -1,0 +1,3 @@
+import type { Route } from './types.js'
+
+export const agentRoutes: Route[] = []

@@ -1,0 +1,37 @@
+import type { SharedKind, PartitionedKind } from '../subjects.js'
+
+export type Method = 'GET' | 'POST' | 'DELETE'
+
+/** Which beta a strict-mode request must claim on this route. */
+export type BetaGroup = 'managed-agents' | 'skills' | 'memory'
+
+export type RouteTarget =
+  | { kind: SharedKind; op: string }
+  /** Single-activation kinds: `key` names the path parameter whose id picks the partition. */
+  | { kind: PartitionedKind; op: string; key: string }
+
+/** A schema as the validator sees it: arktype types are callables of this shape. */
+export type Schema = (input: unknown) => unknown
+
+export interface Route {
+  method: Method
+  /** Path with `{param}` segments, exactly as documented in the OpenAPI inventory. */
+  path: string
+  operationId: string
+  summary: string
+  target: RouteTarget
+  /** Body schema; routes without one take no body (the official client sends none). */
+  body?: Schema
+  /** Query schema over the flattened query (see gateway/query.ts); unknown parameters are ignored. */
+  query?: Schema
+  beta?: BetaGroup
+  /** Served as a server-sent event stream rather than one JSON reply. */
+  stream?: boolean
+}
+
+/** Path parameter names and the id prefix they must carry; anything else is a 404 before any actor is asked. */
+export const PATH_ID_PREFIX: Record<string, string> = {
+  agent_id: 'agent_',
+  environment_id: 'env_',
+  session_id: 'sesn_',
+}

@@ -1,0 +1,102 @@
+import { type } from 'arktype'
+import { Metadata, MetadataPatch, boolParam, limitParam, pageParam } from './common.js'
+
+const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?'
+const HOST_RE = new RegExp(`^(\\*\\.)?${LABEL}(\\.${LABEL})*$`, 'i')
+
+/** A bare hostname or `*.` + hostname; the message says which rule a bad entry broke. */
+export const AllowedHost = type('string').narrow((h, ctx) => {
+  if (h.includes('://')) return ctx.reject({ expected: 'a bare hostname without a URL scheme', actual: JSON.stringify(h) })
+  if (h.includes('/')) return ctx.reject({ expected: 'a bare hostname without a path', actual: JSON.stringify(h) })
+  if (/:\d*$/.test(h) || h.includes(':')) return ctx.reject({ expected: 'a bare hostname without a port', actual: JSON.stringify(h) })
+  if (h.slice(h.startsWith('*.') ? 2 : 0).includes('*')) {
+    return ctx.reject({ expected: 'a hostname whose only wildcard is a leading "*."', actual: JSON.stringify(h) })
+  }
+  if (h.length > 253 || !HOST_RE.test(h)) return ctx.reject({ expected: 'a valid hostname', actual: JSON.stringify(h) })
+  return true
+})
+
+export const NetworkingParams = type({ '+': 'reject', type: "'unrestricted'" }).or({
+  '+': 'reject',
+  type: "'limited'",
+  'allowed_hosts?': AllowedHost.array().atMostLength(256).or('null'),
+  'allow_mcp_servers?': 'boolean | null',
+  'allow_package_managers?': 'boolean | null',
+})
+
+const PackageList = type('string[] | null')
+export const PackagesParams = type({
+  '+': 'reject',
+  'type?': "'packages'",
+  'apt?': PackageList, 'cargo?': PackageList, 'gem?': PackageList, 'go?': PackageList, 'npm?': PackageList, 'pip?': PackageList,
+})
+
+export const Scope = type("'account' | 'organization'")
+
+export const CloudConfigParams = type({
+  '+': 'reject',
+  'type?': "'cloud'",
+  'networking?': NetworkingParams.or('null'),
+  'packages?': PackagesParams.or('null'),
+  // Accepted so the message can say why it is wrong for cloud (the spec: rejected for cloud).
+  'scope?': 'unknown',
+})
+
+export const SelfHostedConfigParams = type({ '+': 'reject', type: "'self_hosted'", 'scope?': Scope.or('null') })
+
+export const EnvironmentConfigParams = SelfHostedConfigParams.or(CloudConfigParams)
+
+export const EnvironmentCreate = type({
+  '+': 'reject',
+  name: 'string > 0',
+  'description?': 'string | null',
+  'metadata?': Metadata,
+  'config?': EnvironmentConfigParams.or('null'),
+  'scope?': Scope.or('null'),
+})
+
+export const EnvironmentUpdate = type({
+  '+': 'reject',
+  'name?': type('string > 0').or('null'),
+  'description?': 'string | null',
+  'metadata?': MetadataPatch.or('null'),
+  'config?': EnvironmentConfigParams.or('null'),
+  'scope?': Scope.or('null'),
+})
+
+export const EnvironmentListQuery = type({
+  'include_archived?': boolParam,
+  'limit?': limitParam(1000),
+  'page?': pageParam,
+})
+
+export type NetworkingInput = typeof NetworkingParams.infer
+export type PackagesInput = typeof PackagesParams.infer
+export type EnvironmentCreateInput = typeof EnvironmentCreate.infer
+export type EnvironmentUpdateInput = typeof EnvironmentUpdate.infer
+export type EnvironmentListInput = typeof EnvironmentListQuery.infer
+
+// Resource shapes as returned (WIRE.md §5).
+export type Networking =
+  | { type: 'unrestricted' }
+  | { type: 'limited'; allowed_hosts: string[]; allow_mcp_servers: boolean; allow_package_managers: boolean }
+export interface Packages {
+  type: 'packages'
+  apt: string[]; cargo: string[]; gem: string[]; go: string[]; npm: string[]; pip: string[]
+}
+export type EnvironmentConfig =
+  | { type: 'cloud'; networking: Networking; packages: Packages }
+  | { type: 'self_hosted'; scope: 'account' | 'organization' }
+
+export interface Environment {
+  id: string
+  type: 'environment'
+  name: string
+  description: string | null
+  metadata: Record<string, string>
+  config: EnvironmentConfig
+  scope?: 'account' | 'organization'
+  created_at: string
+  updated_at: string
+  archived_at: string | null
+}

@@ -1,0 +1,56 @@
+/**
+ * Every NATS subject and JetStream name Troupe uses, so that `nats sub 'troupe.>'` reads as a story:
+ *
+ *   troupe.agent.create                       gateway → any agent actor (queue group troupe.agent)
+ *   troupe.environment.delete                 gateway → any environment actor
+ *   troupe.session.p07.sesn_01…​.events.send   gateway → the one host owning partition 07
+ *   troupe.events.sesn_01….primary            session actor → JetStream (the session's history)
+ *   troupe.host.ping                          gateway readiness → every actor host
+ */
+
+/** Actor kinds whose every instance may serve any id: state is guarded by KV compare-and-set. */
+export type SharedKind = 'agent' | 'environment' | 'sessions'
+/** Actor kinds with single activation: one host owns a partition of ids at a time. */
+export type PartitionedKind = 'session'
+export type ActorKind = SharedKind | PartitionedKind
+
+/** Fixed partition count for single-activation kinds; every process must agree on it. */
+export const PARTITIONS = 32
+
+export const actorSubject = (kind: SharedKind, op: string) => `troupe.${kind}.${op}`
+export const actorQueue = (kind: SharedKind) => `troupe.${kind}`
+
+/** FNV-1a: stable across processes and languages, cheap, well spread for ULID-based ids. */
+export function partitionOf(id: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < id.length; i++) {
+    h ^= id.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return (h >>> 0) % PARTITIONS
+}
+
+export const partitionToken = (p: number) => `p${String(p).padStart(2, '0')}`
+export const partitionedSubject = (kind: PartitionedKind, id: string, op: string) =>
+  `troupe.${kind}.${partitionToken(partitionOf(id))}.${id}.${op}`
+/** What the owner of partition `p` subscribes to. */
+export const partitionWildcard = (kind: PartitionedKind, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
+
+export const HOST_PING = 'troupe.host.ping'
+
+/** KV buckets. */
+export const Buckets = {
+  agents: 'troupe_agents',
+  environments: 'troupe_environments',
+  sessions: 'troupe_sessions',
+  leases: 'troupe_leases',
+  hosts: 'troupe_hosts',
+} as const
+
+/** Session event history: one stream, a subject per session thread. */
+export const EVENTS_STREAM = 'TROUPE_EVENTS'
+export const eventsSubject = (sessionId: string, thread = 'primary') => `troupe.events.${sessionId}.${thread}`
+export const eventsWildcard = (sessionId: string) => `troupe.events.${sessionId}.>`
+
+/** Request id travels with every actor request, for logs on both sides. */
+export const REQUEST_ID_HEADER = 'troupe-request-id'

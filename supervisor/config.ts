@@ -1,0 +1,39 @@
+import path from 'node:path'
+
+/** Settings read from the environment; the names are a contract (README, outside checks). */
+export interface Config {
+  /** HTTP port. `PORT`, default 8080. */
+  port: number
+  /** HTTP interface. `HOST`, default 127.0.0.1. */
+  host: string
+  /** External NATS; unset means `start` launches an embedded nats-server. `NATS_URL`. */
+  natsUrl?: string
+  /** Where the embedded nats-server keeps JetStream. `TROUPE_DATA_DIR`, default ./.troupe */
+  dataDir: string
+  /** Messages API base URL. `TROUPE_MODEL_BASE_URL`. */
+  modelBaseUrl?: string
+  /** Key for the Messages API. `ANTHROPIC_API_KEY`. */
+  anthropicApiKey?: string
+  /** Operator keyring for webhook secrets and vaults. `TROUPE_VAULT_KEYRING_FILE`. */
+  vaultKeyringFile?: string
+  /** Log level. `LOG_LEVEL`, default info. */
+  logLevel: string
+  strict: boolean
+}
+
+export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
+  const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be an integer from 0 to 65535 (was ${JSON.stringify(env.PORT)})`)
+  const blank = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v)
+  return {
+    port,
+    host: blank(env.HOST) ?? '127.0.0.1',
+    natsUrl: blank(env.NATS_URL),
+    dataDir: path.resolve(blank(env.TROUPE_DATA_DIR) ?? './.troupe'),
+    modelBaseUrl: blank(env.TROUPE_MODEL_BASE_URL),
+    anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
+    vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
+    logLevel: blank(env.LOG_LEVEL) ?? 'info',
+    strict,
+  }
+}

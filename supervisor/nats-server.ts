@@ -1,0 +1,148 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { connect } from '@nats-io/transport-node'
+
+export const NATS_CONF = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'nats.conf')
+
+/** Oldest nats-server we run on: Debian bookworm's. Newer-only features (per-key TTL, several filter subjects) are not used. */
+export const MIN_NATS_SERVER = [2, 9, 0]
+
+export interface EmbeddedNats {
+  url: string
+  port: number
+  stop(): Promise<void>
+  /** Stops the server process from keeping this process alive (tests, which stop it in a teardown). */
+  unref(): void
+  /** SIGKILL without waiting: for synchronous teardown at process exit. */
+  killNow(): void
+}
+
+export function natsServerBinary(): string {
+  for (const candidate of [process.env.NATS_SERVER_BIN, 'nats-server', '/usr/sbin/nats-server', '/usr/bin/nats-server']) {
+    if (!candidate) continue
+    try {
+      execFileSync(candidate, ['--version'], { stdio: 'pipe' })
+      return candidate
+    } catch {}
+  }
+  throw new Error(
+    'nats-server was not found. On Debian or Ubuntu: sudo apt-get install -y nats-server ' +
+      '(or point NATS_URL at a running NATS with JetStream).',
+  )
+}
+
+/** A free loopback port: never assume 4222, machines often run a NATS there already. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.unref()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number }
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** Starts nats-server from nats.conf with JetStream under `storeDir`, waits until it accepts connections. */
+export async function startEmbeddedNats(storeDir: string, onWarning: (msg: string) => void, conf = NATS_CONF): Promise<EmbeddedNats> {
+  const bin = natsServerBinary()
+  mkdirSync(storeDir, { recursive: true })
+  conf = configForVersion(conf, binaryVersion(bin), storeDir, onWarning)
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort()
+    const child = spawn(bin, ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)))
+    const url = `nats://127.0.0.1:${port}`
+    try {
+      await waitForNats(url, child)
+      return {
+        url, port,
+        stop: () => stopChild(child),
+        killNow: () => void child.kill('SIGKILL'),
+        unref: () => {
+          child.unref()
+          ;(child.stderr as unknown as { unref?: () => void }).unref?.()
+        },
+      }
+    } catch (err) {
+      await stopChild(child)
+      // Another process may have taken the port between our probe and the bind: try another.
+      if (attempt < 3) continue
+      throw new Error(`nats-server did not start: ${(err as Error).message}\n${stderr}`)
+    }
+  }
+}
+
+async function waitForNats(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 15_000
+  let exited = false
+  child.once('exit', () => (exited = true))
+  while (Date.now() < deadline) {
+    if (exited) throw new Error('nats-server exited')
+    try {
+      const nc = await connect({ servers: url, timeout: 500, reconnect: false })
+      await nc.close()
+      return
+    } catch {
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+  throw new Error('timed out waiting for nats-server')
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  child.ref()
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => {
+    const t = setTimeout(() => child.kill('SIGKILL'), 5000)
+    child.once('exit', () => {
+      clearTimeout(t)
+      resolve()
+    })
+    child.kill('SIGTERM')
+  })
+}
+
+export function binaryVersion(bin: string): string {
+  const out = execFileSync(bin, ['--version'], { encoding: 'utf8' })
+  return /v?(\d+\.\d+\.\d+)/.exec(out)?.[1] ?? '0.0.0'
+}
+
+const atLeast = (version: string, want: number[]) => {
+  const parts = version.split('.').map(Number)
+  for (let i = 0; i < want.length; i++) if ((parts[i] ?? 0) !== want[i]) return (parts[i] ?? 0) > want[i]!
+  return true
+}
+
+/**
+ * nats-server before 2.10 (Debian bookworm ships 2.9.10) rejects `sync_interval` as an unknown field. We
+ * keep the durable setting in nats.conf for servers that know it, and for older ones run a copy without
+ * it, saying loudly that writes are then flushed on the server's own schedule.
+ */
+function configForVersion(conf: string, version: string, storeDir: string, onWarning: (msg: string) => void): string {
+  if (atLeast(version, [2, 10, 0])) return conf
+  const text = readFileSync(conf, 'utf8')
+  if (!/^\s*sync_interval\s*:/m.test(text)) return conf
+  const copy = path.join(storeDir, 'nats.effective.conf')
+  writeFileSync(copy, text.replace(/^(\s*)sync_interval\s*:.*$/m, '$1# sync_interval dropped: nats-server ' + version + ' does not support it'))
+  onWarning(`nats-server ${version} does not support sync_interval: always (2.10+ does); acknowledged writes may be lost on an OS crash`)
+  return copy
+}
+
+/** Parses `nats-server: v2.9.10` style versions out of the server's INFO. */
+export function checkServerVersion(version: string): void {
+  const parts = version.replace(/^v/, '').split(/[.-]/).map(Number)
+  for (let i = 0; i < 3; i++) {
+    const have = parts[i] ?? 0
+    const need = MIN_NATS_SERVER[i]!
+    if (have > need) return
+    if (have < need) throw new Error(`nats-server ${version} is too old: Troupe needs ${MIN_NATS_SERVER.join('.')} or newer`)
+  }
+}

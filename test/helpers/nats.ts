@@ -1,0 +1,31 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { startEmbeddedNats } from '../../supervisor/nats-server.js'
+
+export interface TestNats {
+  url: string
+  dir: string
+  stop(): Promise<void>
+  /** Synchronous kill and cleanup, for teardowns that run as the test process exits. */
+  stopNow(): void
+}
+
+/** A real nats-server on a free loopback port with a temporary JetStream store, removed on stop. */
+export async function startNats(): Promise<TestNats> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'troupe-nats-'))
+  const nats = await startEmbeddedNats(path.join(dir, 'jetstream'), () => undefined)
+  nats.unref()
+  return {
+    url: nats.url,
+    dir,
+    async stop() {
+      await nats.stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+    stopNow() {
+      nats.killNow()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}

@@ -1,0 +1,96 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import Anthropic from '@anthropic-ai/sdk'
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/troupe.mjs')
+
+export interface TroupeProcess {
+  url: string
+  proc: ChildProcess
+  /** Everything the process wrote to stderr (its JSON log lines). */
+  logs(): string
+  /** SIGKILL: the process gets no chance to clean up. */
+  kill(): Promise<void>
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>
+  /** SIGKILL without waiting, for teardowns that run as the test process exits. */
+  killNow(): void
+}
+
+export interface StartOptions {
+  /** `serve` (default) or `start` */
+  role?: 'serve' | 'start' | 'orchestrate'
+  natsUrl?: string
+  strict?: boolean
+  env?: Record<string, string>
+}
+
+/** Starts `troupe <role>` the way a user does, on a free port, and waits for its "listening on" line. */
+export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
+  const args = [BIN, opts.role ?? 'serve', ...(opts.strict ? ['--strict'] : [])]
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', LOG_LEVEL: 'info', ...opts.env }
+  if (opts.natsUrl) env.NATS_URL = opts.natsUrl
+  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stderr = ''
+  let stdout = ''
+  proc.stderr!.on('data', (d) => (stderr += d))
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`troupe did not start in time:\n${stdout}\n${stderr}`)), 30_000)
+    proc.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`troupe exited with ${code}:\n${stdout}\n${stderr}`))
+    })
+    proc.stdout!.on('data', (d) => {
+      stdout += d
+      const m = /listening on (http:\/\/\S+)|troupe \w+ ready/.exec(stdout)
+      if (!m) return
+      clearTimeout(timer)
+      proc.removeAllListeners('exit')
+      // Let the test process reach its end (and run teardowns) while the server still runs.
+      proc.unref()
+      for (const s of [proc.stdout, proc.stderr] as any[]) s?.unref?.()
+      resolve({
+        url: m[1] ?? '',
+        proc,
+        logs: () => stderr,
+        async kill() {
+          proc.ref()
+          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
+          await exited
+        },
+        killNow() {
+          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
+        },
+        async stop() {
+          proc.ref()
+          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM')
+          await exited
+        },
+      })
+    })
+  })
+}
+
+/** The official client pointed at a Troupe URL; retries off unless a test wants them. */
+export const clientFor = (url: string, opts: { maxRetries?: number } = {}) =>
+  new Anthropic({ baseURL: url, apiKey: 'test-key', maxRetries: opts.maxRetries ?? 0 })
+
+/** Raw JSON request for error cases the typed client would not send. */
+export async function raw(url: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const init: RequestInit = { method, headers: { ...headers } }
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body)
+    ;(init.headers as Record<string, string>)['content-type'] ??= 'application/json'
+  }
+  const res = await fetch(url + path, init)
+  const text = await res.text()
+  let json: any
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: res.status, headers: res.headers, json, text }
+}
