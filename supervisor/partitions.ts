@@ -140,6 +140,13 @@ export class PartitionLeases {
     this.log.info({ partition: p, kind: this.kind }, 'partition released')
   }
 
+  /** Stops renewing without releasing: what a crash looks like to the other hosts (tests). */
+  halt(): void {
+    this.stopped = true
+    this.watcher?.stop()
+    for (const t of this.timers) clearInterval(t)
+  }
+
   async stop(): Promise<void> {
     this.stopped = true
     this.watcher?.stop()

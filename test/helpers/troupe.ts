@@ -1,3 +1,4 @@
+import './keepalive.js'
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -38,16 +39,17 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   const exited = new Promise<void>((r) => proc.once('exit', () => r()))
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`troupe did not start in time:\n${stdout}\n${stderr}`)), 30_000)
-    proc.once('exit', (code) => {
+    const early = (code: number | null) => {
       clearTimeout(timer)
       reject(new Error(`troupe exited with ${code}:\n${stdout}\n${stderr}`))
-    })
+    }
+    proc.once('exit', early)
     proc.stdout!.on('data', (d) => {
       stdout += d
       const m = /listening on (http:\/\/\S+)|troupe \w+ ready/.exec(stdout)
       if (!m) return
       clearTimeout(timer)
-      proc.removeAllListeners('exit')
+      proc.off('exit', early)
       // Let the test process reach its end (and run teardowns) while the server still runs.
       proc.unref()
       for (const s of [proc.stdout, proc.stderr] as any[]) s?.unref?.()

@@ -1,0 +1,38 @@
+/** One tool_result's payload as the session actor forwards it to the Messages API. */
+export interface ToolResult {
+  content: Array<{ type: 'text'; text: string }>
+  is_error: boolean
+}
+
+export interface SandboxOptions {
+  /** Per-session working directory; created if missing. */
+  workdir: string
+  /** Max characters of tool output kept in a result; default 30_000. The cap is stated in the result text when applied. */
+  maxOutputChars?: number
+  /** Default bash timeout in ms; default 120_000. A call may override it with `timeout_ms`. */
+  bashTimeoutMs?: number
+  /**
+   * Environment of the persistent shell; default: an allowlist of the server's own
+   * environment (PATH, HOME, LANG, …, see `host/env.ts`) so server secrets such as API keys
+   * are not handed to agent-run commands.
+   */
+  env?: Record<string, string>
+}
+
+export interface Sandbox {
+  /** Runs one built-in tool by name ('bash' | 'read' | 'write' | 'edit' | 'glob' | 'grep'). Unknown names and bad inputs give is_error results, never throws. Aborting `signal` kills whatever runs (the bash command's process group) and resolves with an is_error result saying it was interrupted. */
+  run(name: string, input: unknown, signal?: AbortSignal): Promise<ToolResult>
+  /** Kills the persistent shell and anything it started. Idempotent. */
+  close(): Promise<void>
+}
+
+export const DEFAULT_MAX_OUTPUT_CHARS = 30_000
+export const DEFAULT_BASH_TIMEOUT_MS = 120_000
+
+export function textResult(text: string, isError = false): ToolResult {
+  return { content: [{ type: 'text', text }], is_error: isError }
+}
+
+export function errorResult(text: string): ToolResult {
+  return textResult(text, true)
+}

@@ -1,0 +1,119 @@
+import t from 'tap'
+import net from 'node:net'
+import { stack } from '../helpers/stack.js'
+import { raw } from '../helpers/troupe.js'
+
+const s = await stack()
+
+/** Sends raw bytes and returns the response head (status line + headers) the server wrote. */
+function rawHttp(url: string, head: string, body?: Buffer | string): Promise<string> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), hostname)
+    let got = ''
+    sock.on('data', (d) => {
+      got += d
+      if (got.includes('\r\n\r\n')) {
+        sock.destroy()
+        resolve(got)
+      }
+    })
+    sock.on('error', (e) => (got ? resolve(got) : reject(e)))
+    sock.on('close', () => resolve(got))
+    sock.write(head)
+    if (body) sock.write(body)
+  })
+}
+
+t.test('health, readiness, request ids', async (t) => {
+  const h = await raw(s.url, 'GET', '/healthz')
+  t.equal(h.status, 200)
+  t.match(h.headers.get('request-id'), /^req_/)
+  const r = await raw(s.url, 'GET', '/readyz')
+  t.equal(r.status, 200)
+  t.same(r.json.checks, { nats: true, jetstream: true, actor_host: true })
+})
+
+t.test('unknown route is a 404 envelope', async (t) => {
+  const r = await raw(s.url, 'GET', '/v1/nope')
+  t.equal(r.status, 404)
+  t.equal(r.json.type, 'error')
+  t.equal(r.json.error.type, 'not_found_error')
+  t.match(r.json.request_id, /^req_/)
+  t.equal(r.headers.get('request-id'), r.json.request_id)
+  const wrongPrefix = await raw(s.url, 'GET', '/v1/environments/agent_123')
+  t.equal(wrongPrefix.status, 404)
+})
+
+t.test('invalid JSON and unknown fields are 400s naming the problem', async (t) => {
+  const bad = await raw(s.url, 'POST', '/v1/environments', '{"name":')
+  t.equal(bad.status, 400)
+  t.equal(bad.json.error.type, 'invalid_request_error')
+  t.match(bad.json.error.message, /not valid JSON/)
+  const unknown = await raw(s.url, 'POST', '/v1/environments', { name: 'x', colour: 'red' })
+  t.equal(unknown.status, 400)
+  t.match(unknown.json.error.message, /colour/)
+  const notObject = await raw(s.url, 'POST', '/v1/environments', '[1,2]')
+  t.equal(notObject.status, 400)
+  const wrongType = await raw(s.url, 'POST', '/v1/environments', { name: 7 })
+  t.equal(wrongType.status, 400)
+  t.match(wrongType.json.error.message, /name must be a string/)
+})
+
+t.test('bodies over 32 MiB get 413 without being read', async (t) => {
+  const declared = await rawHttp(s.url, `POST /v1/environments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${40 * 1024 * 1024}\r\n\r\n`)
+  t.match(declared, /^HTTP\/1\.1 413/)
+  t.match(declared, /request-id: req_/)
+  // Chunked: no declared length, so the limit trips while reading.
+  const chunk = Buffer.alloc(1024 * 1024, 0x20)
+  const { hostname, port } = new URL(s.url)
+  const status = await new Promise<string>((resolve) => {
+    const sock = net.connect(Number(port), hostname)
+    let got = ''
+    let stop = false
+    sock.on('data', (d) => {
+      got += d
+      stop = true
+      sock.destroy()
+      resolve(got)
+    })
+    sock.on('error', () => resolve(got))
+    sock.write('POST /v1/environments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n')
+    const pump = (i: number) => {
+      if (stop || i > 40) return
+      sock.write(`${chunk.length.toString(16)}\r\n`)
+      sock.write(chunk)
+      sock.write('\r\n', () => setImmediate(() => pump(i + 1)))
+    }
+    pump(0)
+  })
+  t.match(status, /^HTTP\/1\.1 413/)
+  const after = await raw(s.url, 'GET', '/healthz')
+  t.equal(after.status, 200, 'server still fine')
+})
+
+t.test('a body just under the limit is read', async (t) => {
+  const big = JSON.stringify({ name: 'big', description: 'x'.repeat(1024 * 1024) })
+  const r = await raw(s.url, 'POST', '/v1/environments', big)
+  t.equal(r.status, 200)
+})
+
+t.test('openapi lists exactly the served routes', async (t) => {
+  const r = await raw(s.url, 'GET', '/openapi.yaml')
+  t.equal(r.status, 200)
+  t.match(r.headers.get('content-type'), /yaml/)
+  const { ROUTES } = await import('../../protocol/routes/index.js')
+  for (const route of ROUTES) {
+    t.ok(r.text.includes(`"${route.path}":`), route.path)
+    t.ok(r.text.includes(`operationId: "${route.operationId}"`), route.operationId)
+  }
+  for (const p of ['/healthz', '/readyz', '/openapi.yaml']) t.ok(r.text.includes(`"${p}":`), p)
+  const paths = [...r.text.matchAll(/^ {2}"([^"]+)":$/gm)].map((m) => m[1])
+  const known = new Set([...ROUTES.map((x) => x.path), '/healthz', '/readyz', '/openapi.yaml'])
+  t.same(paths.filter((p) => !known.has(p!)), [], 'nothing the server lacks')
+})
+
+t.test('default mode accepts requests without compatibility headers', async (t) => {
+  const r = await fetch(s.url + '/v1/environments', { method: 'POST', body: JSON.stringify({ name: 'plain' }) })
+  t.equal(r.status, 200)
+})

@@ -1,0 +1,31 @@
+import t from 'tap'
+import { startNats } from '../helpers/nats.js'
+import { clientFor, raw, startTroupe } from '../helpers/troupe.js'
+
+const nats = await startNats()
+const a = await startTroupe({ natsUrl: nats.url })
+const b = await startTroupe({ natsUrl: nats.url })
+t.teardown(() => {
+  a.killNow()
+  b.killNow()
+  nats.stopNow()
+})
+
+t.test('SIGKILL of one host: everything stays reachable and nothing is lost', async (t) => {
+  const ca = clientFor(a.url)
+  const created: string[] = []
+  for (let i = 0; i < 10; i++) created.push((await ca.beta.environments.create({ name: `before-${i}`, metadata: { i: String(i) } })).id)
+  const updated = await ca.beta.environments.update(created[0]!, { description: 'kept' })
+
+  await a.kill()
+  const cb = clientFor(b.url, { maxRetries: 5 })
+  // Shared kinds answer at once from the survivor's queue group member.
+  for (const id of created) t.equal((await cb.beta.environments.retrieve(id)).id, id)
+  t.equal((await cb.beta.environments.retrieve(created[0]!)).description, updated.description)
+  const after = await cb.beta.environments.create({ name: 'after' })
+  const listed = new Set<string>()
+  for await (const e of cb.beta.environments.list({ limit: 5 })) listed.add(e.id)
+  for (const id of [...created, after.id]) t.ok(listed.has(id), `listed ${id}`)
+
+  t.equal((await raw(b.url, 'GET', '/readyz')).status, 200)
+})
