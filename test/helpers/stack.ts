@@ -1,4 +1,5 @@
 import t from 'tap'
+import './keepalive.js'
 import { startNats, type TestNats } from './nats.js'
 import { startTroupe, clientFor, type TroupeProcess, type StartOptions } from './troupe.js'
 

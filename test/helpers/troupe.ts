@@ -1,4 +1,3 @@
-import './keepalive.js'
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'

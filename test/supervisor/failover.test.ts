@@ -1,4 +1,5 @@
 import t from 'tap'
+import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { clientFor, raw, startTroupe } from '../helpers/troupe.js'
 

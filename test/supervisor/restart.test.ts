@@ -1,4 +1,5 @@
 import t from 'tap'
+import '../helpers/keepalive.js'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'

@@ -1,0 +1,46 @@
+// A closed-loop HTTP load generator in its own process, so it does not share an event loop with the
+// server it measures. Prints one JSON line: {requests, rps, p50, p99, errors}.
+import http from 'node:http'
+
+const [url, method, bodyArg, durationMs, connections] = process.argv.slice(2)
+const target = new URL(url!)
+const body = bodyArg && bodyArg !== '-' ? Buffer.from(bodyArg) : undefined
+const agent = new http.Agent({ keepAlive: true, maxSockets: Number(connections) })
+const latencies: number[] = []
+let errors = 0
+const end = Date.now() + Number(durationMs)
+
+function once(): Promise<void> {
+  return new Promise((resolve) => {
+    const t0 = process.hrtime.bigint()
+    const req = http.request(
+      { host: target.hostname, port: target.port, path: target.pathname + target.search, method, agent,
+        headers: body ? { 'content-type': 'application/json', 'content-length': body.length } : {} },
+      (res) => {
+        res.resume()
+        res.on('end', () => {
+          if (res.statusCode !== 200) errors++
+          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6)
+          resolve()
+        })
+      },
+    )
+    req.on('error', () => {
+      errors++
+      resolve()
+    })
+    req.end(body)
+  })
+}
+
+async function worker() {
+  while (Date.now() < end) await once()
+}
+
+const started = Date.now()
+await Promise.all(Array.from({ length: Number(connections) }, worker))
+const elapsed = (Date.now() - started) / 1000
+latencies.sort((a, b) => a - b)
+const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0
+console.log(JSON.stringify({ requests: latencies.length, rps: latencies.length / elapsed, p50: pct(0.5), p99: pct(0.99), errors }))
+agent.destroy()
