@@ -1,3 +1,13 @@
+import { AgentCreate, AgentGetQuery, AgentListQuery, AgentUpdate, AgentVersionsQuery } from '../schemas/agent.js'
 import type { Route } from './types.js'
 
-export const agentRoutes: Route[] = []
+const agent = (op: string) => ({ kind: 'agent' as const, op })
+
+export const agentRoutes: Route[] = [
+  { method: 'POST', path: '/v1/agents', operationId: 'agents.create', summary: 'Create an agent', target: agent('create'), body: AgentCreate },
+  { method: 'GET', path: '/v1/agents', operationId: 'agents.list', summary: 'List agents (latest version of each)', target: agent('list'), query: AgentListQuery },
+  { method: 'GET', path: '/v1/agents/{agent_id}', operationId: 'agents.retrieve', summary: 'Get an agent (latest or ?version=N)', target: agent('get'), query: AgentGetQuery },
+  { method: 'POST', path: '/v1/agents/{agent_id}', operationId: 'agents.update', summary: 'Update an agent', target: agent('update'), body: AgentUpdate },
+  { method: 'POST', path: '/v1/agents/{agent_id}/archive', operationId: 'agents.archive', summary: 'Archive an agent', target: agent('archive') },
+  { method: 'GET', path: '/v1/agents/{agent_id}/versions', operationId: 'agents.versions.list', summary: 'List the versions of an agent', target: agent('versions'), query: AgentVersionsQuery },
+]

@@ -1,0 +1,246 @@
+import { decodeCursor, encodeCursor } from '../../protocol/cursor.js'
+import { conflict, internal, invalidRequest, notFound } from '../../protocol/errors.js'
+import type { ActorRequest } from '../../protocol/envelope.js'
+import { looksLikeId, newId } from '../../protocol/ids.js'
+import type {
+  Agent, AgentCreateInput, AgentGetInput, AgentListInput, AgentUpdateInput, AgentVersionsInput, Multiagent,
+} from '../../protocol/schemas/agent.js'
+import { patchMetadata } from '../../protocol/schemas/common.js'
+import { now } from '../../protocol/time.js'
+import { pageOf, type Page } from '../kit/page.js'
+import type { Projection } from '../kit/projection.js'
+import type { Handler } from '../kit/types.js'
+import {
+  checkSkillRequirements, checkToolGraph, normalizeExecutionIdentity, normalizeModel, normalizeServers, normalizeTools,
+  textOrNull,
+} from './normalize.js'
+import { geoBreach, resolveRoster, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
+import { skillsUnavailable, type SkillResolver } from './skills.js'
+import { headKey, versionKey, type AgentStore } from './state.js'
+
+type Req<B = unknown, Q = unknown> = ActorRequest<B, Q>
+
+const MAX_METADATA_KEYS = 16
+const CAS_ATTEMPTS = 20
+
+/**
+ * What makes a new version. Metadata is deliberately not material: SPEC says non-material updates create no
+ * version, and metadata is bookkeeping about the agent, not part of what a session runs. A metadata-only
+ * change keeps the version number, moves updated_at, and rewrites the current version's stored record
+ * with the new metadata. Self entries compare version-blind: they follow the version that contains them.
+ */
+function material(a: Agent): string {
+  const roster = a.multiagent ? stampSelf(a.multiagent, a.id, SELF_VERSION) : null
+  return JSON.stringify([a.name, a.description, a.system, a.model, a.tools, a.mcp_servers, a.skills, roster, a.execution_identity])
+}
+
+const sameMap = (a: Record<string, string>, b: Record<string, string>) => {
+  const ka = Object.keys(a)
+  return ka.length === Object.keys(b).length && ka.every((k) => b[k] === a[k])
+}
+
+const asDate = (d: unknown): Date | undefined => (d === undefined ? undefined : d instanceof Date ? d : new Date(d as string))
+
+export function agentOps(store: AgentStore, projection: Projection<Agent>, resolveSkills: SkillResolver = skillsUnavailable): Record<string, Handler> {
+  const missing = (id: string) => notFound('Agent', id, 'agent_not_found')
+  const noVersion = (id: string, n: number) => notFound('Agent', `${id} version ${n}`, 'agent_version_not_found')
+
+  async function headOf(id: string | undefined) {
+    const cur = await store.head(id)
+    if (!cur) throw missing(String(id))
+    return cur
+  }
+
+  function checkGeo(model: Agent['model'], members: Member[], prefix = '') {
+    const breach = geoBreach(model, members)
+    if (breach) throw invalidRequest(prefix + breach)
+  }
+
+  return {
+    async create(req: Req<AgentCreateInput>) {
+      const b = req.body
+      const id = newId('agent')
+      const model = normalizeModel(b.model)
+      const tools = normalizeTools(b.tools ?? [])
+      const servers = normalizeServers(b.mcp_servers ?? [])
+      checkToolGraph(tools, servers)
+      let multiagent: Multiagent | null = null
+      if (b.multiagent) {
+        // `self` on create is the agent being created, at version 1.
+        const r = await resolveRoster(b.multiagent, id, store)
+        checkGeo(model, r.members)
+        multiagent = stampSelf(r.multiagent, id, 1)
+      }
+      const skills = await resolveSkills(b.skills ?? [])
+      checkSkillRequirements(skills, tools)
+      const t = now()
+      const agent: Agent = {
+        id,
+        type: 'agent',
+        version: 1,
+        name: b.name,
+        description: textOrNull(b.description),
+        system: textOrNull(b.system),
+        model,
+        tools,
+        mcp_servers: servers,
+        skills,
+        multiagent,
+        execution_identity: normalizeExecutionIdentity(b.execution_identity),
+        metadata: b.metadata ?? {},
+        created_at: t,
+        updated_at: t,
+        archived_at: null,
+      }
+      if ((await store.heads.create(headKey(id), { agent })) === false) throw internal(`agent id ${id} collided`)
+      await store.versions.put(versionKey(id, 1), agent)
+      return agent
+    },
+
+    async get(req: Req<unknown, AgentGetInput>) {
+      const id = req.params.agent_id!
+      const head = (await headOf(id)).value.agent
+      const n = req.query?.version
+      if (n === undefined) return head
+      const rec = await store.version(head, n)
+      if (!rec) throw noVersion(id, n)
+      return rec
+    },
+
+    async list(req: Req<unknown, AgentListInput>) {
+      const q = req.query ?? {}
+      await projection.fresh()
+      const gte = asDate(q['created_at[gte]'])
+      const lte = asDate(q['created_at[lte]'])
+      const includeArchived = q.include_archived ?? false
+      const filters = {
+        'created_at[gte]': gte?.toISOString(),
+        'created_at[lte]': lte?.toISOString(),
+        include_archived: includeArchived,
+      }
+      const from = gte?.getTime() ?? -Infinity
+      const to = lte?.getTime() ?? Infinity
+      return pageOf(projection, 'agents', filters, q.page, q.limit ?? 20, (a) => {
+        if (!includeArchived && a.archived_at !== null) return false
+        const c = Date.parse(a.created_at)
+        return c >= from && c <= to
+      })
+    },
+
+    /** Versions ascending. Versions are dense 1..head.version, so a page is a range of numbers read by key. */
+    async versions(req: Req<unknown, AgentVersionsInput>): Promise<Page<Agent>> {
+      const id = req.params.agent_id!
+      const q = req.query ?? {}
+      const head = (await headOf(id)).value.agent
+      const after = decodeCursor<number>('agent_versions', { agent_id: id }, q.page) ?? 0
+      if (!Number.isInteger(after) || after < 0) throw invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
+      const last = Math.min(head.version, after + (q.limit ?? 20))
+      const numbers: number[] = []
+      for (let n = after + 1; n <= last; n++) numbers.push(n)
+      const recs = await Promise.all(numbers.map((n) => store.version(head, n)))
+      const data = recs.filter((r): r is Agent => r !== undefined)
+      return { data, next_page: last < head.version ? encodeCursor('agent_versions', { agent_id: id }, last) : null }
+    },
+
+    async update(req: Req<AgentUpdateInput>) {
+      const id = req.params.agent_id!
+      const b = req.body
+      for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+        const cur = await headOf(id)
+        const a = cur.value.agent
+        if (a.archived_at) throw invalidRequest(`Agent ${id} is archived and read-only: it cannot be updated`, 'agent_archived')
+        if (b.version !== undefined && b.version !== a.version) {
+          throw conflict(`version: stale (current version is ${a.version})`, 'agent_version_conflict')
+        }
+
+        const model = b.model === undefined ? a.model : normalizeModel(b.model, a.model)
+        const tools = b.tools === undefined ? a.tools : normalizeTools(b.tools ?? [])
+        const servers = b.mcp_servers === undefined ? a.mcp_servers : normalizeServers(b.mcp_servers ?? [])
+        if (b.tools !== undefined || b.mcp_servers !== undefined) checkToolGraph(tools, servers)
+
+        let multiagent: Multiagent | null = a.multiagent
+        if (b.multiagent !== undefined) {
+          multiagent = null
+          if (b.multiagent !== null) {
+            const r = await resolveRoster(b.multiagent, id, store)
+            checkGeo(model, r.members)
+            multiagent = r.multiagent
+          }
+        } else if (a.multiagent && model.inference_geo !== a.model.inference_geo) {
+          // A model change must not break the stored roster's inference_geo agreement (SPEC).
+          checkGeo(model, await storedMembers(a.multiagent, id, store),
+            'model.inference_geo: this change breaks the stored coordinator roster (replace or clear multiagent in the same update): ')
+        }
+
+        // Omitted skills keep their pins as stored; given skills are re-resolved.
+        const skills = b.skills === undefined ? a.skills : await resolveSkills(b.skills ?? [])
+        if (b.skills !== undefined || b.tools !== undefined) checkSkillRequirements(skills, tools)
+
+        let metadata = a.metadata
+        if (b.metadata !== undefined) {
+          metadata = patchMetadata(a.metadata, b.metadata)
+          const n = Object.keys(metadata).length
+          if (n > MAX_METADATA_KEYS) throw invalidRequest(`metadata: at most ${MAX_METADATA_KEYS} keys (this patch would leave ${n})`)
+        }
+
+        const candidate: Agent = {
+          ...a,
+          name: b.name ?? a.name,
+          description: b.description === undefined ? a.description : textOrNull(b.description),
+          system: b.system === undefined ? a.system : textOrNull(b.system),
+          model,
+          tools,
+          mcp_servers: servers,
+          skills,
+          multiagent,
+          execution_identity: b.execution_identity === undefined ? a.execution_identity : normalizeExecutionIdentity(b.execution_identity),
+          metadata,
+        }
+        const isMaterial = material(candidate) !== material(a)
+        if (!isMaterial && sameMap(metadata, a.metadata)) return a
+
+        const version = isMaterial ? a.version + 1 : a.version
+        const next: Agent = { ...candidate, version, multiagent: stampSelf(multiagent, id, version), updated_at: now() }
+        // The head first: its compare-and-set is the fence. Losing it means someone else wrote; start over.
+        if ((await store.heads.update(headKey(id), { agent: next }, cur.revision)) === false) continue
+        const writes = [store.versions.put(versionKey(id, version), next)]
+        // Re-put the version we fenced against: repairs a version key a crash left missing.
+        if (isMaterial) writes.push(store.versions.put(versionKey(id, a.version), a))
+        await Promise.all(writes)
+        return next
+      }
+      throw internal(`too much contention updating agent ${id}`)
+    },
+
+    async archive(req: Req) {
+      const id = req.params.agent_id!
+      if (!looksLikeId('agent', id)) throw missing(id)
+      return store.heads.mutate(headKey(id), ({ value }) => {
+        if (value.agent.archived_at) return { result: value.agent }
+        const t = now()
+        // No new version: archived_at lives on the head and is laid over every version read.
+        const agent: Agent = { ...value.agent, archived_at: t, updated_at: t }
+        return { next: { agent }, result: agent }
+      }, () => {
+        throw missing(id)
+      })
+    },
+
+    /**
+     * Internal (session actor; no HTTP route): the agent record a new session snapshots. Params `{agent_id}`,
+     * body `{version?}` (latest when omitted). 404 when the agent or the version does not exist; 400
+     * `agent_archived` when the agent is archived, since archived agents cannot be selected for new sessions.
+     */
+    async resolve(req: Req<{ version?: number } | undefined>) {
+      const id = req.params.agent_id!
+      const head = (await headOf(id)).value.agent
+      if (head.archived_at) throw invalidRequest(`Agent ${id} is archived and cannot be used for new sessions`, 'agent_archived')
+      const n = req.body?.version
+      if (n === undefined || n === null) return head
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw invalidRequest('agent.version must be an integer of at least 1')
+      const rec = await store.version(head, n)
+      if (!rec) throw noVersion(id, n)
+      return rec
+    },
+  }
+}

@@ -1,0 +1,339 @@
+import { type } from 'arktype'
+import { Metadata, MetadataPatch, boolParam, limitParam, pageParam, timestampParam } from './common.js'
+
+/**
+ * Agents on the wire (WIRE.md §4). The schemas here check shapes only, so every message names the field
+ * and the rule in arktype's words; rules that span fields (MCP server references, duplicate names, roster
+ * resolution, inference_geo agreement) are the agent actor's (actors/agent/normalize.ts, roster.ts).
+ * Every object rejects unknown keys, except a custom tool's `input_schema`, which is the caller's JSON Schema.
+ */
+
+export const EFFORT_LEVELS = ['low', 'medium', 'high', 'xhigh', 'max'] as const
+export const TOOL_NAMES = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const
+
+const EffortLevel = type("'low' | 'medium' | 'high' | 'xhigh' | 'max'")
+
+export const ModelParams = type({
+  '+': 'reject',
+  id: 'string > 0',
+  'effort?': EffortLevel.or({ '+': 'reject', type: EffortLevel }).or('null'),
+  'inference_geo?': 'string | null',
+  'speed?': "'standard' | 'fast' | null",
+})
+/** A model id string, or the object form. */
+export const ModelInput = type('string > 0').or(ModelParams)
+
+export const PermissionPolicy = type({ '+': 'reject', type: "'always_allow' | 'always_ask' | 'auto'" })
+
+const DefaultConfigParams = type({
+  '+': 'reject',
+  'enabled?': 'boolean | null',
+  'permission_policy?': PermissionPolicy.or('null'),
+})
+
+const DomainList = type('string > 0').array().atLeastLength(1).atMostLength(64)
+
+const ToolReference = type({ '+': 'reject', type: "'tool_reference'", name: 'string > 0' })
+const UrlSourceAllNone = type("'all' | 'none'").or({ '+': 'reject', type: "'all' | 'none'" })
+const UrlSourceFilter = UrlSourceAllNone.or({ '+': 'reject', type: "'only' | 'except'", tools: ToolReference.array() })
+export const UrlSourcesParams = type({
+  '+': 'reject',
+  'user_input?': UrlSourceAllNone.or('null'),
+  'client_tool_results?': UrlSourceFilter.or('null'),
+  'server_tool_results?': UrlSourceFilter.or('null'),
+})
+
+export const UserLocation = type({
+  '+': 'reject',
+  type: "'approximate'",
+  'city?': 'string | null',
+  'region?': 'string | null',
+  'country?': 'string | null',
+  'timezone?': 'string | null',
+})
+
+const configCommon = {
+  '+': 'reject',
+  'enabled?': 'boolean | null',
+  'permission_policy?': PermissionPolicy.or('null'),
+} as const
+
+const WebFetchConfig = type({
+  ...configCommon,
+  name: "'web_fetch'",
+  'type?': "'web_fetch'",
+  'allowed_domains?': DomainList,
+  'blocked_domains?': DomainList,
+  'max_content_tokens?': type('number.integer >= 1').or('null'),
+  'url_sources?': UrlSourcesParams.or('null'),
+})
+
+const WebSearchConfig = type({
+  ...configCommon,
+  name: "'web_search'",
+  'type?': "'web_search'",
+  'allowed_domains?': DomainList,
+  'blocked_domains?': DomainList,
+  'user_location?': UserLocation.or('null'),
+})
+
+/** One toolset config; `name` picks the branch and `type`, when given, must repeat it. */
+export const AgentToolConfigParams = type({ ...configCommon, name: "'bash'", 'type?': "'bash'" })
+  .or({ ...configCommon, name: "'edit'", 'type?': "'edit'" })
+  .or({ ...configCommon, name: "'read'", 'type?': "'read'" })
+  .or({ ...configCommon, name: "'write'", 'type?': "'write'" })
+  .or({ ...configCommon, name: "'glob'", 'type?': "'glob'" })
+  .or({ ...configCommon, name: "'grep'", 'type?': "'grep'" })
+  .or(WebFetchConfig)
+  .or(WebSearchConfig)
+
+export const AgentToolsetParams = type({
+  '+': 'reject',
+  type: "'agent_toolset_20260401'",
+  'configs?': AgentToolConfigParams.array(),
+  'default_config?': DefaultConfigParams.or('null'),
+})
+
+export const McpToolsetParams = type({
+  '+': 'reject',
+  type: "'mcp_toolset'",
+  mcp_server_name: '0 < string <= 255',
+  'configs?': type({
+    '+': 'reject',
+    name: 'string > 0',
+    'enabled?': 'boolean | null',
+    'permission_policy?': PermissionPolicy.or('null'),
+  }).array(),
+  'default_config?': DefaultConfigParams.or('null'),
+})
+
+const CUSTOM_TOOL_NAME = /^[A-Za-z0-9_-]{1,128}$/
+export const CustomToolParams = type({
+  '+': 'reject',
+  type: "'custom'",
+  name: type('string').narrow((n, ctx) =>
+    CUSTOM_TOOL_NAME.test(n) ? true : ctx.reject({ expected: '1 to 128 characters of A-Z, a-z, 0-9, _ or -', actual: JSON.stringify(n) })),
+  description: 'string',
+  // The caller's JSON Schema: extra keywords are allowed here and only here.
+  input_schema: {
+    type: "'object'",
+    'properties?': type({ '[string]': 'unknown' }).or('null'),
+    'required?': type('string[]').or('null'),
+  },
+})
+
+export const ToolParams = AgentToolsetParams.or(McpToolsetParams).or(CustomToolParams)
+export const ToolList = ToolParams.array().atMostLength(256)
+
+const HttpUrl = type('string').narrow((s, ctx) => {
+  let u: URL
+  try {
+    u = new URL(s)
+  } catch {
+    return ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
+  return true
+})
+
+export const McpServerParams = type({ '+': 'reject', type: "'url'", name: '0 < string <= 255', url: HttpUrl })
+export const McpServerList = McpServerParams.array().atMostLength(20)
+
+export const SkillParams = type({
+  '+': 'reject',
+  type: "'custom' | 'anthropic'",
+  skill_id: 'string > 0',
+  'version?': type('string > 0').or('number.integer >= 1').or('null'),
+})
+export const SkillList = SkillParams.array()
+
+export const RosterEntryParams = type('string > 0')
+  .or({ '+': 'reject', type: "'agent'", id: 'string > 0', 'version?': 'number.integer >= 1' })
+  .or({ '+': 'reject', type: "'self'" })
+  .or({ '+': 'reject', type: "'advisor'", model: 'string > 0' })
+
+export const CoordinatorParams = type({ '+': 'reject', type: "'coordinator'", agents: RosterEntryParams.array() })
+/** Accepted loosely so the actor can answer 422 (not supported yet) rather than a shape error. */
+export const Multiagent20261001Params = type({ type: "'multiagent_20261001'" })
+export const MultiagentParams = CoordinatorParams.or(Multiagent20261001Params)
+
+export const ExecutionIdentityParams = type({ '+': 'reject', type: "'service_account'" })
+  .or({ '+': 'reject', type: "'aws_role'", role_arn: '0 < string <= 2048' })
+
+const Name = type('0 < string <= 256')
+const System = type('string <= 100000')
+const Description = type('string <= 2048')
+
+/** Create: explicit null is accepted where the client types allow it (not for lists or metadata). */
+export const AgentCreate = type({
+  '+': 'reject',
+  name: Name,
+  model: ModelInput,
+  'description?': Description.or('null'),
+  'system?': System.or('null'),
+  'tools?': ToolList,
+  'mcp_servers?': McpServerList,
+  'skills?': SkillList,
+  'multiagent?': MultiagentParams.or('null'),
+  'metadata?': Metadata,
+  'execution_identity?': ExecutionIdentityParams.or('null'),
+})
+
+/** Update: omitted keeps; name, model, metadata and version cannot be null (SPEC "Agent update field rules"). */
+export const AgentUpdate = type({
+  '+': 'reject',
+  'version?': 'number.integer >= 1',
+  'name?': Name,
+  'model?': ModelInput,
+  'description?': Description.or('null'),
+  'system?': System.or('null'),
+  'tools?': ToolList.or('null'),
+  'mcp_servers?': McpServerList.or('null'),
+  'skills?': SkillList.or('null'),
+  'multiagent?': MultiagentParams.or('null'),
+  'metadata?': MetadataPatch,
+  'execution_identity?': ExecutionIdentityParams.or('null'),
+})
+
+export const AgentListQuery = type({
+  'created_at[gte]?': timestampParam,
+  'created_at[lte]?': timestampParam,
+  'include_archived?': boolParam,
+  'limit?': limitParam(100),
+  'page?': pageParam,
+})
+
+export const AgentGetQuery = type({
+  'version?': type('string.integer.parse').pipe(type('number >= 1')),
+})
+
+export const AgentVersionsQuery = type({
+  'limit?': limitParam(100),
+  'page?': pageParam,
+})
+
+export type ModelInputT = typeof ModelInput.infer
+export type ToolParamsT = typeof ToolParams.infer
+export type AgentToolConfigParamsT = typeof AgentToolConfigParams.infer
+export type McpServerParamsT = typeof McpServerParams.infer
+export type SkillParamsT = typeof SkillParams.infer
+export type RosterEntryParamsT = typeof RosterEntryParams.infer
+export type MultiagentParamsT = typeof MultiagentParams.infer
+export type ExecutionIdentityParamsT = typeof ExecutionIdentityParams.infer
+export type UrlSourcesParamsT = typeof UrlSourcesParams.infer
+export type AgentCreateInput = typeof AgentCreate.infer
+export type AgentUpdateInput = typeof AgentUpdate.infer
+export type AgentListInput = typeof AgentListQuery.infer
+export type AgentGetInput = typeof AgentGetQuery.infer
+export type AgentVersionsInput = typeof AgentVersionsQuery.infer
+
+// Resource shapes as returned (WIRE.md §4).
+
+export type EffortLevel = (typeof EFFORT_LEVELS)[number]
+export type ToolName = (typeof TOOL_NAMES)[number]
+
+export interface ModelConfig {
+  id: string
+  effort?: { type: EffortLevel }
+  inference_geo?: string
+  speed?: 'standard' | 'fast'
+}
+
+export interface Policy {
+  type: 'always_allow' | 'always_ask' | 'auto'
+}
+
+export interface ToolDefaultConfig {
+  enabled: boolean
+  permission_policy: Policy
+}
+
+export type UrlSourceFilter = { type: 'all' | 'none' } | { type: 'only' | 'except'; tools: Array<{ type: 'tool_reference'; name: string }> }
+export interface UrlSources {
+  user_input: { type: 'all' | 'none' } | null
+  client_tool_results: UrlSourceFilter | null
+  server_tool_results: UrlSourceFilter | null
+}
+
+export interface AgentToolConfig {
+  type: ToolName
+  name: ToolName
+  enabled: boolean
+  permission_policy: Policy
+  allowed_domains?: string[]
+  blocked_domains?: string[]
+  max_content_tokens?: number
+  url_sources?: UrlSources | null
+  user_location?: typeof UserLocation.infer
+}
+
+export interface AgentToolset {
+  type: 'agent_toolset_20260401'
+  default_config: ToolDefaultConfig
+  configs: AgentToolConfig[]
+}
+
+export interface McpToolset {
+  type: 'mcp_toolset'
+  mcp_server_name: string
+  default_config: ToolDefaultConfig
+  configs: Array<{ name: string; enabled: boolean; permission_policy: Policy }>
+}
+
+export interface CustomTool {
+  type: 'custom'
+  name: string
+  description: string
+  input_schema: { type: 'object'; [k: string]: unknown }
+}
+
+export type Tool = AgentToolset | McpToolset | CustomTool
+
+export interface McpServer {
+  type: 'url'
+  name: string
+  url: string
+}
+
+export interface SkillRef {
+  type: 'custom' | 'anthropic'
+  skill_id: string
+  version: string
+}
+
+export interface AgentReference {
+  type: 'agent'
+  id: string
+  version: number
+}
+export interface AdvisorEntry {
+  type: 'advisor'
+  model: string
+}
+export type RosterEntry = AgentReference | AdvisorEntry
+
+export interface Multiagent {
+  type: 'coordinator'
+  agents: RosterEntry[]
+}
+
+export type ExecutionIdentity = { type: 'service_account' } | { type: 'aws_role'; role_arn: string }
+
+export interface Agent {
+  id: string
+  type: 'agent'
+  version: number
+  name: string
+  description: string | null
+  system: string | null
+  model: ModelConfig
+  tools: Tool[]
+  mcp_servers: McpServer[]
+  skills: SkillRef[]
+  multiagent: Multiagent | null
+  execution_identity: ExecutionIdentity
+  metadata: Record<string, string>
+  created_at: string
+  updated_at: string
+  archived_at: string | null
+}
