@@ -12,6 +12,8 @@ export const statusLine = (status: number) => STATUS_TEXT[status] ?? `${status} 
 export interface ResponseState {
   aborted: boolean
   done: boolean
+  /** Called once if the client goes away, so pending work (a body being read, a stream) can stop. */
+  onAbort?: () => void
 }
 
 /**

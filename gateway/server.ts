@@ -65,8 +65,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
 
     let body: unknown = undefined
     if (mayHaveBody) {
-      const read = await readBody(res, bodyLimit, declared)
-      if (!read.ok) return fail(res, state, rid, tooLarge(bodyLimit), true)
+      const read = await readBody(res, state, bodyLimit, declared)
+      if (!read.ok) return read.reason === 'aborted' ? undefined : fail(res, state, rid, tooLarge(bodyLimit), true)
       if (route.body && read.bytes.length > 0) body = parseJson(read.bytes)
     }
     if (route.body) body = parse(route.body, body ?? {})
@@ -79,6 +79,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const state: ResponseState = { aborted: false, done: false }
     res.onAborted(() => {
       state.aborted = true
+      state.onAbort?.()
     })
     // uWS invalidates `req` when this callback returns: copy what we need now.
     const headers: Record<string, string> = {}

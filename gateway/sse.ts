@@ -1,0 +1,151 @@
+import type { HttpResponse } from 'uWebSockets.js'
+import { statusLine, type ResponseState } from './http.js'
+
+/**
+ * Server-sent events over a uWS response, framed as WIRE.md §7.3 and DECISIONS.md ("Sessions and events") ask:
+ * every message has an `event:` line and, when known, `id: <event id>`; keepalives are comment lines.
+ *
+ * Aborts: uWS keeps a single `onAborted` handler per response, registered by the gateway before anything async.
+ * `startSse` installs `state.onAbort`; the gateway's handler must call it after setting `state.aborted`:
+ *   res.onAborted(() => { state.aborted = true; state.onAbort?.() })
+ * Without that call the stream still notices `state.aborted` on its next write or keepalive tick (so `done`
+ * resolves at most one keepalive interval late) and never touches a dead `res`.
+ */
+export interface StreamingResponseState extends ResponseState {
+  /** Set by a streaming helper; called by the owner of `res.onAborted` after it sets `aborted`. */
+  onAbort?: () => void
+}
+
+export type SseCloseReason = 'closed' | 'aborted' | 'slow_consumer'
+
+export interface SseStream {
+  /** Writes one message: `event: <event>\nid: <id>\ndata: <one-line JSON>\n\n`; id omitted when undefined. Returns false once the client is gone. */
+  send(event: string, data: unknown, id?: string): boolean
+  /** Comment line, `: keepalive\n\n` by default. */
+  comment(text?: string): boolean
+  /** Ends the response after whatever is still buffered (no more writes). Idempotent. */
+  close(): void
+  readonly closed: boolean
+  /** Why the stream closed: close() was called, the client went away, or it fell too far behind. */
+  readonly closeReason: SseCloseReason | undefined
+  /** Bytes held in our queue while uWS reports backpressure (uWS itself also holds the last failed write). */
+  readonly bufferedBytes: number
+  /** Resolves when the client disconnects or the stream is closed. */
+  readonly done: Promise<void>
+}
+
+export interface SseOptions {
+  requestId: string
+  /** Comment keepalive interval; 0 disables. Default 15000. */
+  keepaliveMs?: number
+  /** A client that lets more than this pile up in our queue is dropped. Default 8 MiB. */
+  maxBufferedBytes?: number
+  extraHeaders?: Record<string, string>
+}
+
+const oneLine = (s: string) => s.replace(/[\r\n]/g, '')
+
+/** One SSE message. JSON.stringify never emits a raw CR/LF, so `data` is always a single line. */
+export function formatSse(event: string, data: unknown, id?: string): string {
+  const idLine = id === undefined ? '' : `id: ${oneLine(id)}\n`
+  return `event: ${oneLine(event)}\n${idLine}data: ${JSON.stringify(data) ?? 'null'}\n\n`
+}
+
+export const formatComment = (text = 'keepalive') => `: ${oneLine(text)}\n\n`
+
+/**
+ * Starts an SSE response: call it synchronously in the uWS handler, or later once `res.onAborted` is registered.
+ * Marks `state.done` so nothing else replies. The header block is only emitted with the first body chunk in uWS,
+ * so an opening comment (`: open`) goes out at once: the official client's timeout runs until headers arrive.
+ */
+export function startSse(res: HttpResponse, state: StreamingResponseState, opts: SseOptions): SseStream {
+  const maxBuffered = opts.maxBufferedBytes ?? 8 * 1024 * 1024
+  const keepaliveMs = opts.keepaliveMs ?? 15_000
+  let reason: SseCloseReason | undefined
+  let resolveDone!: () => void
+  const done = new Promise<void>((r) => (resolveDone = r))
+  let queue: string[] = []
+  let queued = 0
+  let backpressured = false
+  let timer: NodeJS.Timeout | undefined
+
+  const finish = (why: SseCloseReason) => {
+    if (reason) return
+    reason = why
+    if (timer) clearInterval(timer)
+    queue = []
+    queued = 0
+    if (state.onAbort === onAbort) state.onAbort = undefined
+    resolveDone()
+  }
+  const onAbort = () => finish('aborted')
+  /** Runs `fn` on a live response; a throw means uWS already invalidated it. */
+  const live = (fn: () => void): boolean => {
+    if (state.aborted) finish('aborted')
+    if (reason) return false
+    try {
+      res.cork(fn)
+      return true
+    } catch {
+      finish('aborted')
+      return false
+    }
+  }
+  const write = (chunk: string): boolean => {
+    if (state.aborted) finish('aborted')
+    if (reason) return false
+    if (backpressured) {
+      queue.push(chunk)
+      queued += Buffer.byteLength(chunk)
+      if (queued <= maxBuffered) return true
+      finish('slow_consumer')
+      try { res.close() } catch { /* already gone */ }
+      return false
+    }
+    return live(() => (backpressured = !res.write(chunk)))
+  }
+
+  const stream: SseStream = {
+    send: (event, data, id) => write(formatSse(event, data, id)),
+    comment: (text) => write(formatComment(text)),
+    close() {
+      const rest = queue.join('')
+      if (live(() => res.end(rest))) finish('closed')
+    },
+    get closed() { return reason !== undefined },
+    get closeReason() { return reason },
+    get bufferedBytes() { return queued },
+    done,
+  }
+  if (state.aborted || state.done) {
+    finish(state.aborted ? 'aborted' : 'closed')
+    return stream
+  }
+  state.done = true
+  state.onAbort = onAbort
+  live(() => {
+    res.writeStatus(statusLine(200))
+    const headers: Record<string, string> = {
+      'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive',
+      'x-accel-buffering': 'no', 'request-id': opts.requestId, ...opts.extraHeaders,
+    }
+    for (const k in headers) res.writeHeader(k, headers[k]!)
+    backpressured = !res.write(formatComment('open'))
+    // With onWritable registered uWS drains its own buffer only through our writes: always write something.
+    res.onWritable(() => {
+      if (reason) return true
+      const chunk = queued > 0 ? queue.join('') : ':\n\n'
+      queue = []
+      queued = 0
+      let ok = false
+      live(() => (ok = res.write(chunk)))
+      backpressured = !ok
+      return ok
+    })
+  })
+  if (keepaliveMs > 0 && !reason) {
+    timer = setInterval(() => stream.comment(), keepaliveMs)
+    timer.unref()
+  }
+  return stream
+}
