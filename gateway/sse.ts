@@ -6,15 +6,10 @@ import { statusLine, type ResponseState } from './http.js'
  * every message has an `event:` line and, when known, `id: <event id>`; keepalives are comment lines.
  *
  * Aborts: uWS keeps a single `onAborted` handler per response, registered by the gateway before anything async.
- * `startSse` installs `state.onAbort`; the gateway's handler must call it after setting `state.aborted`:
- *   res.onAborted(() => { state.aborted = true; state.onAbort?.() })
+ * `startSse` installs `state.onAbort` (gateway/http.ts); the gateway's handler calls it after setting `state.aborted`.
  * Without that call the stream still notices `state.aborted` on its next write or keepalive tick (so `done`
  * resolves at most one keepalive interval late) and never touches a dead `res`.
  */
-export interface StreamingResponseState extends ResponseState {
-  /** Set by a streaming helper; called by the owner of `res.onAborted` after it sets `aborted`. */
-  onAbort?: () => void
-}
 
 export type SseCloseReason = 'closed' | 'aborted' | 'slow_consumer'
 
@@ -58,7 +53,7 @@ export const formatComment = (text = 'keepalive') => `: ${oneLine(text)}\n\n`
  * Marks `state.done` so nothing else replies. The header block is only emitted with the first body chunk in uWS,
  * so an opening comment (`: open`) goes out at once: the official client's timeout runs until headers arrive.
  */
-export function startSse(res: HttpResponse, state: StreamingResponseState, opts: SseOptions): SseStream {
+export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptions): SseStream {
   const maxBuffered = opts.maxBufferedBytes ?? 8 * 1024 * 1024
   const keepaliveMs = opts.keepaliveMs ?? 15_000
   let reason: SseCloseReason | undefined
