@@ -1,6 +1,6 @@
 import type { ActorKindDef } from './kit/types.js'
-import { agentKind } from './agent/index.js'
+import { agentKind, agentOwnerKind } from './agent/index.js'
 import { environmentKind } from './environment/index.js'
 
 /** Every actor kind a host runs. */
-export const ACTOR_KINDS: readonly ActorKindDef[] = [agentKind, environmentKind]
+export const ACTOR_KINDS: readonly ActorKindDef[] = [agentKind, agentOwnerKind, environmentKind]

@@ -11,6 +11,8 @@ export interface Match {
   params: Record<string, string>
 }
 
+const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/
+
 const paramCount = (c: Compiled) => c.segments.filter((s) => 'param' in s).length
 
 const KIND_NAMES: Record<string, string> = { agent_id: 'Agent', environment_id: 'Environment', session_id: 'Session' }
@@ -50,7 +52,8 @@ export class Router {
       }
       for (const [name, value] of Object.entries(params)) {
         const prefix = PATH_ID_PREFIX[name]
-        if (prefix && !value.startsWith(prefix)) throw notFound(KIND_NAMES[name] ?? name, value)
+        // Ids become NATS subject tokens and KV keys: anything not shaped like ours cannot exist.
+        if (prefix && (!value.startsWith(prefix) || !SAFE_ID.test(value))) throw notFound(KIND_NAMES[name] ?? name, value)
       }
       return { route: c.route, params }
     }

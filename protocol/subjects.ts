@@ -2,6 +2,7 @@
  * Every NATS subject and JetStream name Troupe uses, so that `nats sub 'troupe.>'` reads as a story:
  *
  *   troupe.agent.create                       gateway → any agent actor (queue group troupe.agent)
+ *   troupe.agent.p12.agent_01….get           gateway → the host that owns agent partition 12
  *   troupe.environment.delete                 gateway → any environment actor
  *   troupe.session.p07.sesn_01…​.events.send   gateway → the one host owning partition 07
  *   troupe.events.sesn_01….primary            session actor → JetStream (the session's history)
@@ -11,7 +12,7 @@
 /** Actor kinds whose every instance may serve any id: state is guarded by KV compare-and-set. */
 export type SharedKind = 'agent' | 'environment' | 'sessions'
 /** Actor kinds with single activation: one host owns a partition of ids at a time. */
-export type PartitionedKind = 'session'
+export type PartitionedKind = 'session' | 'agent'
 export type ActorKind = SharedKind | PartitionedKind
 
 /** Fixed partition count for single-activation kinds; every process must agree on it. */
@@ -51,6 +52,3 @@ export const Buckets = {
 export const EVENTS_STREAM = 'TROUPE_EVENTS'
 export const eventsSubject = (sessionId: string, thread = 'primary') => `troupe.events.${sessionId}.${thread}`
 export const eventsWildcard = (sessionId: string) => `troupe.events.${sessionId}.>`
-
-/** Request id travels with every actor request, for logs on both sides. */
-export const REQUEST_ID_HEADER = 'troupe-request-id'

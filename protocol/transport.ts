@@ -1,12 +1,11 @@
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node'
+import type { NatsConnection } from '@nats-io/transport-node'
 import { RequestError, TimeoutError } from '@nats-io/nats-core'
 import { decode, encode } from './codec.js'
 import { ApiError, unavailable } from './errors.js'
 import type { ActorReply, ActorRequest } from './envelope.js'
-import { REQUEST_ID_HEADER } from './subjects.js'
 
 /**
- * One actor request/reply on the wire: msgpack both ways, the request id in a header for logs. Used by the
+ * One actor request/reply on the wire: msgpack both ways, the request id inside the request for logs. Used by the
  * gateway and by actors asking each other, so both see the same failure semantics: nobody subscribed
  * (a partition in failover) or no answer in time becomes a retryable 503.
  */
@@ -16,11 +15,9 @@ export async function askActor<T = unknown>(
   req: ActorRequest,
   timeoutMs: number,
 ): Promise<T> {
-  const h = natsHeaders()
-  h.set(REQUEST_ID_HEADER, req.rid)
   let reply: ActorReply
   try {
-    const msg = await nc.request(subject, encode(req), { timeout: timeoutMs, headers: h })
+    const msg = await nc.request(subject, encode(req), { timeout: timeoutMs })
     reply = decode<ActorReply>(msg.data)
   } catch (err) {
     if (err instanceof RequestError && err.isNoResponders()) {

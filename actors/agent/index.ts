@@ -2,7 +2,9 @@ import type { Agent } from '../../protocol/schemas/agent.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { Projection } from '../kit/projection.js'
 import { retryWhileStarting } from '../kit/retry.js'
-import type { SharedActorKind } from '../kit/types.js'
+import type { PartitionedActorKind, SharedActorKind } from '../kit/types.js'
+import { internal } from '../../protocol/errors.js'
+import { partitionOf } from '../../protocol/subjects.js'
 import { agentOps } from './behaviour.js'
 import { AgentStore, HEAD_PREFIX, type StoredHead } from './state.js'
 
@@ -18,5 +20,39 @@ export const agentKind: SharedActorKind = {
     const projection = new Projection<Agent>(kv, HEAD_PREFIX, (s: StoredHead) => s.agent)
     await projection.start()
     return { ops: agentOps(new AgentStore(kv), projection), close: async () => projection.stop() }
+  },
+}
+
+/**
+ * The owner side of agents: get, update, archive and versions of agent X go to the one host that leases
+ * X's partition. As the only writer of those heads it keeps them in a write-through cache, so reads cost
+ * no KV round trip; writes stay compare-and-set, so a host that lost its lease without noticing still
+ * cannot overwrite the new owner's work.
+ */
+export const agentOwnerKind: PartitionedActorKind = {
+  kind: 'agent',
+  placement: 'partitioned',
+  async start(ctx) {
+    const kv = await retryWhileStarting('agents bucket', () => ctx.kvm.create(Buckets.agents, { history: 1 }))
+    const owned = new Set<number>()
+    const partitionOfKey = (key: string) => (key.startsWith(HEAD_PREFIX) ? partitionOf(key.slice(HEAD_PREFIX.length)) : -1)
+    const store = new AgentStore(kv, (key) => owned.has(partitionOfKey(key)))
+    // Lists are not served here; the projection is only a constructor argument of the shared ops.
+    const ops = agentOps(store, undefined as never)
+    return {
+      async handle(_id, req) {
+        const op = ops[req.op]
+        if (!op) throw internal(`No operation ${req.op} on agent owners`)
+        return op(req)
+      },
+      async acquired(p) {
+        owned.add(p)
+      },
+      async released(p) {
+        owned.delete(p)
+        store.heads.forget((key) => partitionOfKey(key) === p)
+      },
+      async close() {},
+    }
   },
 }

@@ -29,8 +29,9 @@ export class AgentStore {
   readonly heads: RecordStore<StoredHead>
   readonly versions: RecordStore<Agent>
 
-  constructor(kv: KV) {
-    this.heads = new RecordStore<StoredHead>(kv)
+  /** `owns`: head keys this host is the single writer of, cached in memory (see RecordStore). */
+  constructor(kv: KV, owns?: (key: string) => boolean) {
+    this.heads = new RecordStore<StoredHead>(kv, owns)
     this.versions = new RecordStore<Agent>(kv)
   }
 

@@ -17,20 +17,47 @@ export function isCasConflict(err: unknown): boolean {
   return err instanceof Error && /wrong last sequence|key exists/i.test(err.message)
 }
 
-/** Typed msgpack records in one KV bucket. */
+/**
+ * Typed msgpack records in one KV bucket.
+ *
+ * `owns` turns on a write-through cache for keys this host is the only writer of (single-activation
+ * actors): reads of those keys are served from memory, and any failed compare-and-set drops the entry so
+ * the next read goes back to KV. Keys it does not own are always read from KV.
+ */
 export class RecordStore<T> {
-  constructor(readonly kv: KV) {}
+  private readonly cache = new Map<string, Versioned<T>>()
+
+  constructor(
+    readonly kv: KV,
+    private readonly owns: (key: string) => boolean = () => false,
+  ) {}
 
   async get(key: string): Promise<Versioned<T> | undefined> {
+    const hit = this.cache.get(key)
+    if (hit) return hit
     const e = await this.kv.get(key)
-    return live(e) ? { value: decode<T>(e.value), revision: e.revision } : undefined
+    const v = live(e) ? { value: decode<T>(e.value), revision: e.revision } : undefined
+    if (v) this.remember(key, v.value, v.revision)
+    return v
+  }
+
+  private remember(key: string, value: T, revision: number) {
+    if (this.owns(key)) this.cache.set(key, { value, revision })
+  }
+
+  /** Forgets cached entries (a partition was given away). */
+  forget(match: (key: string) => boolean = () => true): void {
+    for (const k of this.cache.keys()) if (match(k)) this.cache.delete(k)
   }
 
   /** Creates the key; false if it exists. */
   async create(key: string, value: T): Promise<number | false> {
     try {
-      return await this.kv.create(key, encode(value))
+      const rev = await this.kv.create(key, encode(value))
+      this.remember(key, value, rev)
+      return rev
     } catch (err) {
+      this.cache.delete(key)
       if (isCasConflict(err)) return false
       throw err
     }
@@ -39,19 +66,26 @@ export class RecordStore<T> {
   /** Writes if the key is still at `revision`; false if someone wrote first. */
   async update(key: string, value: T, revision: number): Promise<number | false> {
     try {
-      return await this.kv.update(key, encode(value), revision)
+      const rev = await this.kv.update(key, encode(value), revision)
+      this.remember(key, value, rev)
+      return rev
     } catch (err) {
+      this.cache.delete(key)
       if (isCasConflict(err)) return false
       throw err
     }
   }
 
-  put(key: string, value: T): Promise<number> {
-    return this.kv.put(key, encode(value))
+  async put(key: string, value: T): Promise<number> {
+    this.cache.delete(key)
+    const rev = await this.kv.put(key, encode(value))
+    this.remember(key, value, rev)
+    return rev
   }
 
   /** Deletes if the key is still at `revision`; false if someone wrote first. */
   async delete(key: string, revision: number): Promise<boolean> {
+    this.cache.delete(key)
     try {
       await this.kv.delete(key, { previousSeq: revision })
       return true

@@ -13,7 +13,8 @@ t.teardown(() => {
 })
 
 t.test('SIGKILL of one host: everything stays reachable and nothing is lost', async (t) => {
-  const ca = clientFor(a.url)
+  // Retries on: partitions move while the second host joins (a 503 with retry-after-ms meanwhile).
+  const ca = clientFor(a.url, { maxRetries: 5 })
   const created: string[] = []
   for (let i = 0; i < 10; i++) created.push((await ca.beta.environments.create({ name: `before-${i}`, metadata: { i: String(i) } })).id)
   const updated = await ca.beta.environments.update(created[0]!, { description: 'kept' })
