@@ -1,4 +1,5 @@
 import { invalidRequest } from './errors.js'
+import { fnv1a } from './hash.js'
 
 /**
  * Opaque page cursors bound to the resource and the normalised filters they were issued for. Reusing one
@@ -15,14 +16,7 @@ function fingerprint(resource: string, filters: Record<string, unknown>): string
   return resource + '|' + keys.map((k) => `${k}=${JSON.stringify(filters[k])}`).join('&')
 }
 
-function hash(s: string): string {
-  let h = 0x811c9dc5
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i)
-    h = Math.imul(h, 0x01000193)
-  }
-  return (h >>> 0).toString(36)
-}
+const hash = (s: string): string => fnv1a(s).toString(36)
 
 export function encodeCursor<P>(resource: string, filters: Record<string, unknown>, after: P): string {
   const json = JSON.stringify({ f: hash(fingerprint(resource, filters)), a: after })

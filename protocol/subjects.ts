@@ -1,3 +1,5 @@
+import { fnv1a } from './hash.js'
+
 /**
  * Every NATS subject and JetStream name Troupe uses, so that `nats sub 'troupe.>'` reads as a story:
  *
@@ -21,15 +23,7 @@ export const PARTITIONS = 32
 export const actorSubject = (kind: SharedKind, op: string) => `troupe.${kind}.${op}`
 export const actorQueue = (kind: SharedKind) => `troupe.${kind}`
 
-/** FNV-1a: stable across processes and languages, cheap, well spread for ULID-based ids. */
-export function partitionOf(id: string): number {
-  let h = 0x811c9dc5
-  for (let i = 0; i < id.length; i++) {
-    h ^= id.charCodeAt(i)
-    h = Math.imul(h, 0x01000193)
-  }
-  return (h >>> 0) % PARTITIONS
-}
+export const partitionOf = (id: string): number => fnv1a(id) % PARTITIONS
 
 export const partitionToken = (p: number) => `p${String(p).padStart(2, '0')}`
 export const partitionedSubject = (kind: PartitionedKind, id: string, op: string) =>

@@ -2,7 +2,7 @@ import type { Agent } from '../../protocol/schemas/agent.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { Projection } from '../kit/projection.js'
 import { retryWhileStarting } from '../kit/retry.js'
-import type { PartitionedActorKind, SharedActorKind } from '../kit/types.js'
+import type { Handler, PartitionedActorKind, SharedActorKind } from '../kit/types.js'
 import { internal } from '../../protocol/errors.js'
 import { partitionOf } from '../../protocol/subjects.js'
 import { agentOps } from './behaviour.js'
@@ -37,8 +37,10 @@ export const agentOwnerKind: PartitionedActorKind = {
     const owned = new Set<number>()
     const partitionOfKey = (key: string) => (key.startsWith(HEAD_PREFIX) ? partitionOf(key.slice(HEAD_PREFIX.length)) : -1)
     const store = new AgentStore(kv, (key) => owned.has(partitionOfKey(key)))
-    // Lists are not served here; the projection is only a constructor argument of the shared ops.
-    const ops = agentOps(store, undefined as never)
+    // Only the per-agent ops are routed here (protocol/routes/agents.ts); lists stay on the shared kind,
+    // so no projection is kept on this side.
+    const all = agentOps(store, undefined as never)
+    const ops: Record<string, Handler> = { get: all.get!, update: all.update!, archive: all.archive!, versions: all.versions! }
     return {
       async handle(_id, req) {
         const op = ops[req.op]
