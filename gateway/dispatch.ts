@@ -3,11 +3,15 @@ import type { ActorRequest } from '../protocol/envelope.js'
 import { actorSubject, partitionedSubject } from '../protocol/subjects.js'
 import type { Route } from '../protocol/routes/index.js'
 import { askActor } from '../protocol/transport.js'
+import { newId } from '../protocol/ids.js'
 
 /** The subject that owns a request: a shared kind's queue, or the partition of the keyed id. */
 export function subjectFor(route: Route, params: Record<string, string>): string {
   const t = route.target
-  if ('key' in t) return partitionedSubject(t.kind, params[t.key]!, t.op)
+  if ('key' in t) {
+    if (t.mint && params[t.key] === undefined) params[t.key] = newId(t.mint)
+    return partitionedSubject(t.kind, params[t.key]!, t.op)
+  }
   return actorSubject(t.kind, t.op)
 }
 

@@ -8,6 +8,8 @@ import { fnv1a } from './hash.js'
  *   troupe.environment.delete                 gateway → any environment actor
  *   troupe.session.p07.sesn_01…​.events.send   gateway → the one host owning partition 07
  *   troupe.events.sesn_01….primary            session actor → JetStream (the session's history)
+ *   troupe.live.sesn_01….primary              JetStream republish of stored events, plus the actor's stream-only
+ *                                             previews and deletion notice → gateways tailing SSE streams
  *   troupe.host.ping                          gateway readiness → every actor host
  */
 
@@ -46,3 +48,13 @@ export const Buckets = {
 export const EVENTS_STREAM = 'TROUPE_EVENTS'
 export const eventsSubject = (sessionId: string, thread = 'primary') => `troupe.events.${sessionId}.${thread}`
 export const eventsWildcard = (sessionId: string) => `troupe.events.${sessionId}.>`
+
+/**
+ * The stream republishes every stored event from `troupe.events.<sid>.<thread>` to `troupe.live.<sid>.<thread>`
+ * (with `Nats-Sequence`), so a gateway tails a session with one core subscription and sees only what was
+ * stored. Stream-only messages (event_start/event_delta previews, the deletion notice) are core-published to
+ * the same live subject without a sequence.
+ */
+export const LIVE_PREFIX = 'troupe.live'
+export const liveSubject = (sessionId: string, thread = 'primary') => `${LIVE_PREFIX}.${sessionId}.${thread}`
+export const liveWildcard = (sessionId: string) => `${LIVE_PREFIX}.${sessionId}.>`

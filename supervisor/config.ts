@@ -16,6 +16,12 @@ export interface Config {
   anthropicApiKey?: string
   /** Operator keyring for webhook secrets and vaults. `TROUPE_VAULT_KEYRING_FILE`. */
   vaultKeyringFile?: string
+  /**
+   * Session tuning: `TROUPE_MODEL_RETRIES` (default 4), `TROUPE_MODEL_RETRY_BASE_MS` (default 1000),
+   * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_MODEL_MAX_TOKENS`
+   * (default 8192). Unset keys take the defaults.
+   */
+  session: { retries?: number; retryBaseMs?: number; idleMs?: number; maxTokens?: number }
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
   strict: boolean
@@ -25,8 +31,22 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
   const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be an integer from 0 to 65535 (was ${JSON.stringify(env.PORT)})`)
   const blank = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v)
+  const count = (name: string, min: number): number | undefined => {
+    const v = blank(env[name])
+    if (v === undefined) return undefined
+    const n = Number(v)
+    if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min} (was ${JSON.stringify(v)})`)
+    return n
+  }
+  const session = Object.fromEntries(Object.entries({
+    retries: count('TROUPE_MODEL_RETRIES', 0),
+    retryBaseMs: count('TROUPE_MODEL_RETRY_BASE_MS', 0),
+    idleMs: count('TROUPE_SESSION_IDLE_MS', 0),
+    maxTokens: count('TROUPE_MODEL_MAX_TOKENS', 1),
+  }).filter(([, v]) => v !== undefined))
   return {
     port,
+    session,
     host: blank(env.HOST) ?? '127.0.0.1',
     natsUrl: blank(env.NATS_URL),
     dataDir: path.resolve(blank(env.TROUPE_DATA_DIR) ?? './.troupe'),

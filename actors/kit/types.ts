@@ -24,6 +24,8 @@ export interface HostSettings {
   modelBaseUrl?: string
   anthropicApiKey?: string
   dataDir: string
+  /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
+  session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; maxTokens: number }>
 }
 
 export type Handler = (req: ActorRequest<any, any>) => Promise<unknown>

@@ -7,8 +7,11 @@ export type BetaGroup = 'managed-agents' | 'skills' | 'memory'
 
 export type RouteTarget =
   | { kind: SharedKind; op: string }
-  /** Single-activation kinds: `key` names the path parameter whose id picks the partition. */
-  | { kind: PartitionedKind; op: string; key: string }
+  /**
+   * Single-activation kinds: `key` names the path parameter whose id picks the partition. `mint` (creates):
+   * the gateway mints a new id with this prefix into `key`, so the create lands on the id's future owner.
+   */
+  | { kind: PartitionedKind; op: string; key: string; mint?: 'sesn' }
 
 /** A schema as the validator sees it: arktype types are callables of this shape. */
 export type Schema = (input: unknown) => unknown

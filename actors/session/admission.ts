@@ -1,0 +1,125 @@
+import { invalidRequest, unprocessable } from '../../protocol/errors.js'
+import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
+import type { Environment } from '../../protocol/schemas/environment.js'
+import type { SessionCreateInput } from '../../protocol/schemas/session.js'
+import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
+import { actorSubject } from '../../protocol/subjects.js'
+import type { ModelRef } from '../../protocol/prices.js'
+import { budgetCents, checkBudgetCreate } from '../../protocol/usage.js'
+import { checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from '../agent/normalize.js'
+import { geoBreach, type Member } from '../agent/roster.js'
+import { skillsUnavailable } from '../agent/skills.js'
+import type { HostContext } from '../kit/types.js'
+
+/**
+ * Session admission (SPEC "Sessions", create rules): everything that can refuse a session is checked before
+ * anything is written, and the one side effect, the environment reference, is taken last and given back if
+ * the environment itself refuses.
+ */
+
+const resolveAgent = (ctx: HostContext, id: string, version?: number) =>
+  ctx.ask<Agent>(actorSubject('agent', 'resolve'), { op: 'resolve', params: { agent_id: id }, query: {}, body: { version } })
+
+const threadAgent = (a: Agent | SessionAgent): ThreadAgent => ({
+  id: a.id, type: 'agent', version: a.version, name: a.name, description: a.description, system: a.system, model: a.model,
+  tools: a.tools, mcp_servers: a.mcp_servers, skills: a.skills, execution_identity: a.execution_identity,
+})
+
+/** The immutable snapshot a session runs: the agent version, overrides applied, roster members captured whole. */
+export async function snapshotAgent(ctx: HostContext, input: SessionCreateInput['agent']): Promise<SessionAgent> {
+  const ref: { id: string; version?: number } = typeof input === 'string' ? { id: input } : input
+  const agent = await resolveAgent(ctx, ref.id, ref.version)
+  const snap: SessionAgent = { ...threadAgent(agent), multiagent: null }
+
+  if (typeof input !== 'string' && input.type === 'agent_with_overrides') {
+    // effort stays an agent-level setting (SPEC create rule 2): an override changes id, speed or geography.
+    if (input.model !== undefined) snap.model = { ...normalizeModel(input.model), ...(agent.model.effort ? { effort: agent.model.effort } : {}) }
+    if (input.model !== undefined && typeof input.model !== 'string' && input.model.effort != null) {
+      throw invalidRequest('agent.model.effort cannot be overridden on a session; it stays the agent\'s setting')
+    }
+    if (input.system !== undefined) snap.system = textOrNull(input.system)
+    let tools: Tool[] = snap.tools
+    if (input.tools !== undefined) tools = normalizeTools(input.tools ?? [])
+    const servers = input.mcp_servers !== undefined ? normalizeServers(input.mcp_servers ?? []) : snap.mcp_servers
+    if (input.tools !== undefined || input.mcp_servers !== undefined) {
+      prefixed('agent.', () => checkToolGraph(tools, servers))
+      snap.tools = tools
+      snap.mcp_servers = servers
+    }
+    if (input.skills !== undefined) snap.skills = await skillsUnavailable(input.skills ?? [])
+  }
+
+  if (agent.multiagent) {
+    const members: Member[] = []
+    const agents: Array<ThreadAgent | AdvisorEntry> = []
+    for (const [index, e] of agent.multiagent.agents.entries()) {
+      if (e.type === 'advisor') agents.push(e)
+      // A self copy reflects this session's overrides (SPEC create rule 3).
+      else if (e.id === agent.id) agents.push(threadAgent(snap))
+      else {
+        const member = await resolveAgent(ctx, e.id, e.version)
+        agents.push(threadAgent(member))
+        members.push({ index, id: member.id, version: member.version, geo: member.model.inference_geo })
+      }
+    }
+    const breach = geoBreach(snap.model, members)
+    if (breach) throw invalidRequest(`agent: the model override breaks the coordinator roster: ${breach}`)
+    snap.multiagent = { type: 'coordinator', agents }
+  }
+  return snap
+}
+
+function prefixed(prefix: string, fn: () => void) {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof Error) err.message = prefix + err.message
+    throw err
+  }
+}
+
+/** Every model the session may run: the coordinator, each roster member and the advisor. */
+export function modelsOf(agent: SessionAgent): ModelRef[] {
+  const models: ModelRef[] = [agent.model]
+  for (const e of agent.multiagent?.agents ?? []) models.push(e.type === 'advisor' ? e.model : e.model)
+  return models
+}
+
+/** Budget, resources, vaults and initial events: the rules that need no stored state. */
+export function checkCreateInput(b: SessionCreateInput, agent: SessionAgent): void {
+  for (const [i, r] of (b.resources ?? []).entries()) {
+    const kind = String((r as { type: unknown }).type)
+    if (kind === 'file' || kind === 'memory_store') {
+      throw unprocessable(`resources[${i}]: ${kind} resources are not available on this server yet (no ${kind === 'file' ? 'Files storage' : 'memory stores'} configured)`, 'resource_unavailable')
+    }
+    throw unprocessable(`resources[${i}]: ${kind} resources are not supported on sessions`, 'resource_unsupported')
+  }
+  const vaults = b.vault_ids ?? []
+  vaults.forEach((v, i) => {
+    const j = vaults.indexOf(v)
+    if (j !== i) throw invalidRequest(`vault_ids[${i}]: ${v} appears twice (also at index ${j})`)
+  })
+  if (vaults.length) throw unprocessable('vault_ids: vaults are not available on this server yet (no vault keyring configured)', 'vaults_unavailable')
+  ;(b.initial_events ?? []).forEach((e, i) => {
+    if (e.type === 'user.define_outcome') {
+      throw unprocessable(`initial_events[${i}]: outcomes (user.define_outcome) are not available on this server yet`, 'outcomes_unavailable')
+    }
+  })
+  if (b.budget) {
+    const code = checkBudgetCreate({ budget: budgetCents(b.budget) ?? null, models: modelsOf(agent) })
+    if (code) throw invalidRequest(`budget: every model of the session needs a known list price to be budgeted (${modelsOf(agent).map((m) => typeof m === 'string' ? m : m.id).join(', ')})`, code)
+  }
+}
+
+/** The host-process backend cannot enforce limited networking nor install packages (SPEC environments 2, 3). */
+export function checkEnvironment(env: Environment): void {
+  if (env.config.type !== 'cloud') return
+  if (env.config.networking.type === 'limited') {
+    throw unprocessable(`environment_id: environment ${env.id} uses limited networking, which the host-process sandbox backend of this server cannot enforce`, 'networking_unenforceable')
+  }
+  const p = env.config.packages
+  const listed = (['apt', 'cargo', 'gem', 'go', 'npm', 'pip'] as const).filter((k) => p[k].length > 0)
+  if (listed.length) {
+    throw unprocessable(`environment_id: environment ${env.id} lists packages (${listed.join(', ')}), which the host-process sandbox backend of this server cannot install`, 'packages_unsupported')
+  }
+}

@@ -1,0 +1,218 @@
+import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages'
+import type { SessionEvent, SessionStatus, StopReason } from '../../protocol/events.js'
+import { addActiveMs, addModelUsage, type ModelUsage } from '../../protocol/usage.js'
+import type { SessionRecord } from './state.js'
+
+/** A tool use of the last model response that has no result yet. */
+export interface OpenTool {
+  eventId: string
+  /** builtin: the service runs it; custom: a custom tool; client: any tool of a self-hosted session. */
+  kind: 'builtin' | 'custom' | 'client'
+  name: string
+  input: Record<string, unknown>
+  /** Waits for a user.tool_confirmation before it may run (always_ask). */
+  ask: boolean
+  confirmation?: { result: 'allow' | 'deny'; deny_message?: string | null }
+}
+
+export interface ToolOutcome {
+  content?: unknown[]
+  is_error?: boolean | null
+}
+
+const INTERRUPTED = 'The tool use was abandoned: the session moved on before a result arrived.'
+const CLIENT_EVENT = /^(user\.|system\.)/
+
+const time = (ev: SessionEvent) => (ev.processed_at ? Date.parse(ev.processed_at) : Date.now())
+
+/**
+ * Everything a session actor knows, rebuilt by applying its stored events in order: the same code runs for
+ * a live event and for a replay after a takeover, so both always agree. It keeps the provider conversation
+ * (user and assistant turns as the Messages API wants them), the client events still waiting in the
+ * mailbox, the tool uses waiting for results, the status and usage, and the record's mutable fields.
+ */
+export class History {
+  status: SessionStatus
+  stopReason: StopReason | null = null
+  readonly messages: MessageParam[] = []
+  /** Client events stored but not yet handled, in arrival order. */
+  readonly pending = new Map<string, SessionEvent>()
+  /** Tool uses of the last model response still without a result, in order. */
+  readonly open = new Map<string, OpenTool>()
+  /** A turn is in progress: running, or idle waiting for tool results or a budget raise. */
+  turnOpen = false
+  /** A span.model_request_start without its end (a request was in flight when its host died). */
+  openSpan: string | null = null
+  private draft: ContentBlockParam[] | null = null
+
+  constructor(readonly rec: SessionRecord) {
+    this.status = rec.session.status
+  }
+
+  get session() {
+    return this.rec.session
+  }
+
+  apply(ev: SessionEvent): void {
+    if (ev.type === '_processed') {
+      for (const id of (ev as unknown as { ids: string[] }).ids) {
+        const e = this.pending.get(id)
+        if (!e) continue
+        this.pending.delete(id)
+        this.consume(e)
+      }
+      return
+    }
+    if (CLIENT_EVENT.test(ev.type)) {
+      this.pending.set(ev.id, ev)
+      return
+    }
+    switch (ev.type) {
+      case 'span.model_request_start':
+        this.draft = []
+        this.openSpan = ev.id
+        break
+      case 'agent.message':
+        this.draftBlocks().push(...((ev.content as Array<{ type: string; text?: string }>) ?? [])
+          .filter((c) => c.type === 'text')
+          .map((c) => ({ type: 'text' as const, text: c.text ?? '' })))
+        break
+      case 'agent.tool_use':
+      case 'agent.custom_tool_use': {
+        const input = (ev.input ?? {}) as Record<string, unknown>
+        const name = String(ev.name)
+        this.draftBlocks().push({ type: 'tool_use', id: ev.id, name, input })
+        const kind = ev.type === 'agent.custom_tool_use' ? 'custom' : this.rec.env.type === 'self_hosted' ? 'client' : 'builtin'
+        this.open.set(ev.id, { eventId: ev.id, kind, name, input, ask: kind === 'builtin' && ev.evaluated_permission === 'ask' })
+        break
+      }
+      case 'span.model_request_end': {
+        const blocks = this.draft
+        this.draft = null
+        this.openSpan = null
+        if (!ev.is_error && blocks && blocks.length) this.messages.push({ role: 'assistant', content: blocks })
+        const usage = ev.model_usage as ModelUsage | undefined
+        if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)
+        break
+      }
+      case 'agent.tool_result':
+        this.resolve(String(ev.tool_use_id), ev as ToolOutcome)
+        break
+      case 'session.status_running':
+        this.setStatus('running')
+        this.turnOpen = true
+        this.rec.running_since ??= time(ev)
+        break
+      case 'session.status_rescheduled':
+        this.setStatus('rescheduling')
+        this.rec.running_since ??= time(ev)
+        break
+      case 'session.status_idle': {
+        this.setStatus('idle')
+        this.stopClock(time(ev))
+        this.stopReason = ev.stop_reason as StopReason
+        this.turnOpen = this.stopReason.type === 'requires_action' || this.stopReason.type === 'budget_reached'
+        break
+      }
+      case 'session.status_terminated':
+        this.setStatus('terminated')
+        this.stopClock(time(ev))
+        this.turnOpen = false
+        break
+      case 'session.updated':
+        this.applyUpdate(ev)
+        break
+    }
+    if (ev.processed_at && (ev.type === 'session.updated' || ev.type.startsWith('session.status_'))) this.session.updated_at = ev.processed_at
+  }
+
+  /** The usage totals including the running stretch so far (list cost counts active time as it passes). */
+  liveTotals(now = Date.now()) {
+    const since = this.rec.running_since
+    return since === null ? this.rec.totals : addActiveMs(this.rec.totals, Math.max(0, now - since))
+  }
+
+  /** What the next step of an open turn is, judged from the conversation alone. */
+  needsModel(): boolean {
+    const last = this.messages[this.messages.length - 1]
+    return !!last && last.role === 'user'
+  }
+
+  private setStatus(s: SessionStatus) {
+    this.status = s
+    this.session.status = s
+  }
+
+  private stopClock(at: number) {
+    const since = this.rec.running_since
+    if (since !== null) this.rec.totals = addActiveMs(this.rec.totals, Math.max(0, at - since))
+    this.rec.running_since = null
+  }
+
+  private draftBlocks() {
+    return (this.draft ??= [])
+  }
+
+  /** A client event leaves the mailbox: it now takes part in the conversation. */
+  private consume(e: SessionEvent) {
+    switch (e.type) {
+      case 'user.message':
+        this.abandonOpen()
+        this.pushUser(e.content as ContentBlockParam[])
+        break
+      case 'system.message': {
+        const text = (e.content as Array<{ text: string }>).map((c) => c.text).join('\n')
+        this.pushUser([{ type: 'text', text: `<system-message>\n${text}\n</system-message>` }])
+        break
+      }
+      case 'user.tool_result':
+        this.resolve(String(e.tool_use_id), e as ToolOutcome)
+        break
+      case 'user.custom_tool_result':
+        this.resolve(String(e.custom_tool_use_id), e as ToolOutcome)
+        break
+      case 'user.tool_confirmation': {
+        const t = this.open.get(String(e.tool_use_id))
+        if (t) t.confirmation = { result: e.result as 'allow' | 'deny', deny_message: e.deny_message as string | null }
+        break
+      }
+      case 'user.interrupt':
+        this.abandonOpen()
+        this.draft = null
+        break
+    }
+  }
+
+  /** Tool uses left without results get an error result, so the conversation stays valid for the API. */
+  private abandonOpen() {
+    for (const id of [...this.open.keys()]) this.resolve(id, { is_error: true, content: [{ type: 'text', text: INTERRUPTED }] })
+  }
+
+  private resolve(id: string, outcome: ToolOutcome) {
+    if (!this.open.delete(id)) return
+    const block: ToolResultBlockParam = {
+      type: 'tool_result',
+      tool_use_id: id,
+      content: (outcome.content ?? []) as ToolResultBlockParam['content'],
+      ...(outcome.is_error ? { is_error: true } : {}),
+    }
+    this.pushUser([block])
+  }
+
+  private pushUser(blocks: ContentBlockParam[]) {
+    const last = this.messages[this.messages.length - 1]
+    if (last && last.role === 'user' && Array.isArray(last.content)) last.content.push(...blocks)
+    else this.messages.push({ role: 'user', content: [...blocks] })
+  }
+
+  private applyUpdate(ev: SessionEvent) {
+    const s = this.session
+    if ('title' in ev) s.title = ev.title as string | null
+    if ('metadata' in ev) s.metadata = ev.metadata as Record<string, string>
+    if ('agent' in ev) s.agent = ev.agent as typeof s.agent
+    if ('budget' in ev) {
+      s.budget = ev.budget as typeof s.budget
+      if (ev.budget === null) this.rec.budget_removed = true
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import type { KV } from '@nats-io/kv'
+import type { CapturedEnvironment, Session } from '../../protocol/session.js'
+import type { UsageTotals } from '../../protocol/usage.js'
+import { RecordStore } from '../kit/store.js'
+
+/**
+ * How sessions sit in the `troupe_sessions` bucket:
+ *
+ *   session.<id>   the record: the wire view as of the last status change or update, plus what the history
+ *                  needs beside it. The events stream is the source of truth for everything that changes
+ *                  during a session; this record is its snapshot for reads of idle sessions and for lists.
+ *   work.<id>      present while the session has work in flight (a turn running, or client events waiting
+ *                  to be handled). A host that takes a partition over resumes exactly these sessions.
+ *
+ * Only the host owning a session's partition writes either key; writes are compare-and-set on the record's
+ * revision, so a host that lost the partition without noticing fails instead of overwriting.
+ */
+export interface SessionRecord {
+  session: Session
+  /** The environment configuration captured at creation; later environment updates do not change it. */
+  env: CapturedEnvironment
+  totals: UsageTotals
+  /** The session was created with a budget (SPEC: one created without may never add one). */
+  budget_created: boolean
+  /** The budget was removed at some point (SPEC: it cannot be re-added). */
+  budget_removed: boolean
+  /** Epoch ms when the current running stretch began; null while not running. */
+  running_since: number | null
+}
+
+export const SESSION_PREFIX = 'session.'
+export const sessionKey = (id: string) => `${SESSION_PREFIX}${id}`
+export const WORK_PREFIX = 'work.'
+export const workKey = (id: string) => `${WORK_PREFIX}${id}`
+
+export const sessionStore = (kv: KV) => new RecordStore<SessionRecord>(kv)

@@ -1,0 +1,116 @@
+/**
+ * Session events as stored and streamed (WIRE.md §7), and how they travel on NATS.
+ *
+ * A stored event is one JetStream message on `troupe.events.<session id>.<thread>` whose payload is the exact
+ * JSON the client sees (so list, stream and replay hand out the same bytes) and whose headers say what it is
+ * without parsing it:
+ *
+ *   Nats-Msg-Id       <event id>   JetStream drops a re-sent duplicate within its window
+ *   Troupe-Type       <event type> `event:` line of the SSE message; types starting with `_` are internal
+ *   Troupe-Event-Id   <event id>   `id:` line of the SSE message
+ *
+ * Internal records (`_processed`) share the subject so that they are ordered and fenced with the events;
+ * readers fold them in and never show them. Stream-only previews (`event_start`, `event_delta`) are not
+ * stored: the session actor core-publishes them to the live subject with `Troupe-Delta-Of` naming the event
+ * type they preview, so a gateway can honour `event_deltas[]`.
+ */
+
+export const EventHeaders = {
+  msgId: 'Nats-Msg-Id',
+  type: 'Troupe-Type',
+  id: 'Troupe-Event-Id',
+  deltaOf: 'Troupe-Delta-Of',
+  /** Added by JetStream republish: the stored message's stream sequence. */
+  sequence: 'Nats-Sequence',
+} as const
+
+/** Any event on the wire: the common keys, then whatever its type carries. */
+export interface SessionEvent {
+  id: string
+  type: string
+  /** When the session handled it; null for a client event still waiting in the mailbox. */
+  processed_at: string | null
+  [key: string]: unknown
+}
+
+/** Marks client events as handled: `processed_at` of each listed id becomes this record's time. */
+export interface ProcessedRecord {
+  type: '_processed'
+  ids: string[]
+  processed_at: string
+}
+
+export const PROCESSED = '_processed'
+export const isInternalType = (type: string) => type.startsWith('_')
+
+/** Event types a client may send (WIRE §7.1). */
+export const CLIENT_EVENT_TYPES = [
+  'user.message',
+  'user.interrupt',
+  'user.tool_confirmation',
+  'user.custom_tool_result',
+  'user.define_outcome',
+  'user.tool_result',
+  'system.message',
+] as const
+
+/** Event types the service emits into history (WIRE §7.2), `session.deleted` aside: it is never listed. */
+export const SERVER_EVENT_TYPES = [
+  'agent.message',
+  'agent.thinking',
+  'agent.tool_use',
+  'agent.tool_result',
+  'agent.mcp_tool_use',
+  'agent.mcp_tool_result',
+  'agent.custom_tool_use',
+  'agent.thread_message_sent',
+  'agent.thread_message_received',
+  'agent.thread_context_compacted',
+  'session.status_running',
+  'session.status_rescheduled',
+  'session.status_terminated',
+  'session.status_idle',
+  'session.error',
+  'session.thread_created',
+  'session.thread_status_running',
+  'session.thread_status_rescheduled',
+  'session.thread_status_terminated',
+  'session.thread_status_idle',
+  'session.updated',
+  'session.usage',
+  'span.model_request_start',
+  'span.model_request_end',
+  'span.outcome_evaluation_start',
+  'span.outcome_evaluation_ongoing',
+  'span.outcome_evaluation_end',
+  'workflow_run.created',
+  'workflow_run.status_running',
+  'workflow_run.status_idle',
+  'workflow_run.status_ended',
+  'workflow_run.error',
+  'workflow_run.phase_started',
+  'workflow_run.phase_ended',
+] as const
+
+/** The `types[]` filter of the history list: every history type except `session.deleted`. */
+export const LISTABLE_EVENT_TYPES = [...CLIENT_EVENT_TYPES, ...SERVER_EVENT_TYPES] as const
+
+/** Types a stream may ask previews of with `event_deltas[]`. */
+export const DELTA_TYPES = ['agent.message', 'agent.thinking'] as const
+export type DeltaType = (typeof DELTA_TYPES)[number]
+
+/** stop_reason of session.status_idle (WIRE §7.4). */
+export type StopReason =
+  | { type: 'end_turn' }
+  | { type: 'requires_action'; event_ids: string[] }
+  | { type: 'retries_exhausted' }
+  | { type: 'budget_reached' }
+  | { type: 'refusal' }
+
+export type SessionStatus = 'idle' | 'running' | 'rescheduling' | 'terminated'
+export const SESSION_STATUSES = ['rescheduling', 'running', 'idle', 'terminated'] as const
+
+/** What the session owner answers to `stream.open`: the last stored stream sequence of the session (0: none). */
+export interface StreamOpenReply {
+  last_seq: number
+}

@@ -1,0 +1,205 @@
+import { type, type Type } from 'arktype'
+import { CLIENT_EVENT_TYPES, DELTA_TYPES, LISTABLE_EVENT_TYPES } from '../events.js'
+import { limitParam, pageParam, timestampParam } from './common.js'
+
+/**
+ * Session events a client sends (WIRE.md §7.1) and the queries of the event list and stream. Shapes only:
+ * whether an event fits the session's state (a tool_use_id that is pending, a self-hosted environment for
+ * user.tool_result) is the session actor's to answer.
+ */
+
+/**
+ * Checks `type` against `allowed` before handing the object to `schema` (a union discriminated on `type`).
+ * Without this, a non-object or a missing `type` is reported as a wrong `type` and an unknown one lists
+ * every branch in arktype's order; with it the message reads "<path>.type must be one of …" and everything
+ * else is reported by the one branch the type picked.
+ */
+export function tagged<S extends Type<object>>(allowed: readonly string[], schema: S, expected = `one of ${allowed.join(', ')}`) {
+  return type('object')
+    .narrow((v, ctx) => {
+      if (Array.isArray(v)) return ctx.mustBe('an object')
+      const t: unknown = (v as { type?: unknown }).type
+      if (typeof t === 'string' && allowed.includes(t)) return true
+      return ctx.reject({ expected, actual: t === undefined ? 'missing' : JSON.stringify(t), relativePath: ['type'] })
+    })
+    // A real morph in between makes `schema` run after the check rather than merge into it.
+    .pipe((v) => v)
+    .pipe(schema)
+}
+
+// agent.ts keeps the same rule private; repeated here rather than widening that module's exports.
+const HttpUrl = type('string').narrow((s, ctx) => {
+  let u: URL
+  try {
+    u = new URL(s)
+  } catch {
+    return ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
+  }
+  return u.protocol === 'http:' || u.protocol === 'https:' || ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
+})
+
+const UrlSource = type({ '+': 'reject', type: "'url'", url: HttpUrl })
+const FileSource = type({ '+': 'reject', type: "'file'", file_id: 'string > 0' })
+
+export const TextBlock = type({ '+': 'reject', type: "'text'", text: 'string' })
+
+// Where text is the only block allowed, a wrong `type` is the message rather than the text key it lacks.
+const TextOnly = tagged(['text'], TextBlock, '"text"')
+
+export const ImageBlock = type({
+  '+': 'reject',
+  type: "'image'",
+  source: type({ '+': 'reject', type: "'base64'", data: 'string > 0', media_type: "'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp'" })
+    .or(UrlSource)
+    .or(FileSource),
+})
+
+export const DocumentBlock = type({
+  '+': 'reject',
+  type: "'document'",
+  source: type({ '+': 'reject', type: "'base64'", data: 'string > 0', media_type: "'application/pdf'" })
+    .or({ '+': 'reject', type: "'text'", data: 'string', media_type: "'text/plain'" })
+    .or(UrlSource)
+    .or(FileSource),
+  'title?': 'string | null',
+  'context?': 'string | null',
+})
+
+export const SearchResultBlock = type({
+  '+': 'reject',
+  type: "'search_result'",
+  source: 'string',
+  title: 'string',
+  content: TextOnly.array(),
+  'citations?': { '+': 'reject', enabled: 'boolean' },
+})
+
+export const UserContent = TextBlock.or(ImageBlock).or(DocumentBlock).array().atLeastLength(1).atMostLength(1000)
+export const ToolResultContent = TextBlock.or(ImageBlock).or(DocumentBlock).or(SearchResultBlock).array()
+
+const ThreadId = type('string | null')
+
+export const UserMessageParams = type({ '+': 'reject', type: "'user.message'", content: UserContent })
+
+export const UserInterruptParams = type({ '+': 'reject', type: "'user.interrupt'", 'session_thread_id?': ThreadId })
+
+export const UserToolConfirmationParams = type({
+  '+': 'reject',
+  type: "'user.tool_confirmation'",
+  tool_use_id: 'string > 0',
+  result: "'allow' | 'deny'",
+  'deny_message?': 'string | null',
+  'session_thread_id?': ThreadId,
+}).narrow((e, ctx) =>
+  e.result === 'deny' || e.deny_message == null ||
+  ctx.reject({ problem: 'is only allowed when result is "deny"', relativePath: ['deny_message'] }))
+
+export const UserCustomToolResultParams = type({
+  '+': 'reject',
+  type: "'user.custom_tool_result'",
+  custom_tool_use_id: 'string > 0',
+  'content?': ToolResultContent,
+  'is_error?': 'boolean | null',
+  'session_thread_id?': ThreadId,
+})
+
+export const UserToolResultParams = type({
+  '+': 'reject',
+  type: "'user.tool_result'",
+  tool_use_id: 'string > 0',
+  'content?': ToolResultContent,
+  'is_error?': 'boolean | null',
+  'session_thread_id?': ThreadId,
+})
+
+export const UserDefineOutcomeParams = type({
+  '+': 'reject',
+  type: "'user.define_outcome'",
+  description: 'string > 0',
+  rubric: type({ '+': 'reject', type: "'text'", content: '0 < string <= 262144' })
+    .or({ '+': 'reject', type: "'file'", file_id: 'string > 0' }),
+  'max_iterations?': type('1 <= number.integer <= 20').or('null'),
+})
+
+export const SystemMessageParams = type({ '+': 'reject', type: "'system.message'", content: TextOnly.array().atLeastLength(1) })
+
+export const EventParams = tagged(
+  CLIENT_EVENT_TYPES,
+  UserMessageParams.or(UserInterruptParams)
+    .or(UserToolConfirmationParams)
+    .or(UserCustomToolResultParams)
+    .or(UserToolResultParams)
+    .or(UserDefineOutcomeParams)
+    .or(SystemMessageParams),
+)
+
+/** What a system.message may annotate: the event right before it (WIRE §7.1). */
+const ANNOTATABLE = ['user.message', 'user.tool_result', 'user.custom_tool_result']
+
+export const EventsSend = type({
+  '+': 'reject',
+  events: EventParams.array().atLeastLength(1).atMostLength(100),
+}).narrow(({ events }, ctx) => {
+  // "At most one" needs no check of its own: of two system messages, the first is not the last event.
+  for (let i = 0; i < events.length; i++) {
+    if (events[i]!.type !== 'system.message') continue
+    const at = ['events', i]
+    if (i !== events.length - 1) return ctx.reject({ problem: 'is a system.message, which must be the last event of the request', relativePath: at })
+    const prev = events[i - 1]?.type
+    if (prev === undefined || !ANNOTATABLE.includes(prev)) {
+      const problem = 'is a system.message, which must directly follow a user.message, user.tool_result or user.custom_tool_result'
+      return ctx.reject({ problem, relativePath: at })
+    }
+  }
+  return true
+})
+
+/** A query value that may repeat: one string or several, always handed on as an array. */
+export const listParam = <T>(item: Type<T>) =>
+  type('string | string[]')
+    .pipe((v) => (typeof v === 'string' ? [v] : v))
+    .pipe(item.array())
+
+const createdAt = {
+  'created_at[gt]?': timestampParam,
+  'created_at[gte]?': timestampParam,
+  'created_at[lt]?': timestampParam,
+  'created_at[lte]?': timestampParam,
+} as const
+
+const ListableType = type.enumerated(...LISTABLE_EVENT_TYPES)
+// The default message would spell out all 41 types; a few examples say enough.
+const EventTypeParam = type('string').narrow((s, ctx): s is typeof ListableType.infer =>
+  ListableType.allows(s) ||
+  ctx.reject({ expected: 'a session event type such as user.message, agent.message or session.status_idle', actual: JSON.stringify(s) }))
+
+export const EventsListQuery = type({
+  'limit?': limitParam(1000),
+  'order?': "'asc' | 'desc'",
+  'page?': pageParam,
+  'types?': listParam(EventTypeParam),
+  ...createdAt,
+})
+
+export const EventsStreamQuery = type({
+  'event_deltas?': listParam(type.enumerated(...DELTA_TYPES)),
+  'after?': 'string > 0',
+})
+
+export type TextBlockT = typeof TextBlock.infer
+export type ImageBlockT = typeof ImageBlock.infer
+export type DocumentBlockT = typeof DocumentBlock.infer
+export type SearchResultBlockT = typeof SearchResultBlock.infer
+export type UserContentT = typeof UserContent.infer
+export type ToolResultContentT = typeof ToolResultContent.infer
+export type UserMessageParamsT = typeof UserMessageParams.infer
+export type UserInterruptParamsT = typeof UserInterruptParams.infer
+export type UserToolConfirmationParamsT = typeof UserToolConfirmationParams.infer
+export type UserCustomToolResultParamsT = typeof UserCustomToolResultParams.infer
+export type UserToolResultParamsT = typeof UserToolResultParams.infer
+export type UserDefineOutcomeParamsT = typeof UserDefineOutcomeParams.infer
+export type SystemMessageParamsT = typeof SystemMessageParams.infer
+export type EventParamsT = typeof EventParams.infer
+export type EventsSendInput = typeof EventsSend.infer
+export type EventsListInput = typeof EventsListQuery.infer
+export type EventsStreamInput = typeof EventsStreamQuery.infer

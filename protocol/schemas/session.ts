@@ -1,0 +1,107 @@
+import { type } from 'arktype'
+import { parseAmount } from '../usage.js'
+import { SESSION_STATUSES } from '../events.js'
+import { McpServerList, ModelInput, SkillList, ToolList } from './agent.js'
+import { Metadata, MetadataPatch, boolParam, limitParam, pageParam, timestampParam } from './common.js'
+import { UserDefineOutcomeParams, UserMessageParams, listParam, tagged } from './events.js'
+
+/**
+ * Sessions on the wire (WIRE.md §6, SPEC "Sessions"). Shapes only: whether the agent, environment, vaults
+ * and resources exist and can be used, and the budget rules that depend on the session's history, are the
+ * session actor's (it answers 404/409/422).
+ */
+
+// parseAmount is the reader of budgets elsewhere, so the two cannot disagree (it also refuses unsafe integers).
+const Amount = type('string').narrow((s, ctx) =>
+  parseAmount(s) !== undefined ||
+  ctx.reject({ expected: 'a whole number of US cents as a decimal string without sign or leading zeros', actual: JSON.stringify(s) }))
+
+export const Budget = type({
+  '+': 'reject',
+  type: "'limit'",
+  max_list_cost: { '+': 'reject', amount: Amount, currency: "'USD'" },
+})
+
+const Title = type('string <= 512').or('null')
+const Version = type('number.integer >= 1')
+
+export const AgentRefParams = type('string > 0')
+  .or({ '+': 'reject', type: "'agent'", id: 'string > 0', 'version?': Version })
+  .or({
+    '+': 'reject',
+    type: "'agent_with_overrides'",
+    id: 'string > 0',
+    'version?': Version,
+    'model?': ModelInput,
+    'system?': type('string <= 100000').or('null'),
+    'tools?': ToolList.or('null'),
+    'mcp_servers?': McpServerList.or('null'),
+    'skills?': SkillList.or('null'),
+  })
+
+// system.message is for deployments' initial events (DECISIONS "Sessions and events"), never a session's.
+const InitialEvent = tagged(
+  ['user.message', 'user.define_outcome'],
+  UserMessageParams.or(UserDefineOutcomeParams),
+  'user.message or user.define_outcome, the only event types allowed in initial_events',
+)
+
+/** Any `type` passes here: the actor answers 422 for kinds it cannot provide, which a shape error would hide. */
+const ResourceParams = type({ '[string]': 'unknown', type: 'string > 0' })
+
+export const SessionCreate = type({
+  '+': 'reject',
+  agent: AgentRefParams,
+  environment_id: 'string > 0',
+  'title?': Title,
+  'metadata?': Metadata,
+  'initial_events?': InitialEvent.array().atMostLength(50),
+  'resources?': ResourceParams.array().atMostLength(100),
+  'vault_ids?': type('string > 0').array().atMostLength(50),
+  'budget?': Budget.or('null'),
+})
+
+/** A key that is known but may not be sent: present at all, it is a 400 with this problem. */
+const refused = (problem: string) => type('unknown').narrow((_v, ctx): _v is never => ctx.reject({ problem }))
+const agentFixed = refused('cannot be changed on a session (only agent.tools and agent.mcp_servers can)')
+
+export const SessionUpdate = type({
+  '+': 'reject',
+  'title?': Title,
+  'metadata?': MetadataPatch.or('null'),
+  'agent?': {
+    '+': 'reject',
+    'tools?': ToolList.or('null'),
+    'mcp_servers?': McpServerList.or('null'),
+    'model?': agentFixed,
+    'system?': agentFixed,
+    'skills?': agentFixed,
+  },
+  'vault_ids?': refused('cannot be changed after a session is created'),
+  'budget?': Budget.or('null'),
+})
+
+export const SessionListQuery = type({
+  'limit?': limitParam(1000),
+  'order?': "'asc' | 'desc'",
+  'page?': pageParam,
+  'agent_id?': 'string',
+  'agent_version?': type('string.integer.parse').pipe(type('number >= 1')),
+  'statuses?': listParam(type.enumerated(...SESSION_STATUSES)),
+  'include_archived?': boolParam,
+  'created_at[gt]?': timestampParam,
+  'created_at[gte]?': timestampParam,
+  'created_at[lt]?': timestampParam,
+  'created_at[lte]?': timestampParam,
+  'deployment_id?': 'string',
+  'memory_store_id?': 'string',
+}).narrow((q, ctx) =>
+  q.agent_version === undefined || q.agent_id !== undefined ||
+  ctx.reject({ problem: 'requires agent_id (a version means nothing without its agent)', relativePath: ['agent_version'] }))
+
+export type BudgetParams = typeof Budget.infer
+export type AgentRefParamsT = typeof AgentRefParams.infer
+export type ResourceParamsT = typeof ResourceParams.infer
+export type SessionCreateInput = typeof SessionCreate.infer
+export type SessionUpdateInput = typeof SessionUpdate.infer
+export type SessionListInput = typeof SessionListQuery.infer

@@ -1,0 +1,36 @@
+import type { SessionStatus } from './events.js'
+import type { Agent, AdvisorEntry } from './schemas/agent.js'
+import type { EnvironmentConfig } from './schemas/environment.js'
+import type { Budget, SessionUsage } from './usage.js'
+
+/** A roster member as a session captures it: a full definition, without its own roster (WIRE §6 ThreadAgent). */
+export type ThreadAgent = Omit<Agent, 'metadata' | 'created_at' | 'updated_at' | 'archived_at' | 'multiagent'>
+
+/** The immutable agent snapshot a session runs (WIRE §6 SessionAgent). */
+export interface SessionAgent extends ThreadAgent {
+  multiagent: { type: 'coordinator'; agents: Array<ThreadAgent | AdvisorEntry> } | null
+}
+
+/** WIRE §6 Session. */
+export interface Session {
+  id: string
+  type: 'session'
+  status: SessionStatus
+  agent: SessionAgent
+  environment_id: string
+  title: string | null
+  metadata: Record<string, string>
+  budget: Budget | null
+  resources: unknown[]
+  vault_ids: string[]
+  outcome_evaluations: unknown[]
+  stats: { active_seconds: number; duration_seconds: number }
+  usage: SessionUsage
+  deployment_id: string | null
+  created_at: string
+  updated_at: string
+  archived_at: string | null
+}
+
+/** The environment configuration a session captured at creation (SPEC: later updates do not affect it). */
+export type CapturedEnvironment = EnvironmentConfig

@@ -1,0 +1,45 @@
+import { mkdtempSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import t from 'tap'
+import type Anthropic from '@anthropic-ai/sdk'
+import { startFakeModelServer, type FakeModelServer } from '../fakes/model-server.js'
+import { stack, type Stack } from '../helpers/stack.js'
+
+export interface SessionStack extends Stack {
+  model: FakeModelServer
+}
+
+/** nats-server + `troupe serve` pointed at a fake Messages API, with fast retries and a temporary data dir. */
+export async function sessionStack(env: Record<string, string> = {}): Promise<SessionStack> {
+  const model = await startFakeModelServer()
+  t.teardown(() => model.close())
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-data-'))
+  const s = await stack({
+    env: { TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'fake-key', TROUPE_MODEL_RETRY_BASE_MS: '20', TROUPE_DATA_DIR: dataDir, ...env },
+  })
+  return { ...s, model }
+}
+
+export async function agentAndEnv(client: Anthropic, agent: Record<string, unknown> = {}, env: Record<string, unknown> = {}) {
+  const a = await client.beta.agents.create({ name: 'tester', model: 'claude-sonnet-4-5', ...agent } as any)
+  const e = await client.beta.environments.create({ name: 'env', ...env } as any)
+  return { agent: a, env: e }
+}
+
+/** Collects stream events until `until` says stop; returns them all. */
+export async function collect(stream: AsyncIterable<any>, until: (e: any, all: any[]) => boolean, timeoutMs = 10_000): Promise<any[]> {
+  const all: any[] = []
+  const timer = setTimeout(() => (stream as any).controller?.abort?.(), timeoutMs)
+  try {
+    for await (const e of stream) {
+      all.push(e)
+      if (until(e, all)) break
+    }
+  } finally {
+    clearTimeout(timer)
+  }
+  return all
+}
+
+export const isIdle = (e: any) => e.type === 'session.status_idle'
