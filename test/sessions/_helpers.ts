@@ -43,3 +43,27 @@ export async function collect(stream: AsyncIterable<any>, until: (e: any, all: a
 }
 
 export const isIdle = (e: any) => e.type === 'session.status_idle'
+
+/**
+ * One reader over a stream, for tests that wait for several points in turn (an SDK Stream can be iterated
+ * only once): `next(until)` returns the events up to and including the first that satisfies `until`.
+ */
+export function reader(stream: AsyncIterable<any>) {
+  const it = stream[Symbol.asyncIterator]()
+  return {
+    async next(until: (e: any) => boolean, timeoutMs = 20_000): Promise<any[]> {
+      const got: any[] = []
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const left = deadline - Date.now()
+        const r = await Promise.race([
+          it.next(),
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no matching event within ${timeoutMs} ms; got ${got.map((e) => e.type).join(', ')}`)), Math.max(0, left)).unref()),
+        ])
+        if (r.done) throw new Error(`stream ended; got ${got.map((e) => e.type).join(', ')}`)
+        got.push(r.value)
+        if (until(r.value)) return got
+      }
+    },
+  }
+}

@@ -1,0 +1,155 @@
+import { mkdtempSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import t, { type Test as Tap } from 'tap'
+import { connect } from '@nats-io/transport-node'
+import { Kvm } from '@nats-io/kv'
+import '../helpers/keepalive.js'
+import { decode } from '../../protocol/codec.js'
+import { Buckets, PARTITIONS, partitionOf, partitionToken } from '../../protocol/subjects.js'
+import { startFakeModelServer } from '../fakes/model-server.js'
+import { startNats } from '../helpers/nats.js'
+import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
+import { reader } from '../sessions/_helpers.js'
+
+// Chaos: SIGKILL the host that runs a session, mid-turn, and check that another host carries the session on.
+
+const model = await startFakeModelServer()
+const nats = await startNats()
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-failover-'))
+const env = { TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k', TROUPE_DATA_DIR: dataDir, TROUPE_MODEL_RETRY_BASE_MS: '20' }
+const procs: TroupeProcess[] = []
+t.teardown(() => {
+  for (const p of procs) p.killNow()
+  nats.stopNow()
+  void model.close()
+})
+const nc = await connect({ servers: nats.url })
+t.teardown(() => void nc.close())
+const leases = await new Kvm(nc).open(Buckets.leases)
+
+const hostOf = (p: TroupeProcess) => /"host":"(host_[A-Za-z0-9]+)"/.exec(p.logs())?.[1]
+
+async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 20_000) {
+  const end = Date.now() + ms
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error(`timed out: ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+async function ownerOf(sessionId: string): Promise<string | undefined> {
+  const e = await leases.get(`session.${partitionToken(partitionOf(sessionId))}`)
+  return e && e.operation === 'PUT' ? decode<{ host: string }>(e.value).host : undefined
+}
+
+/** Two hosts sharing the partitions evenly; returns [owner of sessionId, the other]. */
+async function twoHosts(t: Tap) {
+  const a = await startTroupe({ natsUrl: nats.url, env })
+  const b = await startTroupe({ natsUrl: nats.url, env })
+  procs.push(a, b)
+  t.teardown(() => {
+    a.killNow()
+    b.killNow()
+  })
+  await until('partitions split evenly', async () => {
+    const counts = new Map<string, number>()
+    for await (const k of await leases.keys('session.>')) {
+      const e = await leases.get(k)
+      if (e?.operation === 'PUT') {
+        const h = decode<{ host: string }>(e.value).host
+        counts.set(h, (counts.get(h) ?? 0) + 1)
+      }
+    }
+    return counts.get(hostOf(a)!) === PARTITIONS / 2 && counts.get(hostOf(b)!) === PARTITIONS / 2
+  })
+  return [a, b] as const
+}
+
+async function setup(t: Tap, tools: unknown[] = []) {
+  const [a, b] = await twoHosts(t)
+  const client = clientFor(a.url, { maxRetries: 6 })
+  const agent = await client.beta.agents.create({ name: 'chaos', model: 'claude-sonnet-4-5', tools } as any)
+  const environment = await client.beta.environments.create({ name: 'chaos' })
+  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id } as any)
+  const owner = (await ownerOf(session.id)) === hostOf(a) ? a : b
+  const survivor = owner === a ? b : a
+  // The survivor's gateway serves the client throughout; the owner is only where the actor runs.
+  return { owner, survivor, session, client: clientFor(survivor.url, { maxRetries: 6 }) }
+}
+
+const history = async (client: ReturnType<typeof clientFor>, id: string) => {
+  const all: any[] = []
+  for await (const e of client.beta.sessions.events.list(id, { limit: 1000 } as any)) all.push(e)
+  return all
+}
+
+t.test('the owner dies during a model request: another host reschedules the turn and finishes it', async (t) => {
+  const { owner, session, client } = await setup(t)
+  const before = model.requests.length
+  model.enqueue({ hang: true }, { steps: [{ type: 'text', text: 'finished elsewhere' }] })
+  const stream = reader(await client.beta.sessions.events.stream(session.id))
+  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
+  await model.waitForRequests(before + 1)
+  await owner.kill()
+  const seen = await stream.next((e) => e.type === 'session.status_idle')
+  t.ok(seen.some((e) => e.type === 'session.status_rescheduled'), 'rescheduled on the new host')
+  const all = await history(client, session.id)
+  const ids = all.map((e) => e.id)
+  t.equal(new Set(ids).size, ids.length, 'no event twice')
+  t.equal(all.filter((e) => e.type === 'user.message').length, 1)
+  const messages = all.filter((e) => e.type === 'agent.message')
+  t.same(messages.map((m) => m.content[0].text), ['finished elsewhere'])
+  const starts = all.filter((e) => e.type === 'span.model_request_start').map((e) => e.id)
+  const ends = all.filter((e) => e.type === 'span.model_request_end')
+  t.same(ends.map((e) => e.model_request_start_id), starts, 'every request span is closed, the dead one as an error')
+  t.equal(ends[0].is_error, true)
+  t.same(all.at(-1).stop_reason, { type: 'end_turn' })
+  for (const e of seen) t.ok(ids.includes(e.id), `streamed ${e.type} is in history with the same id`)
+  t.equal((await client.beta.sessions.retrieve(session.id)).status, 'idle')
+})
+
+t.test('the owner dies while a built-in tool runs: the tool is not run again, the turn continues', async (t) => {
+  const { owner, session, client } = await setup(t, [{ type: 'agent_toolset_20260401' }])
+  const marker = path.join(os.tmpdir(), `troupe-chaos-${session.id}`)
+  model.enqueue(
+    { steps: [{ type: 'tool_use', name: 'bash', input: { command: `sleep 5 && touch ${marker}` } }] },
+    { steps: [{ type: 'text', text: 'noted' }] },
+  )
+  const stream = reader(await client.beta.sessions.events.stream(session.id))
+  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }] } as any)
+  await stream.next((e) => e.type === 'agent.tool_use')
+  await owner.kill()
+  await stream.next((e) => e.type === 'session.status_idle')
+  const all = await history(client, session.id)
+  const use = all.find((e) => e.type === 'agent.tool_use')
+  const results = all.filter((e) => e.type === 'agent.tool_result')
+  t.equal(results.length, 1, 'one result for the tool use')
+  t.equal(results[0].tool_use_id, use.id)
+  t.equal(results[0].is_error, true)
+  t.match(results[0].content[0].text, /not run again/)
+  t.same(all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text), ['noted'])
+})
+
+t.test('a parked session stays parked on the new host and still takes its tool result', async (t) => {
+  const tool = { type: 'custom', name: 'lookup', description: 'look something up', input_schema: { type: 'object' } }
+  const { owner, session, client } = await setup(t, [tool])
+  model.enqueue({ steps: [{ type: 'tool_use', name: 'lookup', input: { q: 'x' } }] }, { steps: [{ type: 'text', text: 'thanks' }] })
+  const stream = reader(await client.beta.sessions.events.stream(session.id))
+  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'look' }] }] } as any)
+  const parked = await stream.next((e) => e.type === 'session.status_idle')
+  const use = parked.find((e) => e.type === 'agent.custom_tool_use')
+  t.same(parked.at(-1).stop_reason, { type: 'requires_action', event_ids: [use.id] })
+  await owner.kill()
+  const got = await client.beta.sessions.retrieve(session.id)
+  t.equal(got.status, 'idle', 'still parked')
+  await client.beta.sessions.events.send(session.id, {
+    events: [{ type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [{ type: 'text', text: '42' }] }],
+  } as any)
+  const rest = await stream.next((e) => e.type === 'session.status_idle')
+  t.same(rest.at(-1).stop_reason, { type: 'end_turn' })
+  t.notOk(rest.some((e) => e.type === 'session.status_rescheduled'), 'an idle session is not rescheduled')
+  const last = model.requests.at(-1)!.body.messages.at(-1)
+  t.equal(last.content[0].type, 'tool_result')
+  t.equal(last.content[0].tool_use_id, use.id)
+})
