@@ -320,9 +320,9 @@ export class SessionActor {
         continue
       }
       const result = await this.sandboxFor().run(t.name, t.input, signal)
-      // Interrupted: no result; the interrupt abandons the tool use.
-      if (signal.aborted) return
+      // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       await this.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
+      if (signal.aborted) return
     }
   }
 

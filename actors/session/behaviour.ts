@@ -13,7 +13,7 @@ import { now } from '../../protocol/time.js'
 import { budgetCents, checkBudgetUpdate, emptyUsage, formatAmount, listCostCents, toWireUsage, type BudgetErrorCode } from '../../protocol/usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
 import { checkCreateInput, checkEnvironment, modelsOf, snapshotAgent } from './admission.js'
-import { SessionActor, readSession } from './actor.js'
+import { SessionActor, readSession, viewOf } from './actor.js'
 import type { ActorDeps } from './actor.js'
 import { lastSequence } from './log.js'
 import { checkClientEvents } from './rules.js'
@@ -25,6 +25,8 @@ export type SessionOp = (id: string, req: Req<any, any>) => Promise<unknown>
 export interface Actors {
   /** The live actor of a session, loading it (replaying its history) when needed; undefined if none exists. */
   get(id: string): Promise<SessionActor | undefined>
+  /** The actor if it is in memory now; reads of idle sessions need no replay. */
+  peek(id: string): SessionActor | undefined
   /** A session created here: its actor starts in memory. */
   add(actor: SessionActor): void
 }
@@ -34,6 +36,13 @@ const missing = (id: string) => notFound('Session', id, 'session_not_found')
 
 export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, SessionOp> {
   const { ctx, store } = deps
+  /** The last stored sequence of an existing session, without waking its actor. */
+  const lastSeqOf = async (id: string) => {
+    const a = actors.peek(id)
+    if (a) return a.log.lastSeq
+    if (!(await store.get(sessionKey(id)))) throw missing(id)
+    return lastSequence(ctx.jsm, id)
+  }
   const live = async (id: string) => {
     const a = await actors.get(id)
     if (!a) throw missing(id)
@@ -87,7 +96,11 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
     },
 
     async get(id) {
-      return (await live(id)).view()
+      const a = actors.peek(id)
+      if (a) return a.view()
+      const cur = await store.get(sessionKey(id))
+      if (!cur) throw missing(id)
+      return viewOf(cur.value, cur.value.totals)
     },
 
     async update(id, req: Req<SessionUpdateInput>) {
@@ -164,13 +177,11 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
     },
 
     async 'events.list'(id, req: Req<unknown, EventsListInput>) {
-      const actor = await live(id)
-      return listEvents(deps, id, actor.log.lastSeq, req.query)
+      return listEvents(deps, id, await lastSeqOf(id), req.query)
     },
 
     async 'stream.open'(id): Promise<StreamOpenReply> {
-      const actor = await live(id)
-      return { last_seq: actor.log.lastSeq }
+      return { last_seq: await lastSeqOf(id) }
     },
   }
 }
@@ -201,7 +212,7 @@ async function listEvents(deps: ActorDeps, id: string, lastSeq: number, q: Event
   }
   const resource = `session_events:${id}`
   const after = decodeCursor<number>(resource, filters, q.page)
-  const last = lastSeq || (await lastSequence(deps.ctx.jsm, id))
+  const last = lastSeq
   const all: Array<{ seq: number; event: SessionEvent }> = []
   const byId = new Map<string, SessionEvent>()
   await readSession(deps.ctx.js, id, 1, last, (r) => {

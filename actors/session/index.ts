@@ -60,6 +60,10 @@ export const sessionKind: PartitionedActorKind = {
         }
         return p
       },
+      peek(id: string) {
+        const a = live.get(id)
+        return a && !a.dead ? a : undefined
+      },
       add(a: SessionActor) {
         live.set(a.id, a)
       },

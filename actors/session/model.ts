@@ -114,6 +114,9 @@ export async function streamModel(
         break
     }
   }
+  // The client's stream ends quietly when aborted (core/streaming.ts swallows the abort): what arrived is a
+  // partial response, never a finished one.
+  if (signal.aborted) throw new APIUserAbortError()
   closeMessage()
   return { outputs, usage: usage as unknown as ModelUsage, stopReason }
 }

@@ -5,6 +5,7 @@ import t from 'tap'
 import type Anthropic from '@anthropic-ai/sdk'
 import { startFakeModelServer, type FakeModelServer } from '../fakes/model-server.js'
 import { stack, type Stack } from '../helpers/stack.js'
+import { clientFor } from '../helpers/troupe.js'
 
 export interface SessionStack extends Stack {
   model: FakeModelServer
@@ -18,7 +19,9 @@ export async function sessionStack(env: Record<string, string> = {}): Promise<Se
   const s = await stack({
     env: { TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'fake-key', TROUPE_MODEL_RETRY_BASE_MS: '20', TROUPE_DATA_DIR: dataDir, ...env },
   })
-  return { ...s, model }
+  // A lease renewal that misses on a loaded machine makes a partition answer 503 + retry-after-ms for a
+  // moment; the official client retries that by itself, as users' clients do. 409s say x-should-retry: false.
+  return { ...s, model, client: clientFor(s.url, { maxRetries: 3 }) }
 }
 
 export async function agentAndEnv(client: Anthropic, agent: Record<string, unknown> = {}, env: Record<string, unknown> = {}) {
