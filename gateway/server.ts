@@ -1,4 +1,5 @@
 import uWS from 'uWebSockets.js'
+import { jetstream } from '@nats-io/jetstream'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
 import { ApiError, invalidRequest, isApiError, routeNotFound, toEnvelope, tooLarge } from '../protocol/errors.js'
 import { newId } from '../protocol/ids.js'
@@ -11,6 +12,7 @@ import { send, sendJson, type ResponseState } from './http.js'
 import { OPS_ROUTES, openapiYaml } from './openapi.js'
 import { parseQuery } from './query.js'
 import { Router } from './router.js'
+import { createSessionStreams } from './session-stream.js'
 import { strictProblem } from './strict.js'
 import type { GatewayOptions, IncomingRequest } from './types.js'
 import { assertNativeUws } from './uws.js'
@@ -19,6 +21,8 @@ export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024
 
 export interface Gateway {
   port: number
+  /** Session event streams open right now (SSE tails, including ones still opening). */
+  readonly openStreams: number
   close(): void
 }
 
@@ -32,6 +36,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const router = new Router(ROUTES)
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
   const app: TemplatedApp = uWS.App()
+  const streams = createSessionStreams({
+    nc, js: opts.js ?? jetstream(nc), log, actorTimeoutMs, keepaliveMs: opts.sseKeepaliveMs,
+  })
 
   const fail = (res: HttpResponse, state: ResponseState, rid: string, err: unknown, close = false) => {
     if (!isApiError(err)) log.error({ err, rid }, 'unhandled error')
@@ -71,6 +78,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     }
     if (route.body) body = parse(route.body, body ?? {})
     const query = route.query ? parse(route.query, parseQuery(inc.query)) : {}
+    if (route.stream) return streams.serve(res, state, { route, params, query, rid, headers: inc.headers })
     const result = await dispatch(nc, route, { op: route.target.op, rid, params, query, body }, actorTimeoutMs)
     sendJson(res, state, 200, rid, result)
   }
@@ -106,7 +114,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const port = uWS.us_socket_local_port(listenSocket)
   return {
     port,
+    get openStreams() {
+      return streams.size
+    },
     close: () => {
+      streams.closeAll()
       uWS.us_listen_socket_close(listenSocket)
       app.close?.()
     },

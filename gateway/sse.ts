@@ -16,6 +16,8 @@ export type SseCloseReason = 'closed' | 'aborted' | 'slow_consumer'
 export interface SseStream {
   /** Writes one message: `event: <event>\nid: <id>\ndata: <one-line JSON>\n\n`; id omitted when undefined. Returns false once the client is gone. */
   send(event: string, data: unknown, id?: string): boolean
+  /** Same framing for data that is already JSON text (a stored event's payload), written as is. */
+  sendRaw(event: string, json: string, id?: string): boolean
   /** Comment line, `: keepalive\n\n` by default. */
   comment(text?: string): boolean
   /** Ends the response after whatever is still buffered (no more writes). Idempotent. */
@@ -44,6 +46,15 @@ const oneLine = (s: string) => s.replace(/[\r\n]/g, '')
 export function formatSse(event: string, data: unknown, id?: string): string {
   const idLine = id === undefined ? '' : `id: ${oneLine(id)}\n`
   return `event: ${oneLine(event)}\n${idLine}data: ${JSON.stringify(data) ?? 'null'}\n\n`
+}
+
+/**
+ * One SSE message whose data is already JSON text. Stored payloads are single-line JSON; should one hold a line
+ * break anyway (legal JSON whitespace), each line becomes its own `data:` line, which the decoder joins with `\n`.
+ */
+export function formatSseRaw(event: string, json: string, id?: string): string {
+  const idLine = id === undefined ? '' : `id: ${oneLine(id)}\n`
+  return `event: ${oneLine(event)}\n${idLine}data: ${json.replace(/\r\n|\r|\n/g, '\ndata: ')}\n\n`
 }
 
 export const formatComment = (text = 'keepalive') => `: ${oneLine(text)}\n\n`
@@ -102,6 +113,7 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
 
   const stream: SseStream = {
     send: (event, data, id) => write(formatSse(event, data, id)),
+    sendRaw: (event, json, id) => write(formatSseRaw(event, json, id)),
     comment: (text) => write(formatComment(text)),
     close() {
       const rest = queue.join('')

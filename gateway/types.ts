@@ -1,3 +1,4 @@
+import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 
@@ -14,6 +15,10 @@ export interface GatewayOptions {
   bodyLimit?: number
   /** How long an actor may take to answer before the request gets a 503. Default 15 000 ms. */
   actorTimeoutMs?: number
+  /** JetStream client for reading session history (SSE replay). Default: `jetstream(nc)`. */
+  js?: JetStreamClient
+  /** Keepalive comment interval on SSE streams, ms. Default 15 000. */
+  sseKeepaliveMs?: number
 }
 
 /** A request as the gateway has read it off the socket, before any async work. */

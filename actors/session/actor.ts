@@ -157,6 +157,12 @@ export class SessionActor {
     this.alive()
   }
 
+  /** The last stored sequence once every append already under way has been acknowledged. */
+  async settledSeq(): Promise<number> {
+    await this.chain
+    return this.log.lastSeq
+  }
+
   isRunning() {
     return this.h.status === 'running' || this.h.status === 'rescheduling'
   }
@@ -175,7 +181,8 @@ export class SessionActor {
       throw unavailable('The session moved to another host while being deleted; retry', 500)
     }
     this.log.notify('session.deleted', { type: 'session.deleted', id: newId('sevt'), processed_at: now() })
-    await this.deps.kv.purge(workKey(this.id)).catch(() => undefined)
+    // delete, not purge: see unmarkWork
+    await this.deps.kv.delete(workKey(this.id)).catch(() => undefined)
     await purgeSession(ctx.jsm, this.id)
     await ctx.ask(actorSubject('environment', 'release'), { op: 'release', params: { environment_id: this.h.session.environment_id }, query: {}, body: {} })
       .catch((err) => ctx.log.warn({ err, session: this.id }, 'environment reference not released'))
@@ -273,6 +280,9 @@ export class SessionActor {
   }
 
   private async runTurn(): Promise<void> {
+    // An interrupt stored after the mailbox took this turn's input, but before the turn began, found no turn
+    // to abort: the turn does not start, and the mailbox handles the interrupt next.
+    if ([...this.h.pending.values()].some((e) => e.type === 'user.interrupt')) return
     const ac = new AbortController()
     this.turn = ac
     try {
@@ -453,7 +463,9 @@ export class SessionActor {
   private async unmarkWork() {
     if (!this.workMarked) return
     this.workMarked = false
-    await this.deps.kv.purge(workKey(this.id)).catch(() => undefined)
+    // A delete marker, not a purge: on nats-server 2.9 a KV purge (a subject rollup) that races a write to another
+    // key makes push consumers (the sessions projection's watch) skip that write, so lists showed a stale status.
+    await this.deps.kv.delete(workKey(this.id)).catch(() => undefined)
   }
 
   private alive() {

@@ -39,7 +39,9 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
   /** The last stored sequence of an existing session, without waking its actor. */
   const lastSeqOf = async (id: string) => {
     const a = actors.peek(id)
-    if (a) return a.log.lastSeq
+    // An append stored (and republished) but not yet acknowledged must count, or a tail that subscribed
+    // just after it would neither replay nor receive it.
+    if (a) return a.settledSeq()
     if (!(await store.get(sessionKey(id)))) throw missing(id)
     return lastSequence(ctx.jsm, id)
   }

@@ -1,0 +1,390 @@
+import type { JetStreamClient } from '@nats-io/jetstream'
+import type { NatsConnection, Subscription } from '@nats-io/transport-node'
+import type { Logger } from 'pino'
+import type { HttpResponse } from 'uWebSockets.js'
+import { decodeTime } from 'ulid'
+import { internal, invalidRequest, isApiError, toEnvelope, unavailable } from '../protocol/errors.js'
+import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
+import type { Route } from '../protocol/routes/index.js'
+import { liveWildcard } from '../protocol/subjects.js'
+import { dispatch } from './dispatch.js'
+import { liveItem, readSessionEvents, type EventItem, type EventReader, type ReadFrom } from './event-reader.js'
+import type { ResponseState } from './http.js'
+import { startSse, type SseStream } from './sse.js'
+
+/**
+ * The SSE tail of a session (`GET /v1/sessions/{id}/events/stream`, WIRE.md §7.3, DECISIONS.md "Sessions and
+ * events"): optional replay after an event id, then live, with no gap and no duplicate between the two.
+ *
+ *   1. Subscribe to `troupe.live.<sid>.>` and flush, buffering: the stream's RePublish puts every stored event
+ *      there (with `Nats-Sequence`); the session actor core-publishes previews and the deletion notice there.
+ *   2. Ask the owner `stream.open` → `last_seq`, the stream sequence of the session's last stored message (404
+ *      for an unknown session: a JSON error, no SSE).
+ *   3. With `?after=` or `Last-Event-ID`: find that event with an ordered consumer (400 before any SSE if it is not
+ *      in the session), then send what follows it up to `last_seq`.
+ *   4. Go live: forward stored messages whose sequence is above the last one handled (`cursor`), stream-only ones
+ *      as they come. A republished message names the previous stored message of its subject
+ *      (`Nats-Last-Sequence`); if that is above `cursor`, something was missed (dropped by a slow connection, or a
+ *      `last_seq` that lagged a publish in flight) and is read back from the stream before going on.
+ */
+
+export interface SessionStreamDeps {
+  nc: NatsConnection
+  js: JetStreamClient
+  log: Logger
+  actorTimeoutMs: number
+  /** SSE keepalive comment interval (startSse's default when undefined). */
+  keepaliveMs?: number | undefined
+}
+
+export interface StreamCall {
+  route: Route
+  params: Record<string, string>
+  /** The route's validated query: `{event_deltas?, after?}`. */
+  query: unknown
+  rid: string
+  headers: Record<string, string>
+}
+
+export interface SessionStreams {
+  /** Serves one stream request. Throws an ApiError (for the caller's JSON envelope) only before SSE has started. */
+  serve(res: HttpResponse, state: ResponseState, call: StreamCall): Promise<void>
+  /** Ends every open stream: the gateway is closing. */
+  closeAll(): void
+  /** Streams open right now (waiting for the owner, replaying, or live). */
+  readonly size: number
+}
+
+/** How far before an event id's mint time the search for it starts reading (clock skew between hosts). */
+const ID_TIME_SLACK_MS = 5_000
+const PREVIEW_TYPES = new Set(['event_start', 'event_delta'])
+const DELETED = 'session.deleted'
+/** Previews begun on this stream and not yet final: a delta is only forwarded after its start. */
+const MAX_OPEN_PREVIEWS = 256
+
+export function createSessionStreams(deps: SessionStreamDeps): SessionStreams {
+  const open = new Set<Tail>()
+  return {
+    async serve(res, state, call) {
+      const tail = new Tail(deps, call, () => open.delete(tail))
+      open.add(tail)
+      await tail.run(res, state)
+    },
+    closeAll() {
+      for (const tail of [...open]) tail.end()
+    },
+    get size() {
+      return open.size
+    },
+  }
+}
+
+interface StreamQuery {
+  event_deltas?: string | string[]
+  after?: string
+}
+
+class Tail {
+  private readonly sid: string
+  private readonly deltas: Set<string>
+  private sub: Subscription | undefined
+  private sse: SseStream | undefined
+  /** The JetStream read in progress, if any: closed when the tail ends or the session is deleted. */
+  private reader: EventReader | undefined
+  private readonly queue: EventItem[] = []
+  private live = false
+  private pumping = false
+  private ended = false
+  private deletedSeen = false
+  /** Highest stream sequence handled (sent, or deliberately skipped as already known to the client). */
+  private cursor = 0
+  private readonly previews = new Set<string>()
+
+  constructor(
+    private readonly deps: SessionStreamDeps,
+    private readonly call: StreamCall,
+    private readonly onEnd: () => void,
+  ) {
+    const target = call.route.target
+    const sid = 'key' in target ? call.params[target.key] : undefined
+    if (!sid) throw internal(`stream route ${call.route.path} has no session key`)
+    this.sid = sid
+    const q = (call.query ?? {}) as StreamQuery
+    this.deltas = new Set(q.event_deltas === undefined ? [] : Array.isArray(q.event_deltas) ? q.event_deltas : [q.event_deltas])
+  }
+
+  async run(res: HttpResponse, state: ResponseState): Promise<void> {
+    const { nc, log } = this.deps
+    const { route, rid, params, query } = this.call
+    // Before SSE starts, a client that goes away ends the work; startSse replaces this hook with its own.
+    state.onAbort = () => this.end()
+    try {
+      this.sub = nc.subscribe(liveWildcard(this.sid), {
+        callback: (err, msg) => {
+          if (err) {
+            log.warn({ err, rid, session: this.sid }, 'live subscription failed')
+            return this.end()
+          }
+          this.onLive(liveItem(msg))
+        },
+      })
+      this.sub.closed.then(() => this.end(), () => this.end())
+      await nc.flush()
+      this.stillOpen()
+      const opened = await dispatch(nc, route, { op: route.target.op, rid, params, query, body: undefined }, this.deps.actorTimeoutMs)
+      const lastSeq = (opened as Partial<StreamOpenReply> | undefined)?.last_seq
+      if (typeof lastSeq !== 'number' || !Number.isSafeInteger(lastSeq) || lastSeq < 0) {
+        throw internal(`stream.open answered ${JSON.stringify(opened)}`)
+      }
+      this.stillOpen()
+      this.cursor = lastSeq
+
+      const after = this.replayFrom()
+      let replay: EventReader | undefined
+      if (after) {
+        const found = await this.locate(after.id, after.name, lastSeq)
+        if (this.ended) found?.reader.close()
+        this.stillOpen()
+        if (found) {
+          this.cursor = found.seq
+          if (found.seq < lastSeq) replay = found.reader
+          else found.reader.close()
+        }
+      }
+
+      this.sse = startSse(res, state, { requestId: rid, keepaliveMs: this.deps.keepaliveMs })
+      this.sse.done.then(() => this.end())
+      if (this.sse.closed) return this.end()
+      if (replay) await this.replay(replay, lastSeq)
+      if (this.ended) return
+      this.goLive()
+    } catch (err) {
+      if (!this.sse) {
+        this.end()
+        throw err
+      }
+      this.fail(err)
+    }
+  }
+
+  /**
+   * Before SSE starts, a tail that ended (client gone, gateway closing, NATS connection closed) answers a retryable
+   * 503; nothing is written if the client is gone.
+   */
+  private stillOpen(): void {
+    if (this.ended) throw unavailable('The event stream closed before it started; retry shortly', 500)
+  }
+
+  /** `?after=` wins over the `Last-Event-ID` header; empty values mean no replay. */
+  private replayFrom(): { id: string; name: string } | undefined {
+    const q = (this.call.query ?? {}) as StreamQuery
+    if (typeof q.after === 'string' && q.after !== '') return { id: q.after, name: 'after' }
+    const h = this.call.headers['last-event-id']?.trim()
+    if (h) return { id: h, name: 'Last-Event-ID' }
+    return undefined
+  }
+
+  /**
+   * Finds the stored message with this event id, leaving the read positioned just after it. Reads from a few
+   * seconds before the time in the id (ids are `<prefix>_<ULID>`), then, if it is not there, from the start up to
+   * where the first read began. Null when the tail ended or the session was deleted meanwhile.
+   */
+  private async locate(id: string, name: string, lastSeq: number): Promise<{ reader: EventReader; seq: number } | null> {
+    const notFound = () => invalidRequest(`${name} must be the id of an event of session ${this.sid}; ${id} is not one`)
+    if (lastSeq === 0) throw notFound()
+    const minted = mintTime(id)
+    const plans: ReadFrom[] = minted === undefined ? ['all'] : [{ time: new Date(minted - ID_TIME_SLACK_MS) }, 'all']
+    let stopAt: number | undefined
+    for (const from of plans) {
+      const reader = await this.openReader(from)
+      if (!reader) return null
+      let first: number | undefined
+      for (;;) {
+        const item = await reader.next()
+        if (!item || item.seq === undefined) break
+        first ??= item.seq
+        if (item.id === id) return { reader, seq: item.seq }
+        if (item.seq >= lastSeq || (stopAt !== undefined && item.seq >= stopAt)) break
+      }
+      reader.close()
+      if (this.reader === reader) this.reader = undefined
+      if (this.ended || this.deletedSeen) return null
+      // The next read (from the start) only needs to cover what this one did not.
+      if (first !== undefined) stopAt = first
+    }
+    throw notFound()
+  }
+
+  private async openReader(from: ReadFrom): Promise<EventReader | undefined> {
+    if (this.ended || this.deletedSeen) return undefined
+    const reader = await readSessionEvents(this.deps.js, this.sid, from)
+    if (this.ended || this.deletedSeen) {
+      reader.close()
+      return undefined
+    }
+    this.reader = reader
+    return reader
+  }
+
+  /** Sends what the read yields until the message at `until` (or the read runs dry), then closes the read. */
+  private async replay(reader: EventReader, until: number): Promise<void> {
+    this.reader = reader
+    try {
+      while (!this.ended) {
+        const item = await reader.next()
+        if (!item || item.seq === undefined) break
+        this.forward(item)
+        if (item.seq >= until) break
+      }
+    } finally {
+      reader.close()
+      if (this.reader === reader) this.reader = undefined
+    }
+  }
+
+  private onLive(item: EventItem): void {
+    if (this.ended) return
+    this.queue.push(item)
+    if (item.type === DELETED && !this.live) {
+      // The history may be going away: stop reading it and tell the client at once.
+      this.deletedSeen = true
+      this.reader?.close()
+    }
+    if (this.live) void this.pump()
+  }
+
+  /**
+   * Switches from buffering to forwarding. Previews that arrived before a stored message the client already has
+   * (sent by the replay, or before the point it asked for) belong to the past: dropped.
+   */
+  private goLive(): void {
+    let lastKnown = -1
+    this.queue.forEach((it, i) => {
+      if (it.seq !== undefined && it.seq <= this.cursor) lastKnown = i
+    })
+    if (lastKnown > 0) {
+      const kept = this.queue.filter((it, i) => i >= lastKnown || it.seq !== undefined || !PREVIEW_TYPES.has(it.type ?? ''))
+      this.queue.splice(0, this.queue.length, ...kept)
+    }
+    this.live = true
+    void this.pump()
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return
+    this.pumping = true
+    try {
+      while (!this.ended && this.queue.length > 0) {
+        const item = this.queue.shift()!
+        if (item.seq !== undefined && item.seq > this.cursor && item.prevSeq !== undefined && item.prevSeq > this.cursor) {
+          await this.catchUp(item.prevSeq)
+          if (this.ended) return
+        }
+        this.forward(item)
+      }
+    } catch (err) {
+      this.fail(err)
+    } finally {
+      this.pumping = false
+    }
+  }
+
+  /** Reads back stored messages after `cursor` up to `until` that never arrived live. */
+  private async catchUp(until: number): Promise<void> {
+    this.deps.log.debug({ session: this.sid, from: this.cursor + 1, until }, 'live tail gap: reading back')
+    const reader = await this.openReader({ seq: this.cursor + 1 })
+    if (reader) await this.replay(reader, until)
+  }
+
+  /** Sends one message if the client should see it. Stored messages at or below `cursor` were handled already. */
+  private forward(item: EventItem): void {
+    const sse = this.sse
+    if (this.ended || !sse) return
+    const type = item.type
+    if (item.seq !== undefined) {
+      if (item.seq <= this.cursor) return
+      this.cursor = item.seq
+      if (!type || isInternalType(type)) return
+      if (item.id !== undefined) this.previews.delete(item.id)
+      sse.sendRaw(type, item.json, item.id)
+      if (type === DELETED) this.end()
+      return
+    }
+    if (!type || isInternalType(type)) return
+    if (PREVIEW_TYPES.has(type)) {
+      if (!item.deltaOf || !this.deltas.has(item.deltaOf)) return
+      if (!this.previewInOrder(type, item.json)) return
+      sse.sendRaw(type, item.json)
+      return
+    }
+    sse.sendRaw(type, item.json, item.id ?? payloadId(item.json))
+    if (type === DELETED) this.end()
+  }
+
+  /**
+   * A client joining mid-message would see deltas without their `event_start` (the official client's
+   * accumulator throws on that): deltas are forwarded only for previews whose start this stream sent.
+   */
+  private previewInOrder(type: string, json: string): boolean {
+    let payload: { event?: { id?: unknown }; event_id?: unknown }
+    try {
+      payload = JSON.parse(json)
+    } catch {
+      return false
+    }
+    if (type === 'event_start') {
+      const id = payload.event?.id
+      if (typeof id === 'string') {
+        this.previews.add(id)
+        if (this.previews.size > MAX_OPEN_PREVIEWS) this.previews.delete(this.previews.values().next().value!)
+      }
+      return true
+    }
+    return typeof payload.event_id === 'string' && this.previews.has(payload.event_id)
+  }
+
+  /** After SSE started: an `event: error` message (the official client throws it), then the end. */
+  private fail(err: unknown): void {
+    if (!isApiError(err)) this.deps.log.error({ err, rid: this.call.rid, session: this.sid }, 'session stream failed')
+    if (this.sse && !this.sse.closed) this.sse.send('error', toEnvelope(err, this.call.rid).body)
+    this.end()
+  }
+
+  /** Ends the stream: the response (if SSE started), the subscription, any read. Idempotent. */
+  end(): void {
+    if (this.ended) return
+    this.ended = true
+    this.queue.length = 0
+    this.reader?.close()
+    this.reader = undefined
+    try {
+      this.sub?.unsubscribe()
+    } catch {
+      /* connection already closed */
+    }
+    this.sse?.close()
+    this.onEnd()
+  }
+}
+
+/** A stream-only event (the deletion notice) published without `Troupe-Event-Id`: its id from the payload. */
+function payloadId(json: string): string | undefined {
+  try {
+    const id = (JSON.parse(json) as { id?: unknown }).id
+    return typeof id === 'string' ? id : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The mint time of a `<prefix>_<ULID>` id, or undefined when the id does not carry a plausible one. */
+function mintTime(id: string): number | undefined {
+  const ulid = id.slice(id.indexOf('_') + 1)
+  if (ulid.length !== 26) return undefined
+  try {
+    const t = decodeTime(ulid)
+    return t > Date.UTC(2020, 0, 1) && t < Date.now() + 86_400_000 ? t : undefined
+  } catch {
+    return undefined
+  }
+}
