@@ -8,7 +8,7 @@ import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
 import type { Route } from '../protocol/routes/index.js'
 import { liveWildcard } from '../protocol/subjects.js'
 import { dispatch } from './dispatch.js'
-import { liveItem, readSessionEvents, type EventItem, type EventReader, type ReadFrom } from './event-reader.js'
+import { liveItem, readSessionEvents, type EventItem, type EventReader, type ReadFrom } from '../protocol/event-reader.js'
 import type { ResponseState } from './http.js'
 import { startSse, type SseStream } from './sse.js'
 

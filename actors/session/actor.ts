@@ -92,7 +92,7 @@ export class SessionActor {
     rec.session.status = 'idle'
     const h = new History(rec)
     const last = await lastSequence(deps.ctx.jsm, id)
-    await readSession(deps.ctx.js, id, 1, last, (r) => h.apply(r.event))
+    await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event))
     const actor = new SessionActor(deps, h, new EventLog(deps.ctx.js, deps.ctx.nc, id, last), cur.revision)
     actor.recovering = h.status === 'running' || h.status === 'rescheduling'
     actor.workMarked = actor.recovering

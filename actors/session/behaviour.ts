@@ -217,7 +217,7 @@ async function listEvents(deps: ActorDeps, id: string, lastSeq: number, q: Event
   const last = lastSeq
   const all: Array<{ seq: number; event: SessionEvent }> = []
   const byId = new Map<string, SessionEvent>()
-  await readSession(deps.ctx.js, id, 1, last, (r) => {
+  await readSession(deps.ctx.js, id, last, (r) => {
     if (r.type === '_processed') {
       for (const pid of (r.event as unknown as { ids: string[] }).ids) {
         const e = byId.get(pid)

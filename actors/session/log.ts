@@ -1,14 +1,14 @@
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node'
-import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { unavailable } from '../../protocol/errors.js'
 import { EventHeaders, type SessionEvent } from '../../protocol/events.js'
+import { readSessionEvents } from '../../protocol/event-reader.js'
 import { EVENTS_STREAM, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
 
 /** JetStream rejected an append because another writer moved the session's subject on: we lost ownership. */
 export class FenceLost extends Error {}
 
 const enc = new TextEncoder()
-const dec = new TextDecoder()
 
 /** Creates (or updates to) the one events stream: a subject per session thread, republished for live tails. */
 export async function ensureEventsStream(jsm: JetStreamManager): Promise<void> {
@@ -98,30 +98,24 @@ export async function lastSequence(jsm: JetStreamManager, sessionId: string): Pr
 }
 
 /**
- * Reads a session's records in order from `fromSeq` (inclusive) through `untilSeq`, calling `visit` for each;
- * `visit` returns false to stop early. One ordered consumer, removed when done.
+ * Reads a session's records in order through `untilSeq` (the last stored sequence when the read began),
+ * calling `visit` for each; one ordered consumer, removed when done.
  */
 export async function readSession(
   js: JetStreamClient,
   sessionId: string,
-  fromSeq: number,
   untilSeq: number,
-  visit: (rec: Stored) => boolean | void,
+  visit: (rec: Stored) => void,
 ): Promise<void> {
-  if (untilSeq < Math.max(1, fromSeq)) return
-  const consumer = await js.consumers.get(EVENTS_STREAM, {
-    filter_subjects: eventsWildcard(sessionId),
-    ...(fromSeq > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq } : { deliver_policy: DeliverPolicy.All }),
-  })
-  const it = await consumer.consume({ max_messages: 512 })
+  if (untilSeq < 1) return
+  const reader = await readSessionEvents(js, sessionId, 'all')
   try {
-    for await (const m of it) {
-      const type = m.headers?.get(EventHeaders.type) ?? ''
-      const go = visit({ seq: m.seq, type, event: JSON.parse(dec.decode(m.data)) })
-      if (go === false || m.seq >= untilSeq || m.info.pending === 0) break
+    for (let item = await reader.next(); item && item.seq !== undefined; item = await reader.next()) {
+      visit({ seq: item.seq, type: item.type ?? '', event: JSON.parse(item.json) })
+      if (item.seq >= untilSeq) break
     }
   } finally {
-    it.stop()
+    reader.close()
   }
 }
 

@@ -1,8 +1,8 @@
 import { DeliverPolicy, type Consumer, type ConsumerMessages, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from '@nats-io/jetstream'
 import type { Msg } from '@nats-io/transport-node'
-import { unavailable } from '../protocol/errors.js'
-import { EventHeaders } from '../protocol/events.js'
-import { EVENTS_STREAM, eventsWildcard } from '../protocol/subjects.js'
+import { unavailable } from './errors.js'
+import { EventHeaders } from './events.js'
+import { EVENTS_STREAM, eventsWildcard } from './subjects.js'
 
 /**
  * One message of a session's event stream as the SSE tail handles it, whether it came from a JetStream read or
