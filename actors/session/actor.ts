@@ -126,6 +126,8 @@ export class SessionActor {
     this.alive()
     if (events.some((e) => e.type !== 'user.interrupt')) await this.markWork()
     await this.serial(async () => {
+      // Checked again in order with the other appends: an archive that got in first wins.
+      if (this.h.session.archived_at) throw conflict(`Session ${this.id} is archived; it accepts no more events`, 'session_archived')
       for (const e of events) {
         await this.log.append(e, e.id)
         this.h.apply(e)
@@ -283,6 +285,9 @@ export class SessionActor {
     // An interrupt stored after the mailbox took this turn's input, but before the turn began, found no turn
     // to abort: the turn does not start, and the mailbox handles the interrupt next.
     if ([...this.h.pending.values()].some((e) => e.type === 'user.interrupt')) return
+    // An archive that landed while this turn's input was being stored or taken from the mailbox wins: an archived
+    // session never starts a turn (it would run on, refusing the interrupt and the delete that could stop it).
+    if (this.h.session.archived_at && !this.isRunning()) return
     const ac = new AbortController()
     this.turn = ac
     try {

@@ -157,7 +157,10 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       const actor = await live(id)
       const s = actor.h.session
       if (s.archived_at) return actor.view()
-      if (actor.isRunning()) throw conflict(`Session ${id} is running; interrupt it before archiving (send user.interrupt)`, 'session_running')
+      // Input waiting in the mailbox is a turn about to start: archiving now would strand it (as for agent updates).
+      if (actor.isRunning() || actor.h.pending.size > 0) {
+        throw conflict(`Session ${id} is running; interrupt it before archiving (send user.interrupt)`, 'session_running')
+      }
       s.archived_at = now()
       await actor.record('session.status_terminated', {})
       await actor.save()
