@@ -22,6 +22,8 @@ export interface Config {
    * (default 8192). Unset keys take the defaults.
    */
   session: { retries?: number; retryBaseMs?: number; idleMs?: number; maxTokens?: number }
+  /** Comment keepalive interval of SSE streams. `TROUPE_SSE_KEEPALIVE_MS`, default 15000; 0 disables. */
+  sseKeepaliveMs?: number
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
   strict: boolean
@@ -47,6 +49,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
   return {
     port,
     session,
+    sseKeepaliveMs: count('TROUPE_SSE_KEEPALIVE_MS', 0),
     host: blank(env.HOST) ?? '127.0.0.1',
     natsUrl: blank(env.NATS_URL),
     dataDir: path.resolve(blank(env.TROUPE_DATA_DIR) ?? './.troupe'),

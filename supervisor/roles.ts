@@ -40,7 +40,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger): Promise<R
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
       host = await startActorHost(nc, log, { modelBaseUrl: cfg.modelBaseUrl, anthropicApiKey: cfg.anthropicApiKey, dataDir: cfg.dataDir, session: cfg.session })
-      gateway = await startGateway({ nc, log, port: cfg.port, host: cfg.host, strict: cfg.strict })
+      gateway = await startGateway({ nc, log, port: cfg.port, host: cfg.host, strict: cfg.strict, sseKeepaliveMs: cfg.sseKeepaliveMs })
     }
     if (role === 'orchestrate') log.info('orchestrator ready (deployment schedules and webhook deliveries run here)')
   } catch (err) {

@@ -237,9 +237,11 @@ export class SessionActor {
       // conversation without starting a turn, and the session goes idle.
       const lastInterrupt = pending.map((e) => e.type).lastIndexOf('user.interrupt')
       if (lastInterrupt >= 0) {
-        const wasActive = this.h.turnOpen || this.h.status !== 'idle'
-        await this.processed(pending.slice(0, lastInterrupt + 1).map((e) => e.id))
-        if (wasActive) await this.idle({ type: 'end_turn' })
+        const swept = pending.slice(0, lastInterrupt + 1)
+        // Input swept up with the interrupt asked for a turn: the client is owed an idle, as for a stopped turn.
+        const owed = this.h.turnOpen || this.h.status !== 'idle' || swept.some((e) => e.type !== 'user.interrupt')
+        await this.processed(swept.map((e) => e.id))
+        if (owed) await this.idle({ type: 'end_turn' })
         continue
       }
       const results = pending.filter(isResult)
