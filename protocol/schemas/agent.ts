@@ -1,5 +1,5 @@
 import { type } from 'arktype'
-import { Metadata, MetadataPatch, boolParam, limitParam, pageParam, timestampParam } from './common.js'
+import { HttpUrl, Metadata, MetadataPatch, boolParam, limitParam, pageParam, timestampParam } from './common.js'
 
 /**
  * Agents on the wire (WIRE.md §4). The schemas here check shapes only, so every message names the field
@@ -124,17 +124,6 @@ export const CustomToolParams = type({
 
 export const ToolParams = AgentToolsetParams.or(McpToolsetParams).or(CustomToolParams)
 export const ToolList = ToolParams.array().atMostLength(256)
-
-const HttpUrl = type('string').narrow((s, ctx) => {
-  let u: URL
-  try {
-    u = new URL(s)
-  } catch {
-    return ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
-  return true
-})
 
 export const McpServerParams = type({ '+': 'reject', type: "'url'", name: '0 < string <= 255', url: HttpUrl })
 export const McpServerList = McpServerParams.array().atMostLength(20)

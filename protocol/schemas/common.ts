@@ -41,3 +41,14 @@ export const boolParam = type("'true' | 'false'").pipe((s) => s === 'true')
 export const timestampParam = type('string.date.iso.parse')
 
 export const pageParam = type('string')
+
+/** An absolute http or https URL (MCP servers, image and document sources). */
+export const HttpUrl = type('string').narrow((s, ctx) => {
+  let u: URL
+  try {
+    u = new URL(s)
+  } catch {
+    return ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
+  }
+  return u.protocol === 'http:' || u.protocol === 'https:' || ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
+})

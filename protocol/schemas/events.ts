@@ -1,6 +1,6 @@
 import { type, type Type } from 'arktype'
 import { CLIENT_EVENT_TYPES, DELTA_TYPES, LISTABLE_EVENT_TYPES } from '../events.js'
-import { limitParam, pageParam, timestampParam } from './common.js'
+import { HttpUrl, limitParam, pageParam, timestampParam } from './common.js'
 
 /**
  * Session events a client sends (WIRE.md §7.1) and the queries of the event list and stream. Shapes only:
@@ -26,17 +26,6 @@ export function tagged<S extends Type<object>>(allowed: readonly string[], schem
     .pipe((v) => v)
     .pipe(schema)
 }
-
-// agent.ts keeps the same rule private; repeated here rather than widening that module's exports.
-const HttpUrl = type('string').narrow((s, ctx) => {
-  let u: URL
-  try {
-    u = new URL(s)
-  } catch {
-    return ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
-  }
-  return u.protocol === 'http:' || u.protocol === 'https:' || ctx.reject({ expected: 'an http or https URL', actual: JSON.stringify(s) })
-})
 
 const UrlSource = type({ '+': 'reject', type: "'url'", url: HttpUrl })
 const FileSource = type({ '+': 'reject', type: "'file'", file_id: 'string > 0' })

@@ -70,3 +70,24 @@ export function reader(stream: AsyncIterable<any>) {
     },
   }
 }
+
+export { failure } from '../agents/_util.js'
+
+/** Asserts an API error: status, error.type, the field its message names, and the error code when given. */
+export function isError(t: any, err: any, status: number, type: string, names: RegExp, code?: string) {
+  t.equal(err?.status, status, `status ${status}: ${err?.message}`)
+  t.equal(err?.error?.error?.type, type)
+  t.match(err?.error?.error?.message ?? '', names, `message names ${names.source}`)
+  if (code) t.equal(err?.errorCode, code, `error_code ${code}`)
+}
+
+/** Polls a condition through the API until it holds; bounded, so a broken service fails instead of hanging. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    const v = await probe()
+    if (v) return v
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { raw } from '../helpers/troupe.js'
-import { agentAndEnv, sessionStack } from './_helpers.js'
+import { agentAndEnv, sessionStack, failure, isError, until } from './_helpers.js'
 
 // SPEC "Sessions": create body, create rules 1–8, and the session state table's first rows.
 
@@ -9,37 +9,8 @@ const sessions = s.client.beta.sessions
 const agents = s.client.beta.agents
 const environments = s.client.beta.environments
 
-/** The error a promise rejects with (the official client's APIError: status, error body, errorCode, headers). */
-async function failure(p: Promise<unknown>): Promise<any> {
-  try {
-    await p
-  } catch (e) {
-    return e
-  }
-  throw new Error('expected the call to fail')
-}
-
-/** Asserts an API error: status, error.type, the field its message names, and the error code when given. */
-function isError(t: any, err: any, status: number, type: string, names: RegExp, code?: string) {
-  t.equal(err?.status, status, `status ${status}: ${err?.message}`)
-  t.equal(err?.error?.error?.type, type)
-  t.match(err?.error?.error?.message ?? '', names, `message names ${names.source}`)
-  if (code) t.equal(err?.errorCode, code, `error_code ${code}`)
-}
-
 const create = (body: Record<string, unknown>) => sessions.create(body as any)
 const post = (body: unknown) => raw(s.url, 'POST', '/v1/sessions', body)
-
-/** Polls a condition through the API until it holds; bounded, so a broken service fails instead of hanging. */
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await probe()
-    if (v) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 t.test('agent as an id string runs the latest version', async (t) => {
   const { agent, env } = await agentAndEnv(s.client, { system: 'v1' })

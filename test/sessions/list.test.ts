@@ -1,6 +1,6 @@
 import t from 'tap'
 import { raw } from '../helpers/troupe.js'
-import { agentAndEnv, collect, isIdle, sessionStack } from './_helpers.js'
+import { agentAndEnv, collect, isIdle, sessionStack, until } from './_helpers.js'
 
 // SPEC "Sessions": GET /v1/sessions and its query table; "Endpoints": cursors bound to filters.
 // Every test lists its own agent's sessions (agent_id), so sessions of other tests never get in the way.
@@ -19,17 +19,6 @@ async function fixture(n: number) {
   // Sequential: their creation order is their listing order.
   for (let i = 0; i < n; i++) made.push(await sessions.create({ agent: agent.id, environment_id: env.id, title: `s${i}` } as any))
   return { agent, env, made }
-}
-
-/** Polls until `probe` holds; bounded, so a broken service fails instead of hanging. */
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await probe()
-    if (v) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
 }
 
 /** Expected order by (created_at, id): what the list promises for ties too. */

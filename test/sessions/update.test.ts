@@ -1,27 +1,11 @@
 import t from 'tap'
 import { raw } from '../helpers/troupe.js'
-import { agentAndEnv, collect, isIdle, sessionStack } from './_helpers.js'
+import { agentAndEnv, collect, isIdle, sessionStack, failure, isError } from './_helpers.js'
 
 // SPEC "Sessions": update body rules 1–4 and 6; the "session.updated" event.
 
 const s = await sessionStack()
 const sessions = s.client.beta.sessions
-
-async function failure(p: Promise<unknown>): Promise<any> {
-  try {
-    await p
-  } catch (e) {
-    return e
-  }
-  throw new Error('expected the call to fail')
-}
-
-function isError(t: any, err: any, status: number, type: string, names: RegExp, code?: string) {
-  t.equal(err?.status, status, `status ${status}: ${err?.message}`)
-  t.equal(err?.error?.error?.type, type)
-  t.match(err?.error?.error?.message ?? '', names, `message names ${names.source}`)
-  if (code) t.equal(err?.errorCode, code, `error_code ${code}`)
-}
 
 async function newSession(extra: Record<string, unknown> = {}, agent: Record<string, unknown> = {}) {
   const { agent: a, env } = await agentAndEnv(s.client, agent)
