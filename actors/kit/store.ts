@@ -1,6 +1,7 @@
 import type { KV, KvEntry } from '@nats-io/kv'
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { encode, decode } from '../../protocol/codec.js'
+import { unavailable } from '../../protocol/errors.js'
 
 /** A value read from KV with the revision a compare-and-set must name. */
 export interface Versioned<T> {
@@ -26,6 +27,8 @@ export function isCasConflict(err: unknown): boolean {
  */
 export class RecordStore<T> {
   private readonly cache = new Map<string, Versioned<T>>()
+  /** The last queued mutation of each key (settles, never rejects). */
+  private readonly turns = new Map<string, Promise<void>>()
 
   constructor(
     readonly kv: KV,
@@ -105,6 +108,24 @@ export class RecordStore<T> {
     missing: () => never,
     attempts = 20,
   ): Promise<R> {
+    // Mutations of one key on this host take turns, so CAS retries are only needed against other hosts
+    // (32 concurrent session creates on one environment used to exhaust the attempts and fail).
+    const prev = this.turns.get(key) ?? Promise.resolve()
+    const mine = prev.then(() => this.mutateNow(key, change, missing, attempts))
+    const turn = mine.then(() => undefined, () => undefined)
+    this.turns.set(key, turn)
+    void turn.then(() => {
+      if (this.turns.get(key) === turn) this.turns.delete(key)
+    })
+    return mine
+  }
+
+  private async mutateNow<R>(
+    key: string,
+    change: (current: Versioned<T>) => { next?: T; result: R },
+    missing: () => never,
+    attempts: number,
+  ): Promise<R> {
     for (let i = 0; i < attempts; i++) {
       const current = await this.get(key)
       if (!current) missing()
@@ -112,7 +133,7 @@ export class RecordStore<T> {
       if (next === undefined) return result
       if ((await this.update(key, next, current.revision)) !== false) return result
     }
-    throw new Error(`too much contention on ${key}`)
+    throw unavailable('Too many concurrent changes to the same record; retry shortly')
   }
 }
 

@@ -65,6 +65,8 @@ export class SessionActor {
   private workMarked = false
   private recovering = false
   private resume = false
+  /** kick() came while the pump was running: the pump runs once more when it ends. */
+  private kickedWhilePumping = false
   private lastStop: { reason: StopReason; details: unknown } | undefined
   private attempts = 0
   dead = false
@@ -212,13 +214,21 @@ export class SessionActor {
 
   kick(): void {
     this.lastActive = Date.now()
-    if (this.pumping || this.dead) return
+    if (this.dead) return
+    if (this.pumping) {
+      // The running pump may already have taken its last look at the mailbox (it is finishing): look again after it.
+      this.kickedWhilePumping = true
+      return
+    }
+    this.kickedWhilePumping = false
     this.pumping = this.pump()
       .catch((err) => this.failed(err))
       .finally(() => {
         this.pumping = undefined
         this.lastActive = Date.now()
-        if (!this.dead) this.deps.quiet(this)
+        if (this.dead) return
+        if (this.kickedWhilePumping) this.kick()
+        else this.deps.quiet(this)
       })
   }
 
@@ -233,6 +243,8 @@ export class SessionActor {
         continue
       }
       const pending = [...this.h.pending.values()]
+      // Work that arrived while the previous pass was unmarking the session (accept saw it still marked).
+      if (this.resume || pending.some((e) => e.type !== 'user.interrupt')) await this.markWork()
       // An interrupt handles everything that arrived before it: the turn stops, queued input joins the
       // conversation without starting a turn, and the session goes idle.
       const lastInterrupt = pending.map((e) => e.type).lastIndexOf('user.interrupt')
