@@ -126,24 +126,30 @@ export class SessionActor {
   /** Stores client events (validated by the caller against this actor's state), then lets the mailbox run. */
   async accept(events: SessionEvent[]): Promise<void> {
     this.alive()
-    if (events.some((e) => e.type !== 'user.interrupt')) await this.markWork()
-    await this.serial(async () => {
+    const stored = this.write(async () => {
       // Checked again in order with the other appends: an archive that got in first wins.
-      if (this.h.session.archived_at) throw conflict(`Session ${this.id} is archived; it accepts no more events`, 'session_archived')
+      if (this.h.session.archived_at) return false
       for (const e of events) {
         await this.log.append(e, e.id)
         this.h.apply(e)
       }
+      return true
     })
+    // The work marker goes down beside the append: both are in place before the POST answers.
+    const [ok] = await Promise.all([stored, events.some((e) => e.type !== 'user.interrupt') ? this.markWork() : undefined])
+    if (!ok) throw conflict(`Session ${this.id} is archived; it accepts no more events`, 'session_archived')
     // An interrupt acts at once: the running turn stops at its next step, and the mailbox handles the rest.
     if (events.some((e) => e.type === 'user.interrupt')) this.turn?.abort()
     this.kick()
   }
 
-  /** Appends a service event and applies it (used by updates and archive). */
+  /** Records a service event and waits until it is stored (updates and archive answer only then). */
   async record(type: string, fields: Record<string, unknown>): Promise<SessionEvent> {
     this.alive()
-    return this.emit(type, fields)
+    const ev = this.emit(type, fields)
+    await this.chain
+    this.alive()
+    return ev
   }
 
   /** The budget moved: a turn paused at the ceiling gets another look. */
@@ -206,8 +212,10 @@ export class SessionActor {
   /** Leaves memory: only when there is nothing to do. */
   async passivate(): Promise<boolean> {
     if (this.busy) return false
-    this.dead = true
     await this.persisting
+    // Work may have arrived while the record was being written.
+    if (this.busy || this.dead) return false
+    this.dead = true
     await this.sandbox?.close()
     return true
   }
@@ -252,13 +260,13 @@ export class SessionActor {
         const swept = pending.slice(0, lastInterrupt + 1)
         // Input swept up with the interrupt asked for a turn: the client is owed an idle, as for a stopped turn.
         const owed = this.h.turnOpen || this.h.status !== 'idle' || swept.some((e) => e.type !== 'user.interrupt')
-        await this.processed(swept.map((e) => e.id))
-        if (owed) await this.idle({ type: 'end_turn' })
+        this.processed(swept.map((e) => e.id))
+        if (owed) this.idle({ type: 'end_turn' })
         continue
       }
       const results = pending.filter(isResult)
       if (results.length) {
-        await this.processed(results.map((e) => e.id))
+        this.processed(results.map((e) => e.id))
         if (this.h.turnOpen) await this.runTurn()
         continue
       }
@@ -266,7 +274,7 @@ export class SessionActor {
       if (i >= 0) {
         const ids = [pending[i]!.id]
         if (pending[i + 1]?.type === 'system.message') ids.push(pending[i + 1]!.id)
-        await this.processed(ids)
+        this.processed(ids)
         this.attempts = 0
         await this.runTurn()
         continue
@@ -276,6 +284,9 @@ export class SessionActor {
         if (this.h.turnOpen) await this.runTurn()
         continue
       }
+      // Nothing left: once everything is stored, the session no longer needs resuming elsewhere.
+      await this.chain
+      if (this.dead || this.h.pending.size > 0) continue
       await this.unmarkWork()
       return
     }
@@ -283,13 +294,13 @@ export class SessionActor {
 
   /** A takeover: the previous host died mid-turn. Close what it left open, then carry on with the turn. */
   private async recover(): Promise<void> {
-    await this.emit('session.status_rescheduled', {})
+    this.emit('session.status_rescheduled', {})
     if (this.h.openSpan) {
-      await this.emit('span.model_request_end', { model_request_start_id: this.h.openSpan, is_error: true, model_usage: ZERO_USAGE })
+      this.emit('span.model_request_end', { model_request_start_id: this.h.openSpan, is_error: true, model_usage: ZERO_USAGE })
     }
     for (const t of [...this.h.open.values()]) {
       if (t.kind === 'builtin' && (!t.ask || t.confirmation?.result === 'allow')) {
-        await this.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text: NOT_RERUN }], is_error: true })
+        this.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text: NOT_RERUN }], is_error: true })
       }
     }
     await this.runTurn()
@@ -306,7 +317,7 @@ export class SessionActor {
     this.turn = ac
     try {
       if (this.h.status !== 'running') {
-        await this.emit('session.status_running', {})
+        this.emit('session.status_running', {})
         void this.persist()
       }
       for (;;) {
@@ -315,17 +326,17 @@ export class SessionActor {
           await this.runTools(ac.signal)
           if (ac.signal.aborted || this.dead) return
           const waiting = [...this.h.open.values()]
-          if (waiting.length) return await this.idle({ type: 'requires_action', event_ids: waiting.map((t) => t.eventId) })
+          if (waiting.length) return this.idle({ type: 'requires_action', event_ids: waiting.map((t) => t.eventId) })
           continue
         }
         if (!this.h.needsModel()) {
           const stop = this.lastStop
           this.lastStop = undefined
-          return await this.idle(stop?.reason ?? { type: 'end_turn' }, stop?.details ?? null)
+          return this.idle(stop?.reason ?? { type: 'end_turn' }, stop?.details ?? null)
         }
         if (budgetReached(this.h.liveTotals(), this.h.session.budget)) {
-          await this.emit('session.usage', { usage: toWireUsage(this.h.liveTotals()), budget: this.h.session.budget })
-          return await this.idle({ type: 'budget_reached' })
+          this.emit('session.usage', { usage: toWireUsage(this.h.liveTotals()), budget: this.h.session.budget })
+          return this.idle({ type: 'budget_reached' })
         }
         if (!(await this.modelRequest(ac.signal))) return
       }
@@ -340,17 +351,17 @@ export class SessionActor {
       if (t.kind !== 'builtin' || (t.ask && !t.confirmation)) continue
       if (t.confirmation?.result === 'deny') {
         const text = t.confirmation.deny_message || 'The user denied this tool use.'
-        await this.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
+        this.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
         continue
       }
       if (routeTool(this.h.session.agent, t.name).kind !== 'builtin') {
         const text = `Tool ${JSON.stringify(t.name)} is not available to this agent.`
-        await this.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
+        this.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
         continue
       }
       const result = await this.sandboxFor().run(t.name, t.input, signal)
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
-      await this.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
+      this.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) return
     }
   }
@@ -359,48 +370,50 @@ export class SessionActor {
   private async modelRequest(signal: AbortSignal): Promise<boolean> {
     const client = this.deps.model
     if (!client) {
-      await this.emit('session.error', { error: { type: 'model_request_failed_error', message: NO_MODEL, retry_status: { type: 'exhausted' } } })
-      await this.idle({ type: 'retries_exhausted' })
+      this.emit('session.error', { error: { type: 'model_request_failed_error', message: NO_MODEL, retry_status: { type: 'exhausted' } } })
+      this.idle({ type: 'retries_exhausted' })
       return false
     }
-    const start = await this.emit('span.model_request_start', {})
+    // The request starts while its span event is still being stored: the chain keeps every event in order.
+    const start = this.emit('span.model_request_start', {})
+    const preview = (type: 'event_start' | 'event_delta', payload: unknown, of: string) => this.enqueue(async () => this.log.notify(type, payload, of))
     let res: ModelResponse
     try {
-      res = await streamModel(client, this.params(), signal, (type, payload, of) => this.log.notify(type, payload, of), () => newId('sevt'))
+      res = await streamModel(client, this.params(), signal, preview, () => newId('sevt'))
     } catch (err) {
       const f = classifyFailure(err)
-      await this.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
+      this.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
       if (f.kind === 'aborted') return false
       const retry = f.kind === 'retryable' && this.attempts < this.deps.settings.retries
-      await this.emit('session.error', { error: { type: f.type, message: f.message, retry_status: { type: retry ? 'retrying' : 'exhausted' } } })
+      this.emit('session.error', { error: { type: f.type, message: f.message, retry_status: { type: retry ? 'retrying' : 'exhausted' } } })
       if (!retry) {
         this.attempts = 0
-        await this.idle({ type: 'retries_exhausted' })
+        this.idle({ type: 'retries_exhausted' })
         return false
       }
       const wait = (f.kind === 'retryable' && f.retryAfterMs) || Math.min(30_000, this.deps.settings.retryBaseMs * 2 ** this.attempts)
       this.attempts++
-      await this.emit('session.status_rescheduled', {})
+      this.emit('session.status_rescheduled', {})
       void this.persist()
       if (!(await sleep(wait, signal))) return false
-      await this.emit('session.status_running', {})
+      this.emit('session.status_running', {})
       return true
     }
     this.attempts = 0
     const agent = this.h.session.agent
     for (const o of res.outputs) {
-      if (o.type === 'agent.thinking') await this.emit('agent.thinking', {}, o.id)
-      else if (o.type === 'agent.message') await this.emit('agent.message', { content: o.content }, o.id)
+      if (o.type === 'agent.thinking') this.emit('agent.thinking', {}, o.id)
+      else if (o.type === 'agent.message') this.emit('agent.message', { content: o.content }, o.id)
       else {
         const route = routeTool(agent, o.name)
-        if (route.kind === 'custom') await this.emit('agent.custom_tool_use', { name: o.name, input: o.input })
+        if (route.kind === 'custom') this.emit('agent.custom_tool_use', { name: o.name, input: o.input })
         else {
           const perm = route.kind === 'builtin' && this.h.rec.env.type === 'cloud' ? permissionFields(route.policy) : {}
-          await this.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
+          this.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
         }
       }
     }
-    await this.emit('span.model_request_end', { model_request_start_id: start.id, is_error: false, model_usage: wireModelUsage(res.usage) })
+    this.emit('span.model_request_end', { model_request_start_id: start.id, is_error: false, model_usage: wireModelUsage(res.usage) })
     this.lastStop = res.stopReason === 'refusal'
       ? { reason: { type: 'refusal' }, details: { type: 'refusal', category: null, explanation: null } }
       : undefined
@@ -426,41 +439,48 @@ export class SessionActor {
 
   // ------------------------------------------------------------------------------------------- plumbing
 
-  private async idle(stop: StopReason, details: unknown = null): Promise<void> {
-    await this.emit('session.status_idle', { stop_reason: stop, stop_details: details })
+  private idle(stop: StopReason, details: unknown = null): void {
+    this.emit('session.status_idle', { stop_reason: stop, stop_details: details })
     void this.persist()
   }
 
-  private emit(type: string, fields: Record<string, unknown>, id = newId('sevt')): Promise<SessionEvent> {
+  /**
+   * A service event: applied to the History now, appended behind every earlier write. The actor's work runs
+   * ahead of the stream by at most the queue; a failed append ends the actor, which is then rebuilt from
+   * what was stored, so nothing it did on top of an unstored event survives.
+   */
+  private emit(type: string, fields: Record<string, unknown>, id = newId('sevt')): SessionEvent {
     const ev = { type, id, ...fields, processed_at: now() } as SessionEvent
-    return this.serial(async () => {
-      await this.log.append(ev, id)
-      this.h.apply(ev)
-      return ev
-    })
+    this.h.apply(ev)
+    this.enqueue(() => this.log.append(ev, id))
+    return ev
   }
 
-  private processed(ids: string[]): Promise<void> {
+  /** Marks client events handled (they join the conversation now). */
+  private processed(ids: string[]): void {
     const rec = { type: '_processed', ids, processed_at: now() }
-    return this.serial(async () => {
-      await this.log.append(rec)
-      this.h.apply(rec as unknown as SessionEvent)
-    })
+    this.h.apply(rec as unknown as SessionEvent)
+    this.enqueue(() => this.log.append(rec))
   }
 
-  /** Appends one at a time: each names the sequence the previous one got. */
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
+  /** A write nobody waits for: its failure is handled by the chain (the actor steps down). */
+  private enqueue(fn: () => Promise<unknown>): void {
+    this.write(fn).catch(() => undefined)
+  }
+
+  /** Writes one at a time, in order: each append names the sequence the previous one got. */
+  private write<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.chain.then(() => {
       this.alive()
       return fn()
     })
-    this.chain = run.catch(() => undefined)
+    this.chain = run.then(() => undefined, (err) => this.failed(err))
     return run
   }
 
-  /** The record follows the history: written at status changes, updates and archive, in order. */
+  /** The record follows the history: written at status changes, updates and archive, once they are stored. */
   private persist(): Promise<void> {
-    this.persisting = this.persisting.then(async () => {
+    this.persisting = this.persisting.then(() => this.chain).then(async () => {
       if (this.dead) return
       const rec = this.h.rec
       const totals = this.h.liveTotals()
