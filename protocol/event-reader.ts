@@ -21,7 +21,11 @@ export interface EventItem {
   deltaOf: string | undefined
   /** The payload: the event's JSON exactly as stored. */
   json: string
+  /** `Troupe-Processed`: client event ids this stored event marks as handled. */
+  processed: string[] | undefined
 }
+
+const ids = (v: string | undefined) => (v ? v.split(',') : undefined)
 
 const num = (v: string | undefined): number | undefined => {
   if (v === undefined || v === '') return undefined
@@ -39,6 +43,7 @@ export function liveItem(msg: Msg): EventItem {
     prevSeq: num(h?.get('Nats-Last-Sequence')),
     deltaOf: h?.get(EventHeaders.deltaOf) || undefined,
     json: msg.string(),
+    processed: ids(h?.get(EventHeaders.processed)),
   }
 }
 
@@ -51,6 +56,7 @@ function storedItem(m: JsMsg): EventItem {
     prevSeq: undefined,
     deltaOf: undefined,
     json: m.string(),
+    processed: ids(h?.get(EventHeaders.processed)),
   }
 }
 

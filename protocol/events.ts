@@ -9,8 +9,10 @@
  *   Troupe-Type       <event type> `event:` line of the SSE message; types starting with `_` are internal
  *   Troupe-Event-Id   <event id>   `id:` line of the SSE message
  *
- * Internal records (`_processed`) share the subject so that they are ordered and fenced with the events;
- * readers fold them in and never show them. Stream-only previews (`event_start`, `event_delta`) are not
+ * Client events are marked handled by the next stored event's `Troupe-Processed` header (the ids, comma
+ * separated; their `processed_at` is that event's), or, when no event follows at once, by an internal
+ * `_processed` record on the same subject, ordered and fenced with the events; readers fold both in and
+ * never show the record. Stream-only previews (`event_start`, `event_delta`) are not
  * stored: the session actor core-publishes them to the live subject with `Troupe-Delta-Of` naming the event
  * type they preview, so a gateway can honour `event_deltas[]`.
  */
@@ -20,6 +22,8 @@ export const EventHeaders = {
   type: 'Troupe-Type',
   id: 'Troupe-Event-Id',
   deltaOf: 'Troupe-Delta-Of',
+  /** Client event ids this stored event marks as handled (their `processed_at` is this event's). */
+  processed: 'Troupe-Processed',
   /** Added by JetStream republish: the stored message's stream sequence. */
   sequence: 'Nats-Sequence',
 } as const

@@ -69,6 +69,8 @@ export class SessionActor {
   private kickedWhilePumping = false
   private lastStop: { reason: StopReason; details: unknown } | undefined
   private attempts = 0
+  /** Client events handled whose ids the next stored event carries. */
+  private readonly handledIds: string[] = []
   dead = false
   lastActive = Date.now()
 
@@ -94,7 +96,7 @@ export class SessionActor {
     rec.session.status = 'idle'
     const h = new History(rec)
     const last = await lastSequence(deps.ctx.jsm, id)
-    await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event))
+    await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed))
     const actor = new SessionActor(deps, h, new EventLog(deps.ctx.js, deps.ctx.nc, id, last), cur.revision)
     actor.recovering = h.status === 'running' || h.status === 'rescheduling'
     actor.workMarked = actor.recovering
@@ -285,6 +287,7 @@ export class SessionActor {
         continue
       }
       // Nothing left: once everything is stored, the session no longer needs resuming elsewhere.
+      this.flushHandled()
       await this.chain
       if (this.dead || this.h.pending.size > 0) continue
       await this.unmarkWork()
@@ -451,15 +454,24 @@ export class SessionActor {
    */
   private emit(type: string, fields: Record<string, unknown>, id = newId('sevt')): SessionEvent {
     const ev = { type, id, ...fields, processed_at: now() } as SessionEvent
+    const carried = this.handledIds.splice(0)
     this.h.apply(ev)
-    this.enqueue(() => this.log.append(ev, id))
+    this.enqueue(() => this.log.append(ev, id, carried))
     return ev
   }
 
-  /** Marks client events handled (they join the conversation now). */
+  /**
+   * Marks client events handled: they join the conversation now, and the next stored event carries their ids
+   * (one append fewer on the way to the model); `flushHandled` stores them alone when nothing follows.
+   */
   private processed(ids: string[]): void {
-    const rec = { type: '_processed', ids, processed_at: now() }
-    this.h.apply(rec as unknown as SessionEvent)
+    this.h.handled(ids)
+    this.handledIds.push(...ids)
+  }
+
+  private flushHandled(): void {
+    if (!this.handledIds.length) return
+    const rec = { type: '_processed', ids: this.handledIds.splice(0), processed_at: now() }
     this.enqueue(() => this.log.append(rec))
   }
 

@@ -203,8 +203,8 @@ function budgetMessage(code: BudgetErrorCode, consumedCents: number): string {
 }
 
 /**
- * The history, oldest first by default (WIRE §7). processed_at comes from the `_processed` records that follow
- * a client event; `created_at` bounds compare against it. The cursor is the stream sequence of the last
+ * The history, oldest first by default (WIRE §7). processed_at comes from the event that marked a client event
+ * handled (protocol/events.ts); `created_at` bounds compare against it. The cursor is the stream sequence of the last
  * event handed out, bound to the filters.
  */
 async function listEvents(deps: ActorDeps, id: string, lastSeq: number, q: EventsListInput) {
@@ -221,12 +221,12 @@ async function listEvents(deps: ActorDeps, id: string, lastSeq: number, q: Event
   const all: Array<{ seq: number; event: SessionEvent }> = []
   const byId = new Map<string, SessionEvent>()
   await readSession(deps.ctx.js, id, last, (r) => {
-    if (r.type === '_processed') {
-      for (const pid of (r.event as unknown as { ids: string[] }).ids) {
-        const e = byId.get(pid)
-        if (e) e.processed_at = r.event.processed_at
-      }
-    } else if (!isInternalType(r.type)) {
+    const handled = r.type === '_processed' ? (r.event as unknown as { ids: string[] }).ids : r.processed ?? []
+    for (const pid of handled) {
+      const e = byId.get(pid)
+      if (e) e.processed_at = r.event.processed_at
+    }
+    if (!isInternalType(r.type)) {
       all.push({ seq: r.seq, event: r.event })
       byId.set(r.event.id, r.event)
     }

@@ -53,16 +53,10 @@ export class History {
     return this.rec.session
   }
 
-  apply(ev: SessionEvent): void {
-    if (ev.type === '_processed') {
-      for (const id of (ev as unknown as { ids: string[] }).ids) {
-        const e = this.pending.get(id)
-        if (!e) continue
-        this.pending.delete(id)
-        this.consume(e)
-      }
-      return
-    }
+  /** Applies one stored event, after the client events it marks as handled (`processed`). */
+  apply(ev: SessionEvent, processed?: readonly string[]): void {
+    if (processed) this.handled(processed)
+    if (ev.type === '_processed') return this.handled((ev as unknown as { ids: string[] }).ids)
     if (CLIENT_EVENT.test(ev.type)) {
       this.pending.set(ev.id, ev)
       return
@@ -124,6 +118,16 @@ export class History {
         break
     }
     if (ev.processed_at && (ev.type === 'session.updated' || ev.type.startsWith('session.status_'))) this.session.updated_at = ev.processed_at
+  }
+
+  /** Client events leave the mailbox, in the order given. */
+  handled(ids: readonly string[]): void {
+    for (const id of ids) {
+      const e = this.pending.get(id)
+      if (!e) continue
+      this.pending.delete(id)
+      this.consume(e)
+    }
   }
 
   /** The usage totals including the running stretch so far (list cost counts active time as it passes). */

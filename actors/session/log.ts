@@ -39,6 +39,8 @@ export interface Stored {
   type: string
   /** The event (or internal record) exactly as stored. */
   event: SessionEvent
+  /** Client event ids this record marks as handled. */
+  processed: string[] | undefined
 }
 
 /**
@@ -55,10 +57,12 @@ export class EventLog {
     public lastSeq: number,
   ) {}
 
-  async append(event: SessionEvent | { type: string; [k: string]: unknown }, id?: string): Promise<number> {
+  /** Stores one event; `processed` names client events it marks as handled. */
+  async append(event: SessionEvent | { type: string; [k: string]: unknown }, id?: string, processed?: string[]): Promise<number> {
     const h = natsHeaders()
     h.set(EventHeaders.type, event.type)
     if (id) h.set(EventHeaders.id, id)
+    if (processed?.length) h.set(EventHeaders.processed, processed.join(','))
     let ack
     try {
       ack = await this.js.publish(eventsSubject(this.sessionId), enc.encode(JSON.stringify(event)), {
@@ -111,7 +115,7 @@ export async function readSession(
   const reader = await readSessionEvents(js, sessionId, 'all')
   try {
     for (let item = await reader.next(); item && item.seq !== undefined; item = await reader.next()) {
-      visit({ seq: item.seq, type: item.type ?? '', event: JSON.parse(item.json) })
+      visit({ seq: item.seq, type: item.type ?? '', event: JSON.parse(item.json), processed: item.processed })
       if (item.seq >= untilSeq) break
     }
   } finally {

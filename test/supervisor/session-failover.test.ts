@@ -30,7 +30,7 @@ const leases = await new Kvm(nc).open(Buckets.leases)
 
 const hostOf = (p: TroupeProcess) => /"host":"(host_[A-Za-z0-9]+)"/.exec(p.logs())?.[1]
 
-async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 20_000) {
+async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 60_000) {
   const end = Date.now() + ms
   while (!(await ok())) {
     if (Date.now() > end) throw new Error(`timed out: ${what}`)
