@@ -1,3 +1,4 @@
+import './memory.js' // first: process-wide V8 heap settings
 import { readConfig } from './config.js'
 import { createLogger } from './logger.js'
 import { startRole, type Role } from './roles.js'

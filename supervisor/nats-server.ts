@@ -1,11 +1,13 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from '@nats-io/transport-node'
 
-export const NATS_CONF = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'nats.conf')
+const here = path.dirname(fileURLToPath(import.meta.url))
+/** nats.conf at the package root: one level up from supervisor/, two from its compiled copy in dist/supervisor/. */
+export const NATS_CONF = path.resolve(here, existsSync(path.resolve(here, '..', 'nats.conf')) ? '..' : '../..', 'nats.conf')
 
 /** Oldest nats-server we run on: Debian bookworm's. Newer-only features (per-key TTL, several filter subjects) are not used. */
 export const MIN_NATS_SERVER = [2, 9, 0]
