@@ -23,6 +23,8 @@ export interface Gateway {
   port: number
   /** Session event streams open right now (SSE tails, including ones still opening). */
   readonly openStreams: number
+  /** Sessions this gateway holds a live subscription for (one each, shared by the session's streams). */
+  readonly liveSubscriptions: number
   close(): void
 }
 
@@ -116,6 +118,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     port,
     get openStreams() {
       return streams.size
+    },
+    get liveSubscriptions() {
+      return streams.liveSubscriptions
     },
     close: () => {
       streams.closeAll()

@@ -1,23 +1,25 @@
 import type { JetStreamClient } from '@nats-io/jetstream'
-import type { NatsConnection, Subscription } from '@nats-io/transport-node'
+import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import type { HttpResponse } from 'uWebSockets.js'
 import { decodeTime } from 'ulid'
 import { internal, invalidRequest, isApiError, toEnvelope, unavailable } from '../protocol/errors.js'
 import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
 import type { Route } from '../protocol/routes/index.js'
-import { liveWildcard } from '../protocol/subjects.js'
 import { dispatch } from './dispatch.js'
-import { liveItem, readSessionEvents, type EventItem, type EventReader, type ReadFrom } from '../protocol/event-reader.js'
+import { readSessionEvents, type EventItem, type EventReader, type ReadFrom } from '../protocol/event-reader.js'
 import type { ResponseState } from './http.js'
-import { startSse, type SseStream } from './sse.js'
+import { createLiveSubscriptions, type LiveMembership, type LiveSubscriptions } from './live-subscriptions.js'
+import { formatSseRaw, startSse, type SseStream } from './sse.js'
 
 /**
  * The SSE tail of a session (`GET /v1/sessions/{id}/events/stream`, WIRE.md §7.3, DECISIONS.md "Sessions and
  * events"): optional replay after an event id, then live, with no gap and no duplicate between the two.
  *
- *   1. Subscribe to `troupe.live.<sid>.>` and flush, buffering: the stream's RePublish puts every stored event
- *      there (with `Nats-Sequence`); the session actor core-publishes previews and the deletion notice there.
+ *   1. Listen on `troupe.live.<sid>.>`, buffering: the stream's RePublish puts every stored event there (with
+ *      `Nats-Sequence`); the session actor core-publishes previews and the deletion notice there. The gateway has
+ *      one subscription per session, shared by its tails (gateway/live-subscriptions.ts): the first tail subscribes
+ *      and flushes, later ones wait for that flush if it is still under way.
  *   2. Ask the owner `stream.open` → `last_seq`, the stream sequence of the session's last stored message (404
  *      for an unknown session: a JSON error, no SSE).
  *   3. With `?after=` or `Last-Event-ID`: find that event with an ordered consumer (400 before any SSE if it is not
@@ -26,6 +28,8 @@ import { startSse, type SseStream } from './sse.js'
  *      as they come. A republished message names the previous stored message of its subject
  *      (`Nats-Last-Sequence`); if that is above `cursor`, something was missed (dropped by a slow connection, or a
  *      `last_seq` that lagged a publish in flight) and is read back from the stream before going on.
+ *
+ * A live message is parsed once for all the tails of its session, and framed once for all that forward it.
  */
 
 export interface SessionStreamDeps {
@@ -53,6 +57,8 @@ export interface SessionStreams {
   closeAll(): void
   /** Streams open right now (waiting for the owner, replaying, or live). */
   readonly size: number
+  /** Sessions with a live subscription right now (one per session, shared by its streams). */
+  readonly liveSubscriptions: number
 }
 
 /** How far before an event id's mint time the search for it starts reading (clock skew between hosts). */
@@ -64,9 +70,10 @@ const MAX_OPEN_PREVIEWS = 256
 
 export function createSessionStreams(deps: SessionStreamDeps): SessionStreams {
   const open = new Set<Tail>()
+  const subscriptions = createLiveSubscriptions(deps.nc, deps.log)
   return {
     async serve(res, state, call) {
-      const tail = new Tail(deps, call, () => open.delete(tail))
+      const tail = new Tail(deps, subscriptions, call, () => open.delete(tail))
       open.add(tail)
       await tail.run(res, state)
     },
@@ -76,6 +83,9 @@ export function createSessionStreams(deps: SessionStreamDeps): SessionStreams {
     get size() {
       return open.size
     },
+    get liveSubscriptions() {
+      return subscriptions.size
+    },
   }
 }
 
@@ -84,14 +94,25 @@ interface StreamQuery {
   after?: string
 }
 
+/**
+ * A message as a tail handles it. Live ones are the same object for every tail of the session: what is worked out
+ * from one is kept on it, so it is done once rather than once per stream.
+ */
+interface Item extends EventItem {
+  /** The SSE message it is sent as: the same bytes on every stream that forwards it. */
+  frame?: Uint8Array
+  /** A preview's event (`event.id` of a start, `event_id` of a delta); '' when it names none, null if not JSON. */
+  previewOf?: string | null
+}
+
 class Tail {
   private readonly sid: string
   private readonly deltas: Set<string>
-  private sub: Subscription | undefined
+  private membership: LiveMembership | undefined
   private sse: SseStream | undefined
   /** The JetStream read in progress, if any: closed when the tail ends or the session is deleted. */
   private reader: EventReader | undefined
-  private readonly queue: EventItem[] = []
+  private readonly queue: Item[] = []
   private live = false
   private pumping = false
   private ended = false
@@ -102,6 +123,7 @@ class Tail {
 
   constructor(
     private readonly deps: SessionStreamDeps,
+    private readonly subscriptions: LiveSubscriptions,
     private readonly call: StreamCall,
     private readonly onEnd: () => void,
   ) {
@@ -114,22 +136,13 @@ class Tail {
   }
 
   async run(res: HttpResponse, state: ResponseState): Promise<void> {
-    const { nc, log } = this.deps
+    const { nc } = this.deps
     const { route, rid, params, query } = this.call
     // Before SSE starts, a client that goes away ends the work; startSse replaces this hook with its own.
     state.onAbort = () => this.end()
     try {
-      this.sub = nc.subscribe(liveWildcard(this.sid), {
-        callback: (err, msg) => {
-          if (err) {
-            log.warn({ err, rid, session: this.sid }, 'live subscription failed')
-            return this.end()
-          }
-          this.onLive(liveItem(msg))
-        },
-      })
-      this.sub.closed.then(() => this.end(), () => this.end())
-      await nc.flush()
+      this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end() })
+      await this.membership.ready
       this.stillOpen()
       const opened = await dispatch(nc, route, { op: route.target.op, rid, params, query, body: undefined }, this.deps.actorTimeoutMs)
       const lastSeq = (opened as Partial<StreamOpenReply> | undefined)?.last_seq
@@ -242,7 +255,7 @@ class Tail {
     }
   }
 
-  private onLive(item: EventItem): void {
+  private onLive(item: Item): void {
     if (this.ended) return
     this.queue.push(item)
     if (item.type === DELETED && !this.live) {
@@ -297,7 +310,7 @@ class Tail {
   }
 
   /** Sends one message if the client should see it. Stored messages at or below `cursor` were handled already. */
-  private forward(item: EventItem): void {
+  private forward(item: Item): void {
     const sse = this.sse
     if (this.ended || !sse) return
     const type = item.type
@@ -306,18 +319,18 @@ class Tail {
       this.cursor = item.seq
       if (!type || isInternalType(type)) return
       if (item.id !== undefined) this.previews.delete(item.id)
-      sse.sendRaw(type, item.json, item.id)
+      sse.sendFrame((item.frame ??= frame(type, item.json, item.id)))
       if (type === DELETED) this.end()
       return
     }
     if (!type || isInternalType(type)) return
     if (PREVIEW_TYPES.has(type)) {
       if (!item.deltaOf || !this.deltas.has(item.deltaOf)) return
-      if (!this.previewInOrder(type, item.json)) return
-      sse.sendRaw(type, item.json)
+      if (!this.previewInOrder(type, item)) return
+      sse.sendFrame((item.frame ??= frame(type, item.json, undefined)))
       return
     }
-    sse.sendRaw(type, item.json, item.id ?? payloadId(item.json))
+    sse.sendFrame((item.frame ??= frame(type, item.json, item.id ?? payloadId(item.json))))
     if (type === DELETED) this.end()
   }
 
@@ -325,22 +338,17 @@ class Tail {
    * A client joining mid-message would see deltas without their `event_start` (the official client's
    * accumulator throws on that): deltas are forwarded only for previews whose start this stream sent.
    */
-  private previewInOrder(type: string, json: string): boolean {
-    let payload: { event?: { id?: unknown }; event_id?: unknown }
-    try {
-      payload = JSON.parse(json)
-    } catch {
-      return false
-    }
+  private previewInOrder(type: string, item: Item): boolean {
+    const id = (item.previewOf ??= previewOf(type, item.json))
+    if (id === null) return false
     if (type === 'event_start') {
-      const id = payload.event?.id
-      if (typeof id === 'string') {
+      if (id !== '') {
         this.previews.add(id)
         if (this.previews.size > MAX_OPEN_PREVIEWS) this.previews.delete(this.previews.values().next().value!)
       }
       return true
     }
-    return typeof payload.event_id === 'string' && this.previews.has(payload.event_id)
+    return id !== '' && this.previews.has(id)
   }
 
   /** After SSE started: an `event: error` message (the official client throws it), then the end. */
@@ -350,21 +358,34 @@ class Tail {
     this.end()
   }
 
-  /** Ends the stream: the response (if SSE started), the subscription, any read. Idempotent. */
+  /** Ends the stream: the response (if SSE started), its share of the subscription, any read. Idempotent. */
   end(): void {
     if (this.ended) return
     this.ended = true
     this.queue.length = 0
     this.reader?.close()
     this.reader = undefined
-    try {
-      this.sub?.unsubscribe()
-    } catch {
-      /* connection already closed */
-    }
+    this.membership?.leave()
     this.sse?.close()
     this.onEnd()
   }
+}
+
+/** The bytes of one SSE message, written as they are to every stream that forwards it. */
+function frame(type: string, json: string, id: string | undefined): Uint8Array {
+  return Buffer.from(formatSseRaw(type, json, id))
+}
+
+/** The event a preview belongs to, read once per message: see `Item.previewOf`. */
+function previewOf(type: string, json: string): string | null {
+  let payload: { event?: { id?: unknown }; event_id?: unknown }
+  try {
+    payload = JSON.parse(json)
+  } catch {
+    return null
+  }
+  const id = type === 'event_start' ? payload.event?.id : payload.event_id
+  return typeof id === 'string' ? id : ''
 }
 
 /** A stream-only event (the deletion notice) published without `Troupe-Event-Id`: its id from the payload. */

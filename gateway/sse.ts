@@ -18,6 +18,8 @@ export interface SseStream {
   send(event: string, data: unknown, id?: string): boolean
   /** Same framing for data that is already JSON text (a stored event's payload), written as is. */
   sendRaw(event: string, json: string, id?: string): boolean
+  /** A message framed already (`formatSseRaw`), e.g. one frame written to many streams. Not copied: do not change it. */
+  sendFrame(frame: string | Uint8Array): boolean
   /** Comment line, `: keepalive\n\n` by default. */
   comment(text?: string): boolean
   /** Ends the response after whatever is still buffered (no more writes). Idempotent. */
@@ -59,6 +61,12 @@ export function formatSseRaw(event: string, json: string, id?: string): string {
 
 export const formatComment = (text = 'keepalive') => `: ${oneLine(text)}\n\n`
 
+/** What waited in a stream's queue, as one write. */
+function joinQueued(queue: (string | Uint8Array)[]): string | Uint8Array {
+  if (queue.every((c) => typeof c === 'string')) return queue.join('')
+  return Buffer.concat(queue.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)))
+}
+
 /**
  * Starts an SSE response: call it synchronously in the uWS handler, or later once `res.onAborted` is registered.
  * Marks `state.done` so nothing else replies. The header block is only emitted with the first body chunk in uWS,
@@ -70,7 +78,7 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
   let reason: SseCloseReason | undefined
   let resolveDone!: () => void
   const done = new Promise<void>((r) => (resolveDone = r))
-  let queue: string[] = []
+  let queue: (string | Uint8Array)[] = []
   let queued = 0
   let backpressured = false
   let timer: NodeJS.Timeout | undefined
@@ -97,12 +105,12 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
       return false
     }
   }
-  const write = (chunk: string): boolean => {
+  const write = (chunk: string | Uint8Array): boolean => {
     if (state.aborted) finish('aborted')
     if (reason) return false
     if (backpressured) {
       queue.push(chunk)
-      queued += Buffer.byteLength(chunk)
+      queued += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength
       if (queued <= maxBuffered) return true
       finish('slow_consumer')
       try { res.close() } catch { /* already gone */ }
@@ -114,9 +122,10 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
   const stream: SseStream = {
     send: (event, data, id) => write(formatSse(event, data, id)),
     sendRaw: (event, json, id) => write(formatSseRaw(event, json, id)),
+    sendFrame: write,
     comment: (text) => write(formatComment(text)),
     close() {
-      const rest = queue.join('')
+      const rest = joinQueued(queue)
       if (live(() => res.end(rest))) finish('closed')
     },
     get closed() { return reason !== undefined },
@@ -141,7 +150,7 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
     // With onWritable registered uWS drains its own buffer only through our writes: always write something.
     res.onWritable(() => {
       if (reason) return true
-      const chunk = queued > 0 ? queue.join('') : ':\n\n'
+      const chunk = queued > 0 ? joinQueued(queue) : ':\n\n'
       queue = []
       queued = 0
       let ok = false

@@ -574,3 +574,68 @@ t.test('the official client iterates the stream', async (t) => {
   // Unknown session: the client throws NotFoundError.
   await t.rejects(client.beta.sessions.events.stream(newId('sesn')), Anthropic.NotFoundError)
 })
+
+t.test('streams of one session share one live subscription: each gets every event once, in order; the last to leave unsubscribes', async (t) => {
+  await until(() => gw.openStreams === 0, 'earlier streams to be gone')
+  t.equal(gw.liveSubscriptions, 0, 'no subscription without a stream')
+  const sid = session()
+  const history = await storeMany(sid, 3, 'history')
+  const other = session()
+  // Opened together: the later ones join while the first one's subscribe-and-flush may still be under way.
+  const [a, b, c, deltas, replay] = await Promise.all([
+    openStream(sid),
+    openStream(sid),
+    openStream(sid),
+    openStream(sid, 'event_deltas=agent.message'),
+    openStream(sid, `after=${history[0]!.id}`),
+  ])
+  const elsewhere = await openStream(other)
+  t.equal(gw.liveSubscriptions, 2, 'one subscription per session, not per stream')
+
+  const msgId = newId('sevt')
+  const live = [...(await storeMany(sid, 10, 'live')), await store(sid, 'session.status_running')]
+  preview(sid, { type: 'event_start', event: { type: 'agent.message', id: msgId } }, 'agent.message')
+  await storeProcessed(sid, [live[0]!.id])
+  live.push(...(await storeMany(sid, 10, 'more')))
+  const liveIds = live.map((e) => e.id)
+  for (const s of [a, b, c]) t.same(ids(await s.sse.take(liveIds.length)), liveIds, 'every live event once, in order')
+  t.same(ids(await replay.sse.take(2 + liveIds.length)), [...history.slice(1), ...live].map((e) => e.id), 'replay, then the same live events')
+  const withPreview = await deltas.sse.take(liveIds.length + 1)
+  t.same(withPreview.map((m) => m.event), [...live.slice(0, 11).map((e) => e.type), 'event_start', ...live.slice(11).map((e) => e.type)])
+  t.same(a.sse.messages.map((m) => m.raw), withPreview.filter((m) => m.event !== 'event_start').map((m) => m.raw), 'the same frames on every stream')
+
+  // A stream joining mid-message gets no delta of it; the one that saw its start does.
+  const late = await openStream(sid, 'event_deltas=agent.message')
+  t.equal(gw.liveSubscriptions, 2, 'a late stream joins the existing subscription')
+  preview(sid, { type: 'event_delta', event_id: msgId, delta: { type: 'content_delta', content: { type: 'text', text: 'Hi' }, index: 0 } }, 'agent.message')
+  const h = natsHeaders()
+  h.set(EventHeaders.msgId, msgId)
+  h.set(EventHeaders.type, 'agent.message')
+  h.set(EventHeaders.id, msgId)
+  await js.publish(eventsSubject(sid), JSON.stringify({ type: 'agent.message', id: msgId, processed_at: null, content: [{ type: 'text', text: 'Hi' }] }), { headers: h })
+  t.same((await late.sse.take(1)).map((m) => [m.event, m.id]), [['agent.message', msgId]])
+  t.same((await deltas.sse.take(liveIds.length + 3)).slice(-2).map((m) => [m.event, m.id]), [['event_delta', undefined], ['agent.message', msgId]])
+  for (const [s, n] of [[a, 1], [b, 1], [c, 1], [replay, 3]] as const) {
+    t.same((await s.sse.take(liveIds.length + n)).at(-1)!.id, msgId, 'the final message reached every stream')
+  }
+  for (const s of [a, b, c, deltas, replay, late]) t.equal(new Set(ids(s.sse.messages.filter((m) => m.id))).size, s.sse.messages.filter((m) => m.id).length, 'no duplicates')
+
+  // Leaving one by one: the subscription stays until the last stream of the session is gone.
+  for (const s of [a, b, c, deltas, replay]) await s.sse.cancel()
+  await until(() => gw.openStreams === 2, 'five streams to be gone')
+  t.equal(gw.liveSubscriptions, 2, 'still subscribed for the stream left on each session')
+  const after = await store(sid)
+  t.same((await late.sse.take(2)).at(-1)!.id, after.id, 'the remaining stream is still fed')
+  await late.sse.cancel()
+  await elsewhere.sse.cancel()
+  await until(() => gw.openStreams === 0, 'every stream to be gone')
+  t.equal(gw.liveSubscriptions, 0, 'the last stream of a session unsubscribes')
+
+  // And a new stream subscribes afresh.
+  const again = await openStream(sid)
+  t.equal(gw.liveSubscriptions, 1)
+  const next = await store(sid)
+  t.same(ids(await again.sse.take(1)), [next.id])
+  await again.sse.cancel()
+  await until(() => gw.openStreams === 0 && gw.liveSubscriptions === 0, 'the stream and its subscription to be gone')
+})

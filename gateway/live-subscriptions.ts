@@ -1,0 +1,107 @@
+import type { NatsConnection, Subscription } from '@nats-io/transport-node'
+import type { Logger } from 'pino'
+import { liveItem, type EventItem } from '../protocol/event-reader.js'
+import { liveWildcard } from '../protocol/subjects.js'
+
+/**
+ * One core subscription to `troupe.live.<sid>.>` per session on this gateway, shared by every SSE tail of that
+ * session (gateway/session-stream.ts). A thousand streams on one session cost one delivery from the server and
+ * one parse per message, fanned out in-process, instead of a thousand of each.
+ *
+ * The first tail to join creates the subscription and flushes, so that the server has it before the tail asks the
+ * owner for its last stored sequence; later joiners are listening from the moment they join, and wait for that
+ * same flush if it has not completed yet. The last tail to leave unsubscribes.
+ */
+
+export interface LiveListener {
+  /** A message on the session's live subject. The same object goes to every listener of the session: read only. */
+  onItem(item: EventItem): void
+  /** The subscription failed, or closed under the listener (the NATS connection closed): nothing more will come. */
+  onClose(): void
+}
+
+export interface LiveMembership {
+  /** Resolves once the subscription is registered at the server: everything published afterwards reaches the listener. */
+  readonly ready: Promise<void>
+  /** Stops delivery to this listener; the last one to leave unsubscribes. Idempotent. */
+  leave(): void
+}
+
+export interface LiveSubscriptions {
+  /** Starts delivering the session's live messages to `listener`, synchronously. */
+  join(sid: string, listener: LiveListener): LiveMembership
+  /** Sessions with a subscription right now. */
+  readonly size: number
+}
+
+interface Shared {
+  sub: Subscription
+  listeners: Set<LiveListener>
+  /** The flush after subscribing. */
+  ready: Promise<void>
+}
+
+export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSubscriptions {
+  const bySession = new Map<string, Shared>()
+
+  /** Ends every listener of a subscription that failed or closed, and forgets it. */
+  const drop = (sid: string, shared: Shared) => {
+    if (bySession.get(sid) === shared) bySession.delete(sid)
+    for (const l of [...shared.listeners]) l.onClose()
+    shared.listeners.clear()
+  }
+
+  const subscribe = (sid: string): Shared => {
+    const listeners = new Set<LiveListener>()
+    const sub = nc.subscribe(liveWildcard(sid), {
+      callback: (err, msg) => {
+        if (err) {
+          log.warn({ err, session: sid }, 'live subscription failed')
+          return drop(sid, shared)
+        }
+        const item = liveItem(msg)
+        // A listener that ends here (a deletion notice) leaves the set while it is iterated: safe for a Set.
+        for (const l of listeners) {
+          try {
+            l.onItem(item)
+          } catch (err) {
+            log.error({ err, session: sid }, 'live listener failed')
+          }
+        }
+      },
+    })
+    const ready = nc.flush()
+    // Awaited by the joiners; this keeps a failure nobody is waiting for from being unhandled.
+    ready.catch(() => undefined)
+    const shared: Shared = { sub, listeners, ready }
+    sub.closed.then(() => drop(sid, shared), () => drop(sid, shared))
+    return shared
+  }
+
+  return {
+    join(sid, listener) {
+      let shared = bySession.get(sid)
+      if (!shared) {
+        shared = subscribe(sid)
+        bySession.set(sid, shared)
+      }
+      const s = shared
+      s.listeners.add(listener)
+      return {
+        ready: s.ready,
+        leave() {
+          if (!s.listeners.delete(listener) || s.listeners.size > 0) return
+          if (bySession.get(sid) === s) bySession.delete(sid)
+          try {
+            s.sub.unsubscribe()
+          } catch {
+            /* connection already closed */
+          }
+        },
+      }
+    },
+    get size() {
+      return bySession.size
+    },
+  }
+}
