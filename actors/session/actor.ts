@@ -37,8 +37,6 @@ export interface ActorDeps {
   /** Undefined when neither a model base URL nor a key is configured: turns end with a session.error. */
   model: Anthropic | undefined
   settings: SessionSettings
-  /** Called whenever the actor runs out of work, so its kind can let it leave memory. */
-  quiet(actor: SessionActor): void
   /** Called when the actor lost its fence (another host owns the session now) or was deleted. */
   gone(actor: SessionActor): void
 }
@@ -236,9 +234,7 @@ export class SessionActor {
       .finally(() => {
         this.pumping = undefined
         this.lastActive = Date.now()
-        if (this.dead) return
-        if (this.kickedWhilePumping) this.kick()
-        else this.deps.quiet(this)
+        if (!this.dead && this.kickedWhilePumping) this.kick()
       })
   }
 
@@ -591,4 +587,3 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   })
 }
 
-export { readSession }

@@ -40,7 +40,6 @@ export const sessionKind: PartitionedActorKind = {
       kv,
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey) : undefined,
       settings,
-      quiet: () => undefined,
       gone: (a) => {
         if (live.get(a.id) === a) live.delete(a.id)
       },
