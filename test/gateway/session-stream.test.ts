@@ -1,7 +1,7 @@
 import t from 'tap'
 import '../helpers/keepalive.js'
 import { connect, headers as natsHeaders, type Msg } from '@nats-io/transport-node'
-import { jetstream, jetstreamManager, type StreamConfig } from '@nats-io/jetstream'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import Anthropic from '@anthropic-ai/sdk'
 import { encodeTime } from 'ulid'
 import { pino } from 'pino'
@@ -13,18 +13,10 @@ import { EventHeaders } from '../../protocol/events.js'
 import { newId } from '../../protocol/ids.js'
 import { EVENTS_STREAM, eventsSubject, eventsWildcard, liveSubject, partitionedSubject } from '../../protocol/subjects.js'
 import { startNats } from '../helpers/nats.js'
+import { ensureEventsStream } from '../../actors/session/log.js'
 
 // The SSE tail against a real nats-server and an in-process gateway. The session actor is played by a tiny
 // responder answering `stream.open` with the last stored sequence of the session, as the real owner does.
-
-/** The stream as the actor host must create it: RePublish is what feeds the live tail. */
-const STREAM_CONFIG = {
-  name: EVENTS_STREAM,
-  subjects: ['troupe.events.>'],
-  republish: { src: 'troupe.events.>', dest: 'troupe.live.>' },
-  duplicate_window: 120_000_000_000,
-  allow_direct: true,
-} satisfies Partial<StreamConfig>
 
 /** gateway/session-stream.ts reads from this long before an id's mint time. */
 const ID_SLACK_MS = 5_000
@@ -32,7 +24,8 @@ const ID_SLACK_MS = 5_000
 const nats = await startNats()
 const nc = await connect({ servers: nats.url })
 const jsm = await jetstreamManager(nc)
-await jsm.streams.add(STREAM_CONFIG)
+// The stream exactly as actor hosts create it: its RePublish is what feeds the live tail.
+await ensureEventsStream(jsm)
 const js = jetstream(nc)
 const log = pino({ level: 'silent' })
 const gw = await startGateway({ nc, log, port: 0, sseKeepaliveMs: 0 })
