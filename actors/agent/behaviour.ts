@@ -20,7 +20,6 @@ import { headKey, versionKey, type AgentStore } from './state.js'
 
 type Req<B = unknown, Q = unknown> = ActorRequest<B, Q>
 
-const MAX_METADATA_KEYS = 16
 const CAS_ATTEMPTS = 20
 
 /**
@@ -179,8 +178,6 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         let metadata = a.metadata
         if (b.metadata !== undefined) {
           metadata = patchMetadata(a.metadata, b.metadata)
-          const n = Object.keys(metadata).length
-          if (n > MAX_METADATA_KEYS) throw invalidRequest(`metadata: at most ${MAX_METADATA_KEYS} keys (this patch would leave ${n})`)
         }
 
         const candidate: Agent = {

@@ -69,7 +69,8 @@ export async function snapshotAgent(ctx: HostContext, input: SessionCreateInput[
   return snap
 }
 
-function prefixed(prefix: string, fn: () => void) {
+/** Runs `fn`, putting `prefix` in front of the message of what it throws (a field path one level down). */
+export function prefixed(prefix: string, fn: () => void) {
   try {
     fn()
   } catch (err) {
@@ -81,7 +82,7 @@ function prefixed(prefix: string, fn: () => void) {
 /** Every model the session may run: the coordinator, each roster member and the advisor. */
 export function modelsOf(agent: SessionAgent): ModelRef[] {
   const models: ModelRef[] = [agent.model]
-  for (const e of agent.multiagent?.agents ?? []) models.push(e.type === 'advisor' ? e.model : e.model)
+  for (const e of agent.multiagent?.agents ?? []) models.push(e.model)
   return models
 }
 

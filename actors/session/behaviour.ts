@@ -12,7 +12,7 @@ import { actorSubject } from '../../protocol/subjects.js'
 import { now } from '../../protocol/time.js'
 import { budgetCents, checkBudgetUpdate, emptyUsage, formatAmount, listCostCents, toWireUsage, type BudgetErrorCode } from '../../protocol/usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
-import { checkCreateInput, checkEnvironment, modelsOf, snapshotAgent } from './admission.js'
+import { checkCreateInput, checkEnvironment, modelsOf, prefixed, snapshotAgent } from './admission.js'
 import { SessionActor, viewOf } from './actor.js'
 import type { ActorDeps } from './actor.js'
 import { lastSequence, readSession } from './log.js'
@@ -31,7 +31,6 @@ export interface Actors {
   add(actor: SessionActor): void
 }
 
-const MAX_METADATA_KEYS = 16
 const missing = (id: string) => notFound('Session', id, 'session_not_found')
 
 export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, SessionOp> {
@@ -115,8 +114,6 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       if (b.title !== undefined && b.title !== s.title) changes.title = b.title
       if (b.metadata) {
         const m = patchMetadata(s.metadata, b.metadata)
-        const n = Object.keys(m).length
-        if (n > MAX_METADATA_KEYS) throw invalidRequest(`metadata: at most ${MAX_METADATA_KEYS} keys (this patch would leave ${n})`)
         if (!sameJson(m, s.metadata)) changes.metadata = m
       }
       if (b.agent) {
@@ -125,12 +122,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
         }
         const tools = b.agent.tools !== undefined ? normalizeTools(b.agent.tools ?? []) : s.agent.tools
         const servers = b.agent.mcp_servers !== undefined ? normalizeServers(b.agent.mcp_servers ?? []) : s.agent.mcp_servers
-        try {
-          checkToolGraph(tools, servers)
-        } catch (err) {
-          if (err instanceof Error) err.message = `agent.${err.message}`
-          throw err
-        }
+        prefixed('agent.', () => checkToolGraph(tools, servers))
         const agent = { ...s.agent, tools, mcp_servers: servers }
         if (!sameJson(agent, s.agent)) changes.agent = agent
       }

@@ -1,9 +1,13 @@
 import { type } from 'arktype'
+import { invalidRequest } from '../errors.js'
+
+/** The vendor's limit on metadata pairs, on create and after any patch. */
+export const MAX_METADATA_KEYS = 16
 
 /** Metadata on create: at most 16 pairs, keys ≤ 64 characters, values ≤ 512 (the vendor's limits). */
 export const Metadata = type({ '[string]': 'string <= 512' }).narrow((m, ctx) => {
   const keys = Object.keys(m)
-  if (keys.length > 16) return ctx.reject({ expected: 'at most 16 keys', actual: `${keys.length}` })
+  if (keys.length > MAX_METADATA_KEYS) return ctx.reject({ expected: `at most ${MAX_METADATA_KEYS} keys`, actual: `${keys.length}` })
   const long = keys.find((k) => k.length === 0 || k.length > 64)
   if (long !== undefined) return ctx.reject({ expected: 'keys of 1 to 64 characters', actual: JSON.stringify(long) })
   return true
@@ -16,7 +20,7 @@ export const MetadataPatch = type({ '[string]': 'string <= 512 | null' }).narrow
   return true
 })
 
-/** Applies a metadata patch; `deleteEmpty` also drops keys set to "" (environments). */
+/** Applies a metadata patch; `deleteEmpty` also drops keys set to "" (environments). A result over the limit is a 400. */
 export function patchMetadata(
   current: Record<string, string>,
   patch: Record<string, string | null>,
@@ -27,6 +31,8 @@ export function patchMetadata(
     if (v === null || (deleteEmpty && v === '')) delete next[k]
     else next[k] = v
   }
+  const n = Object.keys(next).length
+  if (n > MAX_METADATA_KEYS) throw invalidRequest(`metadata: at most ${MAX_METADATA_KEYS} keys (this patch would leave ${n})`)
   return next
 }
 
