@@ -1,31 +1,30 @@
-import type { HttpResponse } from 'uWebSockets.js'
-import type { ResponseState } from './http.js'
+import { invalidRequest, type ApiError } from '../protocol/errors.js'
+import type { Headers } from './transport.js'
 
-export type BodyResult = { ok: true; bytes: Buffer } | { ok: false; reason: 'too_large' | 'aborted' }
+export interface BodyFacts {
+  mayHaveBody: boolean
+  /** The declared length: it sizes the read buffer and refuses early; the readers count what actually arrives. */
+  declared: number | undefined
+  /** A `content-length` that is not one non-negative integer: refuse the request. */
+  problem?: ApiError
+}
 
 /**
- * Reads the request body up to `limit` bytes. Past the limit it stops keeping chunks at once and reports
- * `too_large`, so a huge upload costs no memory; the caller answers 413 and closes the connection.
+ * Whether a request may carry a body, and its declared length. GET and HEAD bodies are never read (the transport
+ * drops them); otherwise a body comes with `transfer-encoding` (which frames it even beside a `content-length`, as
+ * RFC 9112 §6.3 says) or a positive `content-length`.
  */
-export function readBody(res: HttpResponse, state: ResponseState, limit: number, declaredLength: number | undefined): Promise<BodyResult> {
-  if (declaredLength !== undefined && declaredLength > limit) return Promise.resolve({ ok: false, reason: 'too_large' })
-  return new Promise((resolve) => {
-    state.onAbort = () => resolve({ ok: false, reason: 'aborted' })
-    const chunks: Buffer[] = []
-    let size = 0
-    let over = false
-    res.onData((chunk, isLast) => {
-      if (over) return
-      size += chunk.byteLength
-      if (size > limit) {
-        over = true
-        chunks.length = 0
-        resolve({ ok: false, reason: 'too_large' })
-        return
-      }
-      // uWS reuses the chunk's memory after this callback returns: copy it.
-      chunks.push(Buffer.from(new Uint8Array(chunk)))
-      if (isLast) resolve({ ok: true, bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) })
-    })
-  })
+export function bodyOf(method: string, headers: Headers): BodyFacts {
+  if (method === 'GET' || method === 'HEAD') return { mayHaveBody: false, declared: undefined }
+  if (headers['transfer-encoding'] !== undefined) return { mayHaveBody: true, declared: undefined }
+  const raw = headers['content-length']
+  if (raw === undefined) return { mayHaveBody: false, declared: undefined }
+  // node's parser refuses anything else itself; uWS lets a repeated one through (framing the body by the first).
+  if (!/^\d+$/.test(raw)) {
+    return { mayHaveBody: true, declared: undefined, problem: invalidRequest(`content-length must be one non-negative integer, not ${JSON.stringify(raw.slice(0, 64))}`) }
+  }
+  // Past 2^53 the number is approximate, but still over any body limit: refused with a 413 unread.
+  const declared = Number(raw)
+  return { mayHaveBody: declared > 0, declared }
 }
+

@@ -1,50 +1,55 @@
-import type { HttpResponse } from 'uWebSockets.js'
+import type { After, Exchange, Headers } from './transport.js'
 
-const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK', 400: '400 Bad Request', 401: '401 Unauthorized', 404: '404 Not Found', 405: '405 Method Not Allowed',
-  409: '409 Conflict', 413: '413 Payload Too Large', 422: '422 Unprocessable Entity', 500: '500 Internal Server Error',
-  503: '503 Service Unavailable',
-}
-
-export const statusLine = (status: number) => STATUS_TEXT[status] ?? `${status} Status`
-
-/** Tracks whether the client went away, which uWS requires us to know before touching `res` again. */
+/** What the gateway knows of one response: whether it may still answer, and what it sent, for the log line. */
 export interface ResponseState {
   aborted: boolean
   done: boolean
-  /** Called once if the client goes away, so pending work (a body being read, a stream) can stop. */
+  /** Called once if the client goes away, so pending work (a stream opening or running) can stop. */
   onAbort?: () => void
+  /** The status sent, for the request's log line. */
+  status?: number
+  /** Body bytes sent (an SSE stream adds as it writes), for the request's log line; 0 for HEAD. */
+  bytesOut?: number
+  /** Set while the response outlives its handler (SSE): settles when the stream ends. */
+  streaming?: Promise<void>
 }
 
 /**
- * Writes a whole response in one cork. `close` drops the connection afterwards, used when the request body
- * is left unread (413).
+ * Writes a whole response. A HEAD request gets the same status and headers, with the `content-length` of the body a
+ * GET would have had, and no body.
  */
-export function send(
-  res: HttpResponse,
-  state: ResponseState,
-  status: number,
-  headers: Record<string, string>,
-  body: string | Uint8Array,
-  close = false,
-): void {
+export function send(ex: Exchange, state: ResponseState, status: number, headers: Headers, body: string | Uint8Array, after: After = 'keep'): void {
+  if (state.aborted || state.done) return
+  // The transports copy a string into UTF-8 anyway: encoding it here costs nothing more and gives the byte count.
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body
+  // HEAD never reads a body (gateway/body.ts): there is nothing to linger over or to close for.
+  if (ex.method === 'HEAD') return sendHead(ex, state, status, headers, bytes.byteLength)
+  state.done = true
+  state.status = status
+  state.bytesOut = bytes.byteLength
+  ex.send(status, headers, bytes, after)
+}
+
+/**
+ * Answers a HEAD request: status and headers, `content-length: length` when the GET's body has one (an event
+ * stream has none), no body.
+ */
+export function sendHead(ex: Exchange, state: ResponseState, status: number, headers: Headers, length: number | undefined): void {
   if (state.aborted || state.done) return
   state.done = true
-  res.cork(() => {
-    res.writeStatus(statusLine(status))
-    for (const k in headers) res.writeHeader(k, headers[k]!)
-    res.end(body, close)
-  })
+  state.status = status
+  state.bytesOut = 0
+  ex.sendHead(status, headers, length)
 }
 
 export function sendJson(
-  res: HttpResponse,
+  ex: Exchange,
   state: ResponseState,
   status: number,
   rid: string,
   payload: unknown,
-  extra: Record<string, string> = {},
-  close = false,
+  extra: Headers = {},
+  after: After = 'keep',
 ): void {
-  send(res, state, status, { 'content-type': 'application/json', 'request-id': rid, ...extra }, JSON.stringify(payload), close)
+  send(ex, state, status, { 'content-type': 'application/json', 'request-id': rid, ...extra }, JSON.stringify(payload), after)
 }

@@ -1,4 +1,5 @@
 import { notFound } from '../protocol/errors.js'
+import { isId } from '../protocol/ids.js'
 import { PATH_ID_PREFIX, type Route } from '../protocol/routes/index.js'
 
 interface Compiled {
@@ -11,11 +12,7 @@ export interface Match {
   params: Record<string, string>
 }
 
-const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/
-
 const paramCount = (c: Compiled) => c.segments.filter((s) => 'param' in s).length
-
-const KIND_NAMES: Record<string, string> = { agent_id: 'Agent', environment_id: 'Environment', session_id: 'Session' }
 
 /** Segment-by-segment matching over a small, fixed table: no regexes on the hot path. */
 export class Router {
@@ -37,38 +34,50 @@ export class Router {
 
   /** The matching route, or undefined. An id with the wrong prefix is a 404 for that resource. */
   match(method: string, path: string): Match | undefined {
-    const parts = path.split('/').slice(1)
-    if (parts.length && parts[parts.length - 1] === '') parts.pop()
+    const parts = split(path)
     const candidates = this.byMethod.get(method)
     if (!candidates) return undefined
-    outer: for (const c of candidates) {
-      if (c.segments.length !== parts.length) continue
+    for (const c of candidates) {
+      if (!fits(c, parts)) continue
       const params: Record<string, string> = {}
-      for (let i = 0; i < parts.length; i++) {
-        const seg = c.segments[i]!
-        if ('literal' in seg) {
-          if (seg.literal !== parts[i]) continue outer
-        } else params[seg.param] = decodeURIComponent(parts[i]!)
-      }
+      c.segments.forEach((seg, i) => {
+        if ('param' in seg) params[seg.param] = decodeSegment(parts[i]!)
+      })
       for (const [name, value] of Object.entries(params)) {
-        const prefix = PATH_ID_PREFIX[name]
+        const id = PATH_ID_PREFIX[name]
         // Ids become NATS subject tokens and KV keys: anything not shaped like ours cannot exist.
-        if (prefix && (!value.startsWith(prefix) || !SAFE_ID.test(value))) throw notFound(KIND_NAMES[name] ?? name, value)
+        if (id && !isId(id.prefix, value)) throw notFound(id.kind, value.length > 64 ? `${value.slice(0, 64)}…` : value)
       }
       return { route: c.route, params }
     }
     return undefined
   }
 
-  /** True when the path exists under another method (for a clearer 404 message). */
-  pathExists(path: string): boolean {
-    for (const m of this.byMethod.keys()) {
-      try {
-        if (this.match(m, path)) return true
-      } catch {
-        return true
-      }
+  /** The methods the path is served under, in table order (for 405's `Allow`); empty when none. */
+  methodsFor(path: string): string[] {
+    const parts = split(path)
+    const methods: string[] = []
+    for (const [method, candidates] of this.byMethod) {
+      if (candidates.some((c) => fits(c, parts))) methods.push(method)
     }
-    return false
+    return methods
   }
+}
+
+const fits = (c: Compiled, parts: string[]) =>
+  c.segments.length === parts.length && c.segments.every((seg, i) => !('literal' in seg) || seg.literal === parts[i])
+
+/** A malformed escape (`%E0%A4%A`) stays as sent: it cannot be one of our ids, so it is a 404, not a URIError. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
+function split(path: string): string[] {
+  const parts = path.split('/').slice(1)
+  if (parts.length && parts[parts.length - 1] === '') parts.pop()
+  return parts
 }

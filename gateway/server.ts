@@ -1,12 +1,15 @@
-import uWS from 'uWebSockets.js'
 import { jetstream } from '@nats-io/jetstream'
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
-import { ApiError, invalidRequest, isApiError, routeNotFound, toEnvelope, tooLarge } from '../protocol/errors.js'
+import { ApiError, isApiError, methodNotAllowed, routeNotFound, toEnvelope, tooLarge } from '../protocol/errors.js'
 import { newId } from '../protocol/ids.js'
 import { ROUTES, type Route } from '../protocol/routes/index.js'
+import { bodyLimitFor } from '../protocol/transport.js'
 import { parse } from '../protocol/validate.js'
-import { readBody } from './body.js'
-import { dispatch } from './dispatch.js'
+import { loadTransport } from './adapters/index.js'
+import { bodyOf } from './body.js'
+import { idempotencyKeyOf } from './idempotency-key.js'
+import { dispatch, dispatchLarge } from './dispatch.js'
+import { parseBody } from './parse-body.js'
+import { OFF_LOOP_ABOVE, ParsePool } from './parse-pool.js'
 import { readiness } from './health.js'
 import { send, sendJson, type ResponseState } from './http.js'
 import { OPS_ROUTES, openapiYaml } from './openapi.js'
@@ -14,13 +17,20 @@ import { parseQuery } from './query.js'
 import { Router } from './router.js'
 import { createSessionStreams } from './session-stream.js'
 import { strictProblem } from './strict.js'
+import type { After, Exchange, TransportName } from './transport.js'
 import type { GatewayOptions, IncomingRequest } from './types.js'
-import { assertNativeUws } from './uws.js'
 
 export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024
 
 export interface Gateway {
   port: number
+  /** The HTTP server underneath (`TROUPE_HTTP`). */
+  readonly transport: TransportName
+  /**
+   * The largest request body accepted, in bytes: `bodyLimit`, lowered when the NATS server's `max_payload`
+   * cannot carry that much (every body travels to its actor as one NATS message).
+   */
+  readonly bodyLimit: number
   /** Session event streams open right now (SSE tails, including ones still opening). */
   readonly openStreams: number
   /** Sessions this gateway holds a live subscription for (one each, shared by the session's streams). */
@@ -30,92 +40,143 @@ export interface Gateway {
 
 /** Starts the HTTP surface: every route of the table, plus health, readiness and the OpenAPI inventory. */
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
-  assertNativeUws()
+  const transport = opts.transport ?? 'uws'
+  const listen = await loadTransport(transport)
   const { nc, log } = opts
-  const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT
+  const wanted = opts.bodyLimit ?? DEFAULT_BODY_LIMIT
+  const maxPayload = nc.info?.max_payload
+  const bodyLimit = bodyLimitFor(wanted, maxPayload)
+  if (bodyLimit < wanted) {
+    log.warn(
+      { bodyLimit, maxPayload },
+      `request bodies are limited to ${bodyLimit} bytes (not ${wanted}) by the NATS server's max_payload of ${maxPayload} bytes; ` +
+        'set max_payload: 64MB in its configuration to accept the documented 32 MiB',
+    )
+  }
   const actorTimeoutMs = opts.actorTimeoutMs ?? 15_000
   const strict = opts.strict ?? false
   const router = new Router(ROUTES)
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
-  const app: TemplatedApp = uWS.App()
+  // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
+  const parsePool = new ParsePool()
   const streams = createSessionStreams({
     nc, js: opts.js ?? jetstream(nc), log, actorTimeoutMs, keepaliveMs: opts.sseKeepaliveMs,
   })
 
-  const fail = (res: HttpResponse, state: ResponseState, rid: string, err: unknown, close = false) => {
+  const fail = (ex: Exchange, state: ResponseState, rid: string, err: unknown, after: After = 'keep', extra?: Record<string, string>) => {
     if (!isApiError(err)) log.error({ err, rid }, 'unhandled error')
     const env = toEnvelope(err, rid)
-    sendJson(res, state, env.status, rid, env.body, env.headers, close)
+    sendJson(ex, state, env.status, rid, env.body, { ...env.headers, ...extra }, after)
+  }
+  const notAllowed = (ex: Exchange, state: ResponseState, inc: IncomingRequest, methods: string[]) => {
+    const allowed = withHead(methods)
+    fail(ex, state, inc.rid, methodNotAllowed(inc.method, inc.path, allowed), 'keep', { allow: allowed.join(', ') })
   }
 
-  async function handle(res: HttpResponse, state: ResponseState, inc: IncomingRequest): Promise<void> {
+  /**
+   * Nothing may be awaited before the body is read or dropped: uWS loses body chunks that arrive while no reader is
+   * registered (gateway/transport.ts#Exchange.readBody).
+   */
+  async function handle(ex: Exchange, state: ResponseState, inc: IncomingRequest): Promise<void> {
     const { rid } = inc
-    if (inc.method === 'GET' && inc.path === '/healthz') return sendJson(res, state, 200, rid, { status: 'ok' })
-    if (inc.method === 'GET' && inc.path === '/readyz') {
-      const r = await readiness(nc)
-      return sendJson(res, state, r.ready ? 200 : 503, rid, { status: r.ready ? 'ready' : 'unavailable', checks: r.checks })
+    // HEAD is answered as GET would be, without the body (gateway/http.ts#send).
+    const method = inc.method === 'HEAD' ? 'GET' : inc.method
+    if (OPS_PATHS.has(inc.path)) {
+      if (method !== 'GET') return notAllowed(ex, state, inc, ['GET'])
+      inc.route = inc.path
+      if (inc.path === '/healthz') return sendJson(ex, state, 200, rid, { status: 'ok' })
+      if (inc.path === '/readyz') {
+        const r = await readiness(nc)
+        return sendJson(ex, state, r.ready ? 200 : 503, rid, { status: r.ready ? 'ready' : 'unavailable', checks: r.checks })
+      }
+      return send(ex, state, 200, { 'content-type': 'application/yaml', 'request-id': rid }, openapi)
     }
-    if (inc.method === 'GET' && inc.path === '/openapi.yaml') {
-      return send(res, state, 200, { 'content-type': 'application/yaml', 'request-id': rid }, openapi)
+    const match = router.match(method, inc.path)
+    if (!match) {
+      const allowed = router.methodsFor(inc.path)
+      if (!allowed.length) throw routeNotFound(inc.method, inc.path)
+      return notAllowed(ex, state, inc, allowed)
     }
-    const match = router.match(inc.method, inc.path)
-    if (!match) throw routeNotFound(inc.method, inc.path)
     const { route, params } = match
+    inc.route = route.path
 
-    const declared = inc.headers['content-length'] !== undefined ? Number(inc.headers['content-length']) : undefined
-    const mayHaveBody = inc.method !== 'GET' && (declared === undefined ? inc.headers['transfer-encoding'] !== undefined : declared > 0)
+    const { mayHaveBody, declared, problem: badLength } = bodyOf(inc.method, inc.headers)
+    // Whatever body the transport framed is dropped as it comes.
+    if (badLength) return fail(ex, state, rid, badLength, ex.dropBody())
     if (strict) {
       const problem = strictProblem(inc.headers, route.beta ?? 'managed-agents', mayHaveBody && !!route.body)
-      if (problem) {
-        // The body may still be streaming in: drop the connection rather than read what we will not use.
-        return fail(res, state, rid, problem, mayHaveBody)
-      }
+      // The body may still be streaming in: answer now, drop it as it comes.
+      if (problem) return fail(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
     }
 
-    let body: unknown = undefined
+    let bytes: Buffer | undefined
     if (mayHaveBody) {
-      const read = await readBody(res, state, bodyLimit, declared)
-      if (!read.ok) return read.reason === 'aborted' ? undefined : fail(res, state, rid, tooLarge(bodyLimit), true)
-      if (route.body && read.bytes.length > 0) body = parseJson(read.bytes)
+      const read = await ex.readBody(bodyLimit, declared)
+      if (!read.ok) return read.reason === 'aborted' ? undefined : fail(ex, state, rid, tooLarge(bodyLimit), read.unread)
+      inc.bytesIn = read.bytes.length
+      bytes = read.bytes
     }
-    if (route.body) body = parse(route.body, body ?? {})
+    // Bodies from OFF_LOOP_ABOVE up are validated by the pool, which hands back the encoded actor request.
+    const large = bytes !== undefined && bytes.length >= OFF_LOOP_ABOVE && route.body !== undefined
+    const body = large ? undefined : parseBody(route, bytes)
     const query = route.query ? parse(route.query, parseQuery(inc.query)) : {}
-    if (route.stream) return streams.serve(res, state, { route, params, query, rid, headers: inc.headers })
-    const result = await dispatch(nc, route, { op: route.target.op, rid, params, query, body }, actorTimeoutMs)
-    sendJson(res, state, 200, rid, result)
+    if (route.stream) return streams.serve(ex, state, { route, params, query, rid, headers: inc.headers })
+    const key = idempotencyKeyOf(route, inc.headers)
+    const req = { op: route.target.op, rid, params, query, ...(key === undefined ? {} : { key }) }
+    const result = large
+      ? await dispatchLarge(nc, parsePool, route, req, bytes!, actorTimeoutMs)
+      : await dispatch(nc, route, { ...req, body }, actorTimeoutMs)
+    sendJson(ex, state, 200, rid, result)
   }
 
-  app.any('/*', (res: HttpResponse, req: HttpRequest) => {
+  /** One line per request, once its response is complete (an SSE stream: once it ends). */
+  const logRequest = (inc: IncomingRequest, state: ResponseState, t0: number) => {
+    log.info(
+      {
+        rid: inc.rid, method: inc.method, route: inc.route,
+        // 499: the client went away before any answer (nginx's convention).
+        status: state.status ?? 499,
+        ms: Math.round((performance.now() - t0) * 10) / 10,
+        bytes_in: inc.bytesIn, bytes_out: state.bytesOut ?? 0,
+      },
+      'request',
+    )
+  }
+
+  const onRequest = (ex: Exchange) => {
+    const t0 = performance.now()
     const state: ResponseState = { aborted: false, done: false }
-    res.onAborted(() => {
+    ex.onAbort(() => {
       state.aborted = true
       state.onAbort?.()
     })
-    // uWS invalidates `req` when this callback returns: copy what we need now.
-    const headers: Record<string, string> = {}
-    req.forEach((k, v) => {
-      headers[k] = v
-    })
     const inc: IncomingRequest = {
-      method: req.getCaseSensitiveMethod().toUpperCase(),
-      path: req.getUrl(),
-      query: req.getQuery() ?? '',
-      headers,
+      method: ex.method,
+      path: ex.path,
+      query: ex.query,
+      headers: ex.headers,
       rid: newId('req'),
+      route: 'unmatched',
+      bytesIn: 0,
     }
-    handle(res, state, inc).catch((err) => {
-      if (!isApiError(err)) log.error({ err, rid: inc.rid, path: inc.path }, 'request failed')
-      // A body we did not finish reading leaves the connection in an unknown state: close it.
-      fail(res, state, inc.rid, err, !(err instanceof ApiError))
-    })
-  })
+    handle(ex, state, inc)
+      .catch((err) => {
+        if (!isApiError(err)) log.error({ err, rid: inc.rid, path: inc.path }, 'request failed')
+        // A body we did not finish reading leaves the connection in an unknown state: close it.
+        fail(ex, state, inc.rid, err, err instanceof ApiError ? 'keep' : 'close')
+      })
+      .finally(() => {
+        if (state.streaming) void state.streaming.then(() => logRequest(inc, state, t0))
+        else logRequest(inc, state, t0)
+      })
+  }
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(opts.host ?? '127.0.0.1', opts.port ?? 8080, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${opts.host ?? '127.0.0.1'}:${opts.port ?? 8080}`))))
-  })
-  const port = uWS.us_socket_local_port(listenSocket)
+  const listening = await listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 8080, handler: onRequest })
+  let closed = false
   return {
-    port,
+    port: listening.port,
+    transport,
+    bodyLimit,
     get openStreams() {
       return streams.size
     },
@@ -123,19 +184,18 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       return streams.liveSubscriptions
     },
     close: () => {
+      if (closed) return
+      closed = true
       streams.closeAll()
-      uWS.us_listen_socket_close(listenSocket)
-      app.close?.()
+      listening.close()
+      void parsePool.close()
     },
   }
 }
 
-function parseJson(bytes: Buffer): unknown {
-  try {
-    return JSON.parse(bytes.toString('utf8'))
-  } catch (e) {
-    throw invalidRequest(`Request body is not valid JSON: ${(e as Error).message}`)
-  }
-}
+const OPS_PATHS = new Set(OPS_ROUTES.map((r) => r.path))
+
+/** 405's `Allow`: HEAD wherever GET is, since HEAD is answered as GET. */
+const withHead = (methods: readonly string[]) => (methods.includes('GET') && !methods.includes('HEAD') ? [...methods, 'HEAD'] : [...methods])
 
 export type { Route }

@@ -1,16 +1,16 @@
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
-import type { HttpResponse } from 'uWebSockets.js'
 import { decodeTime } from 'ulid'
 import { internal, invalidRequest, isApiError, toEnvelope, unavailable } from '../protocol/errors.js'
 import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
 import type { Route } from '../protocol/routes/index.js'
 import { dispatch } from './dispatch.js'
 import { readSessionEvents, type EventItem, type EventReader, type ReadFrom } from '../protocol/event-reader.js'
-import type { ResponseState } from './http.js'
+import { sendHead, type ResponseState } from './http.js'
 import { createLiveSubscriptions, type LiveMembership, type LiveSubscriptions } from './live-subscriptions.js'
-import { formatSseRaw, startSse, type SseStream } from './sse.js'
+import { formatSseRaw, sseHeaders, startSse, type SseStream } from './sse.js'
+import type { Exchange } from './transport.js'
 
 /**
  * The SSE tail of a session (`GET /v1/sessions/{id}/events/stream`, WIRE.md §7.3, DECISIONS.md "Sessions and
@@ -29,7 +29,9 @@ import { formatSseRaw, startSse, type SseStream } from './sse.js'
  *      (`Nats-Last-Sequence`); if that is above `cursor`, something was missed (dropped by a slow connection, or a
  *      `last_seq` that lagged a publish in flight) and is read back from the stream before going on.
  *
- * A live message is parsed once for all the tails of its session, and framed once for all that forward it.
+ * A live message is parsed once for all the tails of its session, and framed once for all that forward it. A HEAD
+ * request goes through steps 1–3 (so it answers what the GET would: 404, 400, or the stream's headers) and stops
+ * there, with no body.
  */
 
 export interface SessionStreamDeps {
@@ -52,7 +54,7 @@ export interface StreamCall {
 
 export interface SessionStreams {
   /** Serves one stream request. Throws an ApiError (for the caller's JSON envelope) only before SSE has started. */
-  serve(res: HttpResponse, state: ResponseState, call: StreamCall): Promise<void>
+  serve(ex: Exchange, state: ResponseState, call: StreamCall): Promise<void>
   /** Ends every open stream: the gateway is closing. */
   closeAll(): void
   /** Streams open right now (waiting for the owner, replaying, or live). */
@@ -72,10 +74,10 @@ export function createSessionStreams(deps: SessionStreamDeps): SessionStreams {
   const open = new Set<Tail>()
   const subscriptions = createLiveSubscriptions(deps.nc, deps.log)
   return {
-    async serve(res, state, call) {
+    async serve(ex, state, call) {
       const tail = new Tail(deps, subscriptions, call, () => open.delete(tail))
       open.add(tail)
-      await tail.run(res, state)
+      await tail.run(ex, state)
     },
     closeAll() {
       for (const tail of [...open]) tail.end()
@@ -135,7 +137,7 @@ class Tail {
     this.deltas = new Set(q.event_deltas === undefined ? [] : Array.isArray(q.event_deltas) ? q.event_deltas : [q.event_deltas])
   }
 
-  async run(res: HttpResponse, state: ResponseState): Promise<void> {
+  async run(ex: Exchange, state: ResponseState): Promise<void> {
     const { nc } = this.deps
     const { route, rid, params, query } = this.call
     // Before SSE starts, a client that goes away ends the work; startSse replaces this hook with its own.
@@ -165,7 +167,12 @@ class Tail {
         }
       }
 
-      this.sse = startSse(res, state, { requestId: rid, keepaliveMs: this.deps.keepaliveMs })
+      if (ex.method === 'HEAD') {
+        replay?.close()
+        this.end()
+        return sendHead(ex, state, 200, sseHeaders(rid), undefined)
+      }
+      this.sse = startSse(ex, state, { requestId: rid, keepaliveMs: this.deps.keepaliveMs })
       this.sse.done.then(() => this.end())
       if (this.sse.closed) return this.end()
       if (replay) await this.replay(replay, lastSeq)

@@ -1,14 +1,15 @@
-import type { HttpResponse } from 'uWebSockets.js'
-import { statusLine, type ResponseState } from './http.js'
+import type { ResponseState } from './http.js'
+import type { Exchange, Headers, ResponseStream } from './transport.js'
 
 /**
- * Server-sent events over a uWS response, framed as WIRE.md §7.3 and DECISIONS.md ("Sessions and events") ask:
- * every message has an `event:` line and, when known, `id: <event id>`; keepalives are comment lines.
+ * Server-sent events over any transport's streamed response, framed as WIRE.md §7.3 and DECISIONS.md ("Sessions
+ * and events") ask: every message has an `event:` line and, when known, `id: <event id>`; keepalives are comment
+ * lines.
  *
- * Aborts: uWS keeps a single `onAborted` handler per response, registered by the gateway before anything async.
- * `startSse` installs `state.onAbort` (gateway/http.ts); the gateway's handler calls it after setting `state.aborted`.
- * Without that call the stream still notices `state.aborted` on its next write or keepalive tick (so `done`
- * resolves at most one keepalive interval late) and never touches a dead `res`.
+ * Aborts: the gateway registers one abort callback per exchange before anything async; `startSse` installs
+ * `state.onAbort` (gateway/http.ts), which that callback runs after setting `state.aborted`. Without that call the
+ * stream still notices `state.aborted` on its next write or keepalive tick (so `done` resolves at most one keepalive
+ * interval late); the transports ignore writes to a response that is gone.
  */
 
 export type SseCloseReason = 'closed' | 'aborted' | 'slow_consumer'
@@ -27,7 +28,7 @@ export interface SseStream {
   readonly closed: boolean
   /** Why the stream closed: close() was called, the client went away, or it fell too far behind. */
   readonly closeReason: SseCloseReason | undefined
-  /** Bytes held in our queue while uWS reports backpressure (uWS itself also holds the last failed write). */
+  /** Bytes held in our queue while the transport reports backpressure (it also holds what it accepted). */
   readonly bufferedBytes: number
   /** Resolves when the client disconnects or the stream is closed. */
   readonly done: Promise<void>
@@ -67,12 +68,23 @@ function joinQueued(queue: (string | Uint8Array)[]): string | Uint8Array {
   return Buffer.concat(queue.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)))
 }
 
+/** The head of an event stream: what a GET starts with, and all a HEAD gets. */
+export function sseHeaders(requestId: string, extra?: Headers): Headers {
+  return {
+    'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive',
+    'x-accel-buffering': 'no', 'request-id': requestId, ...extra,
+  }
+}
+
+/** A comment the client ignores, written when uWS wants a write to drain and nothing is queued. */
+const FILLER = ':\n\n'
+
 /**
- * Starts an SSE response: call it synchronously in the uWS handler, or later once `res.onAborted` is registered.
- * Marks `state.done` so nothing else replies. The header block is only emitted with the first body chunk in uWS,
- * so an opening comment (`: open`) goes out at once: the official client's timeout runs until headers arrive.
+ * Starts an SSE response: call it synchronously in the handler, or later once the exchange's abort callback is
+ * registered. Marks `state.done` so nothing else replies. Transports send the header block with the first body
+ * chunk, so an opening comment (`: open`) goes out at once: the official client's timeout runs until headers arrive.
  */
-export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptions): SseStream {
+export function startSse(ex: Exchange, state: ResponseState, opts: SseOptions): SseStream {
   const maxBuffered = opts.maxBufferedBytes ?? 8 * 1024 * 1024
   const keepaliveMs = opts.keepaliveMs ?? 15_000
   let reason: SseCloseReason | undefined
@@ -82,6 +94,7 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
   let queued = 0
   let backpressured = false
   let timer: NodeJS.Timeout | undefined
+  let out: ResponseStream | undefined
 
   const finish = (why: SseCloseReason) => {
     if (reason) return
@@ -93,30 +106,25 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
     resolveDone()
   }
   const onAbort = () => finish('aborted')
-  /** Runs `fn` on a live response; a throw means uWS already invalidated it. */
-  const live = (fn: () => void): boolean => {
+  const open = (): boolean => {
     if (state.aborted) finish('aborted')
-    if (reason) return false
-    try {
-      res.cork(fn)
-      return true
-    } catch {
-      finish('aborted')
-      return false
-    }
+    return !reason
   }
   const write = (chunk: string | Uint8Array): boolean => {
-    if (state.aborted) finish('aborted')
-    if (reason) return false
+    if (!open()) return false
+    const size = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength
+    state.bytesOut! += size
     if (backpressured) {
       queue.push(chunk)
-      queued += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength
+      queued += size
       if (queued <= maxBuffered) return true
       finish('slow_consumer')
-      try { res.close() } catch { /* already gone */ }
+      ex.close()
       return false
     }
-    return live(() => (backpressured = !res.write(chunk)))
+    backpressured = !out!.write(chunk)
+    // A write to a response that is gone reports backpressure; the abort callback (maybe just run) says which.
+    return open()
   }
 
   const stream: SseStream = {
@@ -125,8 +133,10 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
     sendFrame: write,
     comment: (text) => write(formatComment(text)),
     close() {
+      if (!open()) return
       const rest = joinQueued(queue)
-      if (live(() => res.end(rest))) finish('closed')
+      out!.end(rest)
+      finish('closed')
     },
     get closed() { return reason !== undefined },
     get closeReason() { return reason },
@@ -139,26 +149,22 @@ export function startSse(res: HttpResponse, state: ResponseState, opts: SseOptio
   }
   state.done = true
   state.onAbort = onAbort
-  live(() => {
-    res.writeStatus(statusLine(200))
-    const headers: Record<string, string> = {
-      'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive',
-      'x-accel-buffering': 'no', 'request-id': opts.requestId, ...opts.extraHeaders,
+  state.status = 200
+  state.bytesOut = 0
+  state.streaming = done
+  out = ex.stream(200, sseHeaders(opts.requestId, opts.extraHeaders), FILLER)
+  out.onWritable(() => {
+    if (reason) return
+    if (queued === 0) {
+      backpressured = false
+      return
     }
-    for (const k in headers) res.writeHeader(k, headers[k]!)
-    backpressured = !res.write(formatComment('open'))
-    // With onWritable registered uWS drains its own buffer only through our writes: always write something.
-    res.onWritable(() => {
-      if (reason) return true
-      const chunk = queued > 0 ? joinQueued(queue) : ':\n\n'
-      queue = []
-      queued = 0
-      let ok = false
-      live(() => (ok = res.write(chunk)))
-      backpressured = !ok
-      return ok
-    })
+    const chunk = joinQueued(queue)
+    queue = []
+    queued = 0
+    backpressured = !out!.write(chunk)
   })
+  write(formatComment('open'))
   if (keepaliveMs > 0 && !reason) {
     timer = setInterval(() => stream.comment(), keepaliveMs)
     timer.unref()

@@ -1,6 +1,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
+import type { TransportName } from './transport.js'
 
 export interface GatewayOptions {
   nc: NatsConnection
@@ -9,9 +10,11 @@ export interface GatewayOptions {
   port?: number
   /** Interface to bind. Default 127.0.0.1. */
   host?: string
+  /** The HTTP server underneath (gateway/adapters/): `uws` (uWebSockets.js) or `node` (node:http). Default `uws`. */
+  transport?: TransportName
   /** Strict mode: compatibility headers are required (see DECISIONS.md). Default false. */
   strict?: boolean
-  /** Largest accepted request body in bytes. Default 32 MiB. */
+  /** Largest accepted request body in bytes, lowered to fit the NATS server's max_payload. Default 32 MiB. */
   bodyLimit?: number
   /** How long an actor may take to answer before the request gets a 503. Default 15 000 ms. */
   actorTimeoutMs?: number
@@ -21,11 +24,15 @@ export interface GatewayOptions {
   sseKeepaliveMs?: number
 }
 
-/** A request as the gateway has read it off the socket, before any async work. */
+/** A request as the gateway has read it off the socket before any async work, and what handling learns for its log line. */
 export interface IncomingRequest {
   method: string
   path: string
   query: string
   headers: Record<string, string>
   rid: string
+  /** The matched route's pattern (`/v1/sessions/{session_id}`), `unmatched` until one matches: for the log line. */
+  route: string
+  /** Body bytes read, for the log line. */
+  bytesIn: number
 }

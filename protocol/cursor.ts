@@ -23,20 +23,39 @@ export function encodeCursor<P>(resource: string, filters: Record<string, unknow
   return Buffer.from(json).toString('base64url')
 }
 
-/** `page` empty or absent means the first page (the client sends `page=` for null). */
-export function decodeCursor<P>(resource: string, filters: Record<string, unknown>, page: string | undefined): P | undefined {
+/** A position that is a sequence or version number. */
+export const isSeq = (a: unknown): a is number => Number.isSafeInteger(a) && (a as number) >= 0
+
+/** A position that is a record's place in a list: its creation time and id (plus whatever else it says). */
+export const isRecordPosition = (a: unknown): a is { id: string; created_at: string } =>
+  typeof a === 'object' && a !== null && !Array.isArray(a) &&
+  typeof (a as { id?: unknown }).id === 'string' && (a as { id: string }).id.length <= 256 &&
+  typeof (a as { created_at?: unknown }).created_at === 'string' && (a as { created_at: string }).created_at.length <= 64
+
+const notACursor = () => invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
+
+/**
+ * `page` empty or absent means the first page (the client sends `page=` for null). The fingerprint is a
+ * checksum, not a signature (anyone can compute it): `valid` checks the position's shape, since it comes
+ * from the client like any other input.
+ */
+export function decodeCursor<P>(
+  resource: string,
+  filters: Record<string, unknown>,
+  page: string | undefined,
+  valid: (a: unknown) => a is P,
+): P | undefined {
   if (page === undefined || page === '') return undefined
   let parsed: { f?: unknown; a?: unknown }
   try {
     parsed = JSON.parse(Buffer.from(page, 'base64url').toString('utf8'))
   } catch {
-    throw invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
+    throw notACursor()
   }
-  if (!parsed || typeof parsed !== 'object' || typeof parsed.f !== 'string' || parsed.a === undefined) {
-    throw invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
-  }
+  if (!parsed || typeof parsed !== 'object' || typeof parsed.f !== 'string' || parsed.a === undefined) throw notACursor()
   if (parsed.f !== hash(fingerprint(resource, filters))) {
     throw invalidRequest('page was issued for different filters; repeat the original query with it', 'cursor_filter_mismatch')
   }
-  return parsed.a as P
+  if (!valid(parsed.a)) throw notACursor()
+  return parsed.a
 }

@@ -8,6 +8,11 @@ export interface ActorRequest<B = unknown, Q = unknown> {
   params: Record<string, string>
   query: Q
   body: B
+  /**
+   * The client's `Idempotency-Key`, on routes that store something new (`Route.once`): a retry with the same
+   * key gets the first answer and stores nothing twice.
+   */
+  key?: string
 }
 
 export type ActorReply = { ok: true; body: unknown } | { ok: false; error: ErrorData }

@@ -1,4 +1,4 @@
-import { DeliverPolicy, type Consumer, type ConsumerMessages, type JetStreamClient, type JsMsg, type OrderedConsumerOptions } from '@nats-io/jetstream'
+import { AckPolicy, DeliverPolicy, type Consumer, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg, type StoredMsg } from '@nats-io/jetstream'
 import type { Msg } from '@nats-io/transport-node'
 import { unavailable } from './errors.js'
 import { EventHeaders } from './events.js'
@@ -23,6 +23,8 @@ export interface EventItem {
   json: string
   /** `Troupe-Processed`: client event ids this stored event marks as handled. */
   processed: string[] | undefined
+  /** `Troupe-Request` of a stored client event (read from the stream only; live tails have no use for it). */
+  request?: string
 }
 
 const ids = (v: string | undefined) => (v ? v.split(',') : undefined)
@@ -57,6 +59,21 @@ function storedItem(m: JsMsg): EventItem {
     deltaOf: undefined,
     json: m.string(),
     processed: ids(h?.get(EventHeaders.processed)),
+    request: h?.get(EventHeaders.request) || undefined,
+  }
+}
+
+function directItem(m: StoredMsg): EventItem {
+  const h = m.header
+  return {
+    type: h.get(EventHeaders.type) || undefined,
+    id: h.get(EventHeaders.id) || undefined,
+    seq: m.seq,
+    prevSeq: undefined,
+    deltaOf: undefined,
+    json: m.string(),
+    processed: ids(h.get(EventHeaders.processed)),
+    request: h.get(EventHeaders.request) || undefined,
   }
 }
 
@@ -73,25 +90,50 @@ export interface EventReader {
 
 /** A read that says messages are pending but delivers none for this long (history purged under it) fails. */
 const STALL_MS = 10_000
+/** Messages asked of the server per pull. */
+const BATCH = 256
+const NANOS_PER_MS = 1_000_000
+
+export interface ReadOptions {
+  /** Fail a read that delivers nothing for this long while messages are pending. Default 10 s. */
+  stallMs?: number
+  /** Messages per pull; a short read asks for about what it needs. Default 256. */
+  batch?: number
+}
 
 /**
- * An ordered (ephemeral, in-memory, unacknowledged) consumer filtered on the session's subjects. One filter
- * subject only: nats-server 2.9 has no `filter_subjects`.
+ * An ephemeral consumer (in memory, unacknowledged, removed when done or after 30 s unused) filtered on the
+ * session's subjects, created with one API call (no stream lookup first). One filter subject only:
+ * nats-server 2.9 has no `filter_subjects`.
  */
-export async function readSessionEvents(js: JetStreamClient, sessionId: string, from: ReadFrom, stallMs = STALL_MS): Promise<EventReader> {
-  const opts: Partial<OrderedConsumerOptions> = { filter_subjects: eventsWildcard(sessionId), inactive_threshold: 30_000 }
-  if (from === 'all') opts.deliver_policy = DeliverPolicy.All
-  else if ('seq' in from) opts.opt_start_seq = Math.max(1, from.seq)
-  else opts.opt_start_time = from.time.toISOString()
-  const consumer: Consumer = await js.consumers.get(EVENTS_STREAM, opts)
+export async function readSessionEvents(js: JetStreamClient, sessionId: string, from: ReadFrom, opts: ReadOptions = {}): Promise<EventReader> {
+  const stallMs = opts.stallMs ?? STALL_MS
+  const config: Partial<ConsumerConfig> = {
+    filter_subject: eventsWildcard(sessionId),
+    ack_policy: AckPolicy.None,
+    mem_storage: true,
+    num_replicas: 1,
+    inactive_threshold: 30_000 * NANOS_PER_MS,
+  }
+  if (from === 'all') config.deliver_policy = DeliverPolicy.All
+  else if ('seq' in from) Object.assign(config, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, from.seq) })
+  else Object.assign(config, { deliver_policy: DeliverPolicy.StartTime, opt_start_time: from.time.toISOString() })
+  const jsm = await js.jetstreamManager(false)
+  const info = await jsm.consumers.add(EVENTS_STREAM, config)
+  const consumer: Consumer = js.consumers.getConsumerFromInfo(info)
   let closed = false
   let messages: ConsumerMessages | undefined
   let iter: AsyncIterator<JsMsg> | undefined
   // Pending after the last message handed out; the consumer's count at creation before the first.
-  let pending = (await consumer.info(true)).num_pending
+  let pending = info.num_pending
+  // One timer for the whole read, re-armed per message (a timer per message cost more than the read itself).
+  let stall: ((err: unknown) => void) | undefined
+  const timer = setTimeout(() => stall?.(unavailable('Reading the session history stalled; retry shortly', 1000)), stallMs)
+  timer.unref()
   const close = () => {
     if (closed) return
     closed = true
+    clearTimeout(timer)
     messages?.stop()
     consumer.delete().catch(() => undefined)
   }
@@ -99,30 +141,81 @@ export async function readSessionEvents(js: JetStreamClient, sessionId: string, 
     async next() {
       if (closed || pending === 0) return null
       if (!iter) {
-        messages = await consumer.consume({ max_messages: 256 })
+        messages = await consumer.consume({ max_messages: Math.min(opts.batch ?? BATCH, pending) })
         if (closed) {
           messages.stop()
           return null
         }
         iter = messages[Symbol.asyncIterator]()
       }
-      let timer: NodeJS.Timeout | undefined
-      const stalled = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(unavailable('Reading the session history stalled; retry shortly', 1000)), stallMs)
-      })
+      timer.refresh()
       let r: IteratorResult<JsMsg>
       try {
-        r = await Promise.race([iter.next(), stalled])
+        r = await new Promise<IteratorResult<JsMsg>>((resolve, reject) => {
+          stall = reject
+          iter!.next().then(resolve, reject)
+        })
       } catch (err) {
         close()
         throw err
       } finally {
-        clearTimeout(timer)
+        stall = undefined
       }
       if (closed || r.done) return null
       pending = r.value.info.pending
       return storedItem(r.value)
     },
     close,
+  }
+}
+
+/** Messages a range read takes one direct get at a time before it goes on through a consumer. */
+export const DIRECT_READS = 64
+
+/**
+ * Reads a session's stored messages from sequence `from` through `until`, a sequence the caller knows is stored
+ * (the subject's last when it asked). The first DIRECT_READS come one direct get at a time (`next_by_subj`),
+ * answered by any replica and needing no consumer: creating one is a proposal to the cluster's meta leader, the
+ * slowest call on a loaded cluster and an impossible one while it elects a new leader, which is exactly when a
+ * host taking sessions over replays them. A longer read goes on through a consumer; so does one whose replica
+ * is behind `until` (it answers "no message" before reaching it), since the consumer reads at the leader.
+ */
+export function readSessionRange(js: JetStreamClient, sessionId: string, from: number, until: number, opts: ReadOptions = {}): EventReader {
+  const filter = eventsWildcard(sessionId)
+  let cursor = Math.max(1, from)
+  let direct = 0
+  let inner: EventReader | undefined
+  let closed = false
+  return {
+    async next() {
+      if (closed || cursor > until) return null
+      if (!inner && direct < DIRECT_READS) {
+        direct++
+        const jsm = await js.jetstreamManager(false)
+        const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq: cursor, next_by_subj: filter })
+        if (closed) return null
+        if (m && m.seq <= until) {
+          cursor = m.seq + 1
+          return directItem(m)
+        }
+        if (m) {
+          // The next message is past `until`: the range is read.
+          cursor = until + 1
+          return null
+        }
+      }
+      if (!inner) {
+        inner = await readSessionEvents(js, sessionId, { seq: cursor }, opts)
+        if (closed) inner.close()
+      }
+      const item = await inner.next()
+      if (!item || item.seq === undefined || item.seq > until) return null
+      cursor = item.seq + 1
+      return item
+    },
+    close() {
+      closed = true
+      inner?.close()
+    },
   }
 }

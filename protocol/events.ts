@@ -8,6 +8,7 @@
  *   Nats-Msg-Id       <event id>   JetStream drops a re-sent duplicate within its window
  *   Troupe-Type       <event type> `event:` line of the SSE message; types starting with `_` are internal
  *   Troupe-Event-Id   <event id>   `id:` line of the SSE message
+ *   Troupe-Request    <tag>        client events only: the POST that stored it (see RequestTag)
  *
  * Client events are marked handled by the next stored event's `Troupe-Processed` header (the ids, comma
  * separated; their `processed_at` is that event's), or, when no event follows at once, by an internal
@@ -24,9 +25,36 @@ export const EventHeaders = {
   deltaOf: 'Troupe-Delta-Of',
   /** Client event ids this stored event marks as handled (their `processed_at` is this event's). */
   processed: 'Troupe-Processed',
+  /** Which POST stored a client event (`formatRequestTag`): how a retry of it is recognised after a takeover. */
+  request: 'Troupe-Request',
   /** Added by JetStream republish: the stored message's stream sequence. */
   sequence: 'Nats-Sequence',
 } as const
+
+/**
+ * The POST that stored a client event: its key (`k:` and the client's Idempotency-Key, or `r:` and the request
+ * id when it sent none), the event's place in the request, and the request's fingerprint. A retry with the same
+ * key is answered with the events already stored (completing a request that was stored only in part) and
+ * stores nothing twice.
+ */
+export interface RequestTag {
+  key: string
+  index: number
+  count: number
+  /** Fingerprint of the events as sent: the same key with another request is refused. */
+  hash: string
+}
+
+/** `<hash> <index>/<count> <key>`: the key goes last, as it is the one free-form part (visible ASCII, no spaces). */
+export const formatRequestTag = (t: RequestTag): string => `${t.hash} ${t.index}/${t.count} ${t.key}`
+
+export function parseRequestTag(v: string | undefined): RequestTag | undefined {
+  const m = v ? /^(\S+) (\d+)\/(\d+) (\S+)$/.exec(v) : null
+  if (!m) return undefined
+  const index = Number(m[2])
+  const count = Number(m[3])
+  return index < count ? { hash: m[1]!, index, count, key: m[4]! } : undefined
+}
 
 /** Any event on the wire: the common keys, then whatever its type carries. */
 export interface SessionEvent {

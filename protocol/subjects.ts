@@ -40,9 +40,31 @@ export const Buckets = {
   agents: 'troupe_agents',
   environments: 'troupe_environments',
   sessions: 'troupe_sessions',
-  leases: 'troupe_leases',
+  /** `<kind>.pNN` → `{host, at}`: who serves each partition; written only when ownership changes. */
+  placement: 'troupe_placement',
+  /** `host.<host id>` → `HostBeat`: one heartbeat per host; the bucket's max age is the liveness TTL. */
   hosts: 'troupe_hosts',
 } as const
+
+/** What each host writes to `troupe_hosts` on every heartbeat (msgpack). */
+export interface HostBeat {
+  /** Wall-clock ms of this beat. */
+  at: number
+  pid: number
+  hostname: string
+  /** `start` or `serve`. */
+  role: string
+  started_at: number
+  /** The gateway's URL, when the process has one. */
+  http_url?: string
+}
+
+/** A partition's holder in `troupe_placement` (msgpack). */
+export interface PlacementRecord {
+  host: string
+  /** Wall-clock ms when ownership last changed. */
+  at: number
+}
 
 /** Session event history: one stream, a subject per session thread. */
 export const EVENTS_STREAM = 'TROUPE_EVENTS'

@@ -1,33 +1,94 @@
-import type { NatsConnection } from '@nats-io/transport-node'
+import { headers, type NatsConnection } from '@nats-io/transport-node'
 import { RequestError, TimeoutError } from '@nats-io/nats-core'
 import { decode, encode } from './codec.js'
-import { ApiError, unavailable } from './errors.js'
+import { ApiError, encodedTooLarge, uncertain, unavailable } from './errors.js'
 import type { ActorReply, ActorRequest } from './envelope.js'
 
+/** The NATS header naming the HTTP request an actor request serves, so `nats sub` shows it without decoding. */
+export const REQUEST_ID_HEADER = 'Troupe-Request-Id'
+
 /**
- * One actor request/reply on the wire: msgpack both ways, the request id inside the request for logs. Used by the
- * gateway and by actors asking each other, so both see the same failure semantics: nobody subscribed
- * (a partition in failover) or no answer in time becomes a retryable 503.
+ * What a request body may not take of the NATS server's `max_payload`: the actor request's envelope and headers,
+ * and the reply that echoes the body back with ids added (events.send answers with the stored events).
+ */
+export const ACTOR_REQUEST_HEADROOM = 64 * 1024
+
+/** The largest body worth accepting when every body travels as one NATS message. */
+export const bodyLimitFor = (wanted: number, maxPayload: number | undefined): number =>
+  maxPayload === undefined ? wanted : Math.max(0, Math.min(wanted, maxPayload - ACTOR_REQUEST_HEADROOM))
+
+/** Room for the request's NATS headers (`NATS/1.0`, the request id) beside its payload. */
+const HEADER_ALLOWANCE = 256
+/** Requests above this size give timers a turn before they are sent. */
+const YIELD_ABOVE = 1024 * 1024
+/**
+ * How long a request with nobody subscribed is retried before it answers 503. A hand-over leaves a partition
+ * unsubscribed for the few milliseconds between the old owner naming the new one and the new owner's watch
+ * seeing it; "no responders" means the request was certainly not delivered, so sending it again is safe.
+ * A crashed owner's partitions take longer (its heartbeat must lapse): those still answer 503 with a retry hint.
+ */
+const NO_RESPONDERS_RETRY_MS = 1000
+
+/**
+ * One actor request/reply on the wire: msgpack both ways, the request id both inside the request and in the
+ * `Troupe-Request-Id` header. Used by the gateway and by actors asking each other, so both see the same failure
+ * semantics: nobody subscribed (a partition in failover) or no answer in time becomes a retryable 503; a request
+ * too big for the server's `max_payload` (msgpack can outgrow the JSON it came from) is a 413, not a 500.
  */
 export async function askActor<T = unknown>(
   nc: NatsConnection,
   subject: string,
   req: ActorRequest,
   timeoutMs: number,
+  uncertainOnTimeout = false,
 ): Promise<T> {
-  let reply: ActorReply
-  try {
-    const msg = await nc.request(subject, encode(req), { timeout: timeoutMs })
-    reply = decode<ActorReply>(msg.data)
-  } catch (err) {
-    if (err instanceof RequestError && err.isNoResponders()) {
-      throw unavailable('The owner of this resource is failing over; retry shortly', 1000)
+  return askActorEncoded<T>(nc, subject, encode(req), req.rid, timeoutMs, uncertainOnTimeout)
+}
+
+/** askActor for a request already encoded (a large body, encoded off the event loop). */
+export async function askActorEncoded<T = unknown>(
+  nc: NatsConnection,
+  subject: string,
+  data: Uint8Array,
+  rid: string,
+  timeoutMs: number,
+  /**
+   * The request stores something new and carries no Idempotency-Key: an answer that did not come in time, or an
+   * actor's write that got none (`outcomeUnknown`), leaves its outcome unknown, a 504 the client must not retry
+   * (default false: a retryable 503).
+   */
+  uncertainOnTimeout = false,
+): Promise<T> {
+  const maxPayload = nc.info?.max_payload
+  if (maxPayload !== undefined && data.length + HEADER_ALLOWANCE > maxPayload) throw encodedTooLarge(data.length, maxPayload)
+  const h = headers()
+  h.set(REQUEST_ID_HEADER, rid)
+  // Reading and encoding a big request held the event loop: let due timers send first (a heartbeat sent after
+  // megabytes on the same connection is acknowledged only after them, and may lapse meanwhile).
+  if (data.length > YIELD_ABOVE) await new Promise((r) => setTimeout(r, 0))
+  let reply: ActorReply | undefined
+  const giveUpAt = Date.now() + Math.min(NO_RESPONDERS_RETRY_MS, timeoutMs)
+  for (let wait = 10; reply === undefined; wait = Math.min(wait * 2, 200)) {
+    try {
+      const msg = await nc.request(subject, data, { timeout: timeoutMs, headers: h })
+      reply = decode<ActorReply>(msg.data)
+    } catch (err) {
+      if (!(err instanceof RequestError && err.isNoResponders())) throw classify(err, uncertainOnTimeout)
+      if (Date.now() + wait > giveUpAt) throw unavailable('The owner of this resource is failing over; retry shortly', 1000)
+      await new Promise((r) => setTimeout(r, wait))
     }
-    if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) {
-      throw unavailable('The owner of this resource did not answer in time; retry shortly', 1000)
-    }
-    throw err
   }
-  if (!reply.ok) throw new ApiError(reply.error)
+  if (!reply.ok) {
+    if (uncertainOnTimeout && reply.error.outcomeUnknown) throw uncertain('A write of this request got no answer: the request')
+    throw new ApiError(reply.error)
+  }
   return reply.body as T
+}
+
+function classify(err: unknown, uncertainOnTimeout: boolean): unknown {
+  if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) {
+    if (uncertainOnTimeout) return uncertain('The owner of this resource did not answer in time: the request')
+    return unavailable('The owner of this resource did not answer in time; retry shortly', 1000)
+  }
+  return err
 }

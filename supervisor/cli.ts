@@ -1,18 +1,39 @@
+import { readFileSync } from 'node:fs'
 import './memory.js' // first: process-wide V8 heap settings
 import { readConfig } from './config.js'
 import { createLogger } from './logger.js'
-import { startRole, type Role } from './roles.js'
+import type { Role } from './roles.js'
+import { lockDataDir } from './datadir.js'
+import { INSPECT_COMMANDS, INSPECT_USAGE, runInspect } from './inspect/index.js'
+
+/** The package's version: package.json is one level up from supervisor/, two from its compiled copy in dist/. */
+const VERSION: string = (() => {
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8'))
+      if (pkg.name === 'troupe') return pkg.version
+    } catch {}
+  }
+  return 'unknown'
+})()
+/** A clean stop (hand-over included) must fit in this; the issue's bar is 3 s. */
+const STOP_BUDGET_MS = 3000
 
 const USAGE = `usage: troupe <start|serve|orchestrate> [-strict|--strict]
+       troupe <sub|tail|status> ...
 
   start        all in one: embedded nats-server (unless NATS_URL is set), gateway and actor host
   serve        gateway and actor host, joining the NATS at NATS_URL
   orchestrate  the worker role (deployment schedules, webhook deliveries), joining NATS_URL
 
+${INSPECT_USAGE}
+
 Environment: PORT (8080), HOST (127.0.0.1), NATS_URL, TROUPE_DATA_DIR (./.troupe), TROUPE_MODEL_BASE_URL,
-ANTHROPIC_API_KEY, TROUPE_VAULT_KEYRING_FILE, LOG_LEVEL (info).`
+ANTHROPIC_API_KEY, TROUPE_VAULT_KEYRING_FILE, LOG_LEVEL (info), LOG_FORMAT (json|pretty).
+The full list, with defaults: README.md.`
 
 async function main(argv: string[]): Promise<void> {
+  if (argv[0] && Object.hasOwn(INSPECT_COMMANDS, argv[0])) process.exit(await runInspect(argv[0], argv.slice(1)))
   const flags = argv.filter((a) => a.startsWith('-'))
   const words = argv.filter((a) => !a.startsWith('-'))
   const role = (words[0] ?? 'start') as Role
@@ -27,19 +48,31 @@ async function main(argv: string[]): Promise<void> {
   }
   const strict = flags.length > 0
   const cfg = readConfig(process.env, strict)
-  const log = createLogger(cfg.logLevel, role)
-  const running = await startRole(role, cfg, log)
+  const log = await createLogger(cfg.logLevel, role, cfg.logFormat)
+  // Loaded here, not above: the server's modules take seconds to load, which `troupe sub|tail|status` need not wait for.
+  // Before loading the server: a second start on a locked data directory refuses at once.
+  const lock = role === 'orchestrate' ? undefined : lockDataDir(cfg.dataDir, role)
+  const { startRole } = await import('./roles.js')
+  const running = await startRole(role, cfg, log, VERSION, lock)
   if (running.url) console.log(`troupe ${role} listening on ${running.url}${strict ? ' (strict mode)' : ''}`)
   else console.log(`troupe ${role} ready`)
+  const width = Math.max(...running.facts.map(([k]) => k.length))
+  console.log(running.facts.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n'))
 
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
+    const t0 = Date.now()
     log.info({ signal }, 'stopping')
-    const force = setTimeout(() => process.exit(1), 10_000)
+    // Hand-over, actor shutdown and the embedded server's flush take well under this; past it, something hangs.
+    const force = setTimeout(() => {
+      console.log(`troupe ${role} did not stop within ${STOP_BUDGET_MS} ms; exiting anyway`)
+      process.exit(1)
+    }, STOP_BUDGET_MS)
     force.unref()
     await running.stop()
+    console.log(`troupe ${role} stopped in ${Date.now() - t0} ms`)
     process.exit(0)
   }
   process.on('SIGINT', () => void stop('SIGINT'))

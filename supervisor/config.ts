@@ -1,4 +1,5 @@
 import path from 'node:path'
+import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
 
 /** Settings read from the environment; the names are a contract (README, outside checks). */
 export interface Config {
@@ -6,8 +7,15 @@ export interface Config {
   port: number
   /** HTTP interface. `HOST`, default 127.0.0.1. */
   host: string
+  /** The HTTP server: `uws` (uWebSockets.js) or `node` (node:http). `TROUPE_HTTP`, default uws. */
+  http: TransportName
   /** External NATS; unset means `start` launches an embedded nats-server. `NATS_URL`. */
   natsUrl?: string
+  /**
+   * Copies of every stream and bucket, on that many servers of a JetStream cluster. `TROUPE_REPLICAS`,
+   * default 1, at most 5; more than 1 needs an external cluster (`NATS_URL`) of at least that many servers.
+   */
+  replicas: number
   /** Where the embedded nats-server keeps JetStream. `TROUPE_DATA_DIR`, default ./.troupe */
   dataDir: string
   /** Messages API base URL. `TROUPE_MODEL_BASE_URL`. */
@@ -26,6 +34,8 @@ export interface Config {
   sseKeepaliveMs?: number
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
+  /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
+  logFormat: 'json' | 'pretty'
   strict: boolean
 }
 
@@ -51,12 +61,35 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     session,
     sseKeepaliveMs: count('TROUPE_SSE_KEEPALIVE_MS', 0),
     host: blank(env.HOST) ?? '127.0.0.1',
+    http: httpTransport(blank(env.TROUPE_HTTP)),
     natsUrl: blank(env.NATS_URL),
+    replicas: replicas(count('TROUPE_REPLICAS', 1), blank(env.NATS_URL)),
     dataDir: path.resolve(blank(env.TROUPE_DATA_DIR) ?? './.troupe'),
     modelBaseUrl: blank(env.TROUPE_MODEL_BASE_URL),
     anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
     logLevel: blank(env.LOG_LEVEL) ?? 'info',
+    logFormat: logFormat(blank(env.LOG_FORMAT)),
     strict,
   }
+}
+
+function replicas(n: number | undefined, natsUrl: string | undefined): number {
+  if (n === undefined) return 1
+  if (n > 5) throw new Error(`TROUPE_REPLICAS must be at most 5, NATS's limit (was ${n})`)
+  if (n > 1 && !natsUrl) {
+    throw new Error(`TROUPE_REPLICAS=${n} needs a JetStream cluster of at least ${n} servers (set NATS_URL); the embedded nats-server keeps one copy`)
+  }
+  return n
+}
+
+function logFormat(v: string | undefined): 'json' | 'pretty' {
+  if (v === undefined || v === 'json' || v === 'pretty') return v ?? 'json'
+  throw new Error(`LOG_FORMAT must be json or pretty (was ${JSON.stringify(v)})`)
+}
+
+function httpTransport(v: string | undefined): TransportName {
+  if (v === undefined) return 'uws'
+  if ((TRANSPORT_NAMES as readonly string[]).includes(v)) return v as TransportName
+  throw new Error(`TROUPE_HTTP must be ${TRANSPORT_NAMES.join(' or ')} (was ${JSON.stringify(v)})`)
 }

@@ -1,63 +1,66 @@
+import os from 'node:os'
 import type { NatsConnection, Msg, Subscription } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import type { ActorReply, ActorRequest } from '../protocol/envelope.js'
-import { isApiError, internal } from '../protocol/errors.js'
+import { isApiError, internal, unavailable } from '../protocol/errors.js'
 import { newId } from '../protocol/ids.js'
-import { Buckets, HOST_PING, actorQueue, actorSubject, partitionWildcard, partitionToken } from '../protocol/subjects.js'
+import { Buckets, HOST_PING, actorQueue, actorSubject, partitionWildcard, type PartitionedKind } from '../protocol/subjects.js'
 import { askActor } from '../protocol/transport.js'
 import { ACTOR_KINDS } from '../actors/index.js'
 import type { HostContext, HostSettings, KindRuntime, PartitionedRuntime } from '../actors/kit/types.js'
-import { LEASE_TTL_MS, PartitionLeases } from './partitions.js'
+import { HOST_TTL_MS, Placement } from './placement.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
+import { openBucket } from '../actors/kit/buckets.js'
+import { isOutcomeUnknown, storeUnavailable } from '../actors/kit/nats-errors.js'
+
+/** How long a request for a partition whose serving is unsettled (heartbeat gap) waits before a 503. */
+const SETTLE_MS = 1000
 
 export interface ActorHost {
   id: string
+  /** Sets what the heartbeat says about this process (the gateway's URL once it listens). */
+  describe(info: { http_url?: string }): void
+  /** Hands every partition over to the remaining hosts, then stops every kind. */
   stop(): Promise<void>
 }
 
-const HOST_HEARTBEAT_MS = 600
+export interface ActorHostOptions {
+  /** Stable across restarts on one data directory, so a restarted host takes back its partitions at once. */
+  hostId: string
+  role: string
+}
 
 /**
  * Runs every actor kind on one NATS connection: shared kinds on queue groups, partitioned kinds on the
- * partitions this host leases. Replies are always envelopes; an unexpected throw is logged and becomes a
- * 500 that reveals nothing.
+ * partitions placement gives this host. Replies are always envelopes: NATS or JetStream unavailable for a moment
+ * is a 503 with a retry hint; any other unexpected throw is logged and becomes a 500 that reveals nothing.
  */
-export async function startActorHost(nc: NatsConnection, log: Logger, settings: HostSettings): Promise<ActorHost> {
-  const hostId = newId('host')
+export async function startActorHost(nc: NatsConnection, log: Logger, settings: HostSettings, opts: ActorHostOptions): Promise<ActorHost> {
+  const { hostId } = opts
   log = log.child({ host: hostId })
   const js = jetstream(nc)
   const jsm = await retryWhileStarting('jetstream', () => jetstreamManager(nc))
   const kvm = new Kvm(js)
+  const storage = { jsm, replicas: settings.replicas ?? 1, log }
+  // Kinds start before placement exists, and serve nothing before it does.
+  let serving: HostContext['serves'] = () => false
   const ctx: HostContext = {
-    nc, js, jsm, kvm, log, hostId, settings,
+    nc, js, jsm, kvm, storage, log, hostId, settings,
+    serves: (kind, p) => serving(kind, p),
     ask: (subject, req, timeoutMs = 10_000) => askActor(nc, subject, { rid: newId('req'), ...req }, timeoutMs),
   }
 
-  const hostsKv = await retryWhileStarting('hosts bucket', () => kvm.create(Buckets.hosts, { ttl: LEASE_TTL_MS, history: 1 }))
-  const leasesKv = await retryWhileStarting('leases bucket', () => kvm.create(Buckets.leases, { ttl: LEASE_TTL_MS, history: 1 }))
-  const beat = () => hostsKv.put(`host.${hostId}`, encode({ at: Date.now() })).catch(() => 0)
-  await beat()
-  const heartbeat = setInterval(beat, HOST_HEARTBEAT_MS)
-  const liveHosts = new Map<string, number>()
-  const hostWatch = await hostsKv.watch({ key: 'host.>' })
-  void (async () => {
-    for await (const e of hostWatch) {
-      if (e.operation === 'PUT') liveHosts.set(e.key, Date.now())
-      else liveHosts.delete(e.key)
-    }
-  })()
-  const countLive = () => {
-    let n = 0
-    for (const at of liveHosts.values()) if (Date.now() - at < LEASE_TTL_MS) n++
-    return Math.max(n, 1)
-  }
+  const [hostsKv, placementKv] = await Promise.all([
+    openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS }),
+    openBucket(kvm, storage, Buckets.placement),
+  ])
 
   const subs: Subscription[] = []
   const closers: Array<() => Promise<void>> = []
-  const leases: PartitionLeases[] = []
+  const partitioned = new Map<PartitionedKind, { rt: PartitionedRuntime; subs: Map<number, Subscription> }>()
 
   const reply = (m: Msg, r: ActorReply) => {
     if (m.reply) m.respond(encode(r))
@@ -72,11 +75,21 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     try {
       reply(m, { ok: true, body: await fn(req) })
     } catch (err) {
-      if (!isApiError(err)) log.error({ err, rid: req.rid, subject: m.subject }, 'actor failed')
-      reply(m, { ok: false, error: (isApiError(err) ? err : internal()).toData() })
+      if (isApiError(err)) return reply(m, { ok: false, error: err.toData() })
+      // NATS or JetStream unavailable for a moment (quorum lost, an election, a node restarting): a 503 the client
+      // retries, logged without a stack since it is no bug of ours. Anything else is one: a 500 that reveals nothing.
+      const unavailableNow = storeUnavailable(err)
+      if (unavailableNow) log.warn({ rid: req.rid, subject: m.subject, cause: String((err as Error).message) }, 'store temporarily unavailable')
+      else log.error({ err, rid: req.rid, subject: m.subject }, 'actor failed')
+      const error = (unavailableNow ?? internal()).toData()
+      // A write that got no answer may be stored: the gateway must not invite a blind retry of a create.
+      if (unavailableNow && isOutcomeUnknown(err)) error.outcomeUnknown = true
+      reply(m, { ok: false, error })
     }
   }
 
+  // One kind after the other: on a cluster that has just formed, creating every stream at once makes JetStream
+  // answer "stream not found" and time out where one at a time succeeds.
   for (const def of ACTOR_KINDS) {
     if (def.placement === 'shared') {
       const rt: KindRuntime = await def.start(ctx)
@@ -96,44 +109,68 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     } else {
       const rt: PartitionedRuntime = await def.start(ctx)
       closers.push(() => rt.close())
-      const partSubs = new Map<number, Subscription>()
-      const prefixLen = `troupe.${def.kind}.p00.`.length
-      const pl = new PartitionLeases(leasesKv, def.kind, hostId, countLive, {
-        gained: async (p) => {
-          const sub = nc.subscribe(partitionWildcard(def.kind, p), {
-            callback: (_e, m) => {
-              const rest = m.subject.slice(prefixLen)
-              const dot = rest.indexOf('.')
-              void run(m, (req) => rt.handle(rest.slice(0, dot), req))
-            },
-          })
-          partSubs.set(p, sub)
-          await rt.acquired(p)
-        },
-        lost: async (p) => {
-          partSubs.get(p)?.unsubscribe()
-          partSubs.delete(p)
-          await rt.released(p)
-        },
-      }, log)
-      await pl.start()
-      leases.push(pl)
-      log.info({ kind: def.kind, partitions: pl.ownedPartitions().map(partitionToken) }, 'partitioned kind started')
+      partitioned.set(def.kind, { rt, subs: new Map() })
     }
   }
 
-  subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId })) }))
-  log.info({ kinds: ACTOR_KINDS.map((k) => k.kind) }, 'actor host ready')
+  let described: { http_url?: string } = {}
+  const startedAt = Date.now()
+  const placement = new Placement({
+    hosts: hostsKv,
+    placement: placementKv,
+    hostId,
+    kinds: [...partitioned.keys()],
+    beat: () => ({ pid: process.pid, hostname: os.hostname(), role: opts.role, started_at: startedAt, ...described }),
+    log,
+    events: {
+      gained: async (kind, p) => {
+        const k = partitioned.get(kind)!
+        const prefixLen = `troupe.${kind}.p00.`.length
+        const sub = nc.subscribe(partitionWildcard(kind, p), {
+          callback: (_e, m) => {
+            const rest = m.subject.slice(prefixLen)
+            const dot = rest.indexOf('.')
+            void run(m, async (req) => {
+              // Our heartbeat lapsed (a stalled loop, a SIGSTOP, an unreachable store): another host may be
+              // taking this partition over. Never serve it until the records say it is still ours; answer only
+              // after that settles, so the new owner, subscribed too, answers first.
+              if (!placement.serves(kind, p) && !(await placement.whenServing(kind, p, SETTLE_MS))) {
+                throw unavailable('The owner of this resource is failing over; retry shortly', 1000)
+              }
+              return k.rt.handle(rest.slice(0, dot), req)
+            })
+          },
+        })
+        k.subs.set(p, sub)
+        await k.rt.acquired(p)
+      },
+      lost: async (kind, p) => {
+        const k = partitioned.get(kind)!
+        k.subs.get(p)?.unsubscribe()
+        k.subs.delete(p)
+        await k.rt.released(p)
+      },
+    },
+  })
+  serving = (kind, p) => placement.serves(kind, p)
+  await placement.start()
 
+  subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready })) }))
+  log.info({ kinds: ACTOR_KINDS.map((k) => k.kind), partitions: Object.fromEntries([...partitioned.keys()].map((k) => [k, placement.owns(k).length])) }, 'actor host ready')
+
+  let stopping: Promise<void> | undefined
   return {
     id: hostId,
-    async stop() {
-      clearInterval(heartbeat)
-      hostWatch.stop()
-      for (const s of subs) s.unsubscribe()
-      for (const l of leases) await l.stop()
-      for (const c of closers) await c().catch((err) => log.warn({ err }, 'actor kind close failed'))
-      await hostsKv.delete(`host.${hostId}`).catch(() => undefined)
+    describe(info) {
+      described = { ...described, ...info }
+    },
+    stop() {
+      stopping ??= (async () => {
+        for (const s of subs) s.unsubscribe()
+        await placement.stop()
+        for (const c of closers) await c().catch((err) => log.warn({ err }, 'actor kind close failed'))
+      })()
+      return stopping
     },
   }
 }

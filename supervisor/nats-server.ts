@@ -15,6 +15,10 @@ export const MIN_NATS_SERVER = [2, 9, 0]
 export interface EmbeddedNats {
   url: string
   port: number
+  /** The monitoring endpoint (`/varz`, `/jsz`, …), on loopback. */
+  monitorUrl: string
+  /** The process group of the server and its watchdog (recorded in the data directory's lock). */
+  pgid: number
   stop(): Promise<void>
   /** Stops the server process from keeping this process alive (tests, which stop it in a teardown). */
   unref(): void
@@ -55,10 +59,11 @@ export async function startEmbeddedNats(storeDir: string, onWarning: (msg: strin
   mkdirSync(storeDir, { recursive: true })
   conf = configForVersion(conf, binaryVersion(bin), storeDir, onWarning)
   for (let attempt = 0; ; attempt++) {
-    const port = await freePort()
-    const child = spawn(bin, ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    })
+    const [port, monitorPort] = await Promise.all([freePort(), freePort()])
+    const args = ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir]
+    // Its own process group, so a Ctrl-C at the terminal reaches only us and we stop the server last; the
+    // watchdog stops it when our end of its stdin closes, which also happens when we are SIGKILLed.
+    const child = spawn('/bin/sh', ['-c', WATCHDOG, bin, ...args], { stdio: ['pipe', 'ignore', 'pipe'], detached: true })
     let stderr = ''
     child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)))
     const url = `nats://127.0.0.1:${port}`
@@ -66,11 +71,13 @@ export async function startEmbeddedNats(storeDir: string, onWarning: (msg: strin
       await waitForNats(url, child)
       return {
         url, port,
+        monitorUrl: `http://127.0.0.1:${monitorPort}`,
+        pgid: child.pid!,
         stop: () => stopChild(child),
-        killNow: () => void child.kill('SIGKILL'),
+        killNow: () => killGroup(child, 'SIGKILL'),
         unref: () => {
           child.unref()
-          ;(child.stderr as unknown as { unref?: () => void }).unref?.()
+          for (const s of [child.stderr, child.stdin] as unknown as Array<{ unref?: () => void }>) s?.unref?.()
         },
       }
     } catch (err) {
@@ -99,16 +106,36 @@ async function waitForNats(url: string, child: ChildProcess): Promise<void> {
   throw new Error('timed out waiting for nats-server')
 }
 
+/**
+ * Runs nats-server ($0 with its arguments) and stops it with SIGTERM once stdin reaches end of file: when
+ * we close it, or when we die in any way. A background job's stdin is /dev/null, hence the copy on fd 3.
+ */
+const WATCHDOG = `exec 3<&0
+"$0" "$@" &
+server=$!
+( read -r _ <&3; kill -TERM "$server" 2>/dev/null ) &
+watcher=$!
+wait "$server"
+status=$?
+kill "$watcher" 2>/dev/null
+exit $status`
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
+  try {
+    process.kill(-child.pid!, signal)
+  } catch {}
+}
+
 function stopChild(child: ChildProcess): Promise<void> {
   child.ref()
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
   return new Promise((resolve) => {
-    const t = setTimeout(() => child.kill('SIGKILL'), 5000)
+    const t = setTimeout(() => killGroup(child, 'SIGKILL'), 5000)
     child.once('exit', () => {
       clearTimeout(t)
       resolve()
     })
-    child.kill('SIGTERM')
+    child.stdin!.end()
   })
 }
 

@@ -1,61 +1,90 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import type { NatsConnection } from '@nats-io/transport-node'
+import path from 'node:path'
 import type { Logger } from 'pino'
 import { startGateway, type Gateway } from '../gateway/server.js'
+import { TRANSPORT_LABEL } from '../gateway/transport.js'
 import type { Config } from './config.js'
+import type { DataDirLock } from './datadir.js'
+import { connectNats, redact } from './nats-connect.js'
 import { startActorHost, type ActorHost } from './host.js'
 import { checkServerVersion, startEmbeddedNats, type EmbeddedNats } from './nats-server.js'
-import path from 'node:path'
 
 export type Role = 'start' | 'serve' | 'orchestrate'
 
 export interface Running {
   /** Where the gateway listens, when this role has one. */
   url?: string
+  /** What a person needs to find everything, printed once the process is ready. */
+  facts: Array<[string, string]>
   stop(): Promise<void>
 }
 
-async function connectNats(url: string, log: Logger): Promise<NatsConnection> {
-  const nc = await connect({ servers: url, name: 'troupe', maxReconnectAttempts: -1, reconnectTimeWait: 250 })
+async function joinNats(url: string, log: Logger): Promise<NatsConnection> {
+  const nc = await connectNats(url)
   checkServerVersion(nc.info?.version ?? '0.0.0')
   if (!nc.info?.jetstream) log.warn('the NATS server does not advertise JetStream; Troupe needs it')
   return nc
 }
 
-/** Starts a role. `start` is all-in-one: embedded nats-server (unless NATS_URL), gateway and actor host. */
-export async function startRole(role: Role, cfg: Config, log: Logger): Promise<Running> {
-  let nats: EmbeddedNats | undefined
-  let natsUrl = cfg.natsUrl
-  if (!natsUrl) {
-    if (role !== 'start') throw new Error(`troupe ${role} needs NATS_URL: it joins an existing NATS cluster (use \`troupe start\` for an embedded one)`)
-    nats = await startEmbeddedNats(path.join(cfg.dataDir, 'jetstream'), (msg) => log.warn(msg))
-    natsUrl = nats.url
-    log.info({ url: natsUrl, dataDir: cfg.dataDir }, 'embedded nats-server started')
+/**
+ * Starts a role. `start` is all-in-one: embedded nats-server (unless NATS_URL), gateway and actor host.
+ * `lock` holds the data directory (the embedded store, the sessions' working directories) for this process;
+ * every role but `orchestrate` needs one, and releases it when it stops.
+ */
+export async function startRole(role: Role, cfg: Config, log: Logger, version: string, lock?: DataDirLock): Promise<Running> {
+  if (!cfg.natsUrl && role !== 'start') {
+    lock?.release()
+    throw new Error(`troupe ${role} needs NATS_URL: it joins an existing NATS cluster (use \`troupe start\` for an embedded one)`)
   }
-  const nc = await connectNats(natsUrl, log)
+  if (!lock && role !== 'orchestrate') throw new Error(`troupe ${role} needs its data directory locked`)
+  let nats: EmbeddedNats | undefined
+  let nc: NatsConnection | undefined
   let host: ActorHost | undefined
   let gateway: Gateway | undefined
+  const teardown = async () => {
+    gateway?.close()
+    await host?.stop().catch((err) => log.warn({ err }, 'actor host stop failed'))
+    await nc?.drain().catch(() => undefined)
+    await nats?.stop()
+    lock?.release()
+  }
   try {
+    let natsUrl = cfg.natsUrl
+    if (!natsUrl) {
+      nats = await startEmbeddedNats(path.join(cfg.dataDir, 'jetstream'), (msg) => log.warn(msg))
+      natsUrl = nats.url
+      lock?.update({ nats_pgid: nats.pgid, nats_url: nats.url, nats_monitor_url: nats.monitorUrl })
+      log.info({ url: natsUrl, monitor: nats.monitorUrl, dataDir: cfg.dataDir }, 'embedded nats-server started')
+    } else lock?.update({ nats_url: natsUrl })
+    nc = await joinNats(natsUrl, log)
     if (role === 'start' || role === 'serve') {
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
-      host = await startActorHost(nc, log, { modelBaseUrl: cfg.modelBaseUrl, anthropicApiKey: cfg.anthropicApiKey, dataDir: cfg.dataDir, session: cfg.session })
-      gateway = await startGateway({ nc, log, port: cfg.port, host: cfg.host, strict: cfg.strict, sseKeepaliveMs: cfg.sseKeepaliveMs })
+      host = await startActorHost(nc, log, { modelBaseUrl: cfg.modelBaseUrl, anthropicApiKey: cfg.anthropicApiKey, dataDir: cfg.dataDir, replicas: cfg.replicas, session: cfg.session }, { hostId: lock!.hostId, role })
+      gateway = await startGateway({ nc, log, port: cfg.port, host: cfg.host, transport: cfg.http, strict: cfg.strict, sseKeepaliveMs: cfg.sseKeepaliveMs })
+      const url = `http://${cfg.host}:${gateway.port}`
+      host.describe({ http_url: url })
+      lock?.update({ http_url: url })
     }
     if (role === 'orchestrate') log.info('orchestrator ready (deployment schedules and webhook deliveries run here)')
   } catch (err) {
-    await host?.stop().catch(() => undefined)
-    await nc.close().catch(() => undefined)
-    await nats?.stop()
+    await teardown()
     throw err
   }
-  return {
-    url: gateway ? `http://${cfg.host}:${gateway.port}` : undefined,
-    async stop() {
-      gateway?.close()
-      await host?.stop().catch((err) => log.warn({ err }, 'actor host stop failed'))
-      await nc.drain().catch(() => undefined)
-      await nats?.stop()
-    },
+  const url = gateway ? `http://${cfg.host}:${gateway.port}` : undefined
+  const facts: Array<[string, string]> = []
+  if (url) facts.push(['HTTP', `${url} (${TRANSPORT_LABEL[gateway!.transport]}, request bodies up to ${mib(gateway!.bodyLimit)})`])
+  facts.push(['NATS', nats ? `${nats.url} (embedded; monitoring ${nats.monitorUrl})` : redact(cfg.natsUrl!)])
+  facts.push(['replicas', cfg.replicas === 1 ? '1 (one copy of every stream and bucket)' : `${cfg.replicas} (every stream and bucket on ${cfg.replicas} servers)`])
+  if (lock) facts.push(['data', cfg.dataDir])
+  if (host) {
+    facts.push(['host', host.id])
+    facts.push(['model', cfg.modelBaseUrl ?? (cfg.anthropicApiKey ? 'https://api.anthropic.com (ANTHROPIC_API_KEY)' : 'no model configured (set TROUPE_MODEL_BASE_URL or ANTHROPIC_API_KEY)')])
   }
+  if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
+  facts.push(['version', version])
+  return { url, facts, stop: teardown }
 }
+
+const mib = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / 1024 / 1024} MiB` : `${(bytes / 1024).toFixed(0)} KiB`)

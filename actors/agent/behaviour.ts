@@ -1,7 +1,8 @@
-import { decodeCursor, encodeCursor } from '../../protocol/cursor.js'
-import { conflict, internal, invalidRequest, notFound } from '../../protocol/errors.js'
+import { decodeCursor, encodeCursor, isSeq } from '../../protocol/cursor.js'
+import { conflict, idempotencyKeyReused, internal, invalidRequest, notFound } from '../../protocol/errors.js'
+import { fingerprint } from '../../protocol/hash.js'
 import type { ActorRequest } from '../../protocol/envelope.js'
-import { looksLikeId, newId } from '../../protocol/ids.js'
+import { idFromKey, isId, newId } from '../../protocol/ids.js'
 import type {
   Agent, AgentCreateInput, AgentGetInput, AgentListInput, AgentUpdateInput, AgentVersionsInput, Multiagent,
 } from '../../protocol/schemas/agent.js'
@@ -50,6 +51,14 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
     return cur
   }
 
+  /** The agent (as created, version 1) that a create with this Idempotency-Key stored before. */
+  async function retriedCreate(id: string, createdBy: string): Promise<Agent | undefined> {
+    const head = await store.head(id)
+    if (!head) return undefined
+    if (head.value.created_by !== createdBy) throw idempotencyKeyReused()
+    return (await store.version(head.value.agent, 1)) ?? head.value.agent
+  }
+
   function checkGeo(model: Agent['model'], members: Member[], prefix = '') {
     const breach = geoBreach(model, members)
     if (breach) throw invalidRequest(prefix + breach)
@@ -58,7 +67,11 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
   return {
     async create(req: Req<AgentCreateInput>) {
       const b = req.body
-      const id = newId('agent')
+      // With an Idempotency-Key the id comes from the key: a retry finds the agent its first attempt stored.
+      const createdBy = req.key === undefined ? undefined : fingerprint(b)
+      const id = req.key === undefined ? newId('agent') : idFromKey('agent', 'agents.create', req.key)
+      const again = createdBy && (await retriedCreate(id, createdBy))
+      if (again) return again
       const model = normalizeModel(b.model)
       const tools = normalizeTools(b.tools ?? [])
       const servers = normalizeServers(b.mcp_servers ?? [])
@@ -91,7 +104,11 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         updated_at: t,
         archived_at: null,
       }
-      if ((await store.heads.create(headKey(id), { agent })) === false) throw internal(`agent id ${id} collided`)
+      if ((await store.heads.create(headKey(id), { agent, ...(createdBy ? { created_by: createdBy } : {}) })) === false) {
+        const raced = createdBy && (await retriedCreate(id, createdBy))
+        if (raced) return raced
+        throw internal(`agent id ${id} collided`)
+      }
       await store.versions.put(versionKey(id, 1), agent)
       return agent
     },
@@ -131,7 +148,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       const id = req.params.agent_id!
       const q = req.query ?? {}
       const head = (await headOf(id)).value.agent
-      const after = decodeCursor<number>('agent_versions', { agent_id: id }, q.page) ?? 0
+      const after = decodeCursor('agent_versions', { agent_id: id }, q.page, isSeq) ?? 0
       if (!Number.isInteger(after) || after < 0) throw invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
       const last = Math.min(head.version, after + (q.limit ?? 20))
       const numbers: number[] = []
@@ -211,7 +228,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
 
     async archive(req: Req) {
       const id = req.params.agent_id!
-      if (!looksLikeId('agent', id)) throw missing(id)
+      if (!isId('agent', id)) throw missing(id)
       return store.heads.mutate(headKey(id), ({ value }) => {
         if (value.agent.archived_at) return { result: value.agent }
         const t = now()

@@ -1,10 +1,10 @@
 import type { Agent } from '../../protocol/schemas/agent.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { Projection } from '../kit/projection.js'
-import { retryWhileStarting } from '../kit/retry.js'
+import { openBucket } from '../kit/buckets.js'
+import { OwnedPartitions, partitionOfKey } from '../kit/owned.js'
 import type { Handler, PartitionedActorKind, SharedActorKind } from '../kit/types.js'
 import { internal } from '../../protocol/errors.js'
-import { partitionOf } from '../../protocol/subjects.js'
 import { agentOps } from './behaviour.js'
 import { AgentStore, HEAD_PREFIX, type StoredHead } from './state.js'
 
@@ -16,7 +16,7 @@ export const agentKind: SharedActorKind = {
   kind: 'agent',
   placement: 'shared',
   async start(ctx) {
-    const kv = await retryWhileStarting('agents bucket', () => ctx.kvm.create(Buckets.agents, { history: 1 }))
+    const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.agents)
     const projection = new Projection<Agent>(kv, HEAD_PREFIX, (s: StoredHead) => s.agent)
     await projection.start()
     return { ops: agentOps(new AgentStore(kv), projection), close: async () => projection.stop() }
@@ -33,10 +33,11 @@ export const agentOwnerKind: PartitionedActorKind = {
   kind: 'agent',
   placement: 'partitioned',
   async start(ctx) {
-    const kv = await retryWhileStarting('agents bucket', () => ctx.kvm.create(Buckets.agents, { history: 1 }))
-    const owned = new Set<number>()
-    const partitionOfKey = (key: string) => (key.startsWith(HEAD_PREFIX) ? partitionOf(key.slice(HEAD_PREFIX.length)) : -1)
-    const store = new AgentStore(kv, (key) => owned.has(partitionOfKey(key)))
+    const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.agents)
+    const owned = new OwnedPartitions()
+    const partitionOfHead = partitionOfKey(HEAD_PREFIX)
+    const store = new AgentStore(kv, (key) => owned.has(partitionOfHead(key)))
+    owned.onChange = (p) => store.heads.forget((key) => partitionOfHead(key) === p)
     // Only the per-agent ops are routed here (protocol/routes/agents.ts); lists stay on the shared kind,
     // so no projection is kept on this side.
     const all = agentOps(store, undefined as never)
@@ -52,7 +53,6 @@ export const agentOwnerKind: PartitionedActorKind = {
       },
       async released(p) {
         owned.delete(p)
-        store.heads.forget((key) => partitionOfKey(key) === p)
       },
       async close() {},
     }

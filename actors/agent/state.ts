@@ -1,5 +1,5 @@
 import type { KV } from '@nats-io/kv'
-import { looksLikeId } from '../../protocol/ids.js'
+import { isId } from '../../protocol/ids.js'
 import type { Agent } from '../../protocol/schemas/agent.js'
 import { RecordStore, type Versioned } from '../kit/store.js'
 
@@ -19,6 +19,8 @@ import { RecordStore, type Versioned } from '../kit/store.js'
  */
 export interface StoredHead {
   agent: Agent
+  /** Fingerprint of the create request, when it carried an Idempotency-Key: its retries must match it. */
+  created_by?: string
 }
 
 export const HEAD_PREFIX = 'agent.'
@@ -38,7 +40,7 @@ export class AgentStore {
   /** The head of agent `id`; undefined when it does not exist (or `id` is not even shaped like an agent id). */
   async head(id: string | undefined): Promise<Versioned<StoredHead> | undefined> {
     // Ids reach KV keys: anything not shaped like ours (dots, wildcards, spaces) is simply not there.
-    if (typeof id !== 'string' || !looksLikeId('agent', id)) return undefined
+    if (typeof id !== 'string' || !isId('agent', id)) return undefined
     return this.heads.get(headKey(id))
   }
 

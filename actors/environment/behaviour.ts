@@ -1,7 +1,8 @@
 import type { KV } from '@nats-io/kv'
-import { conflict, invalidRequest, notFound } from '../../protocol/errors.js'
+import { conflict, idempotencyKeyReused, internal, invalidRequest, notFound } from '../../protocol/errors.js'
+import { fingerprint } from '../../protocol/hash.js'
 import type { ActorRequest } from '../../protocol/envelope.js'
-import { newId } from '../../protocol/ids.js'
+import { idFromKey, newId } from '../../protocol/ids.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
 import type {
   Environment, EnvironmentCreateInput, EnvironmentListInput, EnvironmentUpdateInput,
@@ -26,9 +27,12 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
   return {
     async create(req: Req<EnvironmentCreateInput>) {
       const b = req.body
+      // With an Idempotency-Key the id comes from the key: a retry finds the environment its first attempt stored.
+      const createdBy = req.key === undefined ? undefined : fingerprint(b)
+      const id = req.key === undefined ? newId('env') : idFromKey('env', 'environments.create', req.key)
       const t = now()
       const env: Environment = {
-        id: newId('env'),
+        id,
         type: 'environment',
         name: b.name,
         description: b.description ?? null,
@@ -38,8 +42,11 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
         updated_at: t,
         archived_at: null,
       }
-      await store.create(envKey(env.id), { env, refs: 0 })
-      return view(env)
+      if ((await store.create(envKey(id), { env, refs: 0, ...(createdBy ? { created_by: createdBy } : {}) })) !== false) return view(env)
+      const cur = createdBy ? await store.get(envKey(id)) : undefined
+      if (!cur) throw internal(`environment id ${id} collided`)
+      if (cur.value.created_by !== createdBy) throw idempotencyKeyReused()
+      return view(cur.value.env)
     },
 
     async get(req: Req) {

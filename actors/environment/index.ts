@@ -2,7 +2,7 @@ import type { Environment } from '../../protocol/schemas/environment.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { Projection } from '../kit/projection.js'
 import type { SharedActorKind } from '../kit/types.js'
-import { retryWhileStarting } from '../kit/retry.js'
+import { openBucket } from '../kit/buckets.js'
 import { environmentOps } from './behaviour.js'
 import { ENV_PREFIX, type StoredEnvironment } from './state.js'
 
@@ -11,7 +11,7 @@ export const environmentKind: SharedActorKind = {
   kind: 'environment',
   placement: 'shared',
   async start(ctx) {
-    const kv = await retryWhileStarting('environments bucket', () => ctx.kvm.create(Buckets.environments, { history: 1 }))
+    const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.environments)
     const projection = new Projection<Environment>(kv, ENV_PREFIX, (s: StoredEnvironment) => s.env)
     await projection.start()
     return { ops: environmentOps(kv, projection), close: async () => projection.stop() }

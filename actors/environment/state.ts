@@ -5,6 +5,8 @@ export interface StoredEnvironment {
   env: Environment
   /** Sessions that reference this environment; delete is refused while non-zero. */
   refs: number
+  /** Fingerprint of the create request, when it carried an Idempotency-Key: its retries must match it. */
+  created_by?: string
 }
 
 export const envKey = (id: string) => `env.${id}`

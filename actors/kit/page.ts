@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '../../protocol/cursor.js'
+import { decodeCursor, encodeCursor, isRecordPosition } from '../../protocol/cursor.js'
 import type { Projection, Sortable } from './projection.js'
 
 export interface Page<T> {
@@ -19,7 +19,7 @@ export function pageOf<T extends Sortable, R = T>(
   keep: (rec: T) => boolean,
   view: (rec: T) => R = (r) => r as unknown as R,
 ): Page<R> {
-  const after = decodeCursor<Sortable>(resource, filters, page)
+  const after = decodeCursor(resource, filters, page, isRecordPosition)
   const all = projection.list()
   const data: R[] = []
   let last: T | undefined

@@ -1,6 +1,9 @@
+import { isTransientNatsError } from './nats-errors.js'
+
 /**
- * JetStream answers "jetstream is not enabled" (no responders) while it elects a leader, right after a
- * server starts or restarts. Those calls are safe to repeat.
+ * JetStream refuses calls while it starts or elects a leader (right after a server starts or restarts, or while a
+ * cluster forms): no responders, timeouts, "temporarily unavailable". Those calls are safe to repeat, until the
+ * deadline; anything else fails at once. The error names `what` and keeps NATS's error as its cause.
  */
 export async function retryWhileStarting<T>(what: string, fn: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs
@@ -9,8 +12,7 @@ export async function retryWhileStarting<T>(what: string, fn: () => Promise<T>, 
       return await fn()
     } catch (err) {
       const msg = String((err as Error)?.message ?? err)
-      const transient = /not enabled|no responders|timeout|TIMEOUT|503|leader/i.test(msg)
-      if (!transient || Date.now() > deadline) throw new Error(`${what}: ${msg}`, { cause: err })
+      if (!isTransientNatsError(err) || Date.now() > deadline) throw new Error(`${what}: ${msg}`, { cause: err })
       await new Promise((r) => setTimeout(r, delay))
     }
   }

@@ -1,7 +1,7 @@
 import type { KV, KvEntry } from '@nats-io/kv'
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { encode, decode } from '../../protocol/codec.js'
 import { unavailable } from '../../protocol/errors.js'
+import { isCasConflict } from './nats-errors.js'
 
 /** A value read from KV with the revision a compare-and-set must name. */
 export interface Versioned<T> {
@@ -9,58 +9,68 @@ export interface Versioned<T> {
   revision: number
 }
 
-/** True when a CAS write lost the race: the key moved on (update) or already exists (create). */
-export function isCasConflict(err: unknown): boolean {
-  if (err instanceof JetStreamApiError) {
-    return err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === 10164
-  }
-  // kv.create reports an existing key as a plain error after re-checking the last value.
-  return err instanceof Error && /wrong last sequence|key exists/i.test(err.message)
-}
+/** True when a CAS write lost the race (typed on JetStream's API codes; see nats-errors.ts). */
+export { isCasConflict }
 
 /**
  * Typed msgpack records in one KV bucket.
  *
  * `owns` turns on a write-through cache for keys this host is the only writer of (single-activation
  * actors): reads of those keys are served from memory, and any failed compare-and-set drops the entry so
- * the next read goes back to KV. Keys it does not own are always read from KV.
+ * the next read goes back to KV. Keys it does not own are always read from KV. With `copies`, the cache
+ * holds the stored bytes and every read decodes its own copy, for callers that change what they read (and
+ * fewer bytes held than objects).
  */
 export class RecordStore<T> {
-  private readonly cache = new Map<string, Versioned<T>>()
-  /** The last queued mutation of each key (settles, never rejects). */
-  private readonly turns = new Map<string, Promise<void>>()
+  private readonly cache = new Map<string, { value: T | Uint8Array; revision: number }>()
+  /** Mutations waiting for the write in flight on their key. */
+  private readonly queued = new Map<string, Mutation<T>[]>()
+  private readonly draining = new Set<string>()
+  /** What `mutate` last wrote per key on this host: its first guess of the current value. */
+  private readonly lastWritten = new Map<string, Versioned<T>>()
 
   constructor(
     readonly kv: KV,
     private readonly owns: (key: string) => boolean = () => false,
+    /** Cache encoded records and decode a copy per read. Default false: readers share the cached object. */
+    private readonly copies = false,
   ) {}
 
   async get(key: string): Promise<Versioned<T> | undefined> {
     const hit = this.cache.get(key)
-    if (hit) return hit
-    const e = await this.kv.get(key)
-    const v = live(e) ? { value: decode<T>(e.value), revision: e.revision } : undefined
-    if (v) this.remember(key, v.value, v.revision)
+    if (hit) return this.copies ? { value: decode<T>(hit.value as Uint8Array), revision: hit.revision } : (hit as Versioned<T>)
+    let e = await this.kv.get(key)
+    // Any replica answers a direct get, and one that is behind (restarted, catching up) says "no such key" for a
+    // key that exists: a 404 for an existing session. Absence is confirmed at the stream's leader.
+    if (!live(e)) e = await readAtLeader(this.kv, key)
+    if (!live(e)) return undefined
+    const v = { value: decode<T>(e.value), revision: e.revision }
+    this.remember(key, v.value, e.value, v.revision)
     return v
   }
 
-  private remember(key: string, value: T, revision: number) {
-    if (this.owns(key)) this.cache.set(key, { value, revision })
+  private remember(key: string, value: T, bytes: Uint8Array, revision: number) {
+    if (!this.owns(key)) return
+    // A copy: what was packed or received is a view into a larger buffer that caching it would keep alive.
+    this.cache.set(key, { value: this.copies ? new Uint8Array(bytes) : value, revision })
   }
 
   /** Forgets cached entries (a partition was given away). */
   forget(match: (key: string) => boolean = () => true): void {
     for (const k of this.cache.keys()) if (match(k)) this.cache.delete(k)
+    for (const k of this.lastWritten.keys()) if (match(k)) this.lastWritten.delete(k)
   }
 
   /** Creates the key; false if it exists. */
   async create(key: string, value: T): Promise<number | false> {
     try {
-      const rev = await this.kv.create(key, encode(value))
-      this.remember(key, value, rev)
+      const bytes = encode(value)
+      const rev = await this.kv.create(key, bytes)
+      this.remember(key, value, bytes, rev)
       return rev
     } catch (err) {
       this.cache.delete(key)
+      this.lastWritten.delete(key)
       if (isCasConflict(err)) return false
       throw err
     }
@@ -69,11 +79,13 @@ export class RecordStore<T> {
   /** Writes if the key is still at `revision`; false if someone wrote first. */
   async update(key: string, value: T, revision: number): Promise<number | false> {
     try {
-      const rev = await this.kv.update(key, encode(value), revision)
-      this.remember(key, value, rev)
+      const bytes = encode(value)
+      const rev = await this.kv.update(key, bytes, revision)
+      this.remember(key, value, bytes, rev)
       return rev
     } catch (err) {
       this.cache.delete(key)
+      this.lastWritten.delete(key)
       if (isCasConflict(err)) return false
       throw err
     }
@@ -81,14 +93,17 @@ export class RecordStore<T> {
 
   async put(key: string, value: T): Promise<number> {
     this.cache.delete(key)
-    const rev = await this.kv.put(key, encode(value))
-    this.remember(key, value, rev)
+    this.lastWritten.delete(key)
+    const bytes = encode(value)
+    const rev = await this.kv.put(key, bytes)
+    this.remember(key, value, bytes, rev)
     return rev
   }
 
   /** Deletes if the key is still at `revision`; false if someone wrote first. */
   async delete(key: string, revision: number): Promise<boolean> {
     this.cache.delete(key)
+    this.lastWritten.delete(key)
     try {
       await this.kv.delete(key, { previousSeq: revision })
       return true
@@ -101,40 +116,117 @@ export class RecordStore<T> {
   /**
    * Read-modify-write under CAS, retried while other writers win. `change` returns the new value, or
    * undefined to write nothing; it may throw an ApiError to refuse.
+   *
+   * Mutations of one key on this host are batched: those that arrive while a write is in flight are applied in
+   * order to the same value and stored with one compare-and-set, each caller getting its own result (or
+   * refusal) once that write lands. The first guess of the current value is the one this host last wrote; a
+   * stale guess only costs a failed CAS, and an outcome that writes nothing is re-checked against KV, so callers
+   * see what a fresh read would have given them. (32 concurrent session creates on one environment used to
+   * take turns of a read and a write each.)
    */
-  async mutate<R>(
+  mutate<R>(
     key: string,
     change: (current: Versioned<T>) => { next?: T; result: R },
     missing: () => never,
     attempts = 20,
   ): Promise<R> {
-    // Mutations of one key on this host take turns, so CAS retries are only needed against other hosts
-    // (32 concurrent session creates on one environment used to exhaust the attempts and fail).
-    const prev = this.turns.get(key) ?? Promise.resolve()
-    const mine = prev.then(() => this.mutateNow(key, change, missing, attempts))
-    const turn = mine.then(() => undefined, () => undefined)
-    this.turns.set(key, turn)
-    void turn.then(() => {
-      if (this.turns.get(key) === turn) this.turns.delete(key)
+    return new Promise<R>((resolve, reject) => {
+      let q = this.queued.get(key)
+      if (!q) this.queued.set(key, (q = []))
+      q.push({ change, missing, resolve, reject, attempts } as Mutation<T>)
+      if (!this.draining.has(key)) void this.drain(key)
     })
-    return mine
   }
 
-  private async mutateNow<R>(
-    key: string,
-    change: (current: Versioned<T>) => { next?: T; result: R },
-    missing: () => never,
-    attempts: number,
-  ): Promise<R> {
-    for (let i = 0; i < attempts; i++) {
-      const current = await this.get(key)
-      if (!current) missing()
-      const { next, result } = change(current)
-      if (next === undefined) return result
-      if ((await this.update(key, next, current.revision)) !== false) return result
+  private async drain(key: string): Promise<void> {
+    this.draining.add(key)
+    try {
+      for (let batch = this.queued.get(key); batch?.length; batch = this.queued.get(key)) {
+        this.queued.delete(key)
+        await this.applyBatch(key, batch).catch((err) => {
+          for (const m of batch!) m.reject(err)
+        })
+      }
+    } finally {
+      this.draining.delete(key)
+    }
+  }
+
+  private async applyBatch(key: string, batch: Mutation<T>[]): Promise<void> {
+    const attempts = Math.max(...batch.map((m) => m.attempts))
+    let guess = this.lastWritten.get(key)
+    for (let i = 0; i < attempts; ) {
+      const current = guess ?? (await this.get(key))
+      const guessed = !!guess
+      guess = undefined
+      if (!guessed) i++
+      const outcomes: Array<{ ok: true; result: unknown } | { ok: false; err: unknown }> = []
+      let value = current?.value
+      let changed = false
+      for (const m of batch) {
+        try {
+          if (!current) m.missing()
+          const { next, result } = m.change({ value: value!, revision: current!.revision })
+          if (next !== undefined) {
+            value = next
+            changed = true
+          }
+          outcomes.push({ ok: true, result })
+        } catch (err) {
+          outcomes.push({ ok: false, err })
+        }
+      }
+      // A guess is trusted only once a compare-and-set on it succeeds.
+      if (!changed && guessed) continue
+      if (changed) {
+        const rev = await this.update(key, value!, current!.revision)
+        if (rev === false) continue
+        this.noteWritten(key, value!, rev)
+      }
+      batch.forEach((m, j) => {
+        const o = outcomes[j]!
+        if (o.ok) m.resolve(o.result)
+        else m.reject(o.err)
+      })
+      return
     }
     throw unavailable('Too many concurrent changes to the same record; retry shortly')
   }
+
+  private noteWritten(key: string, value: T, revision: number) {
+    this.lastWritten.delete(key)
+    if (this.lastWritten.size >= GUESSES) this.lastWritten.delete(this.lastWritten.keys().next().value!)
+    this.lastWritten.set(key, { value, revision })
+  }
 }
 
+interface Mutation<T> {
+  change: (current: Versioned<T>) => { next?: T; result: unknown }
+  missing: () => never
+  resolve: (r: any) => void
+  reject: (err: unknown) => void
+  attempts: number
+}
+
+/** How many keys' last written values `mutate` keeps as guesses. */
+const GUESSES = 1024
+
 export const live = (e: KvEntry | null): e is KvEntry => !!e && e.operation === 'PUT'
+
+/**
+ * `kv.get` answered by the bucket stream's leader (STREAM.MSG.GET) instead of any replica (DIRECT.GET, which the
+ * client uses whenever the bucket allows direct gets). The client has no option for it; it reads its `direct`
+ * flag synchronously, before its first await, so the flag is off for exactly this call.
+ */
+export async function readAtLeader(kv: KV, key: string): Promise<KvEntry | null> {
+  const bucket = kv as unknown as { direct?: boolean }
+  const direct = bucket.direct
+  bucket.direct = false
+  let read: Promise<KvEntry | null>
+  try {
+    read = kv.get(key)
+  } finally {
+    bucket.direct = direct
+  }
+  return read
+}

@@ -4,6 +4,7 @@ import type { Kvm } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import type { ActorRequest } from '../../protocol/envelope.js'
 import type { SharedKind, PartitionedKind } from '../../protocol/subjects.js'
+import type { Storage } from './replicas.js'
 
 /** What a host hands every actor kind when it starts it. */
 export interface HostContext {
@@ -11,10 +12,17 @@ export interface HostContext {
   js: JetStreamClient
   jsm: JetStreamManager
   kvm: Kvm
+  /** Where streams and buckets are kept (replicas): pass to openBucket and stream creation. */
+  storage: Storage
   log: Logger
   hostId: string
   /** Environment-derived settings a kind may need (model endpoint, keys, data dir). */
   settings: HostSettings
+  /**
+   * Whether this host may serve (and write for) partition p of a kind right now: it holds it and its heartbeat
+   * is fresh. False from before another host could take it over until the host has re-read its records.
+   */
+  serves(kind: PartitionedKind, p: number): boolean
   /** Ask another actor (same wire as the gateway uses). Throws the actor's ApiError. */
   ask<T = unknown>(subject: string, req: Omit<ActorRequest, 'rid'> & { rid?: string }, timeoutMs?: number): Promise<T>
 }
@@ -24,6 +32,8 @@ export interface HostSettings {
   modelBaseUrl?: string
   anthropicApiKey?: string
   dataDir: string
+  /** Copies of every stream and bucket (`TROUPE_REPLICAS`). Default 1. */
+  replicas?: number
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
   session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; maxTokens: number }>
 }

@@ -1,21 +1,24 @@
 import path from 'node:path'
 import { rm } from 'node:fs/promises'
-import type Anthropic from '@anthropic-ai/sdk'
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
 import type { KV } from '@nats-io/kv'
-import { conflict, unavailable } from '../../protocol/errors.js'
-import type { SessionEvent, StopReason } from '../../protocol/events.js'
+import { conflict, idempotencyKeyReused, isApiError, uncertain, unavailable } from '../../protocol/errors.js'
+import type { RequestTag, SessionEvent, StopReason } from '../../protocol/events.js'
+import { fingerprint } from '../../protocol/hash.js'
 import { newId } from '../../protocol/ids.js'
 import type { Session } from '../../protocol/session.js'
-import { actorSubject } from '../../protocol/subjects.js'
+import { partitionOf } from '../../protocol/subjects.js'
 import { now } from '../../protocol/time.js'
 import { budgetReached, emptyUsage, toWireUsage, type ModelUsage, type UsageTotals } from '../../protocol/usage.js'
 import { createHostSandbox, type Sandbox } from '../../sandbox/index.js'
-import type { RecordStore } from '../kit/store.js'
+import { live, type RecordStore } from '../kit/store.js'
+import { isTransientNatsError, storeUnavailable } from '../kit/nats-errors.js'
 import type { HostContext } from '../kit/types.js'
 import { History } from './history.js'
-import { EventLog, FenceLost, lastSequence, purgeSession, readSession } from './log.js'
-import { classifyFailure, streamModel, type ModelResponse } from './model.js'
+import type { AgentResolver } from './admission.js'
+import type { EnvironmentRefs } from './references.js'
+import { AppendUncertain, EventLog, FenceLost, NotServing, lastSequence, purgeSession, readSession } from './log.js'
+import { classifyFailure, streamModel, type Model, type ModelResponse } from './model.js'
 import { sessionKey, workKey, type SessionRecord } from './state.js'
 import { permissionFields, routeTool, toolDefinitions } from './tools.js'
 
@@ -35,11 +38,23 @@ export interface ActorDeps {
   store: RecordStore<SessionRecord>
   kv: KV
   /** Undefined when neither a model base URL nor a key is configured: turns end with a session.error. */
-  model: Anthropic | undefined
+  model: Model | undefined
+  environments: EnvironmentRefs
+  /** Reads the agent a new session snapshots. */
+  agents: AgentResolver
   settings: SessionSettings
-  /** Called when the actor lost its fence (another host owns the session now) or was deleted. */
+  /** Called when the actor leaves memory without failing (the session was deleted, or it was idle). */
   gone(actor: SessionActor): void
+  /**
+   * Called when the actor failed: it is rebuilt from what was stored and carries on, while this host serves its
+   * partition. `own`: the failure was the session's own (a bug, bad data), which would recur; not the store being
+   * unavailable, a lost fence or the host's heartbeat lapsing. Only those count towards ending its turn.
+   */
+  crashed(actor: SessionActor, own: boolean): void
 }
+
+const eventLog = (deps: ActorDeps, id: string, lastSeq: number) =>
+  new EventLog(deps.ctx.js, deps.ctx.nc, id, lastSeq, () => deps.ctx.serves('session', partitionOf(id)))
 
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
 const NOT_RERUN = 'The host running this tool stopped before the tool finished. It was not run again, so that it never runs twice; run it again if that is safe.'
@@ -67,8 +82,15 @@ export class SessionActor {
   private kickedWhilePumping = false
   private lastStop: { reason: StopReason; details: unknown } | undefined
   private attempts = 0
+  /** What the running turn did so far, for its log line when it ends (running → idle). */
+  private turnStats: TurnStats | undefined
+  /** The request that stored each queued message, and the one whose message started the turn: for log lines. */
+  private readonly rids = new Map<string, string>()
+  private turnRid: string | undefined
   /** Client events handled whose ids the next stored event carries. */
   private readonly handledIds: string[] = []
+  /** Requests whose events are being stored, by key: a retry waits for its first attempt. */
+  private readonly accepting = new Map<string, Promise<void>>()
   dead = false
   lastActive = Date.now()
 
@@ -85,7 +107,7 @@ export class SessionActor {
 
   /** Rebuilds a session from its record and its history; undefined when it does not exist. */
   static async load(deps: ActorDeps, id: string): Promise<SessionActor | undefined> {
-    const cur = await deps.store.get(sessionKey(id))
+    const [cur, work] = await Promise.all([deps.store.get(sessionKey(id)), deps.kv.get(workKey(id))])
     if (!cur) return undefined
     const rec = cur.value
     // The record holds the latest snapshot; replay re-derives what the events say from a clean start.
@@ -94,16 +116,17 @@ export class SessionActor {
     rec.session.status = 'idle'
     const h = new History(rec)
     const last = await lastSequence(deps.ctx.jsm, id)
-    await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed))
-    const actor = new SessionActor(deps, h, new EventLog(deps.ctx.js, deps.ctx.nc, id, last), cur.revision)
+    await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed, r.request))
+    const actor = new SessionActor(deps, h, eventLog(deps, id, last), cur.revision)
     actor.recovering = h.status === 'running' || h.status === 'rescheduling'
-    actor.workMarked = actor.recovering
+    // A marker left by a host that died after its last turn ended is cleared when this actor's mailbox empties.
+    actor.workMarked = actor.recovering || live(work)
     return actor
   }
 
   /** A session that was just stored by create (its history is empty). */
   static fresh(deps: ActorDeps, rec: SessionRecord, revision: number): SessionActor {
-    return new SessionActor(deps, new History(rec), new EventLog(deps.ctx.js, deps.ctx.nc, rec.session.id, 0), revision)
+    return new SessionActor(deps, new History(rec), eventLog(deps, rec.session.id, 0), revision)
   }
 
   /** True while the actor has something to do or a reason to stay (a live shell). */
@@ -123,23 +146,76 @@ export class SessionActor {
 
   // ------------------------------------------------------------------------------------------ operations
 
-  /** Stores client events (validated by the caller against this actor's state), then lets the mailbox run. */
-  async accept(events: SessionEvent[]): Promise<void> {
+  /**
+   * Stores the client events of one POST, then lets the mailbox run. `key` names the request (`k:` and the
+   * client's Idempotency-Key, else `r:` and the request id): a retry of a request already stored is answered with
+   * the events stored for it, and one stored in part stores only the rest. `check` validates, against this
+   * actor's state, the events about to be stored.
+   */
+  async accept<E extends { type: string }>(
+    sent: readonly E[],
+    req: { rid: string; key?: string },
+    check: (events: E[]) => void = () => undefined,
+  ): Promise<SessionEvent[]> {
     this.alive()
-    const stored = this.write(async () => {
-      // Checked again in order with the other appends: an archive that got in first wins.
-      if (this.h.session.archived_at) return false
-      for (const e of events) {
-        await this.log.append(e, e.id)
-        this.h.apply(e)
-      }
-      return true
-    })
-    // The work marker goes down beside the append: both are in place before the POST answers.
-    const [ok] = await Promise.all([stored, events.some((e) => e.type !== 'user.interrupt') ? this.markWork() : undefined])
+    const key = req.key !== undefined ? `k:${req.key}` : `r:${req.rid}`
+    const hash = fingerprint(sent)
+    // A retry that arrives while its first attempt is being stored waits for it, then finds it. From here to
+    // `accepting.set` nothing awaits: two attempts that arrive together (both waiting for the actor to load)
+    // must not both find nothing stored and both store.
+    for (let inflight = this.accepting.get(key); inflight; inflight = this.accepting.get(key)) {
+      await inflight.catch(() => undefined)
+      this.alive()
+    }
+    const prior = this.h.requests.get(key)
+    if (prior && prior.hash !== hash) throw idempotencyKeyReused()
+    const events = sent.map((e, i) => ({ ...e, id: prior?.ids[i] ?? newId('sevt'), processed_at: null }) as SessionEvent)
+    const todo = events.map((e, index) => ({ e, index })).filter(({ index }) => prior?.ids[index] === undefined)
+    if (!todo.length) return events
+    check(todo.map((t) => sent[t.index]!))
+    const stored = this.store(todo, { key, hash, count: events.length }, req)
+    this.accepting.set(key, stored)
+    try {
+      await stored
+    } finally {
+      if (this.accepting.get(key) === stored) this.accepting.delete(key)
+    }
+    return events
+  }
+
+  private async store(todo: Array<{ e: SessionEvent; index: number }>, tag: Omit<RequestTag, 'index'>, req: { rid: string; key?: string }) {
+    for (const { e } of todo) if (e.type === 'user.message') this.rids.set(e.id, req.rid)
+    // The work marker goes down first: if it cannot be written, nothing is stored and the POST may be retried;
+    // once the events are, a host taking over finds them.
+    if (todo.some(({ e }) => e.type !== 'user.interrupt')) {
+      // Nothing is stored yet, whatever the marker's write did: a retry is safe.
+      await this.markWork().catch((err) => {
+        throw storeUnavailable(err) ?? err
+      })
+    }
+    let storedAny = false
+    let ok: boolean
+    try {
+      ok = await this.write(async () => {
+        // Checked again in order with the other appends: an archive that got in first wins.
+        if (this.h.session.archived_at) return false
+        for (const { e, index } of todo) {
+          const request = { ...tag, index }
+          await this.log.append(e, { id: e.id, request })
+          storedAny = true
+          this.h.apply(e, undefined, request)
+        }
+        return true
+      })
+    } catch (err) {
+      // Certainly nothing stored (fenced off before the first append, or the actor stopping): safe to retry.
+      const retryable = (!storedAny && !(err instanceof AppendUncertain)) || req.key !== undefined
+      if (retryable) throw isApiError(err) ? err : unavailable('The session is moving to another host; retry shortly', 500)
+      throw uncertain(`The request's events (${todo.length})`)
+    }
     if (!ok) throw conflict(`Session ${this.id} is archived; it accepts no more events`, 'session_archived')
     // An interrupt acts at once: the running turn stops at its next step, and the mailbox handles the rest.
-    if (events.some((e) => e.type === 'user.interrupt')) this.turn?.abort()
+    if (todo.some(({ e }) => e.type === 'user.interrupt')) this.turn?.abort()
     this.kick()
   }
 
@@ -178,7 +254,7 @@ export class SessionActor {
   }
 
   /** Delete: the record goes first (the session is gone for readers), then its history, workdir and reference. */
-  async destroy(): Promise<void> {
+  async destroy(rid?: string): Promise<void> {
     this.alive()
     if (this.isRunning()) throw conflict(`Session ${this.id} is running; interrupt it first (send user.interrupt)`, 'session_running')
     const { ctx } = this.deps
@@ -194,11 +270,25 @@ export class SessionActor {
     // delete, not purge: see unmarkWork
     await this.deps.kv.delete(workKey(this.id)).catch(() => undefined)
     await purgeSession(ctx.jsm, this.id)
-    await ctx.ask(actorSubject('environment', 'release'), { op: 'release', params: { environment_id: this.h.session.environment_id }, query: {}, body: {} })
-      .catch((err) => ctx.log.warn({ err, session: this.id }, 'environment reference not released'))
+    await this.deps.environments.release(this.h.session.environment_id, this.id, rid)
     await this.sandbox?.close()
     await rm(this.workdir(), { recursive: true, force: true }).catch(() => undefined)
     this.deps.gone(this)
+  }
+
+  /**
+   * Ends the turn in flight after this actor failed again and again: the client is told why, and the session
+   * goes idle instead of staying `running` with nothing driving it. Queued input still runs.
+   */
+  abandon(message: string): void {
+    this.recovering = false
+    if (this.h.status === 'running' || this.h.status === 'rescheduling') {
+      // What the failed attempts left open is closed, as after a takeover: a stored tool use gets its one result.
+      this.closeLeftOpen()
+      this.emit('session.error', { error: { type: 'unknown_error', message, retry_status: { type: 'exhausted' } } })
+      this.idle({ type: 'retries_exhausted' })
+    }
+    this.kick()
   }
 
   /** Stops everything without writing (partition given away, host stopping). */
@@ -206,6 +296,8 @@ export class SessionActor {
     this.dead = true
     this.turn?.abort()
     await this.pumping?.catch(() => undefined)
+    // Appends already sent may still land: the next owner must read them, or its first append is fenced off.
+    await this.chain.catch(() => undefined)
     await this.sandbox?.close()
   }
 
@@ -272,6 +364,8 @@ export class SessionActor {
       if (i >= 0) {
         const ids = [pending[i]!.id]
         if (pending[i + 1]?.type === 'system.message') ids.push(pending[i + 1]!.id)
+        this.turnRid = this.rids.get(ids[0]!)
+        this.rids.delete(ids[0]!)
         this.processed(ids)
         this.attempts = 0
         await this.runTurn()
@@ -285,6 +379,9 @@ export class SessionActor {
       // Nothing left: once everything is stored, the session no longer needs resuming elsewhere.
       this.flushHandled()
       await this.chain
+      // The record must say idle before the marker goes: a host taking over serves reads of unmarked
+      // sessions from the record, so a stale "running" there would never be corrected.
+      await this.persisting
       if (this.dead || this.h.pending.size > 0) continue
       await this.unmarkWork()
       return
@@ -294,6 +391,16 @@ export class SessionActor {
   /** A takeover: the previous host died mid-turn. Close what it left open, then carry on with the turn. */
   private async recover(): Promise<void> {
     this.emit('session.status_rescheduled', {})
+    this.closeLeftOpen()
+    await this.runTurn()
+  }
+
+  /**
+   * Closes what a host that stopped mid-turn left open: the model request span (as an error) and the built-in
+   * tool uses that may have started (an error result; never run again, so none runs twice). Tools still waiting
+   * for a confirmation stay parked.
+   */
+  private closeLeftOpen(): void {
     if (this.h.openSpan) {
       this.emit('span.model_request_end', { model_request_start_id: this.h.openSpan, is_error: true, model_usage: ZERO_USAGE })
     }
@@ -302,7 +409,6 @@ export class SessionActor {
         this.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text: NOT_RERUN }], is_error: true })
       }
     }
-    await this.runTurn()
   }
 
   private async runTurn(): Promise<void> {
@@ -316,6 +422,7 @@ export class SessionActor {
     this.turn = ac
     try {
       if (this.h.status !== 'running') {
+        this.turnStats ??= newTurnStats()
         this.emit('session.status_running', {})
         void this.persist()
       }
@@ -358,6 +465,14 @@ export class SessionActor {
         this.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
         continue
       }
+      // The side effect starts only once its intent (the stored agent.tool_use) is durable: a host that dies
+      // after this point leaves a tool_use the next owner closes with an error result, never running it again;
+      // one that dies before it leaves nothing that ran.
+      await this.chain
+      if (signal.aborted || this.dead) return
+      // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
+      // tool use with an error result, so running it here could make it run after all. Step down instead.
+      if (!this.deps.ctx.serves('session', partitionOf(this.id))) throw new NotServing(`session ${this.id}: not running a tool while this host's heartbeat has lapsed`)
       const result = await this.sandboxFor().run(t.name, t.input, signal)
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
@@ -367,8 +482,9 @@ export class SessionActor {
 
   /** One model request with its retries. False when the turn ended (exhausted, failed or interrupted). */
   private async modelRequest(signal: AbortSignal): Promise<boolean> {
-    const client = this.deps.model
-    if (!client) {
+    const model = this.deps.model
+    const stats = (this.turnStats ??= newTurnStats())
+    if (!model) {
       this.emit('session.error', { error: { type: 'model_request_failed_error', message: NO_MODEL, retry_status: { type: 'exhausted' } } })
       this.idle({ type: 'retries_exhausted' })
       return false
@@ -377,13 +493,15 @@ export class SessionActor {
     const start = this.emit('span.model_request_start', {})
     const preview = (type: 'event_start' | 'event_delta', payload: unknown, of: string) => this.enqueue(async () => this.log.notify(type, payload, of))
     let res: ModelResponse
+    stats.modelRequests++
     try {
-      res = await streamModel(client, this.params(), signal, preview, () => newId('sevt'))
+      res = await streamModel(model, this.params(), signal, preview, () => newId('sevt'))
     } catch (err) {
-      const f = classifyFailure(err)
+      const f = classifyFailure(err, model.endpoint)
       this.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
       if (f.kind === 'aborted') return false
       const retry = f.kind === 'retryable' && this.attempts < this.deps.settings.retries
+      this.deps.ctx.log.warn({ session: this.id, rid: this.turnRid, endpoint: model.endpoint, error_type: f.type, attempt: this.attempts + 1, retrying: retry }, f.message)
       this.emit('session.error', { error: { type: f.type, message: f.message, retry_status: { type: retry ? 'retrying' : 'exhausted' } } })
       if (!retry) {
         this.attempts = 0
@@ -399,11 +517,14 @@ export class SessionActor {
       return true
     }
     this.attempts = 0
+    stats.inputTokens += res.usage.input_tokens ?? 0
+    stats.outputTokens += res.usage.output_tokens ?? 0
     const agent = this.h.session.agent
     for (const o of res.outputs) {
       if (o.type === 'agent.thinking') this.emit('agent.thinking', {}, o.id)
       else if (o.type === 'agent.message') this.emit('agent.message', { content: o.content }, o.id)
       else {
+        stats.toolUses++
         const route = routeTool(agent, o.name)
         if (route.kind === 'custom') this.emit('agent.custom_tool_use', { name: o.name, input: o.input })
         else {
@@ -439,8 +560,15 @@ export class SessionActor {
   // ------------------------------------------------------------------------------------------- plumbing
 
   private idle(stop: StopReason, details: unknown = null): void {
+    const started = this.turnStats?.startedAt ?? this.h.rec.running_since
     this.emit('session.status_idle', { stop_reason: stop, stop_details: details })
     void this.persist()
+    const s = this.turnStats ?? newTurnStats()
+    this.turnStats = undefined
+    this.deps.ctx.log.info({
+      session: this.id, rid: this.turnRid, stop_reason: stop.type, duration_ms: started === null ? null : Date.now() - started,
+      input_tokens: s.inputTokens, output_tokens: s.outputTokens, model_requests: s.modelRequests, tool_uses: s.toolUses,
+    }, 'turn ended')
   }
 
   /**
@@ -452,7 +580,7 @@ export class SessionActor {
     const ev = { type, id, ...fields, processed_at: now() } as SessionEvent
     const carried = this.handledIds.splice(0)
     this.h.apply(ev)
-    this.enqueue(() => this.log.append(ev, id, carried))
+    this.enqueue(() => this.log.append(ev, { id, processed: carried }))
     return ev
   }
 
@@ -521,15 +649,21 @@ export class SessionActor {
 
   private failed(err: unknown) {
     if (this.dead) return
-    if (err instanceof FenceLost) {
-      this.deps.ctx.log.warn({ session: this.id, err: err.message }, 'session fence lost; stepping down')
+    const steppedDown = err instanceof FenceLost || err instanceof NotServing
+    const storeDown = !steppedDown && (err instanceof AppendUncertain || isTransientNatsError(err) || (isApiError(err) && err.status === 503))
+    if (steppedDown) {
+      this.deps.ctx.log.warn({ session: this.id, err: err.message }, 'session actor stepping down')
+    } else if (storeDown) {
+      this.deps.ctx.log.warn({ session: this.id, err: (err as Error).message }, 'session actor stopped: the store is unavailable; it will be rebuilt from its history')
     } else {
       this.deps.ctx.log.error({ session: this.id, err }, 'session actor failed; it will be rebuilt from its history')
     }
     this.dead = true
     this.turn?.abort()
     void this.sandbox?.close()
-    this.deps.gone(this)
+    // Stepping down is not the end: while this host (still, or again) serves the partition, the session is
+    // rebuilt here from what was stored, including what another writer slipped in. Else its new owner has it.
+    this.deps.crashed(this, !steppedDown && !storeDown)
   }
 
   private workdir() {
@@ -540,6 +674,16 @@ export class SessionActor {
     return (this.sandbox ??= createHostSandbox({ workdir: this.workdir() }))
   }
 }
+
+interface TurnStats {
+  startedAt: number
+  modelRequests: number
+  toolUses: number
+  inputTokens: number
+  outputTokens: number
+}
+
+const newTurnStats = (): TurnStats => ({ startedAt: Date.now(), modelRequests: 0, toolUses: 0, inputTokens: 0, outputTokens: 0 })
 
 // ------------------------------------------------------------------------------------------------- views
 

@@ -1,23 +1,22 @@
 import type { ActorRequest } from '../../protocol/envelope.js'
-import { conflict, invalidRequest, notFound } from '../../protocol/errors.js'
-import { decodeCursor, encodeCursor } from '../../protocol/cursor.js'
-import { isInternalType, type SessionEvent, type StreamOpenReply } from '../../protocol/events.js'
-import { newId } from '../../protocol/ids.js'
+import { conflict, idempotencyKeyReused, inField, invalidRequest, notFound } from '../../protocol/errors.js'
+import { fingerprint } from '../../protocol/hash.js'
+import type { StreamOpenReply } from '../../protocol/events.js'
 import type { EventsListInput, EventsSendInput } from '../../protocol/schemas/events.js'
 import type { SessionCreateInput, SessionUpdateInput } from '../../protocol/schemas/session.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
-import type { Environment } from '../../protocol/schemas/environment.js'
 import type { Session } from '../../protocol/session.js'
-import { actorSubject } from '../../protocol/subjects.js'
 import { now } from '../../protocol/time.js'
 import { budgetCents, checkBudgetUpdate, emptyUsage, formatAmount, listCostCents, toWireUsage, type BudgetErrorCode } from '../../protocol/usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
 import { checkCreateInput, checkEnvironment, modelsOf, prefixed, snapshotAgent } from './admission.js'
 import { SessionActor, viewOf } from './actor.js'
 import type { ActorDeps } from './actor.js'
-import { lastSequence, readSession } from './log.js'
+import { checkFits, lastSequence } from './log.js'
+import { listEvents } from './pages.js'
 import { checkClientEvents } from './rules.js'
-import { sessionKey, type SessionRecord } from './state.js'
+import { sessionKey, workKey, type SessionRecord } from './state.js'
+import { live as present } from '../kit/store.js'
 
 type Req<B = unknown, Q = unknown> = ActorRequest<B, Q>
 export type SessionOp = (id: string, req: Req<any, any>) => Promise<unknown>
@@ -25,7 +24,7 @@ export type SessionOp = (id: string, req: Req<any, any>) => Promise<unknown>
 export interface Actors {
   /** The live actor of a session, loading it (replaying its history) when needed; undefined if none exists. */
   get(id: string): Promise<SessionActor | undefined>
-  /** The actor if it is in memory now; reads of idle sessions need no replay. */
+  /** The actor if it is in memory now (a read keeps it there); reads of idle sessions need no replay. */
   peek(id: string): SessionActor | undefined
   /** A session created here: its actor starts in memory. */
   add(actor: SessionActor): void
@@ -41,25 +40,37 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
     // An append stored (and republished) but not yet acknowledged must count, or a tail that subscribed
     // just after it would neither replay nor receive it.
     if (a) return a.settledSeq()
-    if (!(await store.get(sessionKey(id)))) throw missing(id)
-    return lastSequence(ctx.jsm, id)
+    const [rec, last] = await Promise.all([store.get(sessionKey(id)), lastSequence(ctx.jsm, id)])
+    if (!rec) throw missing(id)
+    return last
   }
   const live = async (id: string) => {
     const a = await actors.get(id)
     if (!a) throw missing(id)
     return a
   }
+  /** The session a create with this Idempotency-Key stored before, completed if it was stored in part. */
+  const retriedCreate = async (id: string, req: Req<SessionCreateInput>) => {
+    const cur = await store.get(sessionKey(id))
+    if (!cur) return undefined
+    if (cur.value.created_by !== fingerprint(req.body)) throw idempotencyKeyReused()
+    const actor = await live(id)
+    // Its host may have died between storing the record and storing every initial event: store the rest.
+    if (req.body.initial_events?.length) await actor.accept(req.body.initial_events, req)
+    return actor.view()
+  }
 
   return {
     async create(id, req: Req<SessionCreateInput>) {
       const b = req.body
-      const agent = await snapshotAgent(ctx, b.agent)
+      checkFits(ctx.nc, b.initial_events ?? [])
+      // A retried create (same Idempotency-Key, so the same id) finds what its first attempt stored.
+      const again = req.key === undefined ? undefined : await retriedCreate(id, req)
+      if (again) return again
+      const agent = await snapshotAgent(deps.agents, b.agent).catch(inField('agent'))
       checkCreateInput(b, agent)
-      const env = await ctx.ask<Environment>(actorSubject('environment', 'acquire'), {
-        op: 'acquire', params: { environment_id: b.environment_id }, query: {}, body: {},
-      })
-      const release = () => ctx.ask(actorSubject('environment', 'release'), { op: 'release', params: { environment_id: env.id }, query: {}, body: {} })
-        .catch((err) => ctx.log.warn({ err, env: env.id }, 'environment reference not released'))
+      const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
+      const release = () => deps.environments.release(env.id, id, req.rid)
       try {
         checkEnvironment(env)
       } catch (err) {
@@ -68,7 +79,6 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       }
       const t = now()
       const budget = b.budget ?? null
-      const initial: SessionEvent[] = (b.initial_events ?? []).map((e) => ({ ...e, id: newId('sevt'), processed_at: null }))
       const session: Session = {
         id, type: 'session', status: 'idle', agent, environment_id: env.id, title: b.title ?? null, metadata: b.metadata ?? {},
         budget, resources: [], vault_ids: [], outcome_evaluations: [],
@@ -77,6 +87,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       }
       const rec: SessionRecord = {
         session, env: env.config, totals: emptyUsage(), budget_created: budget !== null, budget_removed: false, running_since: null,
+        ...(req.key === undefined ? {} : { created_by: fingerprint(b) }),
       }
       const rev = await store.create(sessionKey(id), rec).catch(async (err) => {
         await release()
@@ -84,12 +95,14 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       })
       if (rev === false) {
         await release()
+        const raced = req.key === undefined ? undefined : await retriedCreate(id, req)
+        if (raced) return raced
         throw conflict(`Session ${id} already exists`)
       }
       const actor = SessionActor.fresh(deps, rec, rev)
       actors.add(actor)
-      if (initial.length) {
-        await actor.accept(initial)
+      if (b.initial_events?.length) {
+        await actor.accept(b.initial_events, req)
         // The turn starts at once; the reply says so even if the first status event is a moment away.
         return { ...actor.view(), status: 'running' }
       }
@@ -99,9 +112,15 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
     async get(id) {
       const a = actors.peek(id)
       if (a) return a.view()
-      const cur = await store.get(sessionKey(id))
+      const [cur, work] = await Promise.all([store.get(sessionKey(id)), deps.kv.get(workKey(id))])
       if (!cur) throw missing(id)
-      return viewOf(cur.value, cur.value.totals)
+      // The record trails the history (it is written once the events it sums up are stored): a host that died
+      // in between left it stale. A session with work in flight, or whose record says it had, is answered from
+      // its replayed history, and its actor, now awake here, is driven.
+      if (cur.value.session.status === 'idle' && !present(work)) return viewOf(cur.value, cur.value.totals)
+      const actor = await live(id)
+      actor.kick()
+      return actor.view()
     },
 
     async update(id, req: Req<SessionUpdateInput>) {
@@ -153,28 +172,29 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       if (actor.isRunning() || actor.h.pending.size > 0) {
         throw conflict(`Session ${id} is running; interrupt it before archiving (send user.interrupt)`, 'session_running')
       }
-      s.archived_at = now()
       await actor.record('session.status_terminated', {})
       await actor.save()
       return actor.view()
     },
 
-    async delete(id) {
+    async delete(id, req) {
       const actor = await live(id)
-      await actor.destroy()
+      await actor.destroy(req.rid)
       return { id, type: 'session_deleted' }
     },
 
     async 'events.send'(id, req: Req<EventsSendInput>) {
+      checkFits(ctx.nc, req.body.events)
       const actor = await live(id)
-      checkClientEvents(actor.h, req.body.events)
-      const stored: SessionEvent[] = req.body.events.map((e) => ({ ...e, id: newId('sevt'), processed_at: null }))
-      await actor.accept(stored)
-      return { data: stored }
+      return { data: await actor.accept(req.body.events, req, (events) => checkClientEvents(actor.h, events)) }
     },
 
     async 'events.list'(id, req: Req<unknown, EventsListInput>) {
-      return listEvents(deps, id, await lastSeqOf(id), req.query)
+      const lastSeq = await lastSeqOf(id)
+      const a = actors.peek(id)
+      // Half the server's largest message: the page's events, their msgpack framing and the reply envelope fit.
+      const maxBytes = Math.floor((ctx.nc.info?.max_payload ?? 1024 * 1024) / 2)
+      return listEvents({ js: ctx.js, sessionId: id, lastSeq, maxBytes, queued: a ? (e) => a.h.pending.has(e) : undefined }, req.query)
     },
 
     async 'stream.open'(id): Promise<StreamOpenReply> {
@@ -192,50 +212,4 @@ function budgetMessage(code: BudgetErrorCode, consumedCents: number): string {
     case 'model_not_budgetable':
       return 'budget: every model of this session needs a known list price to be budgeted'
   }
-}
-
-/**
- * The history, oldest first by default (WIRE §7). processed_at comes from the event that marked a client event
- * handled (protocol/events.ts); `created_at` bounds compare against it. The cursor is the stream sequence of the last
- * event handed out, bound to the filters.
- */
-async function listEvents(deps: ActorDeps, id: string, lastSeq: number, q: EventsListInput) {
-  const order = q.order ?? 'asc'
-  const limit = q.limit ?? 100
-  const filters = {
-    order, types: q.types ? [...q.types].sort() : undefined,
-    gt: q['created_at[gt]']?.toISOString(), gte: q['created_at[gte]']?.toISOString(),
-    lt: q['created_at[lt]']?.toISOString(), lte: q['created_at[lte]']?.toISOString(),
-  }
-  const resource = `session_events:${id}`
-  const after = decodeCursor<number>(resource, filters, q.page)
-  const last = lastSeq
-  const all: Array<{ seq: number; event: SessionEvent }> = []
-  const byId = new Map<string, SessionEvent>()
-  await readSession(deps.ctx.js, id, last, (r) => {
-    const handled = r.type === '_processed' ? (r.event as unknown as { ids: string[] }).ids : r.processed ?? []
-    for (const pid of handled) {
-      const e = byId.get(pid)
-      if (e) e.processed_at = r.event.processed_at
-    }
-    if (!isInternalType(r.type)) {
-      all.push({ seq: r.seq, event: r.event })
-      byId.set(r.event.id, r.event)
-    }
-  })
-  const types = q.types ? new Set(q.types) : undefined
-  const bounded = filters.gt || filters.gte || filters.lt || filters.lte
-  const keep = (e: SessionEvent) => {
-    if (types && !types.has(e.type as never)) return false
-    if (!bounded) return true
-    if (!e.processed_at) return false
-    const t = e.processed_at
-    return (!filters.gt || t > filters.gt) && (!filters.gte || t >= filters.gte) && (!filters.lt || t < filters.lt) && (!filters.lte || t <= filters.lte)
-  }
-  let rows = all.filter((r) => keep(r.event))
-  if (order === 'desc') rows.reverse()
-  if (after !== undefined) rows = rows.filter((r) => (order === 'asc' ? r.seq > after : r.seq < after))
-  const page = rows.slice(0, limit)
-  const next_page = rows.length > limit ? encodeCursor(resource, filters, page[page.length - 1]!.seq) : null
-  return { data: page.map((r) => r.event), next_page }
 }

@@ -1,5 +1,6 @@
 import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages'
-import type { SessionEvent, SessionStatus, StopReason } from '../../protocol/events.js'
+import type { RequestTag, SessionEvent, SessionStatus, StopReason } from '../../protocol/events.js'
+import { RequestLog } from './requests.js'
 import { addActiveMs, addModelUsage, type ModelUsage } from '../../protocol/usage.js'
 import type { SessionRecord } from './state.js'
 
@@ -39,6 +40,8 @@ export class History {
   readonly pending = new Map<string, SessionEvent>()
   /** Tool uses of the last model response still without a result, in order. */
   readonly open = new Map<string, OpenTool>()
+  /** The POSTs that stored client events, for answering their retries. */
+  readonly requests = new RequestLog()
   /** A turn is in progress: running, or idle waiting for tool results or a budget raise. */
   turnOpen = false
   /** A span.model_request_start without its end (a request was in flight when its host died). */
@@ -53,9 +56,10 @@ export class History {
     return this.rec.session
   }
 
-  /** Applies one stored event, after the client events it marks as handled (`processed`). */
-  apply(ev: SessionEvent, processed?: readonly string[]): void {
+  /** Applies one stored event, after the client events it marks as handled (`processed`); `request`: the POST that stored it. */
+  apply(ev: SessionEvent, processed?: readonly string[], request?: RequestTag): void {
     if (processed) this.handled(processed)
+    if (request) this.requests.note(request, ev.id)
     if (ev.type === '_processed') return this.handled((ev as unknown as { ids: string[] }).ids)
     if (CLIENT_EVENT.test(ev.type)) {
       this.pending.set(ev.id, ev)
@@ -109,6 +113,8 @@ export class History {
         break
       }
       case 'session.status_terminated':
+        // Archiving is this event: a replay that never saw the record written after it still knows.
+        this.session.archived_at ??= ev.processed_at
         this.setStatus('terminated')
         this.stopClock(time(ev))
         this.turnOpen = false

@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '../../protocol/cursor.js'
+import { decodeCursor, encodeCursor, isRecordPosition } from '../../protocol/cursor.js'
 import type { SessionListInput } from '../../protocol/schemas/session.js'
 import type { Session } from '../../protocol/session.js'
 import type { Projection } from '../kit/projection.js'
@@ -9,6 +9,9 @@ interface Position {
   /** Which way the page this cursor asks for lies. */
   dir: 'next' | 'prev'
 }
+
+const isPosition = (a: unknown): a is Position =>
+  isRecordPosition(a) && ((a as { dir?: unknown }).dir === 'next' || (a as { dir?: unknown }).dir === 'prev')
 
 const key = (s: { created_at: string; id: string }) => `${s.created_at}\u0000${s.id}`
 
@@ -53,7 +56,7 @@ export function listSessions(projection: Projection<Session>, q: SessionListInpu
   if (order === 'asc') rows.reverse()
   const before = (a: string, b: string) => (order === 'desc' ? a > b : a < b)
 
-  const pos = decodeCursor<Position>('sessions', filters, q.page)
+  const pos = decodeCursor('sessions', filters, q.page, isPosition)
   let start = 0
   let end = rows.length
   if (pos?.dir === 'next') {

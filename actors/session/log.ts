@@ -1,17 +1,50 @@
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node'
-import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
-import { unavailable } from '../../protocol/errors.js'
-import { EventHeaders, type SessionEvent } from '../../protocol/events.js'
-import { readSessionEvents } from '../../protocol/event-reader.js'
+import { headers as natsHeaders, TimeoutError, type NatsConnection } from '@nats-io/transport-node'
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
+import { eventTooLarge, unavailable } from '../../protocol/errors.js'
+import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
+import { readSessionRange } from '../../protocol/event-reader.js'
 import { EVENTS_STREAM, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
+import { ensureReplicas, replicasRefused, type Storage } from '../kit/replicas.js'
 
 /** JetStream rejected an append because another writer moved the session's subject on: we lost ownership. */
 export class FenceLost extends Error {}
 
+/** This host's heartbeat lapsed: it may no longer own the session, so it writes nothing until it knows. */
+export class NotServing extends Error {}
+
+/** An append got no answer in time: it may or may not be stored. */
+export class AppendUncertain extends Error {}
+
+const isTimeout = (err: unknown) => err instanceof TimeoutError || (err instanceof Error && err.cause instanceof TimeoutError)
+
 const enc = new TextEncoder()
 
+/**
+ * JetStream's file store reads back no record over 32 MiB (nats-server's `rlBadThresh`, not configurable): a
+ * bigger one is stored, then reported corrupt on every read, which would leave the session unreadable.
+ */
+const STORE_RECORD_MAX = 32 * 1024 * 1024
+/** A record's subject, headers and framing around the event's JSON, and the id the event gets, with margin. */
+const RECORD_OVERHEAD = 1024
+
+/**
+ * Refuses (413) client events that could not all be stored and read back whole. Called before anything of
+ * the request is written, on the events as the client sent them.
+ */
+export function checkFits(nc: NatsConnection, events: ReadonlyArray<{ type: string }>): void {
+  const limit = Math.min(STORE_RECORD_MAX, nc.info?.max_payload ?? STORE_RECORD_MAX) - RECORD_OVERHEAD
+  events.forEach((e, i) => {
+    const json = JSON.stringify(e)
+    // UTF-8 takes one to three bytes per UTF-16 unit: most events need no byte count.
+    if (json.length * 3 <= limit) return
+    const size = Buffer.byteLength(json)
+    if (size > limit) throw eventTooLarge(i, e.type, size, limit)
+  })
+}
+
 /** Creates (or updates to) the one events stream: a subject per session thread, republished for live tails. */
-export async function ensureEventsStream(jsm: JetStreamManager): Promise<void> {
+export async function ensureEventsStream(storage: Storage): Promise<void> {
+  const { jsm, replicas } = storage
   const config = {
     name: EVENTS_STREAM,
     subjects: ['troupe.events.>'],
@@ -21,17 +54,24 @@ export async function ensureEventsStream(jsm: JetStreamManager): Promise<void> {
     duplicate_window: 120_000_000_000,
     allow_direct: true,
   }
+  let existing: StreamInfo
   try {
-    await jsm.streams.info(EVENTS_STREAM)
-    await jsm.streams.update(EVENTS_STREAM, config)
+    existing = await jsm.streams.info(EVENTS_STREAM)
   } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) {
-      await jsm.streams.add(config)
-      return
-    }
-    throw err
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err
+    await jsm.streams.add({ ...config, num_replicas: replicas }).catch((e) => {
+      throw e instanceof JetStreamApiError && replicas > 1 ? replicasRefused('events stream', replicas, e) : e
+    })
+    return
   }
+  const next = { ...existing.config, ...config }
+  // An update is a proposal to the cluster's meta leader: only when something we set differs.
+  if (JSON.stringify(pick(existing.config, config)) !== JSON.stringify(config)) await jsm.streams.update(EVENTS_STREAM, next)
+  await ensureReplicas(storage, EVENTS_STREAM, next)
 }
+
+/** The fields of `from` named by `like`, in `like`'s order (to compare a stored config with the one we want). */
+const pick = (from: object, like: object) => Object.fromEntries(Object.keys(like).map((k) => [k, (from as Record<string, unknown>)[k]]))
 
 /** One stored record of a session, as read back. */
 export interface Stored {
@@ -41,6 +81,18 @@ export interface Stored {
   event: SessionEvent
   /** Client event ids this record marks as handled. */
   processed: string[] | undefined
+  /** The POST that stored this client event. */
+  request: RequestTag | undefined
+}
+
+/** What an append carries beside the event. */
+export interface AppendOptions {
+  /** The event id: the message's dedupe id and `Troupe-Event-Id`. */
+  id?: string
+  /** Client events this record marks as handled. */
+  processed?: string[]
+  /** A client event: the POST that stored it. */
+  request?: RequestTag
 }
 
 /**
@@ -55,14 +107,21 @@ export class EventLog {
     readonly sessionId: string,
     /** Stream sequence of the last record on this session's primary subject (0: none). */
     public lastSeq: number,
+    /** Whether this host still serves the session's partition; checked before every append. Default: always. */
+    private readonly serving: () => boolean = () => true,
   ) {}
 
-  /** Stores one event; `processed` names client events it marks as handled. */
-  async append(event: SessionEvent | { type: string; [k: string]: unknown }, id?: string, processed?: string[]): Promise<number> {
+  /** Stores one event (or internal record). */
+  async append(event: SessionEvent | { type: string; [k: string]: unknown }, opts: AppendOptions = {}): Promise<number> {
+    const { id, processed, request } = opts
+    // The sequence fence stops a write after the new owner's first append; this stops one before it, so a host
+    // resumed from a pause cannot slip an event in between the new owner's replay and its first append.
+    if (!this.serving()) throw new NotServing(`session ${this.sessionId}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
     const h = natsHeaders()
     h.set(EventHeaders.type, event.type)
     if (id) h.set(EventHeaders.id, id)
     if (processed?.length) h.set(EventHeaders.processed, processed.join(','))
+    if (request) h.set(EventHeaders.request, formatRequestTag(request))
     let ack
     try {
       ack = await this.js.publish(eventsSubject(this.sessionId), enc.encode(JSON.stringify(event)), {
@@ -75,6 +134,8 @@ export class EventLog {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) {
         throw new FenceLost(`session ${this.sessionId} moved on without us (expected last sequence ${this.lastSeq})`)
       }
+      // No answer: the event may be stored. The actor steps down and is rebuilt from what the stream holds.
+      if (isTimeout(err)) throw new AppendUncertain(`session ${this.sessionId}: no answer to an append (expected last sequence ${this.lastSeq})`)
       throw unavailable('The session history could not be written; retry shortly', 1000)
     }
     this.lastSeq = ack.seq
@@ -102,8 +163,10 @@ export async function lastSequence(jsm: JetStreamManager, sessionId: string): Pr
 }
 
 /**
- * Reads a session's records in order through `untilSeq` (the last stored sequence when the read began),
- * calling `visit` for each; one ordered consumer, removed when done.
+ * Reads a session's records in order through `untilSeq` (the last stored sequence when the read began, read at
+ * the stream's leader), calling `visit` for each. A read served by a replica that is behind ends early; a replay
+ * that missed the newest records would rebuild a session that forgot them (a tool result, say) and then write
+ * after them, so such a read fails, retryably, rather than end short.
  */
 export async function readSession(
   js: JetStreamClient,
@@ -112,14 +175,18 @@ export async function readSession(
   visit: (rec: Stored) => void,
 ): Promise<void> {
   if (untilSeq < 1) return
-  const reader = await readSessionEvents(js, sessionId, 'all')
+  const reader = readSessionRange(js, sessionId, 1, untilSeq)
+  let last = 0
   try {
     for (let item = await reader.next(); item && item.seq !== undefined; item = await reader.next()) {
-      visit({ seq: item.seq, type: item.type ?? '', event: JSON.parse(item.json), processed: item.processed })
-      if (item.seq >= untilSeq) break
+      visit({ seq: item.seq, type: item.type ?? '', event: JSON.parse(item.json), processed: item.processed, request: parseRequestTag(item.request) })
+      last = item.seq
     }
   } finally {
     reader.close()
+  }
+  if (last < untilSeq) {
+    throw unavailable(`The history of session ${sessionId} was read up to ${last} of ${untilSeq} (a replica behind); retry shortly`, 500)
   }
 }
 

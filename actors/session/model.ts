@@ -1,5 +1,7 @@
+import { format } from 'node:util'
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk'
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
+import type { Logger } from 'pino'
 import type { ModelUsage } from '../../protocol/usage.js'
 
 /** One finished piece of a model response, in order, before the actor turns it into stored events. */
@@ -23,18 +25,68 @@ export type ModelFailure =
   | { kind: 'retryable'; type: string; message: string; retryAfterMs?: number }
   | { kind: 'fatal'; type: string; message: string }
 
+/** The model endpoint sessions call: the official client, and how logs and errors name it. */
+export interface Model {
+  client: Anthropic
+  /** `POST <base URL>/v1/messages`, without any credentials the URL carried. */
+  endpoint: string
+  /** Logs what the client says about a request (a model deprecation) once per distinct message, not per request. */
+  warnOnce(message: string): void
+}
+
 /**
  * The official client, built so that Troupe owns retries (maxRetries 0): a retry is visible in the session as
- * a session.error with retry_status and a rescheduled status, not hidden inside the client.
+ * a session.error with retry_status and a rescheduled status, not hidden inside the client. Its logger writes
+ * through pino, so stderr stays JSON.
  */
-export function modelClient(baseURL: string | undefined, apiKey: string | undefined): Anthropic {
-  return new Anthropic({
+export function modelClient(baseURL: string | undefined, apiKey: string | undefined, log: Logger): Model {
+  const clientLog = log.child({ component: 'model-client' })
+  const line = (level: 'error' | 'warn' | 'info' | 'debug') => (message: string, ...details: unknown[]) =>
+    clientLog[level](details.length ? { details: details.map((d) => (d instanceof Error ? d.message : d)) } : {}, message)
+  const client = new Anthropic({
     baseURL: baseURL ?? undefined,
     // A proxy in front of the model may hold the credentials; the client insists on something.
     apiKey: apiKey ?? 'troupe-no-key',
     maxRetries: 0,
     timeout: 10 * 60_000,
+    logger: { error: line('error'), warn: line('warn'), info: line('info'), debug: line('debug') },
   })
+  const seen = new Set<string>()
+  return {
+    client,
+    endpoint: `POST ${messagesUrl(client.baseURL)}`,
+    warnOnce(message) {
+      if (seen.has(message)) return
+      seen.add(message)
+      clientLog.warn(message)
+    },
+  }
+}
+
+function messagesUrl(base: string): string {
+  try {
+    const u = new URL(base)
+    u.username = ''
+    u.password = ''
+    return `${u.origin}${u.pathname.replace(/\/+$/, '')}/v1/messages`
+  } catch {
+    return `${base}/v1/messages`
+  }
+}
+
+/**
+ * The client prints some warnings with console.warn, outside its logger (1.11: a deprecated model, on every
+ * request, before the request is sent): they go to `sink` instead. Node runs nothing else during the
+ * synchronous call, so only the client's own warnings are caught.
+ */
+function routingWarnings<T>(sink: (message: string) => void, fn: () => T): T {
+  const warn = console.warn
+  console.warn = (...args: unknown[]) => sink(format(...args))
+  try {
+    return fn()
+  } finally {
+    console.warn = warn
+  }
 }
 
 /**
@@ -43,13 +95,13 @@ export function modelClient(baseURL: string | undefined, apiKey: string | undefi
  * (WIRE §7.3: the span end closes the preview).
  */
 export async function streamModel(
-  client: Anthropic,
+  model: Model,
   params: MessageCreateParamsStreaming,
   signal: AbortSignal,
   preview: Preview,
   newEventId: () => string,
 ): Promise<ModelResponse> {
-  const stream = await client.messages.create(params, { signal })
+  const stream = await routingWarnings(model.warnOnce, () => model.client.messages.create(params, { signal }))
   const outputs: ModelOutput[] = []
   const usage: Record<string, unknown> = {}
   let stopReason: string | null = null
@@ -131,29 +183,27 @@ function parseInput(json: string): Record<string, unknown> {
   }
 }
 
-/** Sorts a failed request into what the session does next (WIRE §7.5 error types). */
-export function classifyFailure(err: unknown): ModelFailure {
+/** Sorts a failed request into what the session does next (WIRE §7.5 error types); messages name the endpoint. */
+export function classifyFailure(err: unknown, endpoint: string): ModelFailure {
   if (err instanceof APIUserAbortError || (err instanceof Error && err.name === 'AbortError')) return { kind: 'aborted' }
   if (err instanceof APIConnectionError) {
-    return { kind: 'retryable', type: 'model_request_failed_error', message: `The model endpoint could not be reached: ${err.message}` }
+    return { kind: 'retryable', type: 'model_request_failed_error', message: `${endpoint} could not be reached: ${err.message}` }
   }
   if (err instanceof APIError) {
     const body = err.error as { error?: { type?: string; message?: string }; type?: string } | undefined
     const type = body?.error?.type ?? body?.type
     const detail = body?.error?.message ?? err.message
     const retryAfterMs = retryAfter(err.headers)
-    if (err.status === 529 || type === 'overloaded_error') {
-      return { kind: 'retryable', type: 'model_overloaded_error', message: `The model is overloaded: ${detail}`, retryAfterMs }
-    }
-    if (err.status === 429 || type === 'rate_limit_error') {
-      return { kind: 'retryable', type: 'model_rate_limited_error', message: `The model request was rate limited: ${detail}`, retryAfterMs }
-    }
+    // An error event inside a 200 stream has no status of its own.
+    const message = `${endpoint} ${err.status === undefined ? 'failed mid-response with' : `answered ${err.status}`}${type ? ` ${type}` : ''}: ${detail}`
+    if (err.status === 529 || type === 'overloaded_error') return { kind: 'retryable', type: 'model_overloaded_error', message, retryAfterMs }
+    if (err.status === 429 || type === 'rate_limit_error') return { kind: 'retryable', type: 'model_rate_limited_error', message, retryAfterMs }
     if (err.status === undefined || err.status >= 500 || err.status === 408) {
-      return { kind: 'retryable', type: 'model_request_failed_error', message: `The model request failed: ${detail}`, retryAfterMs }
+      return { kind: 'retryable', type: 'model_request_failed_error', message, retryAfterMs }
     }
-    return { kind: 'fatal', type: 'model_request_failed_error', message: `The model rejected the request (${err.status}): ${detail}` }
+    return { kind: 'fatal', type: 'model_request_failed_error', message }
   }
-  return { kind: 'retryable', type: 'model_request_failed_error', message: `The model request failed: ${(err as Error)?.message ?? String(err)}` }
+  return { kind: 'retryable', type: 'model_request_failed_error', message: `${endpoint} failed: ${(err as Error)?.message ?? String(err)}` }
 }
 
 function retryAfter(h: Headers | undefined): number | undefined {

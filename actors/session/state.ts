@@ -2,6 +2,7 @@ import type { KV } from '@nats-io/kv'
 import type { CapturedEnvironment, Session } from '../../protocol/session.js'
 import type { UsageTotals } from '../../protocol/usage.js'
 import { RecordStore } from '../kit/store.js'
+import { partitionOfKey, type OwnedPartitions } from '../kit/owned.js'
 
 /**
  * How sessions sit in the `troupe_sessions` bucket:
@@ -26,6 +27,8 @@ export interface SessionRecord {
   budget_removed: boolean
   /** Epoch ms when the current running stretch began; null while not running. */
   running_since: number | null
+  /** Fingerprint of the create request, when it carried an Idempotency-Key: its retries must match it. */
+  created_by?: string
 }
 
 export const SESSION_PREFIX = 'session.'
@@ -33,4 +36,15 @@ export const sessionKey = (id: string) => `${SESSION_PREFIX}${id}`
 export const WORK_PREFIX = 'work.'
 export const workKey = (id: string) => `${WORK_PREFIX}${id}`
 
-export const sessionStore = (kv: KV) => new RecordStore<SessionRecord>(kv)
+const partitionOfRecord = partitionOfKey(SESSION_PREFIX)
+
+/**
+ * The records, cached while this host owns their partition (it is then their only writer): a GET of an idle
+ * session, and rebuilding its actor, cost no KV round trip. Cached as bytes, so an actor may change the record
+ * it was built from; `owned` drops a partition's entries whenever its ownership changes.
+ */
+export function sessionStore(kv: KV, owned: OwnedPartitions): RecordStore<SessionRecord> {
+  const store = new RecordStore<SessionRecord>(kv, (key) => owned.has(partitionOfRecord(key)), true)
+  owned.onChange = (p) => store.forget((key) => partitionOfRecord(key) === p)
+  return store
+}

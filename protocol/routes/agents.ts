@@ -6,7 +6,7 @@ const agent = (op: string) => ({ kind: 'agent' as const, op })
 const owner = (op: string) => ({ kind: 'agent' as const, op, key: 'agent_id' })
 
 export const agentRoutes: Route[] = [
-  { method: 'POST', path: '/v1/agents', operationId: 'agents.create', summary: 'Create an agent', target: agent('create'), body: AgentCreate },
+  { method: 'POST', path: '/v1/agents', operationId: 'agents.create', summary: 'Create an agent', target: agent('create'), body: AgentCreate, once: true },
   { method: 'GET', path: '/v1/agents', operationId: 'agents.list', summary: 'List agents (latest version of each)', target: agent('list'), query: AgentListQuery },
   { method: 'GET', path: '/v1/agents/{agent_id}', operationId: 'agents.retrieve', summary: 'Get an agent (latest or ?version=N)', target: owner('get'), query: AgentGetQuery },
   { method: 'POST', path: '/v1/agents/{agent_id}', operationId: 'agents.update', summary: 'Update an agent', target: owner('update'), body: AgentUpdate },

@@ -1,3 +1,4 @@
+import type { IdPrefix } from '../ids.js'
 import type { SharedKind, PartitionedKind } from '../subjects.js'
 
 export type Method = 'GET' | 'POST' | 'DELETE'
@@ -28,13 +29,18 @@ export interface Route {
   /** Query schema over the flattened query (see gateway/query.ts); unknown parameters are ignored. */
   query?: Schema
   beta?: BetaGroup
+  /**
+   * Each call stores something new (a create, events.send): the route honours `Idempotency-Key`, and without one
+   * an outcome lost to a timeout is a 504 the client must not retry blindly, rather than a retryable 503.
+   */
+  once?: boolean
   /** Served as a server-sent event stream rather than one JSON reply. */
   stream?: boolean
 }
 
 /** Path parameter names and the id prefix they must carry; anything else is a 404 before any actor is asked. */
-export const PATH_ID_PREFIX: Record<string, string> = {
-  agent_id: 'agent_',
-  environment_id: 'env_',
-  session_id: 'sesn_',
+export const PATH_ID_PREFIX: Record<string, { prefix: IdPrefix; kind: string }> = {
+  agent_id: { prefix: 'agent', kind: 'Agent' },
+  environment_id: { prefix: 'env', kind: 'Environment' },
+  session_id: { prefix: 'sesn', kind: 'Session' },
 }

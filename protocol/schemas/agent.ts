@@ -1,5 +1,6 @@
 import { type } from 'arktype'
-import { HttpUrl, Metadata, MetadataPatch, boolParam, limitParam, pageParam, timestampParam } from './common.js'
+import { HttpUrl, Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, timestampParam } from './common.js'
+import { AgentId, SkillId } from './ids.js'
 
 /**
  * Agents on the wire (WIRE.md §4). The schemas here check shapes only, so every message names the field
@@ -35,7 +36,7 @@ const DomainList = type('string > 0').array().atLeastLength(1).atMostLength(64)
 
 const ToolReference = type({ '+': 'reject', type: "'tool_reference'", name: 'string > 0' })
 const UrlSourceAllNone = type("'all' | 'none'").or({ '+': 'reject', type: "'all' | 'none'" })
-const UrlSourceFilter = UrlSourceAllNone.or({ '+': 'reject', type: "'only' | 'except'", tools: ToolReference.array() })
+const UrlSourceFilter = UrlSourceAllNone.or({ '+': 'reject', type: "'only' | 'except'", tools: ToolReference.array().atMostLength(256) })
 export const UrlSourcesParams = type({
   '+': 'reject',
   'user_input?': UrlSourceAllNone.or('null'),
@@ -90,7 +91,7 @@ export const AgentToolConfigParams = type({ ...configCommon, name: "'bash'", 'ty
 export const AgentToolsetParams = type({
   '+': 'reject',
   type: "'agent_toolset_20260401'",
-  'configs?': AgentToolConfigParams.array(),
+  'configs?': AgentToolConfigParams.array().atMostLength(256),
   'default_config?': DefaultConfigParams.or('null'),
 })
 
@@ -103,7 +104,7 @@ export const McpToolsetParams = type({
     name: 'string > 0',
     'enabled?': 'boolean | null',
     'permission_policy?': PermissionPolicy.or('null'),
-  }).array(),
+  }).array().atMostLength(256),
   'default_config?': DefaultConfigParams.or('null'),
 })
 
@@ -117,7 +118,7 @@ export const CustomToolParams = type({
   // The caller's JSON Schema: extra keywords are allowed here and only here.
   input_schema: {
     type: "'object'",
-    'properties?': type({ '[string]': 'unknown' }).or('null'),
+    'properties?': type({ '[string]': 'unknown' }).narrow(notArray).or('null'),
     'required?': type('string[]').or('null'),
   },
 })
@@ -128,20 +129,19 @@ export const ToolList = ToolParams.array().atMostLength(256)
 export const McpServerParams = type({ '+': 'reject', type: "'url'", name: '0 < string <= 255', url: HttpUrl })
 export const McpServerList = McpServerParams.array().atMostLength(20)
 
-export const SkillParams = type({
-  '+': 'reject',
-  type: "'custom' | 'anthropic'",
-  skill_id: 'string > 0',
-  'version?': type('string > 0').or('number.integer >= 1').or('null'),
-})
-export const SkillList = SkillParams.array()
+const SkillVersion = type('string > 0').or('number.integer >= 1').or('null')
+/** A custom skill is named by its id; a vendor-managed one by its short name (`xlsx`). */
+export const SkillParams = type({ '+': 'reject', type: "'custom'", skill_id: SkillId, 'version?': SkillVersion })
+  .or({ '+': 'reject', type: "'anthropic'", skill_id: /^[a-z0-9][a-z0-9_-]{0,63}$/, 'version?': SkillVersion })
+/** SPEC: up to 500 skills. */
+export const SkillList = SkillParams.array().atMostLength(500)
 
-export const RosterEntryParams = type('string > 0')
-  .or({ '+': 'reject', type: "'agent'", id: 'string > 0', 'version?': 'number.integer >= 1' })
+export const RosterEntryParams = AgentId
+  .or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': 'number.integer >= 1' })
   .or({ '+': 'reject', type: "'self'" })
   .or({ '+': 'reject', type: "'advisor'", model: 'string > 0' })
 
-export const CoordinatorParams = type({ '+': 'reject', type: "'coordinator'", agents: RosterEntryParams.array() })
+export const CoordinatorParams = type({ '+': 'reject', type: "'coordinator'", agents: RosterEntryParams.array().atMostLength(1000) })
 /** Accepted loosely so the actor can answer 422 (not supported yet) rather than a shape error. */
 export const Multiagent20261001Params = type({ type: "'multiagent_20261001'" })
 export const MultiagentParams = CoordinatorParams.or(Multiagent20261001Params)
@@ -182,7 +182,7 @@ export const AgentUpdate = type({
   'multiagent?': MultiagentParams.or('null'),
   'metadata?': MetadataPatch,
   'execution_identity?': ExecutionIdentityParams.or('null'),
-})
+}).narrow(notArray)
 
 export const AgentListQuery = type({
   'created_at[gte]?': timestampParam,

@@ -1,11 +1,19 @@
 import { type } from 'arktype'
 import { invalidRequest } from '../errors.js'
 
+/**
+ * arktype takes an array for an object whose keys are all optional (an array has no required key missing):
+ * `metadata: ["x"]` would be stored as `{"0":"x"}`. Every such object narrows with this.
+ */
+export const notArray = (v: object, ctx: { reject: (r: { expected: string; actual: string }) => false }) =>
+  !Array.isArray(v) || ctx.reject({ expected: 'an object', actual: 'an array' })
+
 /** The vendor's limit on metadata pairs, on create and after any patch. */
 export const MAX_METADATA_KEYS = 16
 
 /** Metadata on create: at most 16 pairs, keys ≤ 64 characters, values ≤ 512 (the vendor's limits). */
 export const Metadata = type({ '[string]': 'string <= 512' }).narrow((m, ctx) => {
+  if (Array.isArray(m)) return notArray(m, ctx)
   const keys = Object.keys(m)
   if (keys.length > MAX_METADATA_KEYS) return ctx.reject({ expected: `at most ${MAX_METADATA_KEYS} keys`, actual: `${keys.length}` })
   const long = keys.find((k) => k.length === 0 || k.length > 64)
@@ -15,6 +23,7 @@ export const Metadata = type({ '[string]': 'string <= 512' }).narrow((m, ctx) =>
 
 /** Metadata on update: a per-key patch where null deletes a key. */
 export const MetadataPatch = type({ '[string]': 'string <= 512 | null' }).narrow((m, ctx) => {
+  if (Array.isArray(m)) return notArray(m, ctx)
   const long = Object.keys(m).find((k) => k.length === 0 || k.length > 64)
   if (long !== undefined) return ctx.reject({ expected: 'keys of 1 to 64 characters', actual: JSON.stringify(long) })
   return true
@@ -26,14 +35,14 @@ export function patchMetadata(
   patch: Record<string, string | null>,
   deleteEmpty = false,
 ): Record<string, string> {
-  const next = { ...current }
+  // A Map and fromEntries: every key is an own property, `__proto__` included (assigning it would not be).
+  const next = new Map(Object.entries(current))
   for (const [k, v] of Object.entries(patch)) {
-    if (v === null || (deleteEmpty && v === '')) delete next[k]
-    else next[k] = v
+    if (v === null || (deleteEmpty && v === '')) next.delete(k)
+    else next.set(k, v)
   }
-  const n = Object.keys(next).length
-  if (n > MAX_METADATA_KEYS) throw invalidRequest(`metadata: at most ${MAX_METADATA_KEYS} keys (this patch would leave ${n})`)
-  return next
+  if (next.size > MAX_METADATA_KEYS) throw invalidRequest(`metadata: at most ${MAX_METADATA_KEYS} keys (this patch would leave ${next.size})`)
+  return Object.fromEntries(next)
 }
 
 export const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)

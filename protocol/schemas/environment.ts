@@ -1,5 +1,5 @@
 import { type } from 'arktype'
-import { Metadata, MetadataPatch, boolParam, limitParam, pageParam } from './common.js'
+import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam } from './common.js'
 
 const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?'
 const HOST_RE = new RegExp(`^(\\*\\.)?${LABEL}(\\.${LABEL})*$`, 'i')
@@ -29,7 +29,7 @@ export const PackagesParams = type({
   '+': 'reject',
   'type?': "'packages'",
   'apt?': PackageList, 'cargo?': PackageList, 'gem?': PackageList, 'go?': PackageList, 'npm?': PackageList, 'pip?': PackageList,
-})
+}).narrow(notArray)
 
 export const Scope = type("'account' | 'organization'")
 
@@ -40,7 +40,7 @@ export const CloudConfigParams = type({
   'packages?': PackagesParams.or('null'),
   // Accepted so the message can say why it is wrong for cloud (the spec: rejected for cloud).
   'scope?': 'unknown',
-})
+}).narrow(notArray)
 
 export const SelfHostedConfigParams = type({ '+': 'reject', type: "'self_hosted'", 'scope?': Scope.or('null') })
 
@@ -62,7 +62,7 @@ export const EnvironmentUpdate = type({
   'metadata?': MetadataPatch.or('null'),
   'config?': EnvironmentConfigParams.or('null'),
   'scope?': Scope.or('null'),
-})
+}).narrow(notArray)
 
 export const EnvironmentListQuery = type({
   'include_archived?': boolParam,

@@ -1,6 +1,7 @@
 import { type, type Type } from 'arktype'
 import { CLIENT_EVENT_TYPES, DELTA_TYPES, LISTABLE_EVENT_TYPES } from '../events.js'
 import { HttpUrl, limitParam, pageParam, timestampParam } from './common.js'
+import { EventId, FileId, ThreadId } from './ids.js'
 
 /**
  * Session events a client sends (WIRE.md §7.1) and the queries of the event list and stream. Shapes only:
@@ -28,7 +29,7 @@ export function tagged<S extends Type<object>>(allowed: readonly string[], schem
 }
 
 const UrlSource = type({ '+': 'reject', type: "'url'", url: HttpUrl })
-const FileSource = type({ '+': 'reject', type: "'file'", file_id: 'string > 0' })
+const FileSource = type({ '+': 'reject', type: "'file'", file_id: FileId })
 
 export const TextBlock = type({ '+': 'reject', type: "'text'", text: 'string' })
 
@@ -59,26 +60,26 @@ export const SearchResultBlock = type({
   type: "'search_result'",
   source: 'string',
   title: 'string',
-  content: TextOnly.array(),
+  content: TextOnly.array().atMostLength(1000),
   'citations?': { '+': 'reject', enabled: 'boolean' },
 })
 
 export const UserContent = TextBlock.or(ImageBlock).or(DocumentBlock).array().atLeastLength(1).atMostLength(1000)
-export const ToolResultContent = TextBlock.or(ImageBlock).or(DocumentBlock).or(SearchResultBlock).array()
+export const ToolResultContent = TextBlock.or(ImageBlock).or(DocumentBlock).or(SearchResultBlock).array().atMostLength(1000)
 
-const ThreadId = type('string | null')
+const OptionalThread = ThreadId.or('null')
 
 export const UserMessageParams = type({ '+': 'reject', type: "'user.message'", content: UserContent })
 
-export const UserInterruptParams = type({ '+': 'reject', type: "'user.interrupt'", 'session_thread_id?': ThreadId })
+export const UserInterruptParams = type({ '+': 'reject', type: "'user.interrupt'", 'session_thread_id?': OptionalThread })
 
 export const UserToolConfirmationParams = type({
   '+': 'reject',
   type: "'user.tool_confirmation'",
-  tool_use_id: 'string > 0',
+  tool_use_id: EventId,
   result: "'allow' | 'deny'",
   'deny_message?': 'string | null',
-  'session_thread_id?': ThreadId,
+  'session_thread_id?': OptionalThread,
 }).narrow((e, ctx) =>
   e.result === 'deny' || e.deny_message == null ||
   ctx.reject({ problem: 'is only allowed when result is "deny"', relativePath: ['deny_message'] }))
@@ -86,19 +87,19 @@ export const UserToolConfirmationParams = type({
 export const UserCustomToolResultParams = type({
   '+': 'reject',
   type: "'user.custom_tool_result'",
-  custom_tool_use_id: 'string > 0',
+  custom_tool_use_id: EventId,
   'content?': ToolResultContent,
   'is_error?': 'boolean | null',
-  'session_thread_id?': ThreadId,
+  'session_thread_id?': OptionalThread,
 })
 
 export const UserToolResultParams = type({
   '+': 'reject',
   type: "'user.tool_result'",
-  tool_use_id: 'string > 0',
+  tool_use_id: EventId,
   'content?': ToolResultContent,
   'is_error?': 'boolean | null',
-  'session_thread_id?': ThreadId,
+  'session_thread_id?': OptionalThread,
 })
 
 export const UserDefineOutcomeParams = type({
@@ -106,11 +107,11 @@ export const UserDefineOutcomeParams = type({
   type: "'user.define_outcome'",
   description: 'string > 0',
   rubric: type({ '+': 'reject', type: "'text'", content: '0 < string <= 262144' })
-    .or({ '+': 'reject', type: "'file'", file_id: 'string > 0' }),
+    .or({ '+': 'reject', type: "'file'", file_id: FileId }),
   'max_iterations?': type('1 <= number.integer <= 20').or('null'),
 })
 
-export const SystemMessageParams = type({ '+': 'reject', type: "'system.message'", content: TextOnly.array().atLeastLength(1) })
+export const SystemMessageParams = type({ '+': 'reject', type: "'system.message'", content: TextOnly.array().atLeastLength(1).atMostLength(1000) })
 
 export const EventParams = tagged(
   CLIENT_EVENT_TYPES,

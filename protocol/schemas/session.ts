@@ -2,7 +2,8 @@ import { type } from 'arktype'
 import { parseAmount } from '../usage.js'
 import { SESSION_STATUSES } from '../events.js'
 import { McpServerList, ModelInput, SkillList, ToolList } from './agent.js'
-import { Metadata, MetadataPatch, boolParam, limitParam, pageParam, timestampParam } from './common.js'
+import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, timestampParam } from './common.js'
+import { AgentId, DeploymentId, EnvironmentId, FileId, MemoryStoreId, VaultId } from './ids.js'
 import { UserDefineOutcomeParams, UserMessageParams, listParam, tagged } from './events.js'
 
 /**
@@ -25,12 +26,12 @@ export const Budget = type({
 const Title = type('string <= 512').or('null')
 const Version = type('number.integer >= 1')
 
-export const AgentRefParams = type('string > 0')
-  .or({ '+': 'reject', type: "'agent'", id: 'string > 0', 'version?': Version })
+export const AgentRefParams = AgentId
+  .or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': Version })
   .or({
     '+': 'reject',
     type: "'agent_with_overrides'",
-    id: 'string > 0',
+    id: AgentId,
     'version?': Version,
     'model?': ModelInput,
     'system?': type('string <= 100000').or('null'),
@@ -46,18 +47,21 @@ const InitialEvent = tagged(
   'user.message or user.define_outcome, the only event types allowed in initial_events',
 )
 
-/** Any `type` passes here: the actor answers 422 for kinds it cannot provide, which a shape error would hide. */
-const ResourceParams = type({ '[string]': 'unknown', type: 'string > 0' })
+/**
+ * Any `type` passes here: the actor answers 422 for kinds it cannot provide, which a shape error would hide.
+ * The ids a resource names are checked all the same: they must never reach a store unchecked.
+ */
+const ResourceParams = type({ '[string]': 'unknown', type: 'string > 0', 'file_id?': FileId, 'memory_store_id?': MemoryStoreId })
 
 export const SessionCreate = type({
   '+': 'reject',
   agent: AgentRefParams,
-  environment_id: 'string > 0',
+  environment_id: EnvironmentId,
   'title?': Title,
   'metadata?': Metadata,
   'initial_events?': InitialEvent.array().atMostLength(50),
   'resources?': ResourceParams.array().atMostLength(100),
-  'vault_ids?': type('string > 0').array().atMostLength(50),
+  'vault_ids?': VaultId.array().atMostLength(50),
   'budget?': Budget.or('null'),
 })
 
@@ -79,13 +83,13 @@ export const SessionUpdate = type({
   },
   'vault_ids?': refused('cannot be changed after a session is created'),
   'budget?': Budget.or('null'),
-})
+}).narrow(notArray)
 
 export const SessionListQuery = type({
   'limit?': limitParam(1000),
   'order?': "'asc' | 'desc'",
   'page?': pageParam,
-  'agent_id?': 'string',
+  'agent_id?': AgentId,
   'agent_version?': type('string.integer.parse').pipe(type('number >= 1')),
   'statuses?': listParam(type.enumerated(...SESSION_STATUSES)),
   'include_archived?': boolParam,
@@ -93,8 +97,8 @@ export const SessionListQuery = type({
   'created_at[gte]?': timestampParam,
   'created_at[lt]?': timestampParam,
   'created_at[lte]?': timestampParam,
-  'deployment_id?': 'string',
-  'memory_store_id?': 'string',
+  'deployment_id?': DeploymentId,
+  'memory_store_id?': MemoryStoreId,
 }).narrow((q, ctx) =>
   q.agent_version === undefined || q.agent_id !== undefined ||
   ctx.reject({ problem: 'requires agent_id (a version means nothing without its agent)', relativePath: ['agent_version'] }))

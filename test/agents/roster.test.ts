@@ -77,8 +77,10 @@ t.test('roster rejections', async (t) => {
   await rejects(t, [w.id, gone.id], /multiagent\.agents\[1\]: agent .* is archived/)
   await rejects(t, [{ type: 'agent', id: gone.id, version: 1 }], /multiagent\.agents\[0\]: agent .* is archived/)
   await rejects(t, [w.id, 'agent_01MISSING'], /multiagent\.agents\[1\]: agent agent_01MISSING does not exist/)
+  // A malformed id is a shape error (400 naming the rule); it never reaches the store.
   for (const weird of ['agent_*', 'agent_a.b', 'not-an-agent', 'agent_> x']) {
-    await rejects(t, [weird], /multiagent\.agents\[0\]: agent .* does not exist/)
+    await rejects(t, [weird], /multiagent\.agents\[0\] must be an id like agent_01…/)
+    await rejects(t, [{ type: 'agent', id: weird }], /multiagent\.agents\[0\]\.id must be an id like agent_01…/)
   }
   await rejects(t, [{ type: 'agent', id: w.id, version: 2 }], /multiagent\.agents\[0\]: agent .* has no version 2 \(latest is 1\)/)
   await rejects(t, [w.id, w2.id, { type: 'agent', id: w.id }], /multiagent\.agents\[2\]: agent .* is already in the roster \(multiagent\.agents\[0\]\)/)

@@ -1,5 +1,5 @@
 // Session benchmarks, run by `npm run bench` (or only these: `npm run bench -- sessions`, or one of them:
-// `sessions.turn`, `sessions.streams`, `sessions.idle`). Each figure comes with a baseline measured in the same
+// `sessions.turn`, `sessions.streams`, `sessions.idle`, `sessions.calls`, `sessions.events`). Each figure comes with a baseline measured in the same
 // run on the same machine:
 //   turn     time from POST of a user.message to its agent.message on an open SSE stream, instant fake model;
 //            baselines: the fake model's own streaming round trip and a raw NATS request/reply.
@@ -7,21 +7,21 @@
 //            user.message to its echo arriving on each stream; baseline: the same fan-out over raw NATS core
 //            subscriptions, one per stream.
 //   idle     RSS of one `troupe serve` holding 10,000 passivated sessions; baseline: the freshly started process.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import http from 'node:http'
+//   calls    POST /v1/sessions and GET /v1/sessions/{id} under load, beside GET /v1/agents/{id} and a raw baseline
+//            (session-calls.ts).
+//   events   a page of GET …/events from a session of 100,000 events; baseline: raw JetStream direct gets
+//            (session-events.ts).
+import { readFileSync } from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
 import Anthropic from '@anthropic-ai/sdk'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
-import { startNats, type TestNats } from '../helpers/nats.js'
-import { startTroupe, type TroupeProcess } from '../helpers/troupe.js'
+import { agentAndEnvironment, bed, CREATE_CONCURRENCY, ms, pool, request, sleep, summary, userMessage, Waiter, type Bed } from './bed.js'
+import { sessionCalls } from './session-calls.js'
+import { sessionEvents } from './session-events.js'
 import { openSse, streamAgent, type SseConnection, type SseMessage } from './sse-client.js'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
 const TURNS = Number(process.env.BENCH_TURNS ?? 200)
 const WARMUP_TURNS = Number(process.env.BENCH_WARMUP_TURNS ?? 20)
 const TURNS_PER_SESSION = 20
@@ -30,22 +30,12 @@ const STREAMS_PER_SESSION = Number(process.env.BENCH_STREAMS_PER_SESSION ?? 10)
 const STREAM_ROUNDS = Number(process.env.BENCH_STREAM_ROUNDS ?? 5)
 const ONE_SESSION_ROUNDS = Number(process.env.BENCH_ONE_SESSION_ROUNDS ?? 20)
 const IDLE_SESSIONS = Number(process.env.BENCH_IDLE_SESSIONS ?? 10_000)
-const CREATE_CONCURRENCY = 32
 const IDLE_MS = 1000
 
-export const SESSION_BENCHES = ['turn', 'streams', 'idle'] as const
+export const SESSION_BENCHES = ['turn', 'streams', 'idle', 'calls', 'events'] as const
 export type SessionBench = (typeof SESSION_BENCHES)[number]
 
-// ------------------------------------------------------------------------------------------------ helpers
-
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN
-const summary = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return { n: s.length, p50: pct(s, 0.5), p99: pct(s, 0.99), max: s[s.length - 1] ?? NaN }
-}
-const ms = (x: number) => `${x.toFixed(x < 10 ? 2 : 1)} ms`
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t))
 
 /** VmRSS of a process in kB, from /proc (Linux). */
 function rssKb(pid: number): number {
@@ -53,122 +43,6 @@ function rssKb(pid: number): number {
   if (!m) throw new Error(`no VmRSS for ${pid}`)
   return Number(m[1])
 }
-
-/** One JSON request over a keep-alive agent; rejects on a status other than 200. */
-function request(agent: http.Agent, base: string, method: string, p: string, body?: unknown): Promise<any> {
-  const u = new URL(p, base)
-  const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent,
-        headers: { 'x-api-key': 'bench', ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}) } },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (c) => chunks.push(c))
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8')
-          if (res.statusCode !== 200) return reject(new Error(`${method} ${p}: ${res.statusCode} ${text}`))
-          resolve(text ? JSON.parse(text) : undefined)
-        })
-      },
-    )
-    req.on('error', reject)
-    req.end(data)
-  })
-}
-
-/** Runs `fn` over `items` with at most `n` in flight. */
-async function pool<T>(items: T[], n: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
-  let next = 0
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++
-      await fn(items[i]!, i)
-    }
-  }))
-}
-
-/** Resolves when `cond()` holds, checked whenever `poke` is called; rejects after `timeoutMs`. */
-class Waiter {
-  private waiting: Array<{ cond: () => boolean; resolve: () => void }> = []
-  poke() {
-    if (!this.waiting.length) return
-    this.waiting = this.waiting.filter((w) => (w.cond() ? (w.resolve(), false) : true))
-  }
-  until(cond: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-    if (cond()) return Promise.resolve()
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs)
-      this.waiting.push({ cond, resolve: () => (clearTimeout(timer), resolve()) })
-    })
-  }
-}
-
-async function startModel(): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'model-process.ts')], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = ''
-    proc.once('exit', (code) => reject(new Error(`fake model process exited with ${code}`)))
-    proc.stdout!.on('data', (d) => {
-      buf += d
-      const m = /fake model on (\S+)/.exec(buf)
-      if (m) resolve(m[1]!)
-    })
-  })
-  return { url, proc }
-}
-
-interface Bed {
-  nats: TestNats
-  troupe: TroupeProcess
-  model: { url: string; proc: ChildProcess }
-  dataDir: string
-  agent: http.Agent
-  stop(): void
-}
-
-/** What is still running, killed synchronously should this process exit without reaching a `finally`. */
-const running = new Set<() => void>()
-process.on('exit', () => {
-  for (const stop of running) stop()
-})
-
-/** A real nats-server, the fake model in its own process and one `troupe serve` on both. */
-async function bed(env: Record<string, string> = {}): Promise<Bed> {
-  const stops: Array<() => void> = []
-  const stop = () => {
-    running.delete(stop)
-    for (const s of stops.reverse()) s()
-  }
-  running.add(stop)
-  try {
-    const nats = await startNats()
-    stops.push(() => nats.stopNow())
-    const model = await startModel()
-    stops.push(() => void model.proc.kill('SIGKILL'))
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-data-'))
-    stops.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    const troupe = await startTroupe({
-      natsUrl: nats.url,
-      env: { LOG_LEVEL: 'warn', TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'fake-key', TROUPE_DATA_DIR: dataDir, ...env },
-    })
-    stops.push(() => troupe.killNow())
-    const agent = new http.Agent({ keepAlive: true, maxSockets: CREATE_CONCURRENCY })
-    stops.push(() => agent.destroy())
-    return { nats, troupe, model, dataDir, agent, stop }
-  } catch (err) {
-    stop()
-    throw err
-  }
-}
-
-async function agentAndEnvironment(b: Bed): Promise<{ agentId: string; envId: string }> {
-  const a = await request(b.agent, b.troupe.url, 'POST', '/v1/agents', { name: 'bench', model: 'claude-sonnet-4-6' })
-  const e = await request(b.agent, b.troupe.url, 'POST', '/v1/environments', { name: 'bench' })
-  return { agentId: a.id, envId: e.id }
-}
-
-const userMessage = (text: string) => ({ events: [{ type: 'user.message', content: [{ type: 'text', text }] }] })
 
 // -------------------------------------------------------------------------------------- (a) turn overhead
 
@@ -445,6 +319,8 @@ export async function runSessionBenches(which: readonly SessionBench[] = SESSION
   await run('turn', turnOverhead)
   await run('streams', sseStreams)
   await run('idle', idleSessions)
+  await run('calls', sessionCalls)
+  await run('events', sessionEvents)
   // Other work on the machine (a test run, another benchmark) shows up in every latency: say how busy it was.
   console.log(`\nsessions, loopback, ${os.cpus().length} CPUs (load average ${os.loadavg()[0]!.toFixed(1)} at the end), instant fake model in its own process`)
   for (const l of lines) console.log(`  ${l}`)

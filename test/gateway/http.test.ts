@@ -31,7 +31,7 @@ t.test('health, readiness, request ids', async (t) => {
   t.match(h.headers.get('request-id'), /^req_/)
   const r = await raw(s.url, 'GET', '/readyz')
   t.equal(r.status, 200)
-  t.same(r.json.checks, { nats: true, jetstream: true, actor_host: true })
+  t.same(r.json.checks, { nats: true, jetstream: true, actor_host: true, placement: true })
 })
 
 t.test('unknown route is a 404 envelope', async (t) => {

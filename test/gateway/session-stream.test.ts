@@ -13,7 +13,9 @@ import { EventHeaders } from '../../protocol/events.js'
 import { newId } from '../../protocol/ids.js'
 import { EVENTS_STREAM, eventsSubject, eventsWildcard, liveSubject, partitionedSubject } from '../../protocol/subjects.js'
 import { startNats } from '../helpers/nats.js'
+import { TRANSPORT } from '../helpers/transport.js'
 import { ensureEventsStream } from '../../actors/session/log.js'
+import { until } from '../helpers/wait.js'
 
 // The SSE tail against a real nats-server and an in-process gateway. The session actor is played by a tiny
 // responder answering `stream.open` with the last stored sequence of the session, as the real owner does.
@@ -25,10 +27,10 @@ const nats = await startNats()
 const nc = await connect({ servers: nats.url })
 const jsm = await jetstreamManager(nc)
 // The stream exactly as actor hosts create it: its RePublish is what feeds the live tail.
-await ensureEventsStream(jsm)
-const js = jetstream(nc)
 const log = pino({ level: 'silent' })
-const gw = await startGateway({ nc, log, port: 0, sseKeepaliveMs: 0 })
+await ensureEventsStream({ jsm, replicas: 1, log })
+const js = jetstream(nc)
+const gw = await startGateway({ nc, log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 0 })
 const base = `http://127.0.0.1:${gw.port}`
 t.teardown(async () => {
   gw.close()
@@ -232,11 +234,6 @@ async function openStream(sid: string, query = '', hdrs: Record<string, string> 
 }
 
 /** Until `pred` holds (polling a gateway counter: nothing to await on). */
-async function until(pred: () => boolean, what: string): Promise<void> {
-  await guard((async () => {
-    while (!pred()) await new Promise((r) => setTimeout(r, 10))
-  })(), what)
-}
 
 const ids = (ms: SseMsg[]) => ms.map((m) => m.id)
 
@@ -277,7 +274,7 @@ t.test('live: stored events in order, framed with event and id, payload as store
   t.equal(got[0]!.raw, `event: session.status_running\nid: ${evs[0]!.id}\ndata: ${JSON.stringify(evs[0])}`)
   t.notOk(got.some((m) => before.some((b) => b.id === m.id)))
   await sse.cancel()
-  await until(() => gw.openStreams === 0, 'the stream to be cleaned up after the client left')
+  await until('the stream to be cleaned up after the client left', () => gw.openStreams === 0, 10_000, 10)
 })
 
 t.test('?after= replays what followed, then goes live: no gap, no duplicate, even with writes during the open and the replay', async (t) => {
@@ -413,7 +410,7 @@ t.test('an unknown after or Last-Event-ID is a 400 JSON envelope, before any SSE
   const r = await fetch(`${base}/v1/sessions/${empty}/events/stream?after=${foreign.id}`)
   t.equal(r.status, 400, 'a session without events has no event to resume after')
   await r.body?.cancel()
-  await until(() => gw.openStreams === 0, 'refused streams to be cleaned up')
+  await until('refused streams to be cleaned up', () => gw.openStreams === 0, 10_000, 10)
 })
 
 t.test('bad query values are 400s from the route schema', async (t) => {
@@ -432,7 +429,7 @@ t.test('unknown session: 404 JSON from stream.open, no SSE', async (t) => {
   t.equal(r.headers.get('content-type'), 'application/json')
   const body = await r.json()
   t.equal(body.error.type, 'not_found_error')
-  await until(() => gw.openStreams === 0, 'the subscription to be dropped')
+  await until('the subscription to be dropped', () => gw.openStreams === 0, 10_000, 10)
 })
 
 t.test('event_deltas: previews only when asked, never with an id; deltas only after their start', async (t) => {
@@ -502,7 +499,7 @@ t.test('deletion notice: sent as a message, then the stream ends and is cleaned 
     t.same(all.map((m) => [m.event, m.id]), [['agent.message', ev.id], ['session.deleted', notice.id]])
     t.same(JSON.parse(all[1]!.data), notice)
   }
-  await until(() => gw.openStreams === 0, 'streams to be gone')
+  await until('streams to be gone', () => gw.openStreams === 0, 10_000, 10)
 })
 
 t.test('a deletion notice while the stream opens: no replay, the notice, the end', async (t) => {
@@ -518,7 +515,7 @@ t.test('a deletion notice while the stream opens: no replay, the notice, the end
   const s = await openStream(sid, `after=${evs[0]!.id}`)
   const all = await s.sse.toEnd()
   t.same(all.map((m) => [m.event, m.id]), [['session.deleted', notice!.id]])
-  await until(() => gw.openStreams === 0, 'the stream to be gone')
+  await until('the stream to be gone', () => gw.openStreams === 0, 10_000, 10)
 })
 
 t.test('a stale last_seq from the owner: the missed event is read back when the next one reveals the gap', async (t) => {
@@ -532,7 +529,7 @@ t.test('a stale last_seq from the owner: the missed event is read back when the 
 })
 
 t.test('keepalive comments, and closing the gateway ends open streams', async (t) => {
-  const gw2: Gateway = await startGateway({ nc, log, port: 0, sseKeepaliveMs: 20 })
+  const gw2: Gateway = await startGateway({ nc, log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 20 })
   const sid = session()
   const res = await fetch(`http://127.0.0.1:${gw2.port}/v1/sessions/${sid}/events/stream`)
   const sse = sseReader(res)
@@ -562,14 +559,14 @@ t.test('the official client iterates the stream', async (t) => {
   }
   t.same(seen.map((e) => (e as { type: string }).type), ['session.status_running', 'event_start', 'event_delta', 'session.status_idle'])
   t.same(seen[0], evs[0])
-  await until(() => gw.openStreams === 0, 'the stream to close when the client stopped iterating')
+  await until('the stream to close when the client stopped iterating', () => gw.openStreams === 0, 10_000, 10)
 
   // Unknown session: the client throws NotFoundError.
   await t.rejects(client.beta.sessions.events.stream(newId('sesn')), Anthropic.NotFoundError)
 })
 
 t.test('streams of one session share one live subscription: each gets every event once, in order; the last to leave unsubscribes', async (t) => {
-  await until(() => gw.openStreams === 0, 'earlier streams to be gone')
+  await until('earlier streams to be gone', () => gw.openStreams === 0, 10_000, 10)
   t.equal(gw.liveSubscriptions, 0, 'no subscription without a stream')
   const sid = session()
   const history = await storeMany(sid, 3, 'history')
@@ -615,13 +612,13 @@ t.test('streams of one session share one live subscription: each gets every even
 
   // Leaving one by one: the subscription stays until the last stream of the session is gone.
   for (const s of [a, b, c, deltas, replay]) await s.sse.cancel()
-  await until(() => gw.openStreams === 2, 'five streams to be gone')
+  await until('five streams to be gone', () => gw.openStreams === 2, 10_000, 10)
   t.equal(gw.liveSubscriptions, 2, 'still subscribed for the stream left on each session')
   const after = await store(sid)
   t.same((await late.sse.take(2)).at(-1)!.id, after.id, 'the remaining stream is still fed')
   await late.sse.cancel()
   await elsewhere.sse.cancel()
-  await until(() => gw.openStreams === 0, 'every stream to be gone')
+  await until('every stream to be gone', () => gw.openStreams === 0, 10_000, 10)
   t.equal(gw.liveSubscriptions, 0, 'the last stream of a session unsubscribes')
 
   // And a new stream subscribes afresh.
@@ -630,5 +627,5 @@ t.test('streams of one session share one live subscription: each gets every even
   const next = await store(sid)
   t.same(ids(await again.sse.take(1)), [next.id])
   await again.sse.cancel()
-  await until(() => gw.openStreams === 0 && gw.liveSubscriptions === 0, 'the stream and its subscription to be gone')
+  await until('the stream and its subscription to be gone', () => gw.openStreams === 0 && gw.liveSubscriptions === 0, 10_000, 10)
 })

@@ -1,10 +1,13 @@
 import t from 'tap'
 import net from 'node:net'
-import uWS from 'uWebSockets.js'
-import type { HttpResponse, us_listen_socket } from 'uWebSockets.js'
 import { Stream } from '@anthropic-ai/sdk/core/streaming'
+import { loadTransport } from '../../gateway/adapters/index.js'
 import type { ResponseState } from '../../gateway/http.js'
 import { formatSse, startSse, type SseStream } from '../../gateway/sse.js'
+import type { Exchange } from '../../gateway/transport.js'
+import { TRANSPORT } from '../helpers/transport.js'
+
+// startSse over the transport under test (TROUPE_HTTP, default uws), with nothing of the gateway around it.
 
 /** Failure guard only: every wait below ends on an event, this just keeps a broken build from hanging. */
 function guard<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
@@ -18,27 +21,26 @@ function guard<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
 interface Opened {
   stream: SseStream
   state: ResponseState
-  /** Resolves when uWS ran the route's onAborted callback. */
+  /** Resolves when the transport reported that the client went away. */
   aborted: Promise<void>
 }
 
-// Routes hand each stream they open to the next test waiting for one.
+// Requests hand each stream they open to the next test waiting for one.
 const waiting: Array<(o: Opened) => void> = []
 const nextStream = () => new Promise<Opened>((resolve) => waiting.push(resolve))
 
-const app = uWS.App()
-app.get('/sse', (res: HttpResponse, req) => {
-  const q = new URLSearchParams(req.getQuery() ?? '')
+function onRequest(ex: Exchange) {
+  const q = new URLSearchParams(ex.query)
   const state: ResponseState = { aborted: false, done: false }
   const hook = q.get('hook') !== '0'
   let abortedNow!: () => void
   const aborted = new Promise<void>((r) => (abortedNow = r))
-  res.onAborted(() => {
+  ex.onAbort(() => {
     state.aborted = true
     if (hook) state.onAbort?.()
     abortedNow()
   })
-  const stream = startSse(res, state, {
+  const stream = startSse(ex, state, {
     requestId: 'req_test',
     keepaliveMs: Number(q.get('keepalive') ?? 0),
     ...(q.has('max') ? { maxBufferedBytes: Number(q.get('max')) } : {}),
@@ -47,16 +49,12 @@ app.get('/sse', (res: HttpResponse, req) => {
   const take = waiting.shift()
   if (!take) throw new Error('no test waiting for a stream')
   take({ stream, state, aborted })
-})
-const listenSocket = await new Promise<us_listen_socket>((resolve, reject) =>
-  app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('cannot listen')))),
-)
-const port = uWS.us_socket_local_port(listenSocket)
+}
+const listen = await loadTransport(TRANSPORT)
+const server = await listen({ host: '127.0.0.1', port: 0, handler: onRequest })
+const port = server.port
 const base = `http://127.0.0.1:${port}`
-t.teardown(() => {
-  uWS.us_listen_socket_close(listenSocket)
-  app.close()
-})
+t.teardown(() => server.close())
 
 /** Opens `/sse?query` with fetch; resolves once both the response headers and the server-side stream exist. */
 async function open(query: string, signal?: AbortSignal): Promise<{ opened: Opened; res: Response }> {
@@ -82,7 +80,7 @@ function textReader(res: Response) {
   return { until, toEnd: () => until(() => ended, 'end of stream') }
 }
 
-/** A raw client that sends the request and then never reads (kernel buffers fill, uWS reports backpressure). */
+/** A raw client that sends the request and then never reads (kernel buffers fill, the transport reports backpressure). */
 function stalledClient(query: string) {
   const sock = net.connect(port, '127.0.0.1')
   sock.pause()
@@ -178,15 +176,15 @@ t.test('without the onAbort hook, the next write notices the abort', async (t) =
   const client = stalledClient('hook=0&keepalive=0')
   const { stream, aborted } = await guard(nextStream(), 'stream')
   client.sock.destroy()
-  await guard(aborted, 'uWS onAborted')
+  await guard(aborted, 'the abort callback')
   t.equal(stream.closed, false, 'nobody told the stream yet')
   t.equal(stream.send('x', {}), false)
   t.equal(stream.closeReason, 'aborted')
   await guard(stream.done, 'done')
 })
 
-t.test('already answered or aborted: a closed stream, res untouched', async (t) => {
-  const res = new Proxy({}, { get: () => { throw new Error('res touched') } }) as HttpResponse
+t.test('already answered or aborted: a closed stream, the exchange untouched', async (t) => {
+  const res = new Proxy({}, { get: () => { throw new Error('exchange touched') } }) as Exchange
   const answered = startSse(res, { aborted: false, done: true }, { requestId: 'r' })
   t.equal(answered.closed, true)
   t.equal(answered.send('x', {}), false)
@@ -196,18 +194,22 @@ t.test('already answered or aborted: a closed stream, res untouched', async (t) 
   await gone.done
 })
 
-/** Decodes a raw HTTP/1.1 chunked response; returns the body once the terminating chunk arrived. */
+/**
+ * Decodes a raw HTTP/1.1 chunked response; returns the body once the terminating chunk arrived. uWS writes the CRLF
+ * that ends a chunk before the next size line, node after the data: either way it sits between two chunks.
+ */
 function dechunk(raw: Buffer): string | undefined {
   let at = raw.indexOf('\r\n\r\n')
   if (at < 0) return undefined
-  at += 2 // uWS puts the CRLF before each chunk size
+  at += 4
   const parts: Buffer[] = []
   for (;;) {
     if (raw.length < at + 2) return undefined
-    if (raw.toString('latin1', at, at + 2) !== '\r\n') throw new Error(`bad chunk framing at ${at}`)
-    const eol = raw.indexOf('\r\n', at + 2)
+    if (raw.toString('latin1', at, at + 2) === '\r\n') at += 2
+    const eol = raw.indexOf('\r\n', at)
     if (eol < 0) return undefined
-    const size = parseInt(raw.toString('latin1', at + 2, eol), 16)
+    if (!/^[0-9a-f]+$/i.test(raw.toString('latin1', at, eol))) throw new Error(`bad chunk framing at ${at}`)
+    const size = parseInt(raw.toString('latin1', at, eol), 16)
     if (size === 0) return Buffer.concat(parts).toString('utf8')
     if (raw.length < eol + 2 + size) return undefined
     parts.push(raw.subarray(eol + 2, eol + 2 + size))
@@ -233,9 +235,13 @@ t.test('backpressure: queued messages flush in order once the client reads', asy
   let size = 0
   const body = await guard(
     new Promise<string>((resolve, reject) => {
+      let tail = ''
       client.sock.on('data', (d: Buffer) => {
         chunks.push(d)
         size += d.length
+        // Decode only once the terminating chunk may have arrived: decoding 16 MiB on every read is quadratic.
+        tail = (tail + d.toString('latin1', Math.max(0, d.length - 8))).slice(-8)
+        if (!tail.endsWith('0\r\n\r\n')) return
         try {
           const text = dechunk(Buffer.concat(chunks, size))
           if (text !== undefined) resolve(text)
@@ -271,7 +277,7 @@ t.test('backpressure bound: a client that never reads is dropped', async (t) => 
   t.ok(sent > 8 * 1024 * 1024 && sent < 24 * 1024 * 1024, `gave up after ${(sent / 1048576).toFixed(1)} MiB`)
   t.equal(stream.bufferedBytes, 0, 'queue released')
   await guard(stream.done, 'done')
-  await guard(aborted, 'uWS onAborted after close')
+  await guard(aborted, 'the abort callback after close')
   // A paused socket never learns of FIN/RST: read (and discard) what is left to see the server hang up.
   client.sock.resume()
   await guard(client.closed, 'client socket closed')

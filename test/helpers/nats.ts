@@ -6,6 +6,8 @@ import { startEmbeddedNats } from '../../supervisor/nats-server.js'
 export interface TestNats {
   url: string
   dir: string
+  /** The process group of the server (and its watchdog): signal it to pause or resume the server. */
+  pgid: number
   stop(): Promise<void>
   /** Synchronous kill and cleanup, for teardowns that run as the test process exits. */
   stopNow(): void
@@ -19,6 +21,7 @@ export async function startNats(): Promise<TestNats> {
   return {
     url: nats.url,
     dir,
+    pgid: nats.pgid,
     async stop() {
       await nats.stop()
       rmSync(dir, { recursive: true, force: true })

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Anthropic from '@anthropic-ai/sdk'
@@ -10,6 +12,8 @@ export interface TroupeProcess {
   proc: ChildProcess
   /** Everything the process wrote to stderr (its JSON log lines). */
   logs(): string
+  /** Everything the process wrote to stdout (where it listens, the start-up block, that it stopped). */
+  stdout(): string
   /** SIGKILL: the process gets no chance to clean up. */
   kill(): Promise<void>
   /** SIGTERM and wait for exit. */
@@ -31,6 +35,8 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   const args = [BIN, opts.role ?? 'serve', ...(opts.strict ? ['--strict'] : [])]
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', LOG_LEVEL: 'info', ...opts.env }
   if (opts.natsUrl) env.NATS_URL = opts.natsUrl
+  // One data directory per server (a server locks its own); never the checkout's ./.troupe.
+  if (!opts.env?.TROUPE_DATA_DIR) env.TROUPE_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'troupe-data-'))
   const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
   let stdout = ''
@@ -56,6 +62,7 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
         url: m[1] ?? '',
         proc,
         logs: () => stderr,
+        stdout: () => stdout,
         async kill() {
           proc.ref()
           if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')

@@ -57,24 +57,28 @@ t.test('session create: good input', async (t) => {
     budget: budget('2500'),
   }
   t.same(parse(SessionCreate, full), full, 'unknown resource keys are kept for the actor')
-  t.same(parse(SessionCreate, { agent: { type: 'agent', id: 'a' }, environment_id: 'e', budget: null, title: null }).budget, null)
-  t.same(parse(SessionCreate, { agent: 'a', environment_id: 'e', budget: budget('0') }).budget, budget('0'))
+  t.same(parse(SessionCreate, { agent: { type: 'agent', id: 'agent_a' }, environment_id: 'env_e', budget: null, title: null }).budget, null)
+  t.same(parse(SessionCreate, { agent: 'agent_a', environment_id: 'env_e', budget: budget('0') }).budget, budget('0'))
 })
 
 t.test('session create: bad input', async (t) => {
-  const ok = { agent: 'a', environment_id: 'e' }
+  const ok = { agent: 'agent_a', environment_id: 'env_e' }
   rejects(t, SessionCreate, [
-    [{ environment_id: 'e' }, /^agent must be .*\(was missing\)/],
-    [{ agent: 'a' }, /^environment_id must be a string \(was missing\)/],
-    [{ ...ok, environment_id: '' }, /^environment_id must be non-empty/],
-    [{ ...ok, agent: '' }, /^agent must be non-empty/],
+    [{ environment_id: 'env_e' }, /^agent must be .*\(was missing\)/],
+    [{ agent: 'agent_a' }, /^environment_id must be a string \(was missing\)/],
+    [{ ...ok, environment_id: '' }, /^environment_id must be an id like env_01… \(letters, digits, _ or - after env_, at most 128 characters\) \(was ""\)/],
+    ...['env_*', 'a..b', ' ', 'ÿ', 'env_\ud800', 'agent_1', `env_${'x'.repeat(125)}`].map((id): [unknown, RegExp] => [{ ...ok, environment_id: id }, /^environment_id must be an id like env_01…/]),
+    [{ ...ok, vault_ids: ['vlt_a', 'v.x'] }, /^vault_ids\[1\] must be an id like vlt_01…/],
+    [{ ...ok, resources: [{ type: 'file', file_id: 'file_a>' }] }, /^resources\[0\]\.file_id must be an id like file_01…/],
+    [{ ...ok, metadata: ['x'] }, 'metadata must be an object (was an array)'],
+    [{ ...ok, agent: '' }, /^agent must be an id like agent_01…/],
     [{ ...ok, agent: 5 }, /^agent must be a string or an object/],
-    [{ ...ok, agent: { type: 'agent_ref', id: 'a' } }, 'agent.type must be "agent" or "agent_with_overrides" (was "agent_ref")'],
-    [{ ...ok, agent: { id: 'a' } }, /^agent\.type must be "agent" or "agent_with_overrides"/],
-    [{ ...ok, agent: { type: 'agent', id: 'a', version: 0 } }, /^agent\.version must be at least 1/],
-    [{ ...ok, agent: { type: 'agent', id: 'a', model: 'm' } }, /^agent\.model is not a known field/],
-    [{ ...ok, agent: { type: 'agent_with_overrides', id: 'a', system: 's'.repeat(100001) } }, /^agent\.system must be .*100000/],
-    [{ ...ok, agent: { type: 'agent_with_overrides', id: 'a', tools: [{ type: 'nope' }] } }, /^agent\.tools\[0\]\.type must be/],
+    [{ ...ok, agent: { type: 'agent_ref', id: 'agent_a' } }, 'agent.type must be "agent" or "agent_with_overrides" (was "agent_ref")'],
+    [{ ...ok, agent: { id: 'agent_a' } }, /^agent\.type must be "agent" or "agent_with_overrides"/],
+    [{ ...ok, agent: { type: 'agent', id: 'agent_a', version: 0 } }, /^agent\.version must be at least 1/],
+    [{ ...ok, agent: { type: 'agent', id: 'agent_a', model: 'm' } }, /^agent\.model is not a known field/],
+    [{ ...ok, agent: { type: 'agent_with_overrides', id: 'agent_a', system: 's'.repeat(100001) } }, /^agent\.system must be .*100000/],
+    [{ ...ok, agent: { type: 'agent_with_overrides', id: 'agent_a', tools: [{ type: 'nope' }] } }, /^agent\.tools\[0\]\.type must be/],
     [{ ...ok, title: 't'.repeat(513) }, /^title must be .*512/],
     [{ ...ok, metadata: null }, /^metadata must be an object/],
     [{ ...ok, initial_events: [sm] }, 'initial_events[0].type must be user.message or user.define_outcome, the only event types allowed in initial_events (was "system.message")'],
@@ -82,11 +86,11 @@ t.test('session create: bad input', async (t) => {
     [{ ...ok, initial_events: [{ type: 'user.message', content: [] }] }, /^initial_events\[0\]\.content must be non-empty/],
     [{ ...ok, initial_events: Array(51).fill(um) }, /^initial_events must be at most length 50/],
     [{ ...ok, initial_events: null }, /^initial_events must be an array/],
-    [{ ...ok, resources: [{ file_id: 'f' }] }, /^resources\[0\]\.type must be a string \(was missing\)/],
+    [{ ...ok, resources: [{ file_id: 'file_f' }] }, /^resources\[0\]\.type must be a string \(was missing\)/],
     [{ ...ok, resources: [{ type: '' }] }, /^resources\[0\]\.type must be non-empty/],
     [{ ...ok, resources: Array(101).fill({ type: 'file' }) }, /^resources must be at most length 100/],
-    [{ ...ok, vault_ids: [''] }, /^vault_ids\[0\] must be non-empty/],
-    [{ ...ok, vault_ids: Array(51).fill('v') }, /^vault_ids must be at most length 50/],
+    [{ ...ok, vault_ids: [''] }, /^vault_ids\[0\] must be an id like vlt_01…/],
+    [{ ...ok, vault_ids: Array(51).fill('vlt_v') }, /^vault_ids must be at most length 50/],
     [{ ...ok, budget: budget('012') }, /^budget\.max_list_cost\.amount must be a whole number of US cents .*\(was "012"\)/],
     [{ ...ok, budget: budget('1.5') }, /^budget\.max_list_cost\.amount must be a whole number/],
     [{ ...ok, budget: budget('-1') }, /^budget\.max_list_cost\.amount must be a whole number/],
@@ -113,7 +117,7 @@ t.test('session update', async (t) => {
     [{ title: 5 }, /^title must be a string or null/],
     [{ metadata: { k: 5 } }, /^metadata\.k must be a string or null/],
     [{ budget: budget('01') }, /^budget\.max_list_cost\.amount must be a whole number/],
-    [{ environment_id: 'e' }, /^environment_id is not a known field/],
+    [{ environment_id: 'env_e' }, /^environment_id is not a known field/],
   ])
 })
 
@@ -140,8 +144,8 @@ t.test('session list query', async (t) => {
   t.same(parse(SessionListQuery, { statuses: ['running', 'terminated'] }).statuses, ['running', 'terminated'])
   rejects(t, SessionListQuery, [
     [{ agent_version: '2' }, /^agent_version requires agent_id/],
-    [{ agent_id: 'a', agent_version: '0' }, /^agent_version must be at least 1/],
-    [{ agent_id: 'a', agent_version: 'x' }, /^agent_version must be/],
+    [{ agent_id: 'agent_a', agent_version: '0' }, /^agent_version must be at least 1/],
+    [{ agent_id: 'agent_a', agent_version: 'x' }, /^agent_version must be/],
     [{ limit: '1001' }, /^limit must be at most 1000/],
     [{ limit: '0' }, /^limit must be at least 1/],
     [{ order: 'up' }, /^order must be "asc" or "desc"/],
@@ -180,7 +184,7 @@ t.test('events send: good input', async (t) => {
   t.same(out, { events })
   const first: EventParamsT = out.events[0]!
   t.equal(first.type, 'user.interrupt')
-  for (const before of [um, { type: 'user.tool_result', tool_use_id: 'x' }, { type: 'user.custom_tool_result', custom_tool_use_id: 'x' }]) {
+  for (const before of [um, { type: 'user.tool_result', tool_use_id: 'sevt_x' }, { type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_x' }]) {
     t.same(parse(EventsSend, { events: [before, sm] }).events.length, 2, `system.message after ${before.type}`)
   }
 })
@@ -204,24 +208,24 @@ t.test('events send: bad input', async (t) => {
     [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'base64', data: '', media_type: 'image/png' } }] }), /^events\[0\]\.content\[0\]\.source\.data must be non-empty/],
     [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'base64', data: 'A', media_type: 'image/bmp' } }] }), /^events\[0\]\.content\[0\]\.source\.media_type must be/],
     [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'url', url: 'ftp://x' } }] }), /^events\[0\]\.content\[0\]\.source\.url must be an http or https URL/],
-    [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'file', file_id: '' } }] }), /^events\[0\]\.content\[0\]\.source\.file_id must be non-empty/],
+    [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'file', file_id: '' } }] }), /^events\[0\]\.content\[0\]\.source\.file_id must be an id like file_01…/],
     [ev({ type: 'user.message', content: [{ type: 'document', source: { type: 'base64', data: 'A', media_type: 'image/png' } }] }), /^events\[0\]\.content\[0\]\.source\.media_type must be "application\/pdf"/],
     [ev({ type: 'user.message', content: [{ type: 'search_result', source: 's', title: 't', content: [] }] }), /^events\[0\]\.content\[0\]\.type must be "document", "image" or "text"/],
     [ev({ type: 'user.interrupt', session_thread_id: 5 }), /^events\[0\]\.session_thread_id must be a string or null/],
-    [ev({ type: 'user.tool_confirmation', tool_use_id: 'x', result: 'allow', deny_message: 'no' }), 'events[0].deny_message is only allowed when result is "deny"'],
-    [ev({ type: 'user.tool_confirmation', tool_use_id: 'x', result: 'maybe' }), /^events\[0\]\.result must be "allow" or "deny"/],
+    [ev({ type: 'user.tool_confirmation', tool_use_id: 'sevt_x', result: 'allow', deny_message: 'no' }), 'events[0].deny_message is only allowed when result is "deny"'],
+    [ev({ type: 'user.tool_confirmation', tool_use_id: 'sevt_x', result: 'maybe' }), /^events\[0\]\.result must be "allow" or "deny"/],
     [ev({ type: 'user.tool_confirmation', result: 'allow' }), /^events\[0\]\.tool_use_id must be a string \(was missing\)/],
-    [ev({ type: 'user.custom_tool_result', custom_tool_use_id: '' }), /^events\[0\]\.custom_tool_use_id must be non-empty/],
-    [ev({ type: 'user.tool_result', tool_use_id: 'x', content: [{ type: 'search_result', source: 's', title: 't', content: [], citations: {} }] }), /^events\[0\]\.content\[0\]\.citations\.enabled must be boolean/],
-    [ev({ type: 'user.tool_result', tool_use_id: 'x', content: [{ type: 'search_result', source: 's', title: 't', content: [{ type: 'image' }] }] }), /^events\[0\]\.content\[0\]\.content\[0\]\.type must be "text" \(was "image"\)/],
-    [ev({ type: 'user.tool_result', tool_use_id: 'x', is_error: 'yes' }), /^events\[0\]\.is_error must be/],
+    [ev({ type: 'user.custom_tool_result', custom_tool_use_id: '' }), /^events\[0\]\.custom_tool_use_id must be an id like sevt_01…/],
+    [ev({ type: 'user.tool_result', tool_use_id: 'sevt_x', content: [{ type: 'search_result', source: 's', title: 't', content: [], citations: {} }] }), /^events\[0\]\.content\[0\]\.citations\.enabled must be boolean/],
+    [ev({ type: 'user.tool_result', tool_use_id: 'sevt_x', content: [{ type: 'search_result', source: 's', title: 't', content: [{ type: 'image' }] }] }), /^events\[0\]\.content\[0\]\.content\[0\]\.type must be "text" \(was "image"\)/],
+    [ev({ type: 'user.tool_result', tool_use_id: 'sevt_x', is_error: 'yes' }), /^events\[0\]\.is_error must be/],
     [ev({ type: 'user.define_outcome', description: '', rubric: { type: 'text', content: 'r' } }), /^events\[0\]\.description must be non-empty/],
     [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'text', content: 'r'.repeat(262145) } }), /^events\[0\]\.rubric\.content must be at most length 262144/],
     [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'url', url: 'x' } }), /^events\[0\]\.rubric\.type must be ("file" or "text"|"text" or "file") \(was "url"\)/],
-    [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'f' }, max_iterations: 21 }), /^events\[0\]\.max_iterations must be at most 20/],
-    [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'f' }, max_iterations: 0 }), /^events\[0\]\.max_iterations must be at least 1/],
+    [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_f' }, max_iterations: 21 }), /^events\[0\]\.max_iterations must be at most 20/],
+    [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_f' }, max_iterations: 0 }), /^events\[0\]\.max_iterations must be at least 1/],
     [ev({ type: 'system.message', content: [] }), /^events\[0\]\.content must be non-empty/],
-    [ev({ type: 'system.message', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }), 'events[0].content[0].type must be "text" (was "image")'],
+    [ev({ type: 'system.message', content: [{ type: 'image', source: { type: 'file', file_id: 'file_f' } }] }), 'events[0].content[0].type must be "text" (was "image")'],
     [ev(sm), 'events[0] is a system.message, which must directly follow a user.message, user.tool_result or user.custom_tool_result'],
     [ev({ type: 'user.interrupt' }, sm), /^events\[1\] is a system\.message, which must directly follow/],
     [ev(um, sm, um), 'events[1] is a system.message, which must be the last event of the request'],

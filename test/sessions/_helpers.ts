@@ -81,13 +81,4 @@ export function isError(t: any, err: any, status: number, type: string, names: R
   if (code) t.equal(err?.errorCode, code, `error_code ${code}`)
 }
 
-/** Polls a condition through the API until it holds; bounded, so a broken service fails instead of hanging. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await probe()
-    if (v) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+export { until } from '../helpers/wait.js'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { agentAndEnv, collect, isIdle, sessionStack } from './_helpers.js'
+import { agentAndEnv, collect, isIdle, sessionStack, until } from './_helpers.js'
 
 // The session's mailbox and model loop (SPEC sessions, WIRE.md §7.2–§7.5), driven through the official client
 // against the fake Messages API: what Troupe sends to the model, the events a turn emits, and how model
@@ -313,16 +313,6 @@ t.test('an interrupt mid-message leaves no final agent.message and keeps the par
   ], 'the partial answer is not part of the conversation')
 })
 
-/** Polls `get` until `ok` holds (bounded); returns the last value. */
-async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await get()
-    if (ok(v)) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 t.test('an interrupt sent together with a message never leaves a turn running', async (t) => {
   // Message and interrupt go out at once, so the session meets them in either order and at any point of
@@ -345,7 +335,10 @@ t.test('an interrupt sent together with a message never leaves a turn running', 
       new Promise((r) => setTimeout(r, i % 5)).then(() => send(session.id, { type: 'user.interrupt' })),
     ])
     const list = () => s.client.beta.sessions.events.list(session.id).then((p) => p.data as any[])
-    const history = await until('the interrupt to be processed', list, (h) => !!h.find((e) => e.id === x.data![0]!.id)?.processed_at)
+    const history = await until('the interrupt to be processed', async () => {
+      const h = await list()
+      return h.find((e) => e.id === x.data![0]!.id)?.processed_at ? h : undefined
+    }, 5000, 20)
     const order = history.findIndex((e) => e.id === m.data![0]!.id) < history.findIndex((e) => e.id === x.data![0]!.id)
     if (order) {
       second++
@@ -354,7 +347,7 @@ t.test('an interrupt sent together with a message never leaves a turn running', 
       // Interrupt first: the message then started an ordinary (hanging) turn; stop that one too.
       await send(session.id, { type: 'user.interrupt' })
     }
-    await until('the session to be idle', () => s.client.beta.sessions.retrieve(session.id), (v) => v.status === 'idle')
+    await until('the session to be idle', async () => (await s.client.beta.sessions.retrieve(session.id)).status === 'idle', 5000, 20)
     await allStopped()
   }
   t.comment(`the interrupt came second in ${second} of 15 runs, ${taken} times before the turn began`)

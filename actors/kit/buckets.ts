@@ -1,0 +1,19 @@
+import type { KV, Kvm, KvOptions } from '@nats-io/kv'
+import { JetStreamApiError } from '@nats-io/jetstream'
+import { ensureReplicas, replicasRefused, type Storage } from './replicas.js'
+import { retryWhileStarting } from './retry.js'
+
+/**
+ * Opens one of the project's KV buckets, creating it when missing with the configured replicas (an existing
+ * one is brought to them), retrying while JetStream elects its leader. One value per key (history 1) unless
+ * `opts` says otherwise.
+ */
+export async function openBucket(kvm: Kvm, storage: Storage, name: string, opts: Partial<KvOptions> = {}): Promise<KV> {
+  const kv = await retryWhileStarting(`${name} bucket`, () => kvm.create(name, { history: 1, ...opts, replicas: storage.replicas })).catch((err) => {
+    if (err.cause instanceof JetStreamApiError && storage.replicas > 1) throw replicasRefused(`${name} bucket`, storage.replicas, err.cause)
+    throw err
+  })
+  const status = await kv.status()
+  await ensureReplicas(storage, status.streamInfo.config.name, status.streamInfo.config)
+  return kv
+}

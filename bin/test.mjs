@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// `npm test`: runs tap with its raw TAP output and prints a summary instead: one line per test file, every
+// failure in full (the failing assertion and its diagnostics), and tap's closing `# { total, pass, fail }` line,
+// which .ci/run reads. Arguments go to tap (`npm test -- test/agents/crud.test.ts`). TAP_RAW=1 prints it all.
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+// tap's package exports no bin path; its CLI sits where npm links `tap` from.
+const tapBin = fileURLToPath(new URL('../node_modules/tap/dist/esm/run.mjs', import.meta.url))
+const child = spawn(process.execPath, [tapBin, '--reporter=tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'] })
+
+const raw = !!process.env.TAP_RAW
+let files = 0
+let failedFiles = 0
+/** Lines of the current top-level file, kept until we know whether it failed. */
+let block = []
+const out = (s) => process.stdout.write(s + '\n')
+
+/** The failing assertions of a file, each with the YAML diagnostics that follow it. */
+function failures(lines) {
+  const shown = []
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i])
+    if (!m) continue
+    // A subtest's own "not ok" repeats its children's failures: show only leaves (followed by diagnostics).
+    const indent = m[1].length
+    const diag = []
+    let j = i + 1
+    if (lines[j]?.trim() === '---') {
+      for (; j < lines.length; j++) {
+        diag.push(lines[j])
+        if (lines[j].trim() === '...') break
+      }
+    }
+    const isSubtest = lines.slice(Math.max(0, i - 1), i).some((l) => l.length > indent && /^\s+1\.\.\d+/.test(l))
+    if (isSubtest && diag.every((l) => !/diff:|found:|wanted:|message:|stack:/.test(l))) continue
+    shown.push(`  not ok - ${m[2]}`, ...diag.map((l) => '    ' + l.slice(indent)))
+  }
+  return shown
+}
+
+const rl = createInterface({ input: child.stdout })
+rl.on('line', (line) => {
+  if (raw) return out(line)
+  const top = /^(not )?ok \d+ - (\S+)(.*)$/.exec(line)
+  if (top) {
+    files++
+    const time = /# time=([\d.]+)ms/.exec(top[3])?.[1]
+    const secs = time ? ` ${(Number(time) / 1000).toFixed(1)} s` : ''
+    if (top[1]) {
+      failedFiles++
+      out(`FAIL ${top[2]}${secs}`)
+      for (const l of failures(block)) out(l)
+    } else if (/# SKIP/.test(top[3])) out(`skip ${top[2]}`)
+    else out(`ok   ${top[2]}${secs}`)
+    block = []
+    return
+  }
+  if (/^# \{ total:/.test(line) || /^# time=/.test(line)) return out(line)
+  if (/^Bail out!/.test(line)) return out(line)
+  block.push(line)
+})
+child.on('exit', (code, signal) => {
+  if (!raw) out(`${files} test files, ${failedFiles} failed`)
+  process.exit(code ?? (signal ? 1 : 0))
+})

@@ -1,0 +1,159 @@
+// What the session benchmarks share: a test bed (nats-server, the fake model in its own process, one `troupe serve`),
+// keep-alive JSON requests, a bounded pool, percentiles and a waiter poked by event handlers.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startNats, type TestNats } from '../helpers/nats.js'
+import { startTroupe, type TroupeProcess } from '../helpers/troupe.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+export const CREATE_CONCURRENCY = 32
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN
+export const summary = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return { n: s.length, p50: pct(s, 0.5), p99: pct(s, 0.99), max: s[s.length - 1] ?? NaN }
+}
+export const ms = (x: number) => `${x.toFixed(x < 10 ? 2 : 1)} ms`
+export const sleep = (t: number) => new Promise((r) => setTimeout(r, t))
+
+/** One JSON request over a keep-alive agent; rejects on a status other than 200. */
+export function request(agent: http.Agent, base: string, method: string, p: string, body?: unknown): Promise<any> {
+  const u = new URL(p, base)
+  const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent,
+        headers: { 'x-api-key': 'bench', ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}) } },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c) => chunks.push(c))
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8')
+          if (res.statusCode !== 200) return reject(new Error(`${method} ${p}: ${res.statusCode} ${text}`))
+          resolve(text ? JSON.parse(text) : undefined)
+        })
+      },
+    )
+    req.on('error', reject)
+    req.end(data)
+  })
+}
+
+/** Runs `fn` over `items` with at most `n` in flight. */
+export async function pool<T>(items: T[], n: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++
+      await fn(items[i]!, i)
+    }
+  }))
+}
+
+/** Resolves when `cond()` holds, checked whenever `poke` is called; rejects after `timeoutMs`. */
+export class Waiter {
+  private waiting: Array<{ cond: () => boolean; resolve: () => void }> = []
+  poke() {
+    if (!this.waiting.length) return
+    this.waiting = this.waiting.filter((w) => (w.cond() ? (w.resolve(), false) : true))
+  }
+  until(cond: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+    if (cond()) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs)
+      this.waiting.push({ cond, resolve: () => (clearTimeout(timer), resolve()) })
+    })
+  }
+}
+
+async function startModel(): Promise<{ url: string; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'model-process.ts')], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = ''
+    proc.once('exit', (code) => reject(new Error(`fake model process exited with ${code}`)))
+    proc.stdout!.on('data', (d) => {
+      buf += d
+      const m = /fake model on (\S+)/.exec(buf)
+      if (m) resolve(m[1]!)
+    })
+  })
+  return { url, proc }
+}
+
+export interface Bed {
+  nats: TestNats
+  troupe: TroupeProcess
+  model: { url: string; proc: ChildProcess }
+  dataDir: string
+  agent: http.Agent
+  stop(): void
+}
+
+/** What is still running, killed synchronously should this process exit without reaching a `finally`. */
+const running = new Set<() => void>()
+process.on('exit', () => {
+  for (const stop of running) stop()
+})
+
+/** A real nats-server, the fake model in its own process and one `troupe serve` on both. */
+export async function bed(env: Record<string, string> = {}): Promise<Bed> {
+  const stops: Array<() => void> = []
+  const stop = () => {
+    running.delete(stop)
+    for (const s of stops.reverse()) s()
+  }
+  running.add(stop)
+  try {
+    const nats = await startNats()
+    stops.push(() => nats.stopNow())
+    const model = await startModel()
+    stops.push(() => void model.proc.kill('SIGKILL'))
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-data-'))
+    stops.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    const troupe = await startTroupe({
+      natsUrl: nats.url,
+      env: { LOG_LEVEL: 'warn', TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'fake-key', TROUPE_DATA_DIR: dataDir, ...env },
+    })
+    stops.push(() => troupe.killNow())
+    const agent = new http.Agent({ keepAlive: true, maxSockets: CREATE_CONCURRENCY })
+    stops.push(() => agent.destroy())
+    return { nats, troupe, model, dataDir, agent, stop }
+  } catch (err) {
+    stop()
+    throw err
+  }
+}
+
+export async function agentAndEnvironment(b: Bed): Promise<{ agentId: string; envId: string }> {
+  const a = await request(b.agent, b.troupe.url, 'POST', '/v1/agents', { name: 'bench', model: 'claude-sonnet-4-6' })
+  const e = await request(b.agent, b.troupe.url, 'POST', '/v1/environments', { name: 'bench' })
+  return { agentId: a.id, envId: e.id }
+}
+
+export const userMessage = (text: string) => ({ events: [{ type: 'user.message', content: [{ type: 'text', text }] }] })
+
+export interface LoadResult { requests: number; rps: number; p50: number; p99: number; errors: number }
+
+/** Closed-loop HTTP load from its own process (loadgen.ts): `connections` clients, each sending back to back. */
+export function load(url: string, method: string, body: string | undefined, durationMs: number, connections: number): LoadResult {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', path.join(here, 'loadgen.ts'), url, method, body ?? '-', String(durationMs), String(connections)], { encoding: 'utf8' })
+  return JSON.parse(out.trim().split('\n').pop()!)
+}
+
+/** The raw baseline (baseline-server.ts): uWebSockets.js and one NATS request/reply per HTTP request. */
+export async function startBaseline(natsUrl: string): Promise<{ url: string; stop(): void }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'baseline-server.ts'), natsUrl], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = await new Promise<string>((resolve) => {
+    let buf = ''
+    proc.stdout!.on('data', (d) => {
+      buf += d
+      const m = /listening on (\d+)/.exec(buf)
+      if (m) resolve(m[1]!)
+    })
+  })
+  return { url: `http://127.0.0.1:${port}`, stop: () => proc.kill('SIGKILL') }
+}

@@ -1,0 +1,74 @@
+// The command line of `npm run chaos`: every knob has a default small enough for a shared two-core machine.
+import { FAULT_KINDS, type FaultKind } from './types.js'
+
+export interface ChaosArgs {
+  seed: number
+  /** How long the load runs (faults included); checks and settling come after. */
+  seconds: number
+  sessions: number
+  hosts: number
+  /** Sessions that also have an SSE reader. */
+  readers: number
+  /** Empty with `--no-faults`. */
+  faults: FaultKind[]
+  /** Keep the run directory (stores, logs, tag files) even when every check passes. */
+  keep: boolean
+}
+
+export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessions N] [--hosts N] [--readers N]
+                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--keep]
+
+  --seed N       fault schedule and load choices (default 1)
+  --seconds S    load duration (default 60)
+  --sessions N   sessions doing turns (default 50)
+  --hosts N      troupe serve processes (default 3)
+  --readers N    sessions that also have an SSE reader (default min(10, sessions))
+  --no-faults    load only
+  --faults LIST  fault kinds to draw from (default all)
+  --keep         keep the run directory even when every check passes`
+
+export function parseArgs(argv: string[]): ChaosArgs {
+  const known = new Set(['--seed', '--seconds', '--sessions', '--hosts', '--readers', '--faults', '--no-faults', '--keep', '--help', '-h'])
+  for (const a of argv) {
+    if (a.startsWith('-') && !known.has(a)) throw new Error(`unknown flag ${a}\n${USAGE}`)
+  }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE)
+    process.exit(0)
+  }
+  const value = (name: string): string | undefined => {
+    const i = argv.indexOf(`--${name}`)
+    if (i < 0) return undefined
+    const v = argv[i + 1]
+    if (v === undefined || v.startsWith('--')) throw new Error(`--${name} needs a value`)
+    return v
+  }
+  const int = (name: string, dflt: number, min: number): number => {
+    const v = value(name)
+    if (v === undefined) return dflt
+    const n = Number(v)
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer of at least ${min} (was ${JSON.stringify(v)})`)
+    return n
+  }
+  const sessions = int('sessions', 50, 1)
+  let faults: FaultKind[] = [...FAULT_KINDS]
+  const list = value('faults')
+  if (list !== undefined) {
+    faults = list.split(',').map((s) => s.trim()).filter(Boolean) as FaultKind[]
+    const bad = faults.filter((f) => !FAULT_KINDS.includes(f))
+    if (bad.length || !faults.length) throw new Error(`--faults takes a comma-separated list of ${FAULT_KINDS.join(', ')} (got ${JSON.stringify(list)})`)
+  }
+  if (argv.includes('--no-faults')) {
+    if (list !== undefined) throw new Error('--no-faults and --faults exclude each other')
+    faults = []
+  }
+  return {
+    seed: int('seed', 1, 0),
+    seconds: int('seconds', 60, 5),
+    sessions,
+    hosts: int('hosts', 3, 1),
+    readers: Math.min(sessions, int('readers', Math.min(10, sessions), 0)),
+    faults,
+    keep: argv.includes('--keep'),
+  }
+}

@@ -1,0 +1,394 @@
+// The checks, each a pure function of what the run recorded and what it read back afterwards. A check returns a
+// one-line summary and the evidence (capped) that a failure needs to be chased in the logs.
+import type { History, TagLine } from './history.js'
+import { CONNECT_FAILED, TIMED_OUT, type Attempt, type CallRecord, type FaultKind, type FaultWindow, type HostStart, type PostRecord, type ReaderRecord, type TurnRecord } from './types.js'
+
+export interface RunData {
+  sessions: string[]
+  loadStart: number
+  loadEnd: number
+  windows: FaultWindow[]
+  attempts: Attempt[]
+  posts: PostRecord[]
+  calls: CallRecord[]
+  turns: TurnRecord[]
+  readers: ReaderRecord[]
+  histories: Map<string, History>
+  tags: Map<string, TagLine[]>
+  /** Each session's status once the settle wait ended. */
+  settled: Map<string, string>
+  hostStarts: HostStart[]
+}
+
+export interface CheckResult {
+  name: string
+  ok: boolean
+  summary: string
+  details: string[]
+}
+
+/** After a fault recovers, placement and client retries still settle for a moment: errors this late still count as its. */
+export const GRACE_MS = 5_000
+/** README: "when one dies, another host takes its actors over within five seconds". */
+const HOST_FAILOVER_MS = 5_000
+/** Ours, not a documented promise: a JetStream leader election takes a few seconds, plus the restart. */
+const NATS_FAILOVER_MS = 10_000
+/**
+ * Ours too, for a node stopped 10 s: nats-server 2.9 re-elects the leaders the silent node held within about 6 s,
+ * but a follower that is catching up (the busy events stream, the meta group) does not campaign, so that leader
+ * may only move once the node is back: the pause, plus an election and catching up.
+ */
+const NATS_STOP_FAILOVER_MS = 20_000
+
+const budgetOf = (kind: FaultKind) => kind.startsWith('host') ? HOST_FAILOVER_MS : kind === 'nats-stop' ? NATS_STOP_FAILOVER_MS : NATS_FAILOVER_MS
+/** The brief's bar for a restarted host. */
+const READY_AFTER_NATS_MS = 3_000
+const MAX_DETAILS = 12
+
+const capped = (xs: string[]) => (xs.length > MAX_DETAILS ? [...xs.slice(0, MAX_DETAILS), `… and ${xs.length - MAX_DETAILS} more`] : xs)
+
+/** Whether [t0, t1] overlaps a fault window (plus its grace). */
+export function inFault(windows: FaultWindow[], t0: number, t1 = t0): FaultWindow | undefined {
+  return windows.find((w) => t1 >= w.start && t0 <= w.end + GRACE_MS)
+}
+
+const eventsOf = (h: History | undefined): any[] | undefined => (h && 'events' in h ? h.events : undefined)
+const textOf = (e: any): string => (Array.isArray(e?.content) ? e.content.map((c: any) => c?.text ?? '').join(' ') : '')
+const keyOf = (e: any): string | undefined => /key=(\S+)/.exec(textOf(e))?.[1]
+const rel = (d: RunData, t: number) => `${((t - d.loadStart) / 1000).toFixed(1)} s`
+
+function check(name: string, problems: string[], okSummary: string, failSummary = `${problems.length} problem(s)`): CheckResult {
+  return { name, ok: problems.length === 0, summary: problems.length ? failSummary : okSummary, details: capped(problems) }
+}
+
+export function historiesReadable(d: RunData): CheckResult {
+  const problems = [...d.histories].filter(([, h]) => 'error' in h).map(([s, h]) => `${s}: ${(h as { error: string }).error}`)
+  return check('every history can be read back', problems, `${d.histories.size} histories read`)
+}
+
+/** Every event id an acknowledged POST returned is stored once; no id is stored twice. */
+export function acknowledgedStoredOnce(d: RunData): CheckResult {
+  const problems: string[] = []
+  let acked = 0
+  for (const [s, h] of d.histories) {
+    const ids = new Map<string, number>()
+    for (const e of eventsOf(h) ?? []) ids.set(e.id, (ids.get(e.id) ?? 0) + 1)
+    for (const [id, n] of ids) if (n > 1) problems.push(`${s}: event ${id} stored ${n} times`)
+  }
+  for (const p of d.posts) {
+    if (!p.ok) continue
+    const events = eventsOf(d.histories.get(p.session))
+    if (!events) continue
+    for (const id of p.ids) {
+      acked++
+      const n = events.filter((e) => e.id === id).length
+      if (n !== 1) problems.push(`${p.session}: ${p.kind} ${id} (key ${p.key}, acknowledged at ${rel(d, p.doneAt)}) is in the history ${n} times`)
+    }
+  }
+  return check('every acknowledged event is stored exactly once', problems, `${acked} acknowledged events, each stored once`)
+}
+
+/** One POST (one Idempotency-Key) is stored once, whatever the client's retries did. */
+export function onePostOneCopy(d: RunData): CheckResult {
+  const problems: string[] = []
+  let checked = 0
+  const bySession = new Map<string, PostRecord[]>()
+  for (const p of d.posts) bySession.set(p.session, [...(bySession.get(p.session) ?? []), p])
+  for (const [s, posts] of bySession) {
+    const events = eventsOf(d.histories.get(s))
+    if (!events) continue
+    const copies = new Map<string, string[]>()
+    for (const e of events) {
+      if (e.type !== 'user.message' && e.type !== 'user.custom_tool_result') continue
+      const k = keyOf(e)
+      if (k) copies.set(k, [...(copies.get(k) ?? []), e.id])
+    }
+    for (const p of posts) {
+      if (p.kind === 'interrupt') continue
+      checked++
+      // A POST carries one event per key in practice (one message, or the results of one parked turn).
+      const want = p.kind === 'message' ? 1 : Math.max(1, p.ids.length)
+      const got = copies.get(p.key) ?? []
+      if (got.length > want) {
+        const attempts = d.attempts.filter((a) => a.key === p.key)
+        problems.push(
+          `${s}: ${p.kind} key ${p.key} stored ${got.length} times (${got.join(', ')}); acknowledged ${p.ok ? p.ids.join(',') : 'never'}; ` +
+            `${attempts.length} attempts: ${attempts.map((a) => `${a.backend} ${a.status}@${rel(d, a.at)}${a.requestId ? ` ${a.requestId}` : ''}`).join(', ')}`,
+        )
+      }
+      if (p.ok && got.length === 0) problems.push(`${s}: ${p.kind} key ${p.key} acknowledged but no stored event carries it`)
+    }
+    // Interrupts carry no text: their count must lie between the acknowledged ones and all that were attempted.
+    const ints = posts.filter((p) => p.kind === 'interrupt')
+    const stored = events.filter((e) => e.type === 'user.interrupt').length
+    const acked = ints.filter((p) => p.ok).length
+    checked += ints.length
+    if (stored < acked || stored > ints.length) problems.push(`${s}: ${stored} user.interrupt stored for ${acked} acknowledged of ${ints.length} sent`)
+  }
+  return check('no POST is stored twice (one Idempotency-Key, one copy)', problems, `${checked} POSTs, none duplicated`)
+}
+
+/** Each reader saw its session's history, from where it started, exactly once and in order. */
+export function readersSawEachEventOnce(d: RunData): CheckResult {
+  const problems: string[] = []
+  for (const r of d.readers) {
+    const events = eventsOf(d.histories.get(r.session))
+    if (!events) {
+      problems.push(`${r.session}: history unreadable`)
+      continue
+    }
+    const dup = r.ids.filter((id, i) => r.ids.indexOf(id) !== i)
+    if (dup.length) problems.push(`${r.session}: ${dup.length} events seen twice, e.g. ${[...new Set(dup)].slice(0, 3).join(', ')} (${r.connects} connections)`)
+    if (!r.ids.length) {
+      if (events.length) problems.push(`${r.session}: saw nothing of ${events.length} stored events (${r.connects} connections; cuts: ${r.cuts.slice(-3).join('; ')})`)
+      continue
+    }
+    const ids = events.map((e) => e.id)
+    const from = ids.indexOf(r.ids[0]!)
+    if (from < 0) {
+      problems.push(`${r.session}: first event seen ${r.ids[0]} is not in the history`)
+      continue
+    }
+    if (r.fromStart && from > 0) problems.push(`${r.session}: opened before the first POST but first saw event ${from} (${r.ids[0]}); missed ${ids.slice(0, from).join(', ')}`)
+    const want = ids.slice(from)
+    const seen = [...new Set(r.ids)]
+    const i = want.findIndex((id, k) => seen[k] !== id)
+    if (i >= 0 || seen.length !== want.length) {
+      const at = i >= 0 ? i : Math.min(seen.length, want.length)
+      const missing = want.filter((id) => !seen.includes(id))
+      const extra = seen.filter((id) => !want.includes(id))
+      problems.push(
+        `${r.session}: diverges from the history at event ${from + at} (${want[at] ?? 'end'} ${events[from + at]?.type ?? ''} stored, ${seen[at] ?? 'nothing'} seen); ` +
+          `${missing.length} missing${missing.length ? ` (${missing.slice(0, 3).map((id) => `${id} ${events[ids.indexOf(id)].type}`).join(', ')})` : ''}, ` +
+          `${extra.length} not stored; ${r.connects} connections`,
+      )
+    }
+  }
+  const reconnects = d.readers.reduce((n, r) => n + Math.max(0, r.connects - 1), 0)
+  return check('every SSE reader saw each event once across reconnects', problems, `${d.readers.length} readers, ${reconnects} reconnects, no duplicate or gap`)
+}
+
+/** The bash files count executions: a tool use id twice means one tool call ran twice. */
+export function builtinRanOnce(d: RunData): CheckResult {
+  const problems: string[] = []
+  let runs = 0
+  for (const [s, lines] of d.tags) {
+    runs += lines.length
+    const n = new Map<string, number>()
+    for (const l of lines) n.set(l.toolUseId, (n.get(l.toolUseId) ?? 0) + 1)
+    for (const [id, c] of n) if (c > 1) problems.push(`${s}: tool use ${id} ran ${c} times (tag ${lines.find((l) => l.toolUseId === id)?.tag})`)
+    const events = eventsOf(d.histories.get(s))
+    if (!events) continue
+    // A run must also answer for a result: an ok result with no run, or a run left without a stored use, is a lie.
+    const uses = events.filter((e) => e.type === 'agent.tool_use' && e.name === 'bash')
+    for (const u of uses) {
+      const modelId = /toolu_[0-9A-Za-z]+/.exec(String(u.input?.command ?? ''))?.[0]
+      const result = events.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === u.id)
+      const ran = modelId ? (n.get(modelId) ?? 0) : 0
+      if (result && !result.is_error && ran !== 1) problems.push(`${s}: tool use ${u.id} (${modelId}) has an ok result but ran ${ran} times`)
+    }
+  }
+  return check('no built-in tool ran twice', problems, `${runs} bash runs, each tool use at most once`)
+}
+
+/** Tags that ran under several tool uses: one user message answered twice (a duplicated POST or turn). */
+export function tagsOnce(d: RunData): CheckResult {
+  const problems: string[] = []
+  for (const [s, lines] of d.tags) {
+    const uses = new Map<string, Set<string>>()
+    for (const l of lines) uses.set(l.tag, (uses.get(l.tag) ?? new Set()).add(l.toolUseId))
+    for (const [tag, ids] of uses) if (ids.size > 1) problems.push(`${s}: tag ${tag} ran under ${ids.size} tool uses (${[...ids].join(', ')})`)
+  }
+  return check('each bash tag ran at most once (one turn per message)', problems, 'every tag ran at most once')
+}
+
+export function everyToolUseOneResult(d: RunData): CheckResult {
+  const problems: string[] = []
+  let uses = 0
+  for (const [s, h] of d.histories) {
+    const events = eventsOf(h)
+    if (!events) continue
+    for (const u of events.filter((e) => e.type === 'agent.tool_use')) {
+      uses++
+      const n = events.filter((e) => e.type === 'agent.tool_result' && e.tool_use_id === u.id).length
+      if (n !== 1) problems.push(`${s}: agent.tool_use ${u.id} has ${n} agent.tool_result events`)
+    }
+    for (const u of events.filter((e) => e.type === 'agent.custom_tool_use')) {
+      uses++
+      const n = events.filter((e) => e.type === 'user.custom_tool_result' && e.custom_tool_use_id === u.id).length
+      if (n > 1) problems.push(`${s}: agent.custom_tool_use ${u.id} has ${n} user.custom_tool_result events`)
+    }
+  }
+  return check('every agent.tool_use has exactly one result', problems, `${uses} tool uses, each with one result`)
+}
+
+/** Stored client events that no turn ever took up: the session says idle, but the client's message went unanswered. */
+export function everyEventHandled(d: RunData): CheckResult {
+  const problems: string[] = []
+  let n = 0
+  for (const [s, h] of d.histories) {
+    const events = eventsOf(h) ?? []
+    events.forEach((e, i) => {
+      if (!String(e.type).startsWith('user.')) return
+      n++
+      if (e.processed_at == null) {
+        const after = events.slice(i + 1).map((x) => x.type)
+        problems.push(`${s}: ${e.type} ${e.id}${keyOf(e) ? ` (key ${keyOf(e)})` : ''} never handled (processed_at null); after it: ${after.length ? after.join(', ') : 'nothing'}`)
+      }
+    })
+  }
+  return check('every stored client event was handled by the end', problems, `${n} client events, all handled`)
+}
+
+export function noneStuck(d: RunData): CheckResult {
+  const problems = [...d.settled].filter(([, st]) => st !== 'idle').map(([s, st]) => `${s}: ${st}`)
+  return check('no session stuck 30 s after the load ended', problems, `${d.settled.size} sessions idle`, `${problems.length} not idle`)
+}
+
+/** 5xx only as 503 with retry-after-ms, only inside a fault window; no connection failure outside one. */
+export function serverErrors(d: RunData): CheckResult {
+  // Grouped by kind and message: a fault can yield a hundred of one error, and the kinds are what matter.
+  const groups = new Map<string, string[]>()
+  const add = (kind: string, a: Attempt) => {
+    const msg = /"message":"([^"]*)"/.exec(a.error ?? '')?.[1] ?? a.error ?? ''
+    const key = `${kind}${msg ? `: ${msg.slice(0, 100)}` : ''}`
+    groups.set(key, [...(groups.get(key) ?? []), `${rel(d, a.at)} ${a.method} ${a.path} via ${a.backend} (${a.client})${a.requestId ? ` ${a.requestId}` : ''}`])
+  }
+  for (const a of d.attempts) {
+    const w = inFault(d.windows, a.at, a.at + a.ms)
+    if (a.status >= 500) {
+      if (a.status !== 503 || !a.retryAfterMs) add(`${a.status}${a.retryAfterMs ? '' : ' without retry-after-ms'}`, a)
+      else if (!w) add('503 outside any fault window', a)
+    } else if ((a.status === CONNECT_FAILED || a.status === TIMED_OUT) && !w) {
+      add(`${a.status === TIMED_OUT ? 'timeout' : 'connection failed'} outside any fault window`, a)
+    }
+  }
+  const problems: string[] = []
+  for (const [key, where] of groups) {
+    problems.push(`${where.length} × ${key}`)
+    for (const w of where.slice(0, 3)) problems.push(`    e.g. ${w}`)
+  }
+  const n503 = d.attempts.filter((a) => a.status === 503).length
+  const bad = [...groups.values()].reduce((n, g) => n + g.length, 0)
+  const summary = bad ? `${bad} attempts in ${groups.size} kinds` : n503 ? `${n503} 503s, all inside fault windows` : 'no 5xx'
+  return { name: '5xx only as 503 + retry-after-ms inside fault windows', ok: bad === 0, summary, details: problems.slice(0, 40) }
+}
+
+export function noClientErrors(d: RunData): CheckResult {
+  const problems = d.attempts
+    .filter((a) => a.status >= 400 && a.status < 500)
+    .map((a) => `${a.status} at ${rel(d, a.at)} ${a.method} ${a.path} via ${a.backend}${a.key ? ` key ${a.key}` : ''}${a.requestId ? ` ${a.requestId}` : ''}`)
+  return check('no 4xx (the driver sends only valid requests)', problems, 'none')
+}
+
+/**
+ * A POST the client gave up on is acceptable only when every attempt was refused the way a fault may refuse: a 503
+ * with retry-after-ms (or no connection, or no answer) inside a fault window. That is the issue's rule for 5xx; a
+ * NATS fault can keep the store unavailable for longer than a client's retries (a raft election on nats-server
+ * 2.9 took 14 s), and such a client must retry later, which is safe with its Idempotency-Key.
+ */
+function excusedPost(d: RunData, p: PostRecord): boolean {
+  const tries = d.attempts.filter((a) => a.key === p.key)
+  return tries.length > 0 && tries.every((a) =>
+    ((a.status === 503 && !!a.retryAfterMs) || a.status === CONNECT_FAILED || a.status === TIMED_OUT) && !!inFault(d.windows, a.at, a.at + a.ms))
+}
+
+export function postsSucceeded(d: RunData): CheckResult {
+  const failed = d.posts.filter((p) => !p.ok)
+  const excused = failed.filter((p) => excusedPost(d, p))
+  const problems = failed.filter((p) => !excused.includes(p)).map((p) => `${p.session}: ${p.kind} key ${p.key} at ${rel(d, p.at)} failed after retries: ${p.error}`)
+  const note = excused.length ? `; ${excused.length} gave up inside fault windows on 503s only` : ''
+  return check('every POST acknowledged within the client retries (or refused only with 503s inside a fault)', problems, `${d.posts.length - failed.length} of ${d.posts.length} POSTs acknowledged${note}`)
+}
+
+export function turnsFinished(d: RunData): CheckResult {
+  const unfinished = d.turns.filter((t) => t.outcome !== 'done')
+  // A turn cut short by a POST given up inside a fault, or that could not finish while a fault lasted; a session
+  // left stuck by either is caught by the check on stuck sessions.
+  const excused = unfinished.filter((t) =>
+    t.outcome === 'timeout' ? !!inFault(d.windows, t.start, t.end)
+      : d.posts.some((p) => !p.ok && p.key.includes(`.${t.tag}.`) && p.session === t.session && excusedPost(d, p)))
+  const problems = unfinished
+    .filter((t) => !excused.includes(t))
+    .map((t) => `${t.session}: ${t.kind} turn ${t.tag} from ${rel(d, t.start)}: ${t.outcome}${t.error ? ` (${t.error})` : ''}`)
+  const note = excused.length ? `; ${excused.length} cut short by a fault` : ''
+  return check('every turn went idle within 30 s (unless a fault cut it short)', problems, `${d.turns.length - unfinished.length} of ${d.turns.length} turns${note}`)
+}
+
+const FAILOVER_GROUPS: Array<{ label: string; kinds: FaultKind[]; budgetMs: number }> = [
+  { label: 'SIGKILL host', kinds: ['host-kill'], budgetMs: HOST_FAILOVER_MS },
+  { label: 'SIGSTOP host', kinds: ['host-stop'], budgetMs: HOST_FAILOVER_MS },
+  { label: 'NATS leader loss', kinds: ['nats-leader', 'stream-leader'], budgetMs: NATS_FAILOVER_MS },
+  { label: 'NATS node stopped', kinds: ['nats-stop'], budgetMs: NATS_STOP_FAILOVER_MS },
+]
+
+export interface FailoverStat {
+  label: string
+  budgetMs: number
+  faults: number
+  probes: number
+  p50?: number
+  max?: number
+  never: number
+}
+
+export function failoverStats(d: RunData): FailoverStat[] {
+  return FAILOVER_GROUPS.map((g) => {
+    const ws = d.windows.filter((w) => g.kinds.includes(w.kind))
+    const probes = ws.flatMap((w) => w.probes)
+    const ms = probes.map((p) => p.firstOkMs).filter((x): x is number => x !== undefined)
+    return { label: g.label, budgetMs: g.budgetMs, faults: ws.length, probes: probes.length, p50: percentile(ms, 50), max: ms.length ? Math.max(...ms) : undefined, never: probes.length - ms.length }
+  })
+}
+
+export function failover(d: RunData): CheckResult {
+  const problems: string[] = []
+  for (const s of failoverStats(d)) {
+    if (s.never) problems.push(`${s.label}: ${s.never} of ${s.probes} probed sessions never answered within the probe bound`)
+    if (s.max !== undefined && s.max > s.budgetMs) problems.push(`${s.label}: slowest session answered ${s.max} ms after the fault (budget ${s.budgetMs} ms)`)
+  }
+  for (const w of d.windows) {
+    const slow = w.probes.filter((p) => p.firstOkMs === undefined || p.firstOkMs > budgetOf(w.kind))
+    if (slow.length) problems.push(`  ${w.kind} ${w.target} at ${rel(d, w.start)}: ${slow.map((p) => `${p.session} ${p.firstOkMs ?? 'never'}`).join(', ')}`)
+  }
+  return check('failover: sessions of a faulted host (or all, for NATS) answer again within budget', problems, 'within budget')
+}
+
+export function restartReadiness(d: RunData): CheckResult {
+  const problems: string[] = []
+  for (const s of d.hostStarts.filter((x) => x.restart)) {
+    const from = s.natsAt ?? s.blockAt
+    if (s.error || s.readyAt === undefined || from === undefined) problems.push(`${s.host} restart at ${rel(d, s.spawnAt)}: ${s.error ?? 'never ready'}`)
+    else if (s.readyAt - from > READY_AFTER_NATS_MS) {
+      problems.push(`${s.host} restart at ${rel(d, s.spawnAt)}: ready ${s.readyAt - from} ms after its NATS connection${s.natsAt ? '' : ' (start-up block: connection time not found)'}`)
+    }
+  }
+  const n = d.hostStarts.filter((x) => x.restart).length
+  return check('a restarted host is ready within 3 s of its NATS connection', problems, `${n} restart(s) checked`)
+}
+
+export function percentile(xs: number[], p: number): number | undefined {
+  if (!xs.length) return undefined
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
+}
+
+export function runChecks(d: RunData, faults: boolean): CheckResult[] {
+  const out = [
+    historiesReadable(d),
+    acknowledgedStoredOnce(d),
+    onePostOneCopy(d),
+    readersSawEachEventOnce(d),
+    builtinRanOnce(d),
+    tagsOnce(d),
+    everyToolUseOneResult(d),
+    everyEventHandled(d),
+    noneStuck(d),
+    serverErrors(d),
+    noClientErrors(d),
+    postsSucceeded(d),
+    turnsFinished(d),
+  ]
+  if (faults) out.push(failover(d), restartReadiness(d))
+  return out
+}

@@ -1,0 +1,34 @@
+// The fake Messages API for the chaos run, in its own process (so the driver's event loop does not pace the model)
+// like test/soak/model.ts. The last user text says what the turn does:
+//   "bash <tag> <file> …"  one bash tool call appending "<tag> <tool_use id>" to <file>, so runs can be counted
+//   "custom <tag> …"       one call of the custom tool `lookup`: the session parks until the driver answers
+//   "slow <tag> …"         a reply streamed over ~3 s, for the driver to interrupt
+// A tool result gets a closing text; anything else "ok".
+import { randomBytes } from 'node:crypto'
+import { startFakeModelServer, type ScriptedReply } from '../fakes/model-server.js'
+
+const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+/** The tool use id is chosen here, not by the fake, so the bash command can write it beside the tag. */
+const toolUseId = () => 'toolu_01' + [...randomBytes(22)].map((b) => ALNUM[b % ALNUM.length]).join('')
+
+function reply(messages: any[]): ScriptedReply | undefined {
+  const last = messages.at(-1)
+  const blocks: any[] = Array.isArray(last?.content) ? last.content : [{ type: 'text', text: String(last?.content ?? '') }]
+  if (blocks.some((b) => b.type === 'tool_result')) return { steps: [{ type: 'text', text: 'ran it' }] }
+  // Messages swept together (after an interrupt) arrive as one user turn: the newest text is the instruction.
+  const text: string = blocks.filter((b) => b.type === 'text').at(-1)?.text ?? ''
+  const [verb, tag, file] = text.split(' ')
+  if (verb === 'bash' && tag && file) {
+    const id = toolUseId()
+    return { steps: [{ type: 'tool_use', id, name: 'bash', input: { command: `echo "${tag} ${id}" >> ${file}` } }] }
+  }
+  if (verb === 'custom' && tag) return { steps: [{ type: 'tool_use', name: 'lookup', input: { q: tag } }] }
+  if (verb === 'slow' && tag) return { steps: [{ type: 'text', text: `a long answer about ${tag} `.repeat(30), chunks: 30 }], chunkDelayMs: 100 }
+  return undefined
+}
+
+const model = await startFakeModelServer()
+model.setHandler((req) => reply(req.body?.messages ?? []))
+// Requests are kept for tests; a long run needs none of them.
+setInterval(() => void model.requests.splice(0), 1000).unref()
+console.log(`fake model on ${model.url}`)

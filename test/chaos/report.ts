@@ -1,0 +1,101 @@
+// The printed report: what ran, the fault timeline, load figures inside and outside the fault windows, failover
+// and restart timings, then each check with its evidence. Plain text, one screen per section.
+import type { ChaosArgs } from './args.js'
+import { failoverStats, inFault, percentile, type CheckResult, type RunData } from './checks.js'
+import { CONNECT_FAILED, TIMED_OUT } from './types.js'
+
+const s1 = (ms: number | undefined) => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`)
+const ms0 = (ms: number | undefined) => (ms === undefined ? '–' : `${ms.toFixed(0)} ms`)
+
+export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], runDir: string): void {
+  const rel = (t: number) => `${((t - d.loadStart) / 1000).toFixed(1)} s`
+  const out: string[] = []
+  const say = (line = '') => out.push(line)
+  const loadSeconds = (d.loadEnd - d.loadStart) / 1000
+
+  say()
+  say(`chaos report: seed ${args.seed}, ${args.seconds} s of load, ${args.sessions} sessions (${args.readers} with SSE readers), ${args.hosts} hosts, 3-node NATS cluster`)
+  say(`  faults drawn from: ${args.faults.length ? args.faults.join(', ') : 'none (--no-faults)'}`)
+  say(`  run directory: ${runDir}`)
+
+  say()
+  say('faults (one at a time; nats-stop is a SIGSTOP of one nats-server for 10 s, standing in for a network partition)')
+  if (!d.windows.length) say('  none')
+  d.windows.forEach((w, i) => {
+    const probes = w.probes.map((p) => p.firstOkMs).filter((x): x is number => x !== undefined)
+    say(
+      `  ${String(i + 1).padStart(2)}. ${w.kind.padEnd(13)} ${w.target.padEnd(3)} ${rel(w.start).padStart(7)} → ${rel(w.end).padStart(7)} (${s1(w.end - w.start)})` +
+        `  probes ${probes.length}/${w.probes.length} ok, first ok p50 ${s1(percentile(probes, 50))} max ${s1(probes.length ? Math.max(...probes) : undefined)}` +
+        (w.error ? `  ERROR ${w.error}` : ''),
+    )
+    for (const st of w.steps) say(`        ${rel(st.at).padStart(7)}  ${st.what}`)
+  })
+
+  say()
+  say('load')
+  const done = d.turns.filter((t) => t.outcome === 'done')
+  const byKind = (k: string) => d.turns.filter((t) => t.kind === k).length
+  say(
+    `  turns        ${done.length} done, ${d.turns.filter((t) => t.outcome === 'timeout').length} timed out, ${d.turns.filter((t) => t.outcome === 'error').length} failed` +
+      ` (${(done.length / loadSeconds).toFixed(2)} turns/s over ${loadSeconds.toFixed(0)} s); bash ${byKind('bash')}, custom ${byKind('custom')}, interrupt ${byKind('interrupt')}`,
+  )
+  const turnMs = done.map((t) => t.end - t.start)
+  say(`  turn time    p50 ${ms0(percentile(turnMs, 50))}, p99 ${ms0(percentile(turnMs, 99))}`)
+  const retries = d.attempts.filter((a) => a.retry > 0).length
+  say(`  POSTs        ${d.posts.length} (${d.posts.filter((p) => p.ok).length} acknowledged); ${d.attempts.length} HTTP attempts in all, ${retries} of them client retries`)
+  const inside = d.calls.filter((c) => inFault(d.windows, c.at, c.at + c.ms))
+  const outside = d.calls.filter((c) => !inFault(d.windows, c.at, c.at + c.ms))
+  const lat = (cs: typeof d.calls) =>
+    `${cs.length} calls, p50 ${ms0(percentile(cs.map((c) => c.ms), 50))}, p99 ${ms0(percentile(cs.map((c) => c.ms), 99))}, ${cs.filter((c) => !c.ok).length} failed`
+  if (d.windows.length) {
+    say(`  requests     outside fault windows: ${lat(outside)}`)
+    say(`               inside fault windows (+5 s): ${lat(inside)}`)
+  } else say(`  requests     ${lat(d.calls)}`)
+  // Per client: probes time out on purpose (overlapping short attempts), the driver's statuses are the load's.
+  const byClient = new Map<string, Map<string, number>>()
+  for (const a of d.attempts) {
+    const k = a.status === CONNECT_FAILED ? 'connection failed' : a.status === TIMED_OUT ? 'timeout' : String(a.status)
+    const m = byClient.get(a.client) ?? new Map<string, number>()
+    byClient.set(a.client, m.set(k, (m.get(k) ?? 0) + 1))
+  }
+  let first = true
+  for (const c of ['driver', 'sse', 'probe', 'check', 'other']) {
+    const m = byClient.get(c)
+    if (!m) continue
+    say(`  ${first ? 'statuses    ' : '            '} ${c.padEnd(6)} ${[...m].sort().map(([k, n]) => `${k}: ${n}`).join(', ')}`)
+    first = false
+  }
+  const connects = d.readers.reduce((n, r) => n + r.connects, 0)
+  say(`  SSE readers  ${d.readers.length} readers, ${connects} connections, ${d.readers.reduce((n, r) => n + r.ids.length, 0)} events received`)
+
+  if (d.windows.length) {
+    say()
+    say('failover (fault → first successful events read of each session the fault touched: the faulted host\'s sessions, or the first 8 for NATS)')
+    for (const f of failoverStats(d)) {
+      if (!f.faults) continue
+      say(`  ${f.label.padEnd(18)} ${f.faults} fault(s), ${f.probes} probes: p50 ${s1(f.p50)}, max ${s1(f.max)}${f.never ? `, ${f.never} never` : ''} (budget ${s1(f.budgetMs)})`)
+    }
+    const restarts = d.hostStarts.filter((s) => s.restart)
+    if (restarts.length) {
+      say('restarts (spawn → start-up block printed; NATS connection → /readyz 200)')
+      for (const s of restarts) {
+        const from = s.natsAt ?? s.blockAt
+        say(
+          `  ${s.host} at ${rel(s.spawnAt)}: spawn → block ${s1(s.blockAt !== undefined ? s.blockAt - s.spawnAt : undefined)}, ` +
+            `${s.natsAt ? 'NATS connection' : 'block'} → ready ${ms0(s.readyAt !== undefined && from !== undefined ? s.readyAt - from : undefined)}${s.error ? `  ERROR ${s.error}` : ''}`,
+        )
+      }
+    }
+  }
+
+  say()
+  say('checks')
+  for (const c of checks) {
+    say(`  ${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.summary}`)
+    for (const line of c.details) say(`          ${line}`)
+  }
+  const failed = checks.filter((c) => !c.ok).length
+  say()
+  say(failed ? `chaos: ${failed} of ${checks.length} checks FAILED (seed ${args.seed}; logs in ${runDir})` : `chaos: all ${checks.length} checks passed (seed ${args.seed})`)
+  console.log(out.join('\n'))
+}

@@ -1,0 +1,234 @@
+// `npm run chaos -- --seed N --seconds S [--sessions N] [--hosts N] [--readers N] [--no-faults | --faults …]`:
+// a 3-node NATS JetStream cluster, N `troupe serve` hosts and the fake model, sessions doing turns through the
+// official client while seeded faults hit hosts and NATS servers one at a time; then checks of what was stored,
+// streamed and executed, printed as a report. Exit status 1 when a check fails, 2 when the run itself broke.
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import Anthropic from '@anthropic-ai/sdk'
+import { connect } from '@nats-io/transport-node'
+import { startNatsCluster } from '../helpers/nats-cluster.js'
+import { parseArgs } from './args.js'
+import { Balancer, CLIENT_HEADER, VIRTUAL_ORIGIN } from './balancer.js'
+import { runChecks, type RunData } from './checks.js'
+import { cleanupNow, installCleanupHandlers, onBrokenRun, onCleanup } from './cleanup.js'
+import { FaultRunner, planFaults } from './faults.js'
+import { readHistories, readTags } from './history.js'
+import { Hosts } from './hosts.js'
+import { Load } from './load.js'
+import { placementReader, waitBalanced } from './placement.js'
+import { printReport } from './report.js'
+import { SseReader } from './sse.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** Sessions must be idle this long after the load ends, or they count as stuck. */
+const SETTLE_MS = 30_000
+/** Past the load, setup and teardown together never take longer than this: the run gives up and cleans up. */
+const OVERRUN_MS = 6 * 60_000
+
+const args = (() => {
+  try {
+    return parseArgs(process.argv.slice(2))
+  } catch (err) {
+    console.error(`chaos: ${(err as Error).message}`)
+    process.exit(2)
+  }
+})()
+installCleanupHandlers()
+// Hosts run compiled, as an installed Troupe does (bin/troupe.mjs falls back to compiling every module through tsx
+// when dist/ is older than the sources, which under this much load makes a restart take 15 s instead of 2).
+execFileSync(process.execPath, [path.join(here, '../../bin/build.mjs')], { stdio: 'inherit' })
+const runDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-chaos-'))
+const tagDir = path.join(runDir, 'tags')
+mkdirSync(tagDir)
+const began = Date.now()
+let loadStart: number | undefined
+const say = (line: string) => {
+  const t = loadStart === undefined ? `setup ${((Date.now() - began) / 1000).toFixed(1)} s` : `${((Date.now() - loadStart) / 1000).toFixed(1)} s`
+  console.log(`[${t.padStart(12)}] ${line}`)
+}
+const overrun = setTimeout(() => {
+  console.error(`chaos: the run overran ${args.seconds} s + ${OVERRUN_MS / 1000} s; stopping everything (logs in ${runDir})`)
+  cleanupNow(true)
+  process.exit(2)
+}, args.seconds * 1000 + OVERRUN_MS)
+overrun.unref()
+
+async function startModel(): Promise<string> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'model.ts')], { stdio: ['ignore', 'pipe', 'inherit'] })
+  onCleanup(() => proc.kill('SIGKILL'))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the fake model did not start within 30 s')), 30_000)
+    let buf = ''
+    proc.stdout!.on('data', (d) => {
+      buf += d
+      const m = /fake model on (\S+)/.exec(buf)
+      if (m) {
+        clearTimeout(timer)
+        resolve(m[1]!)
+      }
+    })
+    proc.once('exit', (code) => reject(new Error(`the fake model exited (${code})`)))
+  })
+}
+
+say(`run directory ${runDir}`)
+const modelUrl = await startModel()
+say(`fake model on ${modelUrl}`)
+const cluster = await startNatsCluster({ name: 'troupe-chaos', dir: path.join(runDir, 'nats') })
+onCleanup(() => cluster.stopNow())
+say(`NATS cluster ${cluster.url}, meta leader ${await cluster.metaLeader()}`)
+
+const hosts = new Hosts({
+  count: args.hosts,
+  natsUrl: cluster.url,
+  natsMonitors: () => cluster.nodes.filter((n) => n.state() === 'running').map((n) => n.monitorUrl),
+  modelUrl,
+  dir: path.join(runDir, 'hosts'),
+})
+const logDir = path.join(runDir, 'logs')
+const saveLogs = () => {
+  hosts.writeLogs(logDir)
+  for (const n of cluster.nodes) writeFileSync(path.join(logDir, `${n.name}.log`), n.log())
+}
+onBrokenRun(() => {
+  saveLogs()
+  console.error(`chaos: the run broke; logs in ${logDir}`)
+})
+// One at a time: tsx start-ups compete for the same two busy cores, and each start is timed on its own.
+for (const h of hosts.all) {
+  const rec = await hosts.start(h, false)
+  if (rec.error) throw new Error(`${h.name} did not start: ${rec.error}`)
+  say(`${h.name} ${h.id} on ${h.url}, ready ${rec.readyAt! - rec.spawnAt} ms after spawn`)
+}
+
+const balancer = new Balancer(hosts.all)
+balancer.start()
+onCleanup(() => balancer.stop())
+const clientWith = (name: string, maxRetries: number, timeout: number) =>
+  new Anthropic({ baseURL: VIRTUAL_ORIGIN, apiKey: 'chaos', maxRetries, timeout, fetch: balancer.fetch, defaultHeaders: { [CLIENT_HEADER]: name } })
+// The driver's calls retry as a patient client would; probes make one short attempt each; reads after the run persist.
+const driverClient = clientWith('driver', 5, 10_000)
+const probeClient = clientWith('probe', 0, 2_000)
+const checkClient = clientWith('check', 8, 30_000)
+
+const nc = await connect({ servers: cluster.nodes.map((n) => n.url), maxReconnectAttempts: -1, reconnectTimeWait: 250, name: 'chaos-driver' })
+onCleanup(() => void nc.close().catch(() => undefined))
+
+const balanced = await waitBalanced(nc, hosts.all.map((h) => h.id!))
+say(balanced ? 'partitions balanced over the hosts' : 'partitions still moving after 60 s; starting anyway')
+
+const agent = await driverClient.beta.agents.create({
+  name: 'chaos',
+  model: 'claude-sonnet-4-5',
+  tools: [
+    { type: 'agent_toolset_20260401' },
+    { type: 'custom', name: 'lookup', description: 'look something up', input_schema: { type: 'object' } },
+  ],
+} as any)
+const environment = await driverClient.beta.environments.create({ name: 'chaos' })
+const sessions: string[] = []
+for (let i = 0; i < args.sessions; i++) {
+  const s = await driverClient.beta.sessions.create({ agent: agent.id, environment_id: environment.id } as any)
+  sessions.push(s.id)
+}
+say(`${sessions.length} sessions created`)
+
+const readers = sessions.slice(0, args.readers).map((s, i) => new SseReader(s, balancer, i))
+for (const r of readers) r.start()
+await Promise.all(readers.map((r) => Promise.race([r.opened, sleep(15_000)])))
+for (const r of readers) r.rec.fromStart = r.rec.connects > 0
+say(`${readers.filter((r) => r.rec.fromStart).length} of ${readers.length} SSE readers open`)
+
+const runId = `c${args.seed}-${Date.now().toString(36)}`
+const load = new Load({ client: driverClient, sessions, seed: args.seed, tagDir, runId })
+const faults = new FaultRunner({
+  cluster,
+  hosts,
+  probeClient,
+  sessions,
+  ownerOf: placementReader(nc),
+  balanced: () => waitBalanced(nc, hosts.all.filter((h) => h.state === 'up').map((h) => h.id!), 30_000),
+  say,
+})
+loadStart = Date.now()
+const endAt = loadStart + args.seconds * 1000
+say(`load starts: ${args.seconds} s${args.faults.length ? `, faults from ${args.faults.join(',')}` : ', no faults'}`)
+const stopLoad = setTimeout(() => {
+  load.stop()
+  say('load stops: drivers finish the turn they are in')
+}, args.seconds * 1000)
+const ticker = setInterval(() => {
+  const done = load.turns.filter((t) => t.outcome === 'done').length
+  const n503 = balancer.attempts.filter((a) => a.status === 503).length
+  say(`${done} turns done, ${load.posts.length} POSTs, ${balancer.attempts.length} attempts (${n503} × 503)`)
+}, 15_000)
+await Promise.all([load.run(), faults.run(planFaults(args.seed, args.faults), endAt)])
+clearTimeout(stopLoad)
+clearInterval(ticker)
+load.stop()
+const loadEnd = Date.now()
+say('load and faults over; waiting for sessions to settle')
+
+const settled = new Map<string, string>()
+const settleEnd = Date.now() + SETTLE_MS
+for (;;) {
+  await Promise.all(
+    sessions.map(async (s) => {
+      const got = await checkClient.beta.sessions.retrieve(s, {}, { timeout: 5_000, maxRetries: 1 }).catch((err: Error) => ({ status: `unreachable (${err.message})` }))
+      settled.set(s, got.status)
+    }),
+  )
+  if ([...settled.values()].every((st) => st === 'idle') || Date.now() > settleEnd) break
+  await sleep(1000)
+}
+say(`settled: ${[...settled.values()].filter((s) => s === 'idle').length} of ${sessions.length} idle`)
+
+const histories = await readHistories(checkClient, sessions)
+// Readers get a moment to catch up with the end of their history before they are stopped.
+const caughtUpBy = Date.now() + 10_000
+const lastStored = (s: string) => {
+  const h = histories.get(s)
+  return h && 'events' in h ? h.events.at(-1)?.id : undefined
+}
+while (Date.now() < caughtUpBy && readers.some((r) => r.lastId !== lastStored(r.session))) await sleep(250)
+await Promise.all(readers.map((r) => r.stop()))
+balancer.stop()
+
+const data: RunData = {
+  sessions,
+  loadStart,
+  loadEnd,
+  windows: faults.windows,
+  attempts: balancer.attempts,
+  posts: load.posts,
+  calls: load.calls,
+  turns: load.turns,
+  readers: readers.map((r) => r.rec),
+  histories,
+  tags: readTags(tagDir, sessions),
+  settled,
+  hostStarts: hosts.starts,
+}
+const checks = runChecks(data, args.faults.length > 0)
+const failed = checks.some((c) => !c.ok)
+
+say('stopping hosts and NATS')
+await Promise.race([hosts.stopAll(), sleep(8_000)])
+hosts.killNow()
+saveLogs()
+writeFileSync(path.join(logDir, 'attempts.json'), JSON.stringify(balancer.attempts))
+writeFileSync(path.join(logDir, 'windows.json'), JSON.stringify(faults.windows, null, 1))
+writeFileSync(path.join(logDir, 'turns.json'), JSON.stringify(load.turns))
+writeFileSync(path.join(logDir, 'posts.json'), JSON.stringify(load.posts))
+writeFileSync(path.join(logDir, 'readers.json'), JSON.stringify(data.readers))
+writeFileSync(path.join(logDir, 'histories.json'), JSON.stringify(Object.fromEntries(histories)))
+await nc.close().catch(() => undefined)
+await cluster.stop()
+cleanupNow()
+printReport(args, data, checks, runDir)
+if (!failed && !args.keep) rmSync(runDir, { recursive: true, force: true })
+process.exit(failed ? 1 : 0)

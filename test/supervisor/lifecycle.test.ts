@@ -1,0 +1,136 @@
+import t from 'tap'
+import '../helpers/keepalive.js'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { clientFor, raw, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
+import { startNats } from '../helpers/nats.js'
+import { groupAlive } from '../../supervisor/datadir.js'
+import { until } from '../helpers/wait.js'
+
+const dirs: string[] = []
+const procs: TroupeProcess[] = []
+t.teardown(() => {
+  for (const p of procs) p.killNow()
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+const dataDir = () => {
+  const d = mkdtempSync(path.join(tmpdir(), 'troupe-life-'))
+  dirs.push(d)
+  return d
+}
+const start = async (env: Record<string, string>, role: 'start' | 'serve' = 'start') => {
+  const p = await startTroupe({ role, env: role === 'start' ? { NATS_URL: '', ...env } : env })
+  procs.push(p)
+  return p
+}
+const lockOf = (dir: string) => JSON.parse(readFileSync(path.join(dir, 'troupe.lock'), 'utf8'))
+
+t.test('one data directory, one server: a second start refuses at once, naming the holder', async (t) => {
+  const dir = dataDir()
+  const first = await start({ TROUPE_DATA_DIR: dir })
+  const t0 = Date.now()
+  const err = await start({ TROUPE_DATA_DIR: dir }).then(() => undefined, (e: Error) => e)
+  t.ok(err, 'the second start fails')
+  t.match(err!.message, new RegExp(`in use by troupe start \\(pid ${first.proc.pid}`))
+  t.ok(Date.now() - t0 < 10_000, 'at once')
+  // The first is untouched.
+  const c = clientFor(first.url)
+  const env = await c.beta.environments.create({ name: 'still-fine' })
+  t.equal((await c.beta.environments.retrieve(env.id)).id, env.id)
+  await first.stop()
+})
+
+t.test('restart after SIGKILL: the stale lock is taken over, the old nats-server is gone, ready means serving', async (t) => {
+  const dir = dataDir()
+  const first = await start({ TROUPE_DATA_DIR: dir })
+  const c1 = clientFor(first.url)
+  const agents = []
+  for (let i = 0; i < 24; i++) agents.push(await c1.beta.agents.create({ name: `a${i}`, model: 'claude-sonnet-4-5' }))
+  const { nats_pgid } = lockOf(dir)
+  t.ok(nats_pgid > 0, 'the lock names the embedded nats-server')
+  await first.kill()
+  await until('the embedded nats-server follows its parent', () => !groupAlive(nats_pgid), 5000)
+  t.pass('no orphaned nats-server')
+
+  const second = await start({ TROUPE_DATA_DIR: dir })
+  // Ready as soon as it says so, and then every partition answers (it took back what it held before).
+  await until('ready', async () => (await raw(second.url, 'GET', '/readyz')).status === 200, 10_000)
+  const c2 = clientFor(second.url)
+  const got = await Promise.all(agents.map((a) => c2.beta.agents.retrieve(a.id).then((x) => x.id, (e) => `error ${e.status}`)))
+  t.same(got, agents.map((a) => a.id), 'every agent answers on the first try')
+  await second.stop()
+})
+
+t.test('start-up says where everything is', async (t) => {
+  const dir = dataDir()
+  const p = await start({ TROUPE_DATA_DIR: dir, TROUPE_MODEL_BASE_URL: 'http://127.0.0.1:9/model' })
+  await until('banner', () => /version/.test(p.stdout()), 5000)
+  const banner = p.stdout()
+  t.match(banner, new RegExp(`HTTP +${p.url.replace(/[.]/g, '\\.')}`))
+  t.match(banner, /NATS +nats:\/\/127\.0\.0\.1:\d+ \(embedded; monitoring http:\/\/127\.0\.0\.1:\d+\)/)
+  t.match(banner, new RegExp(`data +${dir}`))
+  t.match(banner, /model +http:\/\/127\.0\.0\.1:9\/model/)
+  t.match(banner, /strict +off/)
+  t.match(banner, /version +\d+\.\d+\.\d+/)
+  const monitor = /monitoring (http:\/\/\S+)\)/.exec(banner)![1]
+  t.equal((await fetch(`${monitor}/varz`)).status, 200, 'the monitoring port answers on loopback')
+  await p.stop()
+})
+
+t.test('readiness: 503 while the store does not answer, 200 again once it does', async (t) => {
+  const nats = await startNats()
+  t.teardown(() => nats.stopNow())
+  const p = await start({ NATS_URL: nats.url }, 'serve')
+  await until('ready', async () => (await raw(p.url, 'GET', '/readyz')).status === 200, 10_000)
+  process.kill(-nats.pgid, 'SIGSTOP')
+  try {
+    const r = await raw(p.url, 'GET', '/readyz')
+    t.equal(r.status, 503, 'not ready while nats-server is paused')
+    t.equal(r.json.checks.jetstream, false)
+  } finally {
+    process.kill(-nats.pgid, 'SIGCONT')
+  }
+  await until('ready again', async () => (await raw(p.url, 'GET', '/readyz')).status === 200, 10_000)
+  t.pass('ready again')
+})
+
+t.test('Ctrl-C: stops within 3 s, saying so; the embedded server stops last; the lock is released', async (t) => {
+  const dir = dataDir()
+  const p = await start({ TROUPE_DATA_DIR: dir })
+  const { nats_pgid } = lockOf(dir)
+  let out = ''
+  p.proc.stdout!.on('data', (d) => (out += d))
+  const t0 = Date.now()
+  const exited = new Promise<number | null>((r) => p.proc.once('exit', (code) => r(code)))
+  p.proc.ref()
+  p.proc.kill('SIGINT')
+  const code = await exited
+  const took = Date.now() - t0
+  t.equal(code, 0)
+  t.ok(took < 3000, `exited in ${took} ms`)
+  t.match(out, /troupe start stopped in \d+ ms/)
+  t.notOk(groupAlive(nats_pgid), 'nats-server stopped')
+  t.notOk(existsSync(path.join(dir, 'troupe.lock')), 'lock released')
+  t.notMatch(p.logs(), /"level":50/, 'no errors logged while stopping')
+})
+
+t.test('SIGTERM of one of two hosts hands its partitions to the other at once', async (t) => {
+  const nats = await startNats()
+  t.teardown(() => nats.stopNow())
+  const a = await start({ NATS_URL: nats.url }, 'serve')
+  const b = await start({ NATS_URL: nats.url }, 'serve')
+  await until('both ready', async () => (await raw(b.url, 'GET', '/readyz')).status === 200, 10_000)
+  const cb = clientFor(b.url)
+  const agents = []
+  for (let i = 0; i < 16; i++) agents.push(await cb.beta.agents.create({ name: `a${i}`, model: 'claude-sonnet-4-5' }))
+  // Let placement settle (a joined second; partitions move to it).
+  await until('a serves some partitions', () => /partitions changed/.test(a.logs()), 10_000)
+  const t0 = Date.now()
+  await a.stop()
+  const stopped = Date.now() - t0
+  t.ok(stopped < 3000, `stopped in ${stopped} ms`)
+  const got = await Promise.all(agents.map((x) => cb.beta.agents.retrieve(x.id).then((r) => r.id, (e) => `error ${e.status}`)))
+  t.same(got, agents.map((x) => x.id), 'every agent answers at once on the survivor, no 503 while waiting for a TTL')
+  t.equal((await raw(b.url, 'GET', '/readyz')).status, 200)
+})

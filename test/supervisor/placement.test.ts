@@ -1,0 +1,165 @@
+import t from 'tap'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { Kvm, type KV } from '@nats-io/kv'
+import { pino } from 'pino'
+import { Writable } from 'node:stream'
+import { PARTITIONS, Buckets, type PartitionedKind } from '../../protocol/subjects.js'
+import { HOST_TTL_MS, Placement, plan } from '../../supervisor/placement.js'
+import { startNats } from '../helpers/nats.js'
+import { until } from '../helpers/wait.js'
+
+const nats = await startNats()
+const conns: NatsConnection[] = []
+t.teardown(async () => {
+  for (const nc of conns) await nc.close().catch(() => undefined)
+  await nats.stop()
+})
+
+const KINDS: PartitionedKind[] = ['session', 'agent']
+
+/** A KV whose writes (heartbeats, claims) take `delay.ms` longer: a slow or stalled store, at the edge. */
+function slowed(kv: KV, delay: { ms: number }): KV {
+  const later = <T>(fn: () => Promise<T>) => new Promise<T>((resolve, reject) => setTimeout(() => fn().then(resolve, reject), delay.ms))
+  return new Proxy(kv, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver)
+      if (prop === 'put' || prop === 'update' || prop === 'create') return (...args: unknown[]) => later(() => (v as Function).apply(target, args))
+      return typeof v === 'function' ? v.bind(target) : v
+    },
+  })
+}
+
+async function host(id: string, delay = { ms: 0 }) {
+  const nc = await connect({ servers: nats.url })
+  conns.push(nc)
+  const kvm = new Kvm(nc)
+  const hosts = await kvm.create(Buckets.hosts, { ttl: HOST_TTL_MS, history: 1 })
+  const placement = await kvm.create(Buckets.placement, { history: 1 })
+  const held = new Set<string>()
+  const gainedAt = new Map<string, number>()
+  const events: string[] = []
+  const lines: any[] = []
+  const log = pino({ level: 'info' }, new Writable({ write(c, _e, cb) { lines.push(JSON.parse(String(c))); cb() } }))
+  const p = new Placement({
+    hosts: slowed(hosts, delay),
+    placement: slowed(placement, delay),
+    hostId: id,
+    kinds: KINDS,
+    beat: () => ({ pid: process.pid, hostname: 'test', role: 'serve', started_at: Date.now() }),
+    log,
+    events: {
+      gained: async (kind, p) => {
+        held.add(`${kind}.${p}`)
+        gainedAt.set(`${kind}.${p}`, Date.now())
+        events.push(`+${kind}.${p}`)
+      },
+      lost: async (kind, p) => {
+        held.delete(`${kind}.${p}`)
+        events.push(`-${kind}.${p}`)
+      },
+    },
+  })
+  await p.start()
+  return { p, held, gainedAt, events, lines, nc }
+}
+
+
+t.test('plan: the same for every caller, capped at a fair share, and stable for hosts that stay', async (t) => {
+  const two = plan('session', ['host_b', 'host_a'])
+  t.same(two, plan('session', ['host_a', 'host_b']), 'order of the host list does not matter')
+  t.equal(two.filter((h) => h === 'host_a').length, PARTITIONS / 2)
+  const three = plan('session', ['host_a', 'host_b', 'host_c'])
+  for (const h of ['host_a', 'host_b', 'host_c']) t.ok(three.filter((x) => x === h).length <= Math.ceil(PARTITIONS / 3))
+  const moved = two.filter((h, p) => three[p] !== h).length
+  t.ok(moved <= PARTITIONS / 2, `a third host moves ${moved} of ${PARTITIONS} partitions`)
+})
+
+t.test('single activation: partitions split, never held twice; a crash moves them within 5 s; a stop hands over at once', async (t) => {
+  const a = await host('host_a1')
+  t.equal(a.held.size, PARTITIONS * KINDS.length, 'a lone host serves every partition once started')
+  const b = await host('host_b1')
+  await until('both hold half', () => a.held.size === PARTITIONS && b.held.size === PARTITIONS, 10_000)
+  for (const kind of KINDS) for (let p = 0; p < PARTITIONS; p++) t.ok(a.held.has(`${kind}.${p}`) !== b.held.has(`${kind}.${p}`), `${kind} ${p}: one owner`)
+  t.ok(a.p.ready && b.p.ready, 'both see every partition with a live owner')
+
+  const c = await host('host_c1')
+  await until('three-way split', () => c.held.size > 0 && a.held.size + b.held.size + c.held.size === PARTITIONS * 2, 10_000)
+  const stoppedAt = Date.now()
+  const handed = [...c.held]
+  await c.p.stop()
+  t.equal(c.held.size, 0, 'stop serves nothing')
+  await until('hand-over on stop', () => a.held.size + b.held.size === PARTITIONS * 2, 2_000)
+  const slowest = Math.max(...handed.map((k) => (a.gainedAt.get(k) ?? b.gainedAt.get(k)!) - stoppedAt))
+  t.ok(slowest < 1000, `stopped host's partitions taken over in ${slowest} ms (no TTL wait)`)
+
+  const crashed = [...a.held]
+  await a.p.halt()
+  await a.nc.close()
+  const crashAt = Date.now()
+  await until('b takes over', () => b.held.size === PARTITIONS * 2, 6_000)
+  const worst = Math.max(...crashed.map((k) => b.gainedAt.get(k)! - crashAt))
+  t.ok(worst < 5_000, `takeover within 5 s of a crash (took ${worst} ms)`)
+  t.ok(worst >= HOST_TTL_MS - 600, 'not before the dead host could have stopped serving')
+  const changes = b.lines.filter((l) => l.msg === 'partitions changed')
+  t.ok(changes.length <= 6, `partition changes summarised: ${changes.length} lines for ${b.events.length} changes`)
+  await b.p.stop()
+})
+
+t.test('a slow store never drops a lease: writes slower than the beat interval do not overlap or lose', async (t) => {
+  const delay = { ms: 0 }
+  const h = await host('host_slow1', delay)
+  t.equal(h.held.size, PARTITIONS * 2)
+  // Slower than the beat interval: passes would overlap if the loop let them.
+  delay.ms = 700
+  let gaps = 0
+  for (let end = Date.now() + 5000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) if (!h.p.serves('session', 0)) gaps++
+  t.equal(gaps, 0, 'served throughout')
+  // Slower than the serving window: serving pauses, but a lone host loses nothing.
+  delay.ms = 1500
+  await new Promise((r) => setTimeout(r, 5000))
+  t.equal(h.events.filter((e) => e.startsWith('-')).length, 0, 'nothing lost')
+  delay.ms = 0
+  await until('serves again', () => h.p.serves('session', 0), 5000)
+  await h.p.stop()
+})
+
+t.test('a host whose heartbeat cannot land stops serving before it could expire, and resumes if nobody took over', async (t) => {
+  const delay = { ms: 0 }
+  const h = await host('host_stall1', delay)
+  delay.ms = 4000 // the heartbeat key expires (TTL 2.5 s) before the next write lands
+  const stalledAt = Date.now()
+  await until('stops serving', () => !h.p.serves('session', 0), 4000)
+  const after = Date.now() - stalledAt
+  t.ok(after < HOST_TTL_MS, `stopped serving ${after} ms into the stall, before the TTL`)
+  t.notOk(h.p.ready, 'not ready meanwhile')
+  delay.ms = 0
+  await until('serves again', () => h.p.serves('session', 0), 10_000)
+  t.equal(h.events.filter((e) => e.startsWith('-')).length, 0, 'alone, it keeps everything')
+  await h.p.stop()
+})
+
+t.test('a host that slept through a takeover drops what moved on before serving again', async (t) => {
+  const delay = { ms: 0 }
+  const a = await host('host_sleepy1', delay)
+  const b = await host('host_awake1')
+  await until('split', () => a.held.size === PARTITIONS && b.held.size === PARTITIONS, 10_000)
+  let both = 0
+  const sampler = setInterval(() => {
+    for (const kind of KINDS) for (let p = 0; p < PARTITIONS; p++) if (a.p.serves(kind, p) && b.p.serves(kind, p)) both++
+  }, 10)
+  t.teardown(() => clearInterval(sampler))
+  delay.ms = 4000
+  await until('b takes everything', () => b.held.size === PARTITIONS * 2, 10_000)
+  for (const k of b.held) {
+    const [kind, p] = k.split('.') as [PartitionedKind, string]
+    t.notOk(a.p.serves(kind, Number(p)), `a does not serve ${k}`)
+  }
+  delay.ms = 0
+  const servedOnce = () => KINDS.every((kind) => Array.from({ length: PARTITIONS }, (_, p) => a.p.serves(kind, p) !== b.p.serves(kind, p)).every(Boolean))
+  await until('split again, each partition served by one', () => servedOnce() && a.p.owns('session').length === PARTITIONS / 2, 10_000)
+  t.pass('every partition served by exactly one host')
+  clearInterval(sampler)
+  t.equal(both, 0, 'never served by both at once, sampled every 10 ms')
+  await a.p.stop()
+  await b.p.stop()
+})
