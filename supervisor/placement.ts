@@ -1,0 +1,381 @@
+import { performance } from 'node:perf_hooks'
+import type { KV, KvWatchEntry } from '@nats-io/kv'
+import type { Logger } from 'pino'
+import { decode, encode } from '../protocol/codec.js'
+import { fnv1a } from '../protocol/hash.js'
+import { PARTITIONS, partitionToken, type HostBeat, type PartitionedKind, type PlacementRecord } from '../protocol/subjects.js'
+import { RecordStore, live, readAtLeader } from '../actors/kit/store.js'
+import { every, type Loop } from './loop.js'
+
+/**
+ * Liveness timing. A host's heartbeat key expires HOST_TTL_MS after its last write (the hosts bucket's max
+ * age); only then may another host take its partitions. The host itself stops serving SERVE_MARGIN_MS
+ * before that could happen, measured on its monotonic clock from when it *sent* its last acknowledged beat.
+ */
+export const HOST_TTL_MS = 2500
+export const BEAT_EVERY_MS = 500
+export const SERVE_MARGIN_MS = 500
+/** How often a host compares what it holds with what the live host set says it should hold. */
+export const TICK_MS = 250
+
+export interface PlacementEvents {
+  /** This host now owns the partition: start serving it (and resume work left there). */
+  gained(kind: PartitionedKind, p: number): Promise<void>
+  /** This host no longer serves the partition: stop, and stop writing, before anyone else may start. */
+  lost(kind: PartitionedKind, p: number): Promise<void>
+}
+
+export interface PlacementOptions {
+  hosts: KV
+  placement: KV
+  hostId: string
+  kinds: readonly PartitionedKind[]
+  /** The heartbeat record (without `at`, which is set per beat). */
+  beat: () => Omit<HostBeat, 'at'>
+  events: PlacementEvents
+  log: Logger
+}
+
+interface Holder {
+  host: string
+  revision: number
+}
+
+const keyOf = (kind: string, p: number) => `${kind}.${partitionToken(p)}`
+
+/**
+ * Who should own each partition of a kind, given the live hosts: rendezvous hashing with a cap of
+ * ceil(partitions / hosts) per host, filled greedily from the highest (host, partition) score down. Every host
+ * computes the same plan from the same host set; a host joining or leaving moves little more than the
+ * partitions it wins or held; no host gets more than its share.
+ */
+export function plan(kind: string, hosts: readonly string[]): string[] {
+  const owners: string[] = new Array(PARTITIONS)
+  if (!hosts.length) return owners
+  const cap = Math.ceil(PARTITIONS / hosts.length)
+  const load = new Map<string, number>()
+  const pairs: Array<{ p: number; h: string; score: number }> = []
+  for (let p = 0; p < PARTITIONS; p++) {
+    for (const h of hosts) pairs.push({ p, h, score: fnv1a(`${h}/${keyOf(kind, p)}`) })
+  }
+  pairs.sort((a, b) => b.score - a.score || a.p - b.p || (a.h < b.h ? -1 : 1))
+  for (const { p, h } of pairs) {
+    if (owners[p] !== undefined || (load.get(h) ?? 0) >= cap) continue
+    owners[p] = h
+    load.set(h, (load.get(h) ?? 0) + 1)
+  }
+  return owners
+}
+
+/**
+ * Single activation by partition, with traffic that grows with hosts, not partitions:
+ *
+ * - Each host writes one heartbeat (`host.<id>` in `troupe_hosts`, max age HOST_TTL_MS) every BEAT_EVERY_MS
+ *   and watches the others'. The live set is the hosts heard within the TTL.
+ * - `troupe_placement` holds one record per partition naming its holder. It is written only when ownership
+ *   changes: a claim of a partition with no record, a hand-over (the holder stops serving, then names the
+ *   new owner), or a takeover from a dead holder — allowed only once the server itself has expired the
+ *   holder's heartbeat key, so a slow watch or a paused claimant can never take from a live host.
+ * - Who should own a partition is `plan(kind, live hosts)`. A holder hands over what another live host
+ *   should own; nobody renews per-partition leases.
+ * - A host serves only while its own heartbeat is fresh (`serves`); after a gap it re-reads its records
+ *   before serving again, and drops what moved on.
+ */
+export class Placement {
+  private readonly store: RecordStore<PlacementRecord>
+  /** Hosts heard, by id, with the monotonic time of their last beat's arrival. */
+  private readonly heard = new Map<string, number>()
+  private readonly holders = new Map<string, Holder>()
+  /** Keys this host serves, with the record revision it holds them at. */
+  private readonly owned = new Map<string, number>()
+  private validUntil = 0
+  /** The heartbeat lapsed: records must be re-read before serving again. */
+  private unverified = false
+  private pausedAt = 0
+  private beatLoop?: Loop
+  private tickLoop?: Loop
+  private watchers: Array<{ stop(): void }> = []
+  private stopped = false
+  /** Bumped whenever a placement record or what we own changes: the tick's inputs. */
+  private version = 0
+  private lastInputs = ''
+  /** A pass left something to look at again later (a holder's heartbeat not yet expired). */
+  private waiting = false
+
+  constructor(private readonly o: PlacementOptions) {
+    this.store = new RecordStore<PlacementRecord>(o.placement)
+  }
+
+  async start(): Promise<void> {
+    await this.beatOnce()
+    await Promise.all([
+      this.watch(this.o.hosts, 'host.>', (e) => {
+        const id = e.key.slice('host.'.length)
+        if (e.operation === 'PUT') this.heard.set(id, performance.now())
+        else this.heard.delete(id)
+      }),
+      this.watch(this.o.placement, '>', (e) => {
+        // Our own writes are applied when they succeed; the watch may deliver older entries after that.
+        if ((this.holders.get(e.key)?.revision ?? 0) > e.revision) return
+        if (e.operation === 'PUT') this.holders.set(e.key, { host: decode<PlacementRecord>(e.value).host, revision: e.revision })
+        else this.holders.delete(e.key)
+        this.version++
+      }),
+    ])
+    // Serve what is ours before saying we started: requests may follow at once.
+    await this.tick()
+    const warn = (what: string) => (err: unknown) => this.o.log.warn({ err }, what)
+    this.beatLoop = every(BEAT_EVERY_MS, () => this.beatOnce(), warn('heartbeat failed'))
+    this.tickLoop = every(TICK_MS, () => this.tick(), warn('placement pass failed'))
+  }
+
+  /** True while this host may serve partition p of kind: it holds it and its heartbeat is fresh. */
+  serves(kind: PartitionedKind, p: number): boolean {
+    return this.owned.has(keyOf(kind, p)) && this.fresh()
+  }
+
+  /**
+   * Whether this host serves partition p, waiting (up to `ms`) while that is unsettled: after a heartbeat gap
+   * (a stalled loop, a SIGSTOP) a host re-reads its records before serving again, which keeps or drops each
+   * partition within a pass or two. Resolves false at once for a partition it does not hold.
+   */
+  async whenServing(kind: PartitionedKind, p: number, ms: number): Promise<boolean> {
+    const key = keyOf(kind, p)
+    const end = performance.now() + ms
+    while (this.owned.has(key) && !this.fresh() && !this.stopped && performance.now() < end) {
+      await new Promise((r) => setTimeout(r, 25))
+    }
+    return this.serves(kind, p)
+  }
+
+  owns(kind: PartitionedKind): number[] {
+    const prefix = `${kind}.`
+    return [...this.owned.keys()].filter((k) => k.startsWith(prefix)).map((k) => Number(k.slice(prefix.length + 1))).sort((a, b) => a - b)
+  }
+
+  /** The store answers (a recent heartbeat was acknowledged) and every partition has a live holder. */
+  get ready(): boolean {
+    if (!this.fresh()) return false
+    for (const kind of this.o.kinds) {
+      for (let p = 0; p < PARTITIONS; p++) {
+        const key = keyOf(kind, p)
+        const h = this.holders.get(key)
+        if (!h) return false
+        if (h.host === this.o.hostId ? !this.owned.has(key) : !this.isLive(h.host)) return false
+      }
+    }
+    return true
+  }
+
+  private fresh(): boolean {
+    return !this.unverified && performance.now() < this.validUntil
+  }
+
+  private isLive(host: string): boolean {
+    if (host === this.o.hostId) return this.fresh()
+    const at = this.heard.get(host)
+    return at !== undefined && performance.now() - at < HOST_TTL_MS
+  }
+
+  private liveHosts(): string[] {
+    const hosts = [...this.heard.keys()].filter((h) => h !== this.o.hostId && this.isLive(h))
+    if (!this.stopped) hosts.push(this.o.hostId)
+    return hosts
+  }
+
+  private async beatOnce(): Promise<void> {
+    const sent = performance.now()
+    await this.o.hosts.put(`host.${this.o.hostId}`, encode({ ...this.o.beat(), at: Date.now() } satisfies HostBeat))
+    if (sent >= this.validUntil && this.validUntil > 0) this.pause()
+    this.validUntil = sent + HOST_TTL_MS - SERVE_MARGIN_MS
+  }
+
+  /** One pass: reconcile what this host holds with what the live host set assigns it. */
+  private async tick(): Promise<void> {
+    if (this.stopped) return
+    if (performance.now() >= this.validUntil) {
+      // Our heartbeat may have expired: someone may be taking over. Serve nothing until a beat lands.
+      this.pause()
+      return
+    }
+    const before = new Set(this.owned.keys())
+    if (this.unverified) await this.verify()
+    const hosts = this.liveHosts().sort()
+    // Nothing to do unless the live hosts or the records changed, or a takeover waits for an expiry: an idle
+    // host spends next to nothing here.
+    const inputs = `${hosts.join(',')}|${this.version}`
+    if (inputs === this.lastInputs && !this.waiting) return
+    this.lastInputs = ''
+    this.waiting = false
+    const gone = new Map<string, Promise<boolean>>()
+    const work: Array<Promise<void>> = []
+    for (const kind of this.o.kinds) {
+      const owners = plan(kind, hosts)
+      for (let p = 0; p < PARTITIONS; p++) work.push(this.reconcile(kind, p, owners[p]!, gone))
+    }
+    await Promise.all(work)
+    this.lastInputs = inputs
+    this.summarise(before)
+  }
+
+  private async reconcile(kind: PartitionedKind, p: number, want: string, gone: Map<string, Promise<boolean>>): Promise<void> {
+    const key = keyOf(kind, p)
+    const holder = this.holders.get(key)
+    const rev = this.owned.get(key)
+    if (rev !== undefined) {
+      // The record moved on without us (a takeover we slept through): stop at once.
+      if (!holder || holder.host !== this.o.hostId || holder.revision !== rev) return this.drop(kind, p)
+      if (want !== this.o.hostId) await this.handOver(kind, p, want)
+      return
+    }
+    if (holder?.host === this.o.hostId) {
+      // Named by a hand-over, or by this same host before a restart (the data directory keeps the host id,
+      // and its lock proves the old process is gone): take it, or pass it on without serving it.
+      if (want === this.o.hostId) return this.take(kind, p, await this.store.update(key, this.record(), holder.revision))
+      await this.store.update(key, this.record(want), holder.revision)
+      return
+    }
+    if (want !== this.o.hostId) return
+    if (!holder) return this.take(kind, p, await this.store.create(key, this.record()))
+    if (this.isLive(holder.host)) return // the holder hands it over once it hears us
+    // Silent in our view, but only the server's expiry of its heartbeat proves it can no longer serve: read at the
+    // bucket's leader, where the beats land. A replica that is behind has expired an older beat and would say
+    // "gone" of a host that is still beating.
+    let expired = gone.get(holder.host)
+    if (!expired) gone.set(holder.host, (expired = readAtLeader(this.o.hosts, `host.${holder.host}`).then((e) => !live(e))))
+    if (!(await expired)) {
+      this.waiting = true
+      return
+    }
+    await this.take(kind, p, await this.store.update(key, this.record(), holder.revision))
+  }
+
+  private record(host = this.o.hostId): PlacementRecord {
+    return { host, at: Date.now() }
+  }
+
+  private async take(kind: PartitionedKind, p: number, rev: number | false): Promise<void> {
+    if (rev === false || this.stopped) return
+    const key = keyOf(kind, p)
+    this.owned.set(key, rev)
+    this.holders.set(key, { host: this.o.hostId, revision: rev })
+    this.version++
+    await this.o.events.gained(kind, p)
+  }
+
+  private async drop(kind: PartitionedKind, p: number): Promise<void> {
+    if (!this.owned.delete(keyOf(kind, p))) return
+    this.version++
+    await this.o.events.lost(kind, p)
+  }
+
+  /** Stop serving first, then name the next owner, who starts at once. */
+  private async handOver(kind: PartitionedKind, p: number, to: string): Promise<void> {
+    const key = keyOf(kind, p)
+    const rev = this.owned.get(key)
+    if (rev === undefined) return
+    await this.drop(kind, p)
+    await this.store.update(key, this.record(to), rev)
+  }
+
+  /** Serve nothing until verify() re-reads the records; logged once per gap, since it shows as 503s. */
+  private pause(): void {
+    if (this.unverified || !this.owned.size) return
+    this.unverified = true
+    this.pausedAt = performance.now()
+    this.o.log.warn({ partitions: this.owned.size }, 'heartbeat not acknowledged in time: serving paused until this host re-reads its partitions')
+  }
+
+  /**
+   * After a heartbeat gap: keep only the partitions whose records still name us at our revision, as the bucket's
+   * leader has them (a replica that is behind could still show a record that has moved on).
+   */
+  private async verify(): Promise<void> {
+    await Promise.all([...this.owned].map(async ([key, rev]) => {
+      const e = await readAtLeader(this.o.placement, key)
+      if (live(e) && decode<PlacementRecord>(e.value).host === this.o.hostId && e.revision === rev) return
+      const [kind, token] = key.split('.') as [PartitionedKind, string]
+      await this.drop(kind, Number(token.slice(1)))
+    }))
+    this.unverified = false
+    this.o.log.info({ pausedMs: Math.round(performance.now() - this.pausedAt), kept: this.owned.size }, 'serving resumed after a heartbeat gap')
+  }
+
+  /** One line per change of the set, partitions as ranges: `{gained: {session: "0-15"}}`. */
+  private summarise(before: Set<string>): void {
+    const gained = [...this.owned.keys()].filter((k) => !before.has(k))
+    const lost = [...before].filter((k) => !this.owned.has(k))
+    if (!gained.length && !lost.length) return
+    const byKind = (keys: string[]) => {
+      const out: Record<string, string> = {}
+      for (const kind of this.o.kinds) {
+        const ps = keys.filter((k) => k.startsWith(`${kind}.`)).map((k) => Number(k.slice(kind.length + 2)))
+        if (ps.length) out[kind] = ranges(ps)
+      }
+      return out
+    }
+    const owned = Object.fromEntries(this.o.kinds.map((k) => [k, this.owns(k).length]))
+    this.o.log.info({ gained: byKind(gained), lost: byKind(lost), owned, hosts: this.liveHosts().length }, 'partitions changed')
+  }
+
+  /**
+   * Hands every partition to the host that should own it without us (it starts at once), then removes
+   * our heartbeat. With no other live host the records keep naming us: a restart on the same data
+   * directory takes them back at once.
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    await this.tickLoop?.stop()
+    await this.beatLoop?.stop()
+    const before = new Set(this.owned.keys())
+    const hosts = this.liveHosts()
+    const plans = new Map(this.o.kinds.map((k) => [k, plan(k, hosts)]))
+    await Promise.all([...this.owned.keys()].map(async (key) => {
+      const [kind, token] = key.split('.') as [PartitionedKind, string]
+      const p = Number(token.slice(1))
+      if (!hosts.length) return this.drop(kind, p)
+      await this.handOver(kind, p, plans.get(kind)![p]!).catch((err) => this.o.log.warn({ err, key }, 'hand-over failed'))
+    }))
+    this.summarise(before)
+    for (const w of this.watchers) w.stop()
+    await this.o.hosts.delete(`host.${this.o.hostId}`).catch(() => undefined)
+  }
+
+  /** Stops beating and reconciling without handing anything over: what a crash looks like to others (tests). */
+  async halt(): Promise<void> {
+    this.stopped = true
+    await this.tickLoop?.stop()
+    await this.beatLoop?.stop()
+    for (const w of this.watchers) w.stop()
+  }
+
+  /** Watches `key` of a bucket, resolving once the values stored before the call have been applied. */
+  private async watch(kv: KV, key: string, apply: (e: KvWatchEntry) => void): Promise<void> {
+    const w = await kv.watch({ key })
+    this.watchers.push(w)
+    let caughtUp: () => void = () => undefined
+    const initial = new Promise<void>((r) => (caughtUp = r))
+    void (async () => {
+      for await (const e of w) {
+        apply(e)
+        if (e.delta === 0) caughtUp()
+      }
+    })()
+    if ((await kv.status()).values === 0) caughtUp()
+    await Promise.race([initial, new Promise((r) => setTimeout(r, HOST_TTL_MS).unref())])
+  }
+}
+
+/** `[0,1,2,5,7,8]` → `"0-2,5,7-8"`. */
+export function ranges(ps: number[]): string {
+  const sorted = [...ps].sort((a, b) => a - b)
+  const parts: string[] = []
+  for (let i = 0; i < sorted.length; ) {
+    let j = i
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++
+    parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`)
+    i = j + 1
+  }
+  return parts.join(',')
+}

@@ -1,0 +1,61 @@
+import { raw } from '../helpers/troupe.js'
+import { get } from './harness.js'
+import type { Victims } from './types.js'
+
+/**
+ * Canaries are resources no fuzz request names: after the run they must read back exactly as before, or
+ * something hostile reached a resource it never addressed. Victims are what the requests may address and
+ * damage (update, archive, delete, send events to), so mutations that happen to be valid land somewhere.
+ */
+
+export interface Canaries {
+  /** Path → the JSON it read back before the run. */
+  snapshots: Map<string, string>
+}
+
+async function create(url: string, path: string, body: unknown): Promise<string> {
+  const r = await raw(url, 'POST', path, body)
+  if (r.status !== 200 || typeof r.json?.id !== 'string') throw new Error(`setup: POST ${path} answered ${r.status}: ${r.text}`)
+  return r.json.id
+}
+
+/** Status and JSON as read, minus what changes with the clock alone (a session's `stats.duration_seconds`). */
+async function read(url: string, path: string): Promise<string> {
+  const r = await get(url, path)
+  if (r.json?.stats && typeof r.json.stats === 'object') delete r.json.stats.duration_seconds
+  return `${r.status} ${r.json === undefined ? r.text : JSON.stringify(r.json)}`
+}
+
+export async function createCanaries(url: string): Promise<Canaries> {
+  const agent = await create(url, '/v1/agents', { name: 'canary', model: 'claude-sonnet-4-5', metadata: { canary: 'yes' } })
+  const env = await create(url, '/v1/environments', { name: 'canary', metadata: { canary: 'yes' } })
+  const session = await create(url, '/v1/sessions', { agent, environment_id: env, title: 'canary', metadata: { canary: 'yes' } })
+  const paths = [`/v1/agents/${agent}`, `/v1/environments/${env}`, `/v1/sessions/${session}`, `/v1/sessions/${session}/events`]
+  const snapshots = new Map<string, string>()
+  for (const p of paths) {
+    const got = await read(url, p)
+    if (!got.startsWith('200 ')) throw new Error(`setup: GET ${p} answered ${got}`)
+    snapshots.set(p, got)
+  }
+  return { snapshots }
+}
+
+/** The canaries that no longer read back the same: path, before, after. */
+export async function changedCanaries(url: string, c: Canaries): Promise<Array<{ path: string; before: string; after: string }>> {
+  const changed = []
+  for (const [path, before] of c.snapshots) {
+    const after = await read(url, path)
+    if (after !== before) changed.push({ path, before, after })
+  }
+  return changed
+}
+
+export async function createVictims(url: string, n = 3): Promise<Victims> {
+  const v: Victims = { agents: [], environments: [], sessions: [] }
+  for (let i = 0; i < n; i++) {
+    v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
+    v.environments.push(await create(url, '/v1/environments', { name: `victim ${i}` }))
+  }
+  for (let i = 0; i < n; i++) v.sessions.push(await create(url, '/v1/sessions', { agent: v.agents[i]!, environment_id: v.environments[i]! }))
+  return v
+}

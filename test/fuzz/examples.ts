@@ -1,0 +1,124 @@
+import type { Rng } from './rng.js'
+import type { Victims } from './types.js'
+
+/** A JSON value, as examples are written (the mutator walks it). */
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
+
+const text = (t: string) => ({ type: 'text', text: t })
+
+const customTool = { type: 'custom', name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }
+const toolset = {
+  type: 'agent_toolset_20260401',
+  configs: [{ name: 'bash', enabled: true, permission_policy: { type: 'always_allow' } }],
+  default_config: { enabled: true, permission_policy: { type: 'always_ask' } },
+}
+
+/**
+ * A valid body per operation, touching most fields of its schema, so that mutating one field at a time
+ * reaches each field's own validation (and what lies past it) instead of stopping at the first missing key.
+ * Events have several shapes: `rng` picks one, so every event type and its id fields get their turn.
+ */
+export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | undefined {
+  const agent = rng.pick(v.agents)
+  const env = rng.pick(v.environments)
+  switch (operationId) {
+    case 'agents.create':
+      return {
+        name: 'fuzz agent',
+        model: rng.chance(0.5) ? 'claude-sonnet-4-5' : { id: 'claude-sonnet-4-5', effort: 'low', speed: 'standard' },
+        description: 'made by the fuzzer',
+        system: 'be brief',
+        tools: [toolset, customTool],
+        mcp_servers: [{ type: 'url', name: 'docs', url: 'https://example.com/mcp' }],
+        skills: [{ type: 'anthropic', skill_id: 'xlsx', version: 'latest' }],
+        multiagent: null,
+        metadata: { team: 'fuzz', k: 'v' },
+        execution_identity: { type: 'service_account' },
+      }
+    case 'agents.update':
+      return {
+        version: 1,
+        name: 'renamed',
+        description: null,
+        system: 'be briefer',
+        tools: [customTool],
+        metadata: { team: 'fuzz2', k: null },
+      }
+    case 'environments.create':
+      return {
+        name: 'fuzz env',
+        description: 'made by the fuzzer',
+        metadata: { team: 'fuzz' },
+        config: { type: 'cloud', networking: { type: 'unrestricted' }, packages: { type: 'packages', pip: [], npm: [] } },
+      }
+    case 'environments.update':
+      return { name: 'renamed', description: null, metadata: { team: null, k: 'v' }, config: { type: 'cloud', networking: { type: 'unrestricted' } } }
+    case 'sessions.create':
+      return {
+        agent: rng.chance(0.5) ? agent : { type: 'agent', id: agent, version: 1 },
+        environment_id: env,
+        title: 'fuzz session',
+        metadata: { team: 'fuzz' },
+        vault_ids: [],
+        resources: [],
+        budget: { type: 'limit', max_list_cost: { amount: '100', currency: 'USD' } },
+      }
+    case 'sessions.update':
+      return {
+        title: 'renamed',
+        metadata: { team: null, k: 'v' },
+        agent: { tools: [customTool], mcp_servers: [] },
+        budget: null,
+      }
+    case 'sessions.events.send':
+      return { events: [exampleEvent(rng)] }
+    default:
+      return undefined
+  }
+}
+
+/** One client event of a random type, each carrying its id fields (tool_use_id, session_thread_id, file_id…). */
+function exampleEvent(rng: Rng): Json {
+  const thread = rng.pick([null, 'sthr_01JX0000000000000000000000'])
+  return rng.pick<Json>([
+    { type: 'user.message', content: [text('hello')] },
+    { type: 'user.message', content: [{ type: 'image', source: { type: 'file', file_id: 'file_01JX0000000000000000000000' } }] },
+    { type: 'user.message', content: [{ type: 'document', source: { type: 'text', data: 'doc', media_type: 'text/plain' }, title: 't' }] },
+    { type: 'user.interrupt', session_thread_id: thread },
+    { type: 'user.tool_confirmation', tool_use_id: 'toolu_01', result: 'deny', deny_message: 'no', session_thread_id: thread },
+    { type: 'user.custom_tool_result', custom_tool_use_id: 'toolu_02', content: [text('42')], is_error: false, session_thread_id: thread },
+    { type: 'user.tool_result', tool_use_id: 'toolu_03', content: [text('ok')], is_error: null },
+    { type: 'user.define_outcome', description: 'done', rubric: { type: 'file', file_id: 'file_01JX0000000000000000000001' }, max_iterations: 3 },
+  ])
+}
+
+/**
+ * Body fields that hold ids of other things (by key name, wherever they sit in the example): the hostile-id
+ * class replaces their values. `agent` is a session's agent reference (a string, or an object with `id`).
+ */
+export const ID_FIELDS = new Set([
+  'environment_id', 'agent', 'id', 'vault_ids', 'tool_use_id', 'custom_tool_use_id', 'session_thread_id', 'file_id', 'skill_id',
+  'mcp_server_name',
+])
+
+/** The query parameters each list route knows, with a valid value, to mutate one at a time. */
+export function exampleQuery(operationId: string, v: Victims): Array<[string, string]> {
+  switch (operationId) {
+    case 'agents.list':
+      return [['limit', '10'], ['include_archived', 'true'], ['created_at[gte]', '2020-01-01T00:00:00Z']]
+    case 'agents.retrieve':
+      return [['version', '1']]
+    case 'agents.versions.list':
+      return [['limit', '5']]
+    case 'environments.list':
+      return [['limit', '10'], ['include_archived', 'false']]
+    case 'sessions.list':
+      return [['limit', '10'], ['order', 'asc'], ['agent_id', v.agents[0]!], ['agent_version', '1'], ['statuses[]', 'idle'], ['created_at[lt]', '2100-01-01T00:00:00Z']]
+    case 'sessions.events.list':
+      return [['limit', '10'], ['order', 'desc'], ['types[]', 'user.message']]
+    case 'sessions.events.stream':
+      return [['event_deltas[]', 'agent.message']]
+    default:
+      return []
+  }
+}

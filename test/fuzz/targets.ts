@@ -1,0 +1,55 @@
+import { PATH_ID_PREFIX, ROUTES } from '../../protocol/routes/index.js'
+import type { Rng } from './rng.js'
+import type { Victims } from './types.js'
+
+/** A route the fuzzer aims at: one of the route table, or an operational path the gateway answers itself. */
+export interface Target {
+  method: string
+  path: string
+  operationId: string
+  hasBody: boolean
+  hasQuery: boolean
+  params: string[]
+}
+
+const paramsOf = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
+
+export const TARGETS: readonly Target[] = [
+  ...ROUTES.map((r) => ({
+    method: r.method, path: r.path, operationId: r.operationId, hasBody: !!r.body, hasQuery: !!r.query, params: paramsOf(r.path),
+  })),
+  ...['/healthz', '/readyz', '/openapi.yaml'].map((p) => ({ method: 'GET', path: p, operationId: p, hasBody: false, hasQuery: false, params: [] })),
+]
+
+export const WITH_BODY = TARGETS.filter((t) => t.hasBody)
+export const WITH_PARAMS = TARGETS.filter((t) => t.params.length > 0)
+export const GETS = TARGETS.filter((t) => t.method === 'GET')
+/** Routes a body can be sent to at all (the gateway reads a body on any method but GET). */
+export const NOT_GET = TARGETS.filter((t) => t.method !== 'GET')
+
+const VICTIM_OF: Record<string, keyof Victims> = { agent_id: 'agents', environment_id: 'environments', session_id: 'sessions' }
+
+/** A live id for a path parameter, from the victims (never a canary). */
+export function victimFor(rng: Rng, param: string, v: Victims): string {
+  const kind = VICTIM_OF[param]
+  if (!kind) throw new Error(`no victims for path parameter ${param}`)
+  return rng.pick(v[kind])
+}
+
+/** Live ids of the kinds other than this parameter's, for "a real id of the wrong kind". */
+export function otherKindIds(param: string, v: Victims): string[] {
+  return Object.entries(VICTIM_OF).filter(([p]) => p !== param).map(([, kind]) => v[kind][0]!)
+}
+
+/** The path with each parameter filled: `fill` may return anything (already encoded as it should be sent). */
+export function fillPath(t: Target, fill: (param: string) => string): string {
+  return t.path.replace(/\{([^}]+)\}/g, (_, p: string) => fill(p))
+}
+
+/** The id prefix a path parameter must carry (`agent`, `env`, `sesn`). */
+export function prefixOf(param: string): string {
+  // Read loosely: the table has held both `'agent_'` and `{ prefix: 'agent' }` shapes.
+  const entry: unknown = PATH_ID_PREFIX[param]
+  const p = typeof entry === 'string' ? entry : (entry as { prefix?: string } | undefined)?.prefix
+  return (p ?? 'x').replace(/_$/, '')
+}
