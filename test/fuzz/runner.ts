@@ -201,6 +201,12 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
       index: undefined, class: 'run', route: '-', rule: 'partitions changed', detail: changes.slice(changesBefore).map((l) => JSON.stringify(l)).join('\n  '),
     })
   }
+  // An error-level line is something the server did not expect (an actor that failed on its own input, an
+  // unhandled rejection): a finding even when every answer looked right, as when a 503 was retried away.
+  const errors = lines.filter((l) => typeof l.level === 'number' && l.level >= 50)
+  if (errors.length) {
+    failures.push({ index: undefined, class: 'run', route: '-', rule: 'server logged errors', detail: errors.slice(0, 5).map((l) => JSON.stringify(l).slice(0, 400)).join('\n  ') })
+  }
 
   const summary: Summary = {
     seed: opts.seed,
