@@ -1,7 +1,7 @@
 import type { ActorKindDef } from './kit/types.js'
-import { agentKind, agentOwnerKind } from './agent/index.js'
+import { agentKind } from './agent/index.js'
 import { environmentKind } from './environment/index.js'
-import { sessionKind, sessionsKind } from './session/index.js'
+import { sessionKind } from './session/index.js'
 
-/** Every actor kind a host runs. */
-export const ACTOR_KINDS: readonly ActorKindDef[] = [agentKind, agentOwnerKind, environmentKind, sessionKind, sessionsKind]
+/** Every actor kind a host runs, started in this order (sessions call agents and environments). */
+export const ACTOR_KINDS: readonly ActorKindDef[] = [agentKind, environmentKind, sessionKind]

@@ -1,24 +1,24 @@
-import type { NatsConnection } from '@nats-io/transport-node'
 import type { ActorRequest } from '../protocol/envelope.js'
-import { actorSubject, partitionedSubject } from '../protocol/subjects.js'
+import { opSubject } from '../protocol/subjects.js'
 import type { Route } from '../protocol/routes/index.js'
-import { askActor, askActorEncoded } from '../protocol/transport.js'
+import type { ActorWire } from '../protocol/wire.js'
 import type { ParsePool } from './parse-pool.js'
 import { idFromKey, newId } from '../protocol/ids.js'
 
-/** The subject that owns a request: a shared kind's queue, or the partition of the keyed id. */
+/**
+ * The subject that serves a request: its op's queue group, or the owner of the id the route names. A create of an
+ * owner-placed kind mints that id first (from the Idempotency-Key when there is one, so a retry reaches the same
+ * owner, which finds it stored); the router checked every id in the path.
+ */
 export function subjectFor(route: Route, params: Record<string, string>, key?: string): string {
-  const t = route.target
-  if ('key' in t) {
-    // With an Idempotency-Key a create's id comes from the key: its retry reaches the same owner, which finds it stored.
-    if (t.mint && params[t.key] === undefined) params[t.key] = key ? idFromKey(t.mint, route.operationId, key) : newId(t.mint)
-    return partitionedSubject(t.kind, params[t.key]!, t.op)
-  }
-  return actorSubject(t.kind, t.op)
+  const { op } = route
+  const param = op.id.param
+  if (op.mint && params[param] === undefined) params[param] = key ? idFromKey(op.id.prefix, route.operationId, key) : newId(op.id.prefix)
+  return opSubject(op, params[param])
 }
 
-export function dispatch(nc: NatsConnection, route: Route, req: ActorRequest, timeoutMs: number): Promise<unknown> {
-  return askActor(nc, subjectFor(route, req.params, req.key), req, timeoutMs, sideEffects(route, req))
+export function dispatch(wire: ActorWire, route: Route, req: ActorRequest, timeoutMs: number): Promise<unknown> {
+  return wire.ask(subjectFor(route, req.params, req.key), req, timeoutMs, sideEffects(route, req))
 }
 
 /** A timeout leaves the outcome unknown; only a request that stores something new without a key must say so. */
@@ -29,7 +29,7 @@ const sideEffects = (route: Route, req: Omit<ActorRequest, 'body'>) => !!route.o
  * params the subject needs (a create's minted id) already filled in.
  */
 export async function dispatchLarge(
-  nc: NatsConnection,
+  wire: ActorWire,
   pool: ParsePool,
   route: Route,
   req: Omit<ActorRequest, 'body'>,
@@ -37,5 +37,5 @@ export async function dispatchLarge(
   timeoutMs: number,
 ): Promise<unknown> {
   const subject = subjectFor(route, req.params, req.key)
-  return askActorEncoded(nc, subject, await pool.encode(route, bytes, req), req.rid, timeoutMs, sideEffects(route, req))
+  return wire.askEncoded(subject, await pool.encode(route, bytes, req), req.rid, timeoutMs, sideEffects(route, req))
 }

@@ -1,6 +1,6 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
-import { liveItem, type EventItem } from '../protocol/event-reader.js'
+import { liveItem, type EventItem } from '../protocol/event-item.js'
 import { liveWildcard } from '../protocol/subjects.js'
 
 /**

@@ -11,9 +11,9 @@ import { checkShape } from './json-shape.js'
  * (gateway/parse-pool.ts) for large ones.
  */
 export function parseBody(route: Route, bytes: Uint8Array | undefined): unknown {
-  if (!route.body) return undefined
+  if (!route.op.body) return undefined
   const value = bytes && bytes.length > 0 ? parseObject(bytes) : {}
-  return parse(route.body, value)
+  return parse(route.op.body, value)
 }
 
 const utf8 = new TextDecoder()

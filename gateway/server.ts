@@ -1,8 +1,7 @@
-import { jetstream } from '@nats-io/jetstream'
 import { ApiError, isApiError, methodNotAllowed, routeNotFound, toEnvelope, tooLarge } from '../protocol/errors.js'
 import { newId } from '../protocol/ids.js'
 import { ROUTES, type Route } from '../protocol/routes/index.js'
-import { bodyLimitFor } from '../protocol/transport.js'
+import { bodyLimitFor } from '../protocol/wire.js'
 import { parse } from '../protocol/validate.js'
 import { loadTransport } from './adapters/index.js'
 import { bodyOf } from './body.js'
@@ -60,7 +59,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
   const parsePool = new ParsePool()
   const streams = createSessionStreams({
-    nc, js: opts.js ?? jetstream(nc), log, actorTimeoutMs, keepaliveMs: opts.sseKeepaliveMs,
+    nc, actors: opts.actors, log, actorTimeoutMs, keepaliveMs: opts.sseKeepaliveMs,
   })
 
   const fail = (ex: Exchange, state: ResponseState, rid: string, err: unknown, after: After = 'keep', extra?: Record<string, string>) => {
@@ -104,7 +103,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     // Whatever body the transport framed is dropped as it comes.
     if (badLength) return fail(ex, state, rid, badLength, ex.dropBody())
     if (strict) {
-      const problem = strictProblem(inc.headers, route.beta ?? 'managed-agents', mayHaveBody && !!route.body)
+      const problem = strictProblem(inc.headers, route.beta ?? 'managed-agents', mayHaveBody && !!route.op.body)
       // The body may still be streaming in: answer now, drop it as it comes.
       if (problem) return fail(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
     }
@@ -117,15 +116,15 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       bytes = read.bytes
     }
     // Bodies from OFF_LOOP_ABOVE up are validated by the pool, which hands back the encoded actor request.
-    const large = bytes !== undefined && bytes.length >= OFF_LOOP_ABOVE && route.body !== undefined
+    const large = bytes !== undefined && bytes.length >= OFF_LOOP_ABOVE && route.op.body !== undefined
     const body = large ? undefined : parseBody(route, bytes)
-    const query = route.query ? parse(route.query, parseQuery(inc.query)) : {}
+    const query = route.op.query ? parse(route.op.query, parseQuery(inc.query)) : {}
     if (route.stream) return streams.serve(ex, state, { route, params, query, rid, headers: inc.headers })
     const key = idempotencyKeyOf(route, inc.headers)
-    const req = { op: route.target.op, rid, params, query, ...(key === undefined ? {} : { key }) }
+    const req = { op: route.op.name, rid, params, query, ...(key === undefined ? {} : { key }) }
     const result = large
-      ? await dispatchLarge(nc, parsePool, route, req, bytes!, actorTimeoutMs)
-      : await dispatch(nc, route, { ...req, body }, actorTimeoutMs)
+      ? await dispatchLarge(opts.actors.wire, parsePool, route, req, bytes!, actorTimeoutMs)
+      : await dispatch(opts.actors.wire, route, { ...req, body }, actorTimeoutMs)
     sendJson(ex, state, 200, rid, result)
   }
 

@@ -1,4 +1,3 @@
-import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import { decodeTime } from 'ulid'
@@ -6,7 +5,8 @@ import { internal, invalidRequest, isApiError, toEnvelope, unavailable } from '.
 import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
 import type { Route } from '../protocol/routes/index.js'
 import { dispatch } from './dispatch.js'
-import { readSessionEvents, type EventItem, type EventReader, type ReadFrom } from '../protocol/event-reader.js'
+import type { EventItem, EventReader, ReadFrom } from '../protocol/event-item.js'
+import type { ActorAccess } from './types.js'
 import { sendHead, type ResponseState } from './http.js'
 import { createLiveSubscriptions, type LiveMembership, type LiveSubscriptions } from './live-subscriptions.js'
 import { formatSseRaw, sseHeaders, startSse, type SseStream } from './sse.js'
@@ -36,7 +36,8 @@ import type { Exchange } from './transport.js'
 
 export interface SessionStreamDeps {
   nc: NatsConnection
-  js: JetStreamClient
+  /** Reads of the session's stored events (the session kind's, wired by the supervisor). */
+  actors: ActorAccess
   log: Logger
   actorTimeoutMs: number
   /** SSE keepalive comment interval (startSse's default when undefined). */
@@ -129,8 +130,7 @@ class Tail {
     private readonly call: StreamCall,
     private readonly onEnd: () => void,
   ) {
-    const target = call.route.target
-    const sid = 'key' in target ? call.params[target.key] : undefined
+    const sid = call.params[call.route.op.id.param]
     if (!sid) throw internal(`stream route ${call.route.path} has no session key`)
     this.sid = sid
     const q = (call.query ?? {}) as StreamQuery
@@ -138,7 +138,7 @@ class Tail {
   }
 
   async run(ex: Exchange, state: ResponseState): Promise<void> {
-    const { nc } = this.deps
+    const { wire } = this.deps.actors
     const { route, rid, params, query } = this.call
     // Before SSE starts, a client that goes away ends the work; startSse replaces this hook with its own.
     state.onAbort = () => this.end()
@@ -146,7 +146,7 @@ class Tail {
       this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end() })
       await this.membership.ready
       this.stillOpen()
-      const opened = await dispatch(nc, route, { op: route.target.op, rid, params, query, body: undefined }, this.deps.actorTimeoutMs)
+      const opened = await dispatch(wire, route, { op: route.op.name, rid, params, query, body: undefined }, this.deps.actorTimeoutMs)
       const lastSeq = (opened as Partial<StreamOpenReply> | undefined)?.last_seq
       if (typeof lastSeq !== 'number' || !Number.isSafeInteger(lastSeq) || lastSeq < 0) {
         throw internal(`stream.open answered ${JSON.stringify(opened)}`)
@@ -237,7 +237,7 @@ class Tail {
 
   private async openReader(from: ReadFrom): Promise<EventReader | undefined> {
     if (this.ended || this.deletedSeen) return undefined
-    const reader = await readSessionEvents(this.deps.js, this.sid, from)
+    const reader = await this.deps.actors.readHistory(this.sid, from)
     if (this.ended || this.deletedSeen) {
       reader.close()
       return undefined

@@ -1,7 +1,16 @@
-import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
+import type { ReadHistory } from '../protocol/event-item.js'
+import type { ActorWire } from '../protocol/wire.js'
 import type { TransportName } from './transport.js'
+
+/** What the gateway asks of the actors: requests over the actor wire, and a session's stored events for SSE. */
+export interface ActorAccess {
+  /** The actor wire (actors/kit/wire.ts) on the gateway's NATS connection. */
+  wire: ActorWire
+  /** Reads a session's stored events for SSE replay and catch-up: the session kind's reader. */
+  readHistory: ReadHistory
+}
 
 export interface GatewayOptions {
   nc: NatsConnection
@@ -18,8 +27,8 @@ export interface GatewayOptions {
   bodyLimit?: number
   /** How long an actor may take to answer before the request gets a 503. Default 15 000 ms. */
   actorTimeoutMs?: number
-  /** JetStream client for reading session history (SSE replay). Default: `jetstream(nc)`. */
-  js?: JetStreamClient
+  /** The actors' side of the gateway's work, wired by the supervisor (the gateway imports only protocol/). */
+  actors: ActorAccess
   /** Keepalive comment interval on SSE streams, ms. Default 15 000. */
   sseKeepaliveMs?: number
 }

@@ -1,7 +1,7 @@
 import type { SessionStatus } from './events.js'
 import type { Agent, AdvisorEntry } from './schemas/agent.js'
 import type { EnvironmentConfig } from './schemas/environment.js'
-import type { Budget, SessionUsage } from './usage.js'
+import type { Budget, SessionUsage } from './cost.js'
 
 /** A roster member as a session captures it: a full definition, without its own roster (WIRE §6 ThreadAgent). */
 export type ThreadAgent = Omit<Agent, 'metadata' | 'created_at' | 'updated_at' | 'archived_at' | 'multiagent'>

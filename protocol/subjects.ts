@@ -1,37 +1,48 @@
 import { fnv1a } from './hash.js'
+import type { Op } from './ops/define.js'
 
 /**
- * Every NATS subject and JetStream name Troupe uses, so that `nats sub 'troupe.>'` reads as a story:
+ * Every NATS subject and JetStream name Troupe uses, so that `nats sub 'troupe.>'` reads as a story. An op
+ * placed on any host is `troupe.<kind>.<op>`; one placed on the owner of an id is `troupe.<kind>.pNN.<id>.<op>`
+ * (see protocol/ops):
  *
  *   troupe.agent.create                       gateway → any agent actor (queue group troupe.agent)
  *   troupe.agent.p12.agent_01….get           gateway → the host that owns agent partition 12
  *   troupe.environment.delete                 gateway → any environment actor
  *   troupe.session.p07.sesn_01…​.events.send   gateway → the one host owning partition 07
+ *   troupe.session.list                       gateway → any host (queue group troupe.session), from its projection
  *   troupe.events.sesn_01….primary            session actor → JetStream (the session's history)
  *   troupe.live.sesn_01….primary              JetStream republish of stored events, plus the actor's stream-only
  *                                             previews and deletion notice → gateways tailing SSE streams
  *   troupe.host.ping                          gateway readiness → every actor host
  */
 
-/** Actor kinds whose every instance may serve any id: state is guarded by KV compare-and-set. */
-export type SharedKind = 'agent' | 'environment' | 'sessions'
-/** Actor kinds with single activation: one host owns a partition of ids at a time. */
-export type PartitionedKind = 'session' | 'agent'
-export type ActorKind = SharedKind | PartitionedKind
+/** An actor kind's name (its contract's `kind`, protocol/ops): the second token of its subjects. */
+export type KindName = string
 
 /** Fixed partition count for single-activation kinds; every process must agree on it. */
 export const PARTITIONS = 32
 
-export const actorSubject = (kind: SharedKind, op: string) => `troupe.${kind}.${op}`
-export const actorQueue = (kind: SharedKind) => `troupe.${kind}`
+export const actorSubject = (kind: string, op: string) => `troupe.${kind}.${op}`
+export const actorQueue = (kind: string) => `troupe.${kind}`
 
 export const partitionOf = (id: string): number => fnv1a(id) % PARTITIONS
 
 export const partitionToken = (p: number) => `p${String(p).padStart(2, '0')}`
-export const partitionedSubject = (kind: PartitionedKind, id: string, op: string) =>
+export const partitionedSubject = (kind: string, id: string, op: string) =>
   `troupe.${kind}.${partitionToken(partitionOf(id))}.${id}.${op}`
+
+/**
+ * The subject an operation is served on: its kind's queue group for ops placed on any host, the partition of `id`
+ * for ops placed on its owner. `id` must have passed the id check (protocol/ids.ts isId) of the op's kind.
+ */
+export const opSubject = (op: Pick<Op, 'kind' | 'name' | 'placement'>, id: string | undefined): string => {
+  if (op.placement === 'any') return actorSubject(op.kind, op.name)
+  if (id === undefined) throw new Error(`${op.kind}.${op.name} is placed on the owner of an id, and was called without one`)
+  return partitionedSubject(op.kind, id, op.name)
+}
 /** What the owner of partition `p` subscribes to. */
-export const partitionWildcard = (kind: PartitionedKind, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
+export const partitionWildcard = (kind: KindName, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
 
 export const HOST_PING = 'troupe.host.ping'
 

@@ -6,11 +6,12 @@ import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import type { ActorReply, ActorRequest } from '../protocol/envelope.js'
 import { isApiError, internal, unavailable } from '../protocol/errors.js'
-import { newId } from '../protocol/ids.js'
-import { Buckets, HOST_PING, actorQueue, actorSubject, partitionWildcard, type PartitionedKind } from '../protocol/subjects.js'
-import { askActor } from '../protocol/transport.js'
+import { Buckets, HOST_PING, actorQueue, actorSubject, partitionWildcard } from '../protocol/subjects.js'
 import { ACTOR_KINDS } from '../actors/index.js'
-import type { HostContext, HostSettings, KindRuntime, PartitionedRuntime } from '../actors/kit/types.js'
+import type { ActorKindDef, HostContext, HostSettings, KindRuntime } from '../actors/kit/types.js'
+import { actorClient } from '../actors/kit/client.js'
+import { dispatch, type OpTable } from '../actors/kit/ops.js'
+import { actorWire } from '../actors/kit/wire.js'
 import { HOST_TTL_MS, Placement } from './placement.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
 import { openBucket } from '../actors/kit/buckets.js'
@@ -31,6 +32,8 @@ export interface ActorHostOptions {
   /** Stable across restarts on one data directory, so a restarted host takes back its partitions at once. */
   hostId: string
   role: string
+  /** The kinds this host runs. Default: every kind (actors/index.ts). */
+  kinds?: readonly ActorKindDef[]
 }
 
 /**
@@ -47,10 +50,11 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   const storage = { jsm, replicas: settings.replicas ?? 1, log }
   // Kinds start before placement exists, and serve nothing before it does.
   let serving: HostContext['serves'] = () => false
+  const tables = new Map<string, OpTable>()
   const ctx: HostContext = {
     nc, js, jsm, kvm, storage, log, hostId, settings,
     serves: (kind, p) => serving(kind, p),
-    ask: (subject, req, timeoutMs = 10_000) => askActor(nc, subject, { rid: newId('req'), ...req }, timeoutMs),
+    client: actorClient({ wire: actorWire(nc), local: (kind) => tables.get(kind) }),
   }
 
   const [hostsKv, placementKv] = await Promise.all([
@@ -60,7 +64,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
 
   const subs: Subscription[] = []
   const closers: Array<() => Promise<void>> = []
-  const partitioned = new Map<PartitionedKind, { rt: PartitionedRuntime; subs: Map<number, Subscription> }>()
+  const partitioned = new Map<string, { rt: KindRuntime; subs: Map<number, Subscription> }>()
 
   const reply = (m: Msg, r: ActorReply) => {
     if (m.reply) m.respond(encode(r))
@@ -90,27 +94,20 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
 
   // One kind after the other: on a cluster that has just formed, creating every stream at once makes JetStream
   // answer "stream not found" and time out where one at a time succeeds.
-  for (const def of ACTOR_KINDS) {
-    if (def.placement === 'shared') {
-      const rt: KindRuntime = await def.start(ctx)
-      closers.push(() => rt.close())
-      const sub = nc.subscribe(actorSubject(def.kind, '*'), {
-        queue: actorQueue(def.kind),
-        callback: (_e, m) => {
-          const op = m.subject.slice(m.subject.lastIndexOf('.') + 1)
-          void run(m, (req) => {
-            const h = rt.ops[op]
-            if (!h) throw internal(`No operation ${op} on ${def.kind}`)
-            return h(req)
-          })
-        },
-      })
-      subs.push(sub)
-    } else {
-      const rt: PartitionedRuntime = await def.start(ctx)
-      closers.push(() => rt.close())
-      partitioned.set(def.kind, { rt, subs: new Map() })
+  const kinds = opts.kinds ?? ACTOR_KINDS
+  for (const def of kinds) {
+    const { kind } = def.contract
+    const rt = await def.start(ctx)
+    closers.push(() => rt.close())
+    tables.set(kind, rt.ops)
+    const placements = new Set(Object.values(def.contract.ops).map((op) => op.placement))
+    if (placements.has('any')) {
+      subs.push(nc.subscribe(actorSubject(kind, '*'), {
+        queue: actorQueue(kind),
+        callback: (_e, m) => void run(m, (req) => dispatch(rt.ops, req, { placement: 'any' })),
+      }))
     }
+    if (placements.has('owner')) partitioned.set(kind, { rt, subs: new Map() })
   }
 
   let described: { http_url?: string } = {}
@@ -137,18 +134,18 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
               if (!placement.serves(kind, p) && !(await placement.whenServing(kind, p, SETTLE_MS))) {
                 throw unavailable('The owner of this resource is failing over; retry shortly', 1000)
               }
-              return k.rt.handle(rest.slice(0, dot), req)
+              return dispatch(k.rt.ops, req, { placement: 'owner', id: rest.slice(0, dot) })
             })
           },
         })
         k.subs.set(p, sub)
-        await k.rt.acquired(p)
+        await k.rt.acquired?.(p)
       },
       lost: async (kind, p) => {
         const k = partitioned.get(kind)!
         k.subs.get(p)?.unsubscribe()
         k.subs.delete(p)
-        await k.rt.released(p)
+        await k.rt.released?.(p)
       },
     },
   })
@@ -156,7 +153,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   await placement.start()
 
   subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready })) }))
-  log.info({ kinds: ACTOR_KINDS.map((k) => k.kind), partitions: Object.fromEntries([...partitioned.keys()].map((k) => [k, placement.owns(k).length])) }, 'actor host ready')
+  log.info({ kinds: kinds.map((k) => k.contract.kind), partitions: Object.fromEntries([...partitioned.keys()].map((k) => [k, placement.owns(k).length])) }, 'actor host ready')
 
   let stopping: Promise<void> | undefined
   return {

@@ -3,7 +3,7 @@ import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import { fnv1a } from '../protocol/hash.js'
-import { PARTITIONS, partitionToken, type HostBeat, type PartitionedKind, type PlacementRecord } from '../protocol/subjects.js'
+import { PARTITIONS, partitionToken, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
 import { RecordStore, live, readAtLeader } from '../actors/kit/store.js'
 import { every, type Loop } from './loop.js'
 
@@ -20,16 +20,16 @@ export const TICK_MS = 250
 
 export interface PlacementEvents {
   /** This host now owns the partition: start serving it (and resume work left there). */
-  gained(kind: PartitionedKind, p: number): Promise<void>
+  gained(kind: KindName, p: number): Promise<void>
   /** This host no longer serves the partition: stop, and stop writing, before anyone else may start. */
-  lost(kind: PartitionedKind, p: number): Promise<void>
+  lost(kind: KindName, p: number): Promise<void>
 }
 
 export interface PlacementOptions {
   hosts: KV
   placement: KV
   hostId: string
-  kinds: readonly PartitionedKind[]
+  kinds: readonly KindName[]
   /** The heartbeat record (without `at`, which is set per beat). */
   beat: () => Omit<HostBeat, 'at'>
   events: PlacementEvents
@@ -130,7 +130,7 @@ export class Placement {
   }
 
   /** True while this host may serve partition p of kind: it holds it and its heartbeat is fresh. */
-  serves(kind: PartitionedKind, p: number): boolean {
+  serves(kind: KindName, p: number): boolean {
     return this.owned.has(keyOf(kind, p)) && this.fresh()
   }
 
@@ -139,7 +139,7 @@ export class Placement {
    * (a stalled loop, a SIGSTOP) a host re-reads its records before serving again, which keeps or drops each
    * partition within a pass or two. Resolves false at once for a partition it does not hold.
    */
-  async whenServing(kind: PartitionedKind, p: number, ms: number): Promise<boolean> {
+  async whenServing(kind: KindName, p: number, ms: number): Promise<boolean> {
     const key = keyOf(kind, p)
     const end = performance.now() + ms
     while (this.owned.has(key) && !this.fresh() && !this.stopped && performance.now() < end) {
@@ -148,7 +148,7 @@ export class Placement {
     return this.serves(kind, p)
   }
 
-  owns(kind: PartitionedKind): number[] {
+  owns(kind: KindName): number[] {
     const prefix = `${kind}.`
     return [...this.owned.keys()].filter((k) => k.startsWith(prefix)).map((k) => Number(k.slice(prefix.length + 1))).sort((a, b) => a - b)
   }
@@ -218,7 +218,7 @@ export class Placement {
     this.summarise(before)
   }
 
-  private async reconcile(kind: PartitionedKind, p: number, want: string, gone: Map<string, Promise<boolean>>): Promise<void> {
+  private async reconcile(kind: KindName, p: number, want: string, gone: Map<string, Promise<boolean>>): Promise<void> {
     const key = keyOf(kind, p)
     const holder = this.holders.get(key)
     const rev = this.owned.get(key)
@@ -254,7 +254,7 @@ export class Placement {
     return { host, at: Date.now() }
   }
 
-  private async take(kind: PartitionedKind, p: number, rev: number | false): Promise<void> {
+  private async take(kind: KindName, p: number, rev: number | false): Promise<void> {
     if (rev === false || this.stopped) return
     const key = keyOf(kind, p)
     this.owned.set(key, rev)
@@ -263,14 +263,14 @@ export class Placement {
     await this.o.events.gained(kind, p)
   }
 
-  private async drop(kind: PartitionedKind, p: number): Promise<void> {
+  private async drop(kind: KindName, p: number): Promise<void> {
     if (!this.owned.delete(keyOf(kind, p))) return
     this.version++
     await this.o.events.lost(kind, p)
   }
 
   /** Stop serving first, then name the next owner, who starts at once. */
-  private async handOver(kind: PartitionedKind, p: number, to: string): Promise<void> {
+  private async handOver(kind: KindName, p: number, to: string): Promise<void> {
     const key = keyOf(kind, p)
     const rev = this.owned.get(key)
     if (rev === undefined) return
@@ -294,7 +294,7 @@ export class Placement {
     await Promise.all([...this.owned].map(async ([key, rev]) => {
       const e = await readAtLeader(this.o.placement, key)
       if (live(e) && decode<PlacementRecord>(e.value).host === this.o.hostId && e.revision === rev) return
-      const [kind, token] = key.split('.') as [PartitionedKind, string]
+      const [kind, token] = key.split('.') as [KindName, string]
       await this.drop(kind, Number(token.slice(1)))
     }))
     this.unverified = false
@@ -332,7 +332,7 @@ export class Placement {
     const hosts = this.liveHosts()
     const plans = new Map(this.o.kinds.map((k) => [k, plan(k, hosts)]))
     await Promise.all([...this.owned.keys()].map(async (key) => {
-      const [kind, token] = key.split('.') as [PartitionedKind, string]
+      const [kind, token] = key.split('.') as [KindName, string]
       const p = Number(token.slice(1))
       if (!hosts.length) return this.drop(kind, p)
       await this.handOver(kind, p, plans.get(kind)![p]!).catch((err) => this.o.log.warn({ err, key }, 'hand-over failed'))

@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import type { DataDirLock } from './datadir.js'
 import { connectNats, redact } from './nats-connect.js'
 import { startActorHost, type ActorHost } from './host.js'
+import { actorAccess } from './actor-access.js'
 import { checkServerVersion, startEmbeddedNats, type EmbeddedNats } from './nats-server.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate'
@@ -62,7 +63,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
       host = await startActorHost(nc, log, { modelBaseUrl: cfg.modelBaseUrl, anthropicApiKey: cfg.anthropicApiKey, dataDir: cfg.dataDir, replicas: cfg.replicas, session: cfg.session }, { hostId: lock!.hostId, role })
-      gateway = await startGateway({ nc, log, port: cfg.port, host: cfg.host, transport: cfg.http, strict: cfg.strict, sseKeepaliveMs: cfg.sseKeepaliveMs })
+      gateway = await startGateway({ nc, log, actors: actorAccess(nc), port: cfg.port, host: cfg.host, transport: cfg.http, strict: cfg.strict, sseKeepaliveMs: cfg.sseKeepaliveMs })
       const url = `http://${cfg.host}:${gateway.port}`
       host.describe({ http_url: url })
       lock?.update({ http_url: url })

@@ -1,16 +1,14 @@
 import { decodeCursor, encodeCursor, isSeq } from '../../protocol/cursor.js'
 import { conflict, idempotencyKeyReused, internal, invalidRequest, notFound } from '../../protocol/errors.js'
 import { fingerprint } from '../../protocol/hash.js'
-import type { ActorRequest } from '../../protocol/envelope.js'
 import { idFromKey, isId, newId } from '../../protocol/ids.js'
-import type {
-  Agent, AgentCreateInput, AgentGetInput, AgentListInput, AgentUpdateInput, AgentVersionsInput, Multiagent,
-} from '../../protocol/schemas/agent.js'
+import type { Agent, Multiagent } from '../../protocol/schemas/agent.js'
 import { patchMetadata } from '../../protocol/schemas/common.js'
 import { now } from '../../protocol/time.js'
 import { pageOf, type Page } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
-import type { Handler } from '../kit/types.js'
+import type { Handlers } from '../kit/ops.js'
+import type { AgentKind } from '../../protocol/ops/agent.js'
 import {
   checkSkillRequirements, checkToolGraph, normalizeExecutionIdentity, normalizeModel, normalizeServers, normalizeTools,
   textOrNull,
@@ -18,8 +16,6 @@ import {
 import { geoBreach, resolveRoster, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
 import { skillsUnavailable, type SkillResolver } from './skills.js'
 import { headKey, versionKey, type AgentStore } from './state.js'
-
-type Req<B = unknown, Q = unknown> = ActorRequest<B, Q>
 
 const CAS_ATTEMPTS = 20
 
@@ -41,7 +37,7 @@ const sameMap = (a: Record<string, string>, b: Record<string, string>) => {
 
 const asDate = (d: unknown): Date | undefined => (d === undefined ? undefined : d instanceof Date ? d : new Date(d as string))
 
-export function agentOps(store: AgentStore, projection: Projection<Agent>, resolveSkills: SkillResolver = skillsUnavailable): Record<string, Handler> {
+export function agentOps(store: AgentStore, projection: Projection<Agent>, resolveSkills: SkillResolver = skillsUnavailable): Handlers<typeof AgentKind> {
   const missing = (id: string) => notFound('Agent', id, 'agent_not_found')
   const noVersion = (id: string, n: number) => notFound('Agent', `${id} version ${n}`, 'agent_version_not_found')
 
@@ -65,7 +61,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
   }
 
   return {
-    async create(req: Req<AgentCreateInput>) {
+    async create(req) {
       const b = req.body
       // With an Idempotency-Key the id comes from the key: a retry finds the agent its first attempt stored.
       const createdBy = req.key === undefined ? undefined : fingerprint(b)
@@ -113,18 +109,17 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       return agent
     },
 
-    async get(req: Req<unknown, AgentGetInput>) {
-      const id = req.params.agent_id!
+    async get({ id, query }) {
       const head = (await headOf(id)).value.agent
-      const n = req.query?.version
+      const n = query?.version
       if (n === undefined) return head
       const rec = await store.version(head, n)
       if (!rec) throw noVersion(id, n)
       return rec
     },
 
-    async list(req: Req<unknown, AgentListInput>) {
-      const q = req.query ?? {}
+    async list({ query }) {
+      const q = query ?? {}
       await projection.fresh()
       const gte = asDate(q['created_at[gte]'])
       const lte = asDate(q['created_at[lte]'])
@@ -144,9 +139,8 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
     },
 
     /** Versions ascending. Versions are dense 1..head.version, so a page is a range of numbers read by key. */
-    async versions(req: Req<unknown, AgentVersionsInput>): Promise<Page<Agent>> {
-      const id = req.params.agent_id!
-      const q = req.query ?? {}
+    async versions({ id, query }): Promise<Page<Agent>> {
+      const q = query ?? {}
       const head = (await headOf(id)).value.agent
       const after = decodeCursor('agent_versions', { agent_id: id }, q.page, isSeq) ?? 0
       if (!Number.isInteger(after) || after < 0) throw invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
@@ -158,9 +152,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       return { data, next_page: last < head.version ? encodeCursor('agent_versions', { agent_id: id }, last) : null }
     },
 
-    async update(req: Req<AgentUpdateInput>) {
-      const id = req.params.agent_id!
-      const b = req.body
+    async update({ id, body: b }) {
       for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
         const cur = await headOf(id)
         const a = cur.value.agent
@@ -226,8 +218,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       throw internal(`too much contention updating agent ${id}`)
     },
 
-    async archive(req: Req) {
-      const id = req.params.agent_id!
+    async archive({ id }) {
       if (!isId('agent', id)) throw missing(id)
       return store.heads.mutate(headKey(id), ({ value }) => {
         if (value.agent.archived_at) return { result: value.agent }
@@ -241,15 +232,14 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
     },
 
     /**
-     * Internal (session actor; no HTTP route): the agent record a new session snapshots. Params `{agent_id}`,
-     * body `{version?}` (latest when omitted). 404 when the agent or the version does not exist; 400
+     * Internal (session actor; no HTTP route): the agent record a new session snapshots, version `body.version`
+     * (latest when omitted). 404 when the agent or the version does not exist; 400
      * `agent_archived` when the agent is archived, since archived agents cannot be selected for new sessions.
      */
-    async resolve(req: Req<{ version?: number } | undefined>) {
-      const id = req.params.agent_id!
+    async resolve({ id, body }) {
       const head = (await headOf(id)).value.agent
       if (head.archived_at) throw invalidRequest(`Agent ${id} is archived and cannot be used for new sessions`, 'agent_archived')
-      const n = req.body?.version
+      const n = body?.version
       if (n === undefined || n === null) return head
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw invalidRequest('agent.version must be an integer of at least 1')
       const rec = await store.version(head, n)

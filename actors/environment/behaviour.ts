@@ -1,23 +1,19 @@
 import type { KV } from '@nats-io/kv'
 import { conflict, idempotencyKeyReused, internal, invalidRequest, notFound } from '../../protocol/errors.js'
 import { fingerprint } from '../../protocol/hash.js'
-import type { ActorRequest } from '../../protocol/envelope.js'
 import { idFromKey, newId } from '../../protocol/ids.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
-import type {
-  Environment, EnvironmentCreateInput, EnvironmentListInput, EnvironmentUpdateInput,
-} from '../../protocol/schemas/environment.js'
+import type { Environment } from '../../protocol/schemas/environment.js'
 import { now } from '../../protocol/time.js'
 import { pageOf } from '../kit/page.js'
 import { Projection } from '../kit/projection.js'
 import { RecordStore } from '../kit/store.js'
-import type { Handler } from '../kit/types.js'
+import type { Handlers } from '../kit/ops.js'
+import type { EnvironmentKind } from '../../protocol/ops/environment.js'
 import { resolveConfig } from './config.js'
 import { envKey, view, type StoredEnvironment } from './state.js'
 
-type Req<B = unknown, Q = unknown> = ActorRequest<B, Q>
-
-export function environmentOps(kv: KV, projection: Projection<Environment>): Record<string, Handler> {
+export function environmentOps(kv: KV, projection: Projection<Environment>): Handlers<typeof EnvironmentKind> {
   const store = new RecordStore<StoredEnvironment>(kv)
   const missing = (id: string) => (): never => {
     throw notFound('Environment', id, 'environment_not_found')
@@ -25,7 +21,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
   const archivedError = (id: string) => invalidRequest(`Environment ${id} is archived and cannot be changed or used`, 'environment_archived')
 
   return {
-    async create(req: Req<EnvironmentCreateInput>) {
+    async create(req) {
       const b = req.body
       // With an Idempotency-Key the id comes from the key: a retry finds the environment its first attempt stored.
       const createdBy = req.key === undefined ? undefined : fingerprint(b)
@@ -49,14 +45,13 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
       return view(cur.value.env)
     },
 
-    async get(req: Req) {
-      const id = req.params.environment_id!
+    async get({ id }) {
       const cur = await store.get(envKey(id))
       if (!cur) missing(id)()
       return view(cur!.value.env)
     },
 
-    async list(req: Req<unknown, EnvironmentListInput>) {
+    async list(req) {
       const q = req.query
       await projection.fresh()
       const includeArchived = q.include_archived ?? false
@@ -64,9 +59,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
         (e) => includeArchived || e.archived_at === null, view)
     },
 
-    async update(req: Req<EnvironmentUpdateInput>) {
-      const id = req.params.environment_id!
-      const b = req.body
+    async update({ id, body: b }) {
       return store.mutate(envKey(id), ({ value }) => {
         const env = value.env
         if (env.archived_at) throw archivedError(id)
@@ -83,8 +76,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
       }, missing(id))
     },
 
-    async archive(req: Req) {
-      const id = req.params.environment_id!
+    async archive({ id }) {
       return store.mutate(envKey(id), ({ value }) => {
         if (value.env.archived_at) return { result: view(value.env) }
         const t = now()
@@ -93,8 +85,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
       }, missing(id))
     },
 
-    async delete(req: Req) {
-      const id = req.params.environment_id!
+    async delete({ id }) {
       for (;;) {
         const cur = await store.get(envKey(id))
         if (!cur) missing(id)()
@@ -107,8 +98,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
     },
 
     /** Internal (session actor): take a reference for a new session; the environment must be usable. */
-    async acquire(req: Req) {
-      const id = req.params.environment_id!
+    async acquire({ id }) {
       return store.mutate(envKey(id), ({ value }) => {
         if (value.env.archived_at) throw archivedError(id)
         return { next: { ...value, refs: value.refs + 1 }, result: view(value.env) }
@@ -116,8 +106,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Rec
     },
 
     /** Internal (session actor): drop a session's reference. Missing environments are fine: nothing to drop. */
-    async release(req: Req) {
-      const id = req.params.environment_id!
+    async release({ id }) {
       for (;;) {
         const cur = await store.get(envKey(id))
         if (!cur) return { released: false }

@@ -1,10 +1,8 @@
 import { decodeCursor, encodeCursor, isRecordPosition } from '../../protocol/cursor.js'
+import type { Page } from '../../protocol/page.js'
 import type { Projection, Sortable } from './projection.js'
 
-export interface Page<T> {
-  data: T[]
-  next_page: string | null
-}
+export type { Page } from '../../protocol/page.js'
 
 /**
  * One forward page from a projection, newest first. The cursor stores the last record's sort position,

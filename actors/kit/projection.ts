@@ -16,21 +16,25 @@ export const newestFirst = (a: Sortable, b: Sortable) =>
  * scanning keys per request. `fresh()` waits until everything written before the call is visible, so a
  * client that creates and then lists (possibly through another host) sees its own write.
  */
-export class Projection<T extends Sortable> {
+export class Projection<T extends Sortable, S = unknown> {
   private readonly byId = new Map<string, T>()
   private sorted: T[] = []
   private seen = 0
   private waiters: Array<{ seq: number; resolve: () => void }> = []
   private watcher?: QueuedIterator<KvWatchEntry>
+  /** The records under `prefix` are `S`s by the bucket's own contract (its kind writes nothing else there). */
+  private readonly projectStored: (stored: unknown) => T | undefined
 
   constructor(
     private readonly kv: KV,
     /** Key prefix of the records this projection holds, e.g. "agent." */
     private readonly prefix: string,
     /** Turns a stored value into the projected record; undefined drops it. */
-    private readonly project: (stored: any) => T | undefined = (v) => v as T,
+    project: (stored: S) => T | undefined = (v) => v as unknown as T,
     private readonly order: (a: T, b: T) => number = newestFirst,
-  ) {}
+  ) {
+    this.projectStored = project as (stored: unknown) => T | undefined
+  }
 
   async start(): Promise<void> {
     // Every key, not just the prefix: the freshness barrier compares against the bucket's last sequence,
@@ -48,7 +52,7 @@ export class Projection<T extends Sortable> {
       const old = this.byId.get(id)
       if (old) this.remove(old)
       if (e.operation === 'PUT') {
-        const rec = this.project(decode(e.value))
+        const rec = this.projectStored(decode(e.value))
         if (rec) {
           this.byId.set(id, rec)
           this.insert(rec)

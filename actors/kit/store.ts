@@ -203,7 +203,8 @@ export class RecordStore<T> {
 interface Mutation<T> {
   change: (current: Versioned<T>) => { next?: T; result: unknown }
   missing: () => never
-  resolve: (r: any) => void
+  // Method syntax: each waiter resolves its own result type; the queue holds them side by side.
+  resolve(result: unknown): void
   reject: (err: unknown) => void
   attempts: number
 }

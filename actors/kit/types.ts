@@ -2,8 +2,9 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import type { Kvm } from '@nats-io/kv'
 import type { Logger } from 'pino'
-import type { ActorRequest } from '../../protocol/envelope.js'
-import type { SharedKind, PartitionedKind } from '../../protocol/subjects.js'
+import type { KindContract } from '../../protocol/ops/define.js'
+import type { ActorClient } from './client.js'
+import type { OpTable } from './ops.js'
 import type { Storage } from './replicas.js'
 
 /** What a host hands every actor kind when it starts it. */
@@ -22,9 +23,9 @@ export interface HostContext {
    * Whether this host may serve (and write for) partition p of a kind right now: it holds it and its heartbeat
    * is fresh. False from before another host could take it over until the host has re-read its records.
    */
-  serves(kind: PartitionedKind, p: number): boolean
-  /** Ask another actor (same wire as the gateway uses). Throws the actor's ApiError. */
-  ask<T = unknown>(subject: string, req: Omit<ActorRequest, 'rid'> & { rid?: string }, timeoutMs?: number): Promise<T>
+  serves(kind: string, p: number): boolean
+  /** Calls another kind's op (typed by its contract); throws the actor's ApiError. */
+  client: ActorClient
 }
 
 export interface HostSettings {
@@ -38,36 +39,21 @@ export interface HostSettings {
   session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; maxTokens: number }>
 }
 
-export type Handler = (req: ActorRequest<any, any>) => Promise<unknown>
-
-/** A running kind on one host: its handlers by op, and how to stop it. */
+/** A kind running on one host: its op table, its partitions' lifecycle (owner-placed ops), and how to stop it. */
 export interface KindRuntime {
-  ops: Record<string, Handler>
+  ops: OpTable
+  /** This host serves partition p of the kind from now (owner-placed ops only): resume what was in flight there. */
+  acquired?(partition: number): Promise<void>
+  /** Partition p goes to another host: everything of it stops here, without writing. */
+  released?(partition: number): Promise<void>
   close(): Promise<void>
 }
 
-/** A kind whose every host serves any id (state guarded by KV compare-and-set). */
-export interface SharedActorKind {
-  kind: SharedKind
-  placement: 'shared'
+/**
+ * An actor kind: its contract (protocol/ops) and how a host starts it. Ops placed on any host are served by every
+ * host through a queue group; ops placed on the owner reach the one host that holds the id's partition.
+ */
+export interface ActorKindDef {
+  contract: KindContract
   start(ctx: HostContext): Promise<KindRuntime>
 }
-
-/** A kind with single activation per id: one host owns a partition of ids at a time. */
-export interface PartitionedActorKind {
-  kind: PartitionedKind
-  placement: 'partitioned'
-  start(ctx: HostContext): Promise<PartitionedRuntime>
-}
-
-export interface PartitionedRuntime {
-  /** Handles a request for `id`; only called on the host that owns id's partition. */
-  handle(id: string, req: ActorRequest<any, any>): Promise<unknown>
-  /** Called when this host gains a partition: resume actors that were mid-work there. */
-  acquired(partition: number): Promise<void>
-  /** Called before this host gives a partition away (draining); actors on it must stop writing. */
-  released(partition: number): Promise<void>
-  close(): Promise<void>
-}
-
-export type ActorKindDef = SharedActorKind | PartitionedActorKind

@@ -9,15 +9,18 @@ import { newId } from '../../protocol/ids.js'
 import type { Session } from '../../protocol/session.js'
 import { partitionOf } from '../../protocol/subjects.js'
 import { now } from '../../protocol/time.js'
-import { budgetReached, emptyUsage, toWireUsage, type ModelUsage, type UsageTotals } from '../../protocol/usage.js'
+import { budgetReached } from './billing/budget.js'
+import { emptyUsage, type ModelUsage, type UsageTotals } from './billing/usage.js'
+import { toWireUsage } from './billing/wire-usage.js'
 import { createHostSandbox, type Sandbox } from '../../sandbox/index.js'
 import { live, type RecordStore } from '../kit/store.js'
-import { isTransientNatsError, storeUnavailable } from '../kit/nats-errors.js'
+import { storeUnavailable } from '../kit/nats-errors.js'
+import { AppendUncertain, FenceLost, Mailbox, NotServing } from '../kit/mailbox.js'
 import type { HostContext } from '../kit/types.js'
 import { History } from './history.js'
 import type { AgentResolver } from './admission.js'
 import type { EnvironmentRefs } from './references.js'
-import { AppendUncertain, EventLog, FenceLost, NotServing, lastSequence, purgeSession, readSession } from './log.js'
+import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
 import { classifyFailure, streamModel, type Model, type ModelResponse } from './model.js'
 import { sessionKey, workKey, type SessionRecord } from './state.js'
 import { permissionFields, routeTool, toolDefinitions } from './tools.js'
@@ -56,6 +59,9 @@ export interface ActorDeps {
 const eventLog = (deps: ActorDeps, id: string, lastSeq: number) =>
   new EventLog(deps.ctx.js, deps.ctx.nc, id, lastSeq, () => deps.ctx.serves('session', partitionOf(id)))
 
+/** A session with a live shell keeps it (and stays in memory) this long after its last work. */
+const SANDBOX_IDLE_MS = 10 * 60_000
+
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
 const NOT_RERUN = 'The host running this tool stopped before the tool finished. It was not run again, so that it never runs twice; run it again if that is safe.'
 const NO_MODEL = 'No model endpoint is configured on this server: set TROUPE_MODEL_BASE_URL (and ANTHROPIC_API_KEY when the endpoint needs one) on the serving hosts.'
@@ -70,12 +76,10 @@ const isResult = (e: SessionEvent) =>
  * "the stored events, applied"; that is also how a new host rebuilds it after a takeover.
  */
 export class SessionActor {
-  private chain: Promise<unknown> = Promise.resolve()
-  private persisting: Promise<void> = Promise.resolve()
+  private readonly mb: Mailbox
   private turn: AbortController | undefined
   private pumping: Promise<void> | undefined
   private sandbox: Sandbox | undefined
-  private workMarked = false
   private recovering = false
   private resume = false
   /** kick() came while the pump was running: the pump runs once more when it ends. */
@@ -91,7 +95,6 @@ export class SessionActor {
   private readonly handledIds: string[] = []
   /** Requests whose events are being stored, by key: a retry waits for its first attempt. */
   private readonly accepting = new Map<string, Promise<void>>()
-  dead = false
   lastActive = Date.now()
 
   private constructor(
@@ -99,10 +102,33 @@ export class SessionActor {
     readonly h: History,
     readonly log: EventLog,
     private revision: number,
-  ) {}
+    workMarked = false,
+  ) {
+    this.mb = new Mailbox({
+      kind: 'session',
+      id: h.session.id,
+      log: deps.ctx.log,
+      work: { kv: deps.kv, key: workKey(h.session.id) },
+      workMarked,
+      onFail: (own) => {
+        this.turn?.abort()
+        void this.sandbox?.close()
+        this.deps.crashed(this, own)
+      },
+    })
+  }
 
   get id() {
     return this.h.session.id
+  }
+
+  get dead(): boolean {
+    return this.mb.dead
+  }
+
+  /** A session with a live shell stays in memory this long after its last work. */
+  get idleMs(): number | undefined {
+    return this.sandbox ? SANDBOX_IDLE_MS : undefined
   }
 
   /** Rebuilds a session from its record and its history; undefined when it does not exist. */
@@ -117,10 +143,10 @@ export class SessionActor {
     const h = new History(rec)
     const last = await lastSequence(deps.ctx.jsm, id)
     await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed, r.request))
-    const actor = new SessionActor(deps, h, eventLog(deps, id, last), cur.revision)
-    actor.recovering = h.status === 'running' || h.status === 'rescheduling'
+    const recovering = h.status === 'running' || h.status === 'rescheduling'
     // A marker left by a host that died after its last turn ended is cleared when this actor's mailbox empties.
-    actor.workMarked = actor.recovering || live(work)
+    const actor = new SessionActor(deps, h, eventLog(deps, id, last), cur.revision, recovering || live(work))
+    actor.recovering = recovering
     return actor
   }
 
@@ -132,10 +158,6 @@ export class SessionActor {
   /** True while the actor has something to do or a reason to stay (a live shell). */
   get busy(): boolean {
     return !!this.pumping || this.h.status === 'running' || this.h.status === 'rescheduling' || this.h.pending.size > 0
-  }
-
-  get hasSandbox(): boolean {
-    return !!this.sandbox
   }
 
   // ----------------------------------------------------------------------------------------------- views
@@ -157,7 +179,7 @@ export class SessionActor {
     req: { rid: string; key?: string },
     check: (events: E[]) => void = () => undefined,
   ): Promise<SessionEvent[]> {
-    this.alive()
+    this.mb.alive()
     const key = req.key !== undefined ? `k:${req.key}` : `r:${req.rid}`
     const hash = fingerprint(sent)
     // A retry that arrives while its first attempt is being stored waits for it, then finds it. From here to
@@ -165,7 +187,7 @@ export class SessionActor {
     // must not both find nothing stored and both store.
     for (let inflight = this.accepting.get(key); inflight; inflight = this.accepting.get(key)) {
       await inflight.catch(() => undefined)
-      this.alive()
+      this.mb.alive()
     }
     const prior = this.h.requests.get(key)
     if (prior && prior.hash !== hash) throw idempotencyKeyReused()
@@ -189,14 +211,14 @@ export class SessionActor {
     // once the events are, a host taking over finds them.
     if (todo.some(({ e }) => e.type !== 'user.interrupt')) {
       // Nothing is stored yet, whatever the marker's write did: a retry is safe.
-      await this.markWork().catch((err) => {
+      await this.mb.markWork().catch((err) => {
         throw storeUnavailable(err) ?? err
       })
     }
     let storedAny = false
     let ok: boolean
     try {
-      ok = await this.write(async () => {
+      ok = await this.mb.write(async () => {
         // Checked again in order with the other appends: an archive that got in first wins.
         if (this.h.session.archived_at) return false
         for (const { e, index } of todo) {
@@ -221,10 +243,10 @@ export class SessionActor {
 
   /** Records a service event and waits until it is stored (updates and archive answer only then). */
   async record(type: string, fields: Record<string, unknown>): Promise<SessionEvent> {
-    this.alive()
+    this.mb.alive()
     const ev = this.emit(type, fields)
-    await this.chain
-    this.alive()
+    await this.mb.settled()
+    this.mb.alive()
     return ev
   }
 
@@ -232,7 +254,7 @@ export class SessionActor {
   async resumeIfPaused(): Promise<void> {
     if (this.h.turnOpen && this.h.stopReason?.type === 'budget_reached') {
       this.resume = true
-      await this.markWork()
+      await this.mb.markWork()
       this.kick()
     }
   }
@@ -240,12 +262,12 @@ export class SessionActor {
   /** Writes the record now (after updates, archive). */
   async save(): Promise<void> {
     await this.persist()
-    this.alive()
+    this.mb.alive()
   }
 
   /** The last stored sequence once every append already under way has been acknowledged. */
   async settledSeq(): Promise<number> {
-    await this.chain
+    await this.mb.settled()
     return this.log.lastSeq
   }
 
@@ -255,20 +277,19 @@ export class SessionActor {
 
   /** Delete: the record goes first (the session is gone for readers), then its history, workdir and reference. */
   async destroy(rid?: string): Promise<void> {
-    this.alive()
+    this.mb.alive()
     if (this.isRunning()) throw conflict(`Session ${this.id} is running; interrupt it first (send user.interrupt)`, 'session_running')
     const { ctx } = this.deps
-    this.dead = true
+    this.mb.stop()
     this.turn?.abort()
-    await this.chain
-    await this.persisting
+    await this.mb.settled()
+    await this.mb.persisted()
     if (!(await this.deps.store.delete(sessionKey(this.id), this.revision))) {
       this.deps.gone(this)
       throw unavailable('The session moved to another host while being deleted; retry', 500)
     }
     this.log.notify('session.deleted', { type: 'session.deleted', id: newId('sevt'), processed_at: now() })
-    // delete, not purge: see unmarkWork
-    await this.deps.kv.delete(workKey(this.id)).catch(() => undefined)
+    await this.mb.unmarkWork(true)
     await purgeSession(ctx.jsm, this.id)
     await this.deps.environments.release(this.h.session.environment_id, this.id, rid)
     await this.sandbox?.close()
@@ -293,21 +314,21 @@ export class SessionActor {
 
   /** Stops everything without writing (partition given away, host stopping). */
   async shutdown(): Promise<void> {
-    this.dead = true
+    this.mb.stop()
     this.turn?.abort()
     await this.pumping?.catch(() => undefined)
     // Appends already sent may still land: the next owner must read them, or its first append is fenced off.
-    await this.chain.catch(() => undefined)
+    await this.mb.settled().catch(() => undefined)
     await this.sandbox?.close()
   }
 
   /** Leaves memory: only when there is nothing to do. */
   async passivate(): Promise<boolean> {
     if (this.busy) return false
-    await this.persisting
+    await this.mb.persisted()
     // Work may have arrived while the record was being written.
     if (this.busy || this.dead) return false
-    this.dead = true
+    this.mb.stop()
     await this.sandbox?.close()
     return true
   }
@@ -322,7 +343,7 @@ export class SessionActor {
     }
     this.kickedWhilePumping = false
     this.pumping = this.pump()
-      .catch((err) => this.failed(err))
+      .catch((err) => this.mb.fail(err))
       .finally(() => {
         this.pumping = undefined
         this.lastActive = Date.now()
@@ -342,7 +363,7 @@ export class SessionActor {
       }
       const pending = [...this.h.pending.values()]
       // Work that arrived while the previous pass was unmarking the session (accept saw it still marked).
-      if (this.resume || pending.some((e) => e.type !== 'user.interrupt')) await this.markWork()
+      if (this.resume || pending.some((e) => e.type !== 'user.interrupt')) await this.mb.markWork()
       // An interrupt handles everything that arrived before it: the turn stops, queued input joins the
       // conversation without starting a turn, and the session goes idle.
       const lastInterrupt = pending.map((e) => e.type).lastIndexOf('user.interrupt')
@@ -378,12 +399,12 @@ export class SessionActor {
       }
       // Nothing left: once everything is stored, the session no longer needs resuming elsewhere.
       this.flushHandled()
-      await this.chain
+      await this.mb.settled()
       // The record must say idle before the marker goes: a host taking over serves reads of unmarked
       // sessions from the record, so a stale "running" there would never be corrected.
-      await this.persisting
+      await this.mb.persisted()
       if (this.dead || this.h.pending.size > 0) continue
-      await this.unmarkWork()
+      await this.mb.unmarkWork()
       return
     }
   }
@@ -468,7 +489,7 @@ export class SessionActor {
       // The side effect starts only once its intent (the stored agent.tool_use) is durable: a host that dies
       // after this point leaves a tool_use the next owner closes with an error result, never running it again;
       // one that dies before it leaves nothing that ran.
-      await this.chain
+      await this.mb.settled()
       if (signal.aborted || this.dead) return
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
@@ -491,7 +512,7 @@ export class SessionActor {
     }
     // The request starts while its span event is still being stored: the chain keeps every event in order.
     const start = this.emit('span.model_request_start', {})
-    const preview = (type: 'event_start' | 'event_delta', payload: unknown, of: string) => this.enqueue(async () => this.log.notify(type, payload, of))
+    const preview = (type: 'event_start' | 'event_delta', payload: unknown, of: string) => this.mb.enqueue(async () => this.log.notify(type, payload, of))
     let res: ModelResponse
     stats.modelRequests++
     try {
@@ -580,7 +601,7 @@ export class SessionActor {
     const ev = { type, id, ...fields, processed_at: now() } as SessionEvent
     const carried = this.handledIds.splice(0)
     this.h.apply(ev)
-    this.enqueue(() => this.log.append(ev, { id, processed: carried }))
+    this.mb.enqueue(() => this.log.append(ev, { id, processed: carried }))
     return ev
   }
 
@@ -596,28 +617,12 @@ export class SessionActor {
   private flushHandled(): void {
     if (!this.handledIds.length) return
     const rec = { type: '_processed', ids: this.handledIds.splice(0), processed_at: now() }
-    this.enqueue(() => this.log.append(rec))
-  }
-
-  /** A write nobody waits for: its failure is handled by the chain (the actor steps down). */
-  private enqueue(fn: () => Promise<unknown>): void {
-    this.write(fn).catch(() => undefined)
-  }
-
-  /** Writes one at a time, in order: each append names the sequence the previous one got. */
-  private write<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(() => {
-      this.alive()
-      return fn()
-    })
-    this.chain = run.then(() => undefined, (err) => this.failed(err))
-    return run
+    this.mb.enqueue(() => this.log.append(rec))
   }
 
   /** The record follows the history: written at status changes, updates and archive, once they are stored. */
   private persist(): Promise<void> {
-    this.persisting = this.persisting.then(() => this.chain).then(async () => {
-      if (this.dead) return
+    return this.mb.persist(async () => {
       const rec = this.h.rec
       const totals = this.h.liveTotals()
       rec.session.usage = toWireUsage(totals)
@@ -625,45 +630,7 @@ export class SessionActor {
       const rev = await this.deps.store.update(sessionKey(this.id), rec, this.revision)
       if (rev === false) throw new FenceLost(`session ${this.id} record moved on without us`)
       this.revision = rev
-    }).catch((err) => this.failed(err))
-    return this.persisting
-  }
-
-  private async markWork() {
-    if (this.workMarked) return
-    await this.deps.kv.put(workKey(this.id), new Uint8Array())
-    this.workMarked = true
-  }
-
-  private async unmarkWork() {
-    if (!this.workMarked) return
-    this.workMarked = false
-    // A delete marker, not a purge: on nats-server 2.9 a KV purge (a subject rollup) that races a write to another
-    // key makes push consumers (the sessions projection's watch) skip that write, so lists showed a stale status.
-    await this.deps.kv.delete(workKey(this.id)).catch(() => undefined)
-  }
-
-  private alive() {
-    if (this.dead) throw unavailable('This session is moving to another host; retry shortly', 500)
-  }
-
-  private failed(err: unknown) {
-    if (this.dead) return
-    const steppedDown = err instanceof FenceLost || err instanceof NotServing
-    const storeDown = !steppedDown && (err instanceof AppendUncertain || isTransientNatsError(err) || (isApiError(err) && err.status === 503))
-    if (steppedDown) {
-      this.deps.ctx.log.warn({ session: this.id, err: err.message }, 'session actor stepping down')
-    } else if (storeDown) {
-      this.deps.ctx.log.warn({ session: this.id, err: (err as Error).message }, 'session actor stopped: the store is unavailable; it will be rebuilt from its history')
-    } else {
-      this.deps.ctx.log.error({ session: this.id, err }, 'session actor failed; it will be rebuilt from its history')
-    }
-    this.dead = true
-    this.turn?.abort()
-    void this.sandbox?.close()
-    // Stepping down is not the end: while this host (still, or again) serves the partition, the session is
-    // rebuilt here from what was stored, including what another writer slipped in. Else its new owner has it.
-    this.deps.crashed(this, !steppedDown && !storeDown)
+    })
   }
 
   private workdir() {

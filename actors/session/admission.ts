@@ -1,16 +1,15 @@
-import type { KV } from '@nats-io/kv'
 import { invalidRequest, unprocessable } from '../../protocol/errors.js'
 import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
 import type { SessionCreateInput } from '../../protocol/schemas/session.js'
 import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
-import type { ModelRef } from '../../protocol/prices.js'
-import { budgetCents, checkBudgetCreate } from '../../protocol/usage.js'
+import { budgetCents, checkBudgetCreate } from './billing/budget.js'
+import type { ModelRef } from './billing/prices.js'
 import { checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from '../agent/normalize.js'
 import { geoBreach, type Member } from '../agent/roster.js'
 import { skillsUnavailable } from '../agent/skills.js'
-import { agentOps } from '../agent/behaviour.js'
-import { AgentStore } from '../agent/state.js'
+import { AgentKind } from '../../protocol/ops/agent.js'
+import type { ActorClient } from '../kit/client.js'
 
 /**
  * Session admission (SPEC "Sessions", create rules): everything that can refuse a session is checked before
@@ -22,14 +21,11 @@ import { AgentStore } from '../agent/state.js'
 export type AgentResolver = (id: string, version?: number) => Promise<Agent>
 
 /**
- * Resolves agents with the agent kind's own resolve op, reading the agents bucket from this host: what any
- * agent actor would answer over NATS (404 missing, 400 archived or a bad version), one actor request fewer
- * per session create.
+ * Resolves agents with the agent kind's resolve op: 404 missing, 400 archived or a bad version. Served on this host
+ * (the op is placed on any host), one actor request fewer per session create.
  */
-export function agentResolver(kv: KV): AgentResolver {
-  const resolve = agentOps(new AgentStore(kv), undefined as never).resolve!
-  return (id, version) => resolve({ op: 'resolve', rid: '', params: { agent_id: id }, query: {}, body: { version } }) as Promise<Agent>
-}
+export const agentResolver = (client: ActorClient): AgentResolver => (id, version) =>
+  client.call(AgentKind.ops.resolve, { id, body: { version } })
 
 const threadAgent = (a: Agent | SessionAgent): ThreadAgent => ({
   id: a.id, type: 'agent', version: a.version, name: a.name, description: a.description, system: a.system, model: a.model,

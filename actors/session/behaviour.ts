@@ -1,13 +1,17 @@
-import type { ActorRequest } from '../../protocol/envelope.js'
 import { conflict, idempotencyKeyReused, inField, invalidRequest, notFound } from '../../protocol/errors.js'
 import { fingerprint } from '../../protocol/hash.js'
 import type { StreamOpenReply } from '../../protocol/events.js'
-import type { EventsListInput, EventsSendInput } from '../../protocol/schemas/events.js'
-import type { SessionCreateInput, SessionUpdateInput } from '../../protocol/schemas/session.js'
+import type { SessionKind } from '../../protocol/ops/session.js'
+import type { SessionCreateInput } from '../../protocol/schemas/session.js'
+import type { Handlers, OpInput } from '../kit/ops.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
 import type { Session } from '../../protocol/session.js'
 import { now } from '../../protocol/time.js'
-import { budgetCents, checkBudgetUpdate, emptyUsage, formatAmount, listCostCents, toWireUsage, type BudgetErrorCode } from '../../protocol/usage.js'
+import { formatAmount } from '../../protocol/cost.js'
+import { budgetCents, checkBudgetUpdate, type BudgetErrorCode } from './billing/budget.js'
+import { listCostCents } from './billing/list-cost.js'
+import { emptyUsage } from './billing/usage.js'
+import { toWireUsage } from './billing/wire-usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
 import { checkCreateInput, checkEnvironment, modelsOf, prefixed, snapshotAgent } from './admission.js'
 import { SessionActor, viewOf } from './actor.js'
@@ -17,9 +21,6 @@ import { listEvents } from './pages.js'
 import { checkClientEvents } from './rules.js'
 import { sessionKey, workKey, type SessionRecord } from './state.js'
 import { live as present } from '../kit/store.js'
-
-type Req<B = unknown, Q = unknown> = ActorRequest<B, Q>
-export type SessionOp = (id: string, req: Req<any, any>) => Promise<unknown>
 
 export interface Actors {
   /** The live actor of a session, loading it (replaying its history) when needed; undefined if none exists. */
@@ -32,7 +33,8 @@ export interface Actors {
 
 const missing = (id: string) => notFound('Session', id, 'session_not_found')
 
-export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, SessionOp> {
+/** Every op of the session kind but `list` (any host answers it, from its projection: see index.ts). */
+export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeof SessionKind>, 'list'> {
   const { ctx, store } = deps
   /** The last stored sequence of an existing session, without waking its actor. */
   const lastSeqOf = async (id: string) => {
@@ -50,7 +52,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
     return a
   }
   /** The session a create with this Idempotency-Key stored before, completed if it was stored in part. */
-  const retriedCreate = async (id: string, req: Req<SessionCreateInput>) => {
+  const retriedCreate = async (id: string, req: OpInput<SessionCreateInput, unknown>) => {
     const cur = await store.get(sessionKey(id))
     if (!cur) return undefined
     if (cur.value.created_by !== fingerprint(req.body)) throw idempotencyKeyReused()
@@ -61,8 +63,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
   }
 
   return {
-    async create(id, req: Req<SessionCreateInput>) {
-      const b = req.body
+    async create(req) {
+      const { id, body: b } = req
       checkFits(ctx.nc, b.initial_events ?? [])
       // A retried create (same Idempotency-Key, so the same id) finds what its first attempt stored.
       const again = req.key === undefined ? undefined : await retriedCreate(id, req)
@@ -109,7 +111,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       return actor.view()
     },
 
-    async get(id) {
+    async get({ id }) {
       const a = actors.peek(id)
       if (a) return a.view()
       const [cur, work] = await Promise.all([store.get(sessionKey(id)), deps.kv.get(workKey(id))])
@@ -123,9 +125,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       return actor.view()
     },
 
-    async update(id, req: Req<SessionUpdateInput>) {
+    async update({ id, body: b }) {
       const actor = await live(id)
-      const b = req.body
       const h = actor.h
       const s = h.session
       if (s.archived_at) throw conflict(`Session ${id} is archived and cannot be updated`, 'session_archived')
@@ -164,7 +165,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       return actor.view()
     },
 
-    async archive(id) {
+    async archive({ id }) {
       const actor = await live(id)
       const s = actor.h.session
       if (s.archived_at) return actor.view()
@@ -177,27 +178,28 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Record<string, Sess
       return actor.view()
     },
 
-    async delete(id, req) {
+    async delete({ id, rid }) {
       const actor = await live(id)
-      await actor.destroy(req.rid)
+      await actor.destroy(rid)
       return { id, type: 'session_deleted' }
     },
 
-    async 'events.send'(id, req: Req<EventsSendInput>) {
+    async 'events.send'(req) {
+      const { id } = req
       checkFits(ctx.nc, req.body.events)
       const actor = await live(id)
       return { data: await actor.accept(req.body.events, req, (events) => checkClientEvents(actor.h, events)) }
     },
 
-    async 'events.list'(id, req: Req<unknown, EventsListInput>) {
+    async 'events.list'({ id, query }) {
       const lastSeq = await lastSeqOf(id)
       const a = actors.peek(id)
       // Half the server's largest message: the page's events, their msgpack framing and the reply envelope fit.
       const maxBytes = Math.floor((ctx.nc.info?.max_payload ?? 1024 * 1024) / 2)
-      return listEvents({ js: ctx.js, sessionId: id, lastSeq, maxBytes, queued: a ? (e) => a.h.pending.has(e) : undefined }, req.query)
+      return listEvents({ js: ctx.js, sessionId: id, lastSeq, maxBytes, queued: a ? (e) => a.h.pending.has(e) : undefined }, query)
     },
 
-    async 'stream.open'(id): Promise<StreamOpenReply> {
+    async 'stream.open'({ id }): Promise<StreamOpenReply> {
       return { last_seq: await lastSeqOf(id) }
     },
   }

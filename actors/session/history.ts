@@ -1,7 +1,7 @@
 import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages'
 import type { RequestTag, SessionEvent, SessionStatus, StopReason } from '../../protocol/events.js'
 import { RequestLog } from './requests.js'
-import { addActiveMs, addModelUsage, type ModelUsage } from '../../protocol/usage.js'
+import { addActiveMs, addModelUsage, type ModelUsage } from './billing/usage.js'
 import type { SessionRecord } from './state.js'
 
 /** A tool use of the last model response that has no result yet. */
@@ -88,7 +88,11 @@ export class History {
         const blocks = this.draft
         this.draft = null
         this.openSpan = null
-        if (!ev.is_error && blocks && blocks.length) this.messages.push({ role: 'assistant', content: blocks })
+        // A failed request's partial output is dropped, unless it holds a stored tool use: a request closed as an
+        // error after a takeover had its tool uses stored, and their results (an error, or the client's) follow,
+        // so the conversation must hold them (a result without its tool use is refused by the Messages API).
+        const keep = blocks && blocks.length && (!ev.is_error || blocks.some((b) => b.type === 'tool_use'))
+        if (keep) this.messages.push({ role: 'assistant', content: blocks })
         const usage = ev.model_usage as ModelUsage | undefined
         if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)
         break

@@ -2,18 +2,10 @@ import { headers as natsHeaders, TimeoutError, type NatsConnection } from '@nats
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
 import { eventTooLarge, unavailable } from '../../protocol/errors.js'
 import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
-import { readSessionRange } from '../../protocol/event-reader.js'
 import { EVENTS_STREAM, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
+import { readSessionRange } from './event-reader.js'
 import { ensureReplicas, replicasRefused, type Storage } from '../kit/replicas.js'
-
-/** JetStream rejected an append because another writer moved the session's subject on: we lost ownership. */
-export class FenceLost extends Error {}
-
-/** This host's heartbeat lapsed: it may no longer own the session, so it writes nothing until it knows. */
-export class NotServing extends Error {}
-
-/** An append got no answer in time: it may or may not be stored. */
-export class AppendUncertain extends Error {}
+import { AppendUncertain, FenceLost, NotServing } from '../kit/mailbox.js'
 
 const isTimeout = (err: unknown) => err instanceof TimeoutError || (err instanceof Error && err.cause instanceof TimeoutError)
 

@@ -1,6 +1,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream'
 import { decodeCursor, encodeCursor, isSeq } from '../../protocol/cursor.js'
-import { readSessionRange, type EventItem } from '../../protocol/event-reader.js'
+import type { EventItem } from '../../protocol/event-item.js'
+import { readSessionRange } from './event-reader.js'
 import { isInternalType, type SessionEvent } from '../../protocol/events.js'
 import type { EventsListInput } from '../../protocol/schemas/events.js'
 import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'

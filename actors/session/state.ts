@@ -1,6 +1,6 @@
 import type { KV } from '@nats-io/kv'
 import type { CapturedEnvironment, Session } from '../../protocol/session.js'
-import type { UsageTotals } from '../../protocol/usage.js'
+import type { UsageTotals } from './billing/usage.js'
 import { RecordStore } from '../kit/store.js'
 import { partitionOfKey, type OwnedPartitions } from '../kit/owned.js'
 

@@ -1,21 +1,10 @@
 import type { IdPrefix } from '../ids.js'
-import type { SharedKind, PartitionedKind } from '../subjects.js'
+import type { Op } from '../ops/define.js'
 
 export type Method = 'GET' | 'POST' | 'DELETE'
 
 /** Which beta a strict-mode request must claim on this route. */
 export type BetaGroup = 'managed-agents' | 'skills' | 'memory'
-
-export type RouteTarget =
-  | { kind: SharedKind; op: string }
-  /**
-   * Single-activation kinds: `key` names the path parameter whose id picks the partition. `mint` (creates):
-   * the gateway mints a new id with this prefix into `key`, so the create lands on the id's future owner.
-   */
-  | { kind: PartitionedKind; op: string; key: string; mint?: 'sesn' }
-
-/** A schema as the validator sees it: arktype types are callables of this shape. */
-export type Schema = (input: unknown) => unknown
 
 export interface Route {
   method: Method
@@ -23,11 +12,12 @@ export interface Route {
   path: string
   operationId: string
   summary: string
-  target: RouteTarget
-  /** Body schema; routes without one take no body (the official client sends none). */
-  body?: Schema
-  /** Query schema over the flattened query (see gateway/query.ts); unknown parameters are ignored. */
-  query?: Schema
+  /**
+   * The operation it calls: where it runs, its body schema (an operation without one takes no body; the official
+   * client sends none) and its query schema (over the flattened query, see gateway/query.ts; unknown parameters
+   * are ignored).
+   */
+  op: Op
   beta?: BetaGroup
   /**
    * Each call stores something new (a create, events.send): the route honours `Idempotency-Key`, and without one

@@ -1,5 +1,5 @@
 import { type } from 'arktype'
-import { parseAmount } from '../usage.js'
+import { parseAmount } from '../cost.js'
 import { SESSION_STATUSES } from '../events.js'
 import { McpServerList, ModelInput, SkillList, ToolList } from './agent.js'
 import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, timestampParam } from './common.js'

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { connect } from '@nats-io/transport-node'
-import { askActor } from '../../protocol/transport.js'
+import { askActor } from '../../actors/kit/wire.js'
 import { actorSubject } from '../../protocol/subjects.js'
 import { stack } from '../helpers/stack.js'
 import { raw } from '../helpers/troupe.js'

@@ -366,6 +366,36 @@ function requestProblem(body: any): string | undefined {
   if (typeof body.model !== 'string' || body.model === '') return 'model: Field required';
   if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required';
   if (!Array.isArray(body.messages)) return 'messages: Field required';
+  return toolPairingProblem(body.messages);
+}
+
+/**
+ * The Messages API's pairing rule, in its words: every tool_use of an assistant message is answered by a
+ * tool_result in the next message, and every tool_result answers a tool_use of the message before it.
+ */
+function toolPairingProblem(messages: any[]): string | undefined {
+  const blocks = (m: any): any[] => (Array.isArray(m?.content) ? m.content : []);
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (m?.role === 'user') {
+      const prev = i > 0 && messages[i - 1]?.role === 'assistant' ? blocks(messages[i - 1]) : [];
+      const uses = new Set(prev.filter((b) => b?.type === 'tool_use').map((b) => b.id));
+      for (const [j, b] of blocks(m).entries()) {
+        if (b?.type === 'tool_result' && !uses.has(b.tool_use_id)) {
+          return `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+        }
+      }
+    }
+    if (m?.role === 'assistant') {
+      const next = messages[i + 1];
+      if (!next) continue; // the last message: the model continues it
+      const answered = new Set(blocks(next).filter((b) => b?.type === 'tool_result').map((b) => b.tool_use_id));
+      const missing = blocks(m).filter((b) => b?.type === 'tool_use' && !answered.has(b.id)).map((b) => b.id);
+      if (missing.length) {
+        return `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
+      }
+    }
+  }
   return undefined;
 }
 

@@ -16,7 +16,7 @@ const paramsOf = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) =>
 
 export const TARGETS: readonly Target[] = [
   ...ROUTES.map((r) => ({
-    method: r.method, path: r.path, operationId: r.operationId, hasBody: !!r.body, hasQuery: !!r.query, params: paramsOf(r.path),
+    method: r.method, path: r.path, operationId: r.operationId, hasBody: !!r.op.body, hasQuery: !!r.op.query, params: paramsOf(r.path),
   })),
   ...['/healthz', '/readyz', '/openapi.yaml'].map((p) => ({ method: 'GET', path: p, operationId: p, hasBody: false, hasQuery: false, params: [] })),
 ]

@@ -4,6 +4,7 @@ import net from 'node:net'
 import { connect } from '@nats-io/transport-node'
 import { pino } from 'pino'
 import { startGateway } from '../../gateway/server.js'
+import { actorAccess } from '../../supervisor/actor-access.js'
 import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { TRANSPORT } from '../helpers/transport.js'
@@ -13,7 +14,7 @@ import { TRANSPORT } from '../helpers/transport.js'
 // clients that had not read the answer yet saw EPIPE or ECONNRESET instead of it.
 const nats = await startNats()
 const nc = await connect({ servers: nats.url })
-const gw = await startGateway({ nc, log: pino({ level: 'silent' }), port: 0, transport: TRANSPORT })
+const gw = await startGateway({ nc, actors: actorAccess(nc), log: pino({ level: 'silent' }), port: 0, transport: TRANSPORT })
 t.teardown(async () => {
   gw.close()
   await nc.close()

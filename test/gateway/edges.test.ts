@@ -1,6 +1,6 @@
 import t from 'tap'
 import { connect, type Msg } from '@nats-io/transport-node'
-import { REQUEST_ID_HEADER } from '../../protocol/transport.js'
+import { REQUEST_ID_HEADER } from '../../protocol/wire.js'
 import { stack } from '../helpers/stack.js'
 import { raw } from '../helpers/troupe.js'
 

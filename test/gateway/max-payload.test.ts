@@ -6,7 +6,9 @@ import { Writable } from 'node:stream'
 import { connect } from '@nats-io/transport-node'
 import { pino } from 'pino'
 import { startGateway } from '../../gateway/server.js'
-import { ACTOR_REQUEST_HEADROOM, askActor } from '../../protocol/transport.js'
+import { actorAccess } from '../../supervisor/actor-access.js'
+import { ACTOR_REQUEST_HEADROOM } from '../../protocol/wire.js'
+import { askActor } from '../../actors/kit/wire.js'
 import { NATS_CONF, startEmbeddedNats } from '../../supervisor/nats-server.js'
 import '../helpers/keepalive.js'
 import { raw } from '../helpers/troupe.js'
@@ -22,7 +24,7 @@ nats.unref()
 const nc = await connect({ servers: nats.url })
 const lines: any[] = []
 const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) })
-const gw = await startGateway({ nc, log: pino({ level: 'info' }, sink), port: 0, transport: TRANSPORT, actorTimeoutMs: 500 })
+const gw = await startGateway({ nc, actors: actorAccess(nc), log: pino({ level: 'info' }, sink), port: 0, transport: TRANSPORT, actorTimeoutMs: 500 })
 const url = `http://127.0.0.1:${gw.port}`
 t.teardown(async () => {
   gw.close()

@@ -6,6 +6,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { encodeTime } from 'ulid'
 import { pino } from 'pino'
 import { startGateway, type Gateway } from '../../gateway/server.js'
+import { actorAccess } from '../../supervisor/actor-access.js'
 import { formatSseRaw } from '../../gateway/sse.js'
 import { decode, encode } from '../../protocol/codec.js'
 import type { ActorReply, ActorRequest } from '../../protocol/envelope.js'
@@ -30,7 +31,7 @@ const jsm = await jetstreamManager(nc)
 const log = pino({ level: 'silent' })
 await ensureEventsStream({ jsm, replicas: 1, log })
 const js = jetstream(nc)
-const gw = await startGateway({ nc, log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 0 })
+const gw = await startGateway({ nc, actors: actorAccess(nc), log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 0 })
 const base = `http://127.0.0.1:${gw.port}`
 t.teardown(async () => {
   gw.close()
@@ -529,7 +530,7 @@ t.test('a stale last_seq from the owner: the missed event is read back when the 
 })
 
 t.test('keepalive comments, and closing the gateway ends open streams', async (t) => {
-  const gw2: Gateway = await startGateway({ nc, log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 20 })
+  const gw2: Gateway = await startGateway({ nc, actors: actorAccess(nc), log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 20 })
   const sid = session()
   const res = await fetch(`http://127.0.0.1:${gw2.port}/v1/sessions/${sid}/events/stream`)
   const sse = sseReader(res)

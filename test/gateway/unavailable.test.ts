@@ -2,6 +2,7 @@ import t from 'tap'
 import { connect } from '@nats-io/transport-node'
 import { pino } from 'pino'
 import { startGateway } from '../../gateway/server.js'
+import { actorAccess } from '../../supervisor/actor-access.js'
 import { startNats } from '../helpers/nats.js'
 import { TRANSPORT } from '../helpers/transport.js'
 import { raw } from '../helpers/troupe.js'
@@ -9,7 +10,7 @@ import { raw } from '../helpers/troupe.js'
 // A gateway whose NATS has no actor host at all: what clients see while every owner is failing over.
 const nats = await startNats()
 const nc = await connect({ servers: nats.url })
-const gw = await startGateway({ nc, log: pino({ level: 'silent' }), port: 0, transport: TRANSPORT, actorTimeoutMs: 500 })
+const gw = await startGateway({ nc, actors: actorAccess(nc), log: pino({ level: 'silent' }), port: 0, transport: TRANSPORT, actorTimeoutMs: 500 })
 const url = `http://127.0.0.1:${gw.port}`
 t.teardown(async () => {
   gw.close()

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
-import { addModelUsage, emptyUsage, listCostCents, type ModelUsage, type UsageTotals } from '../../protocol/usage.js'
+import { listCostCents } from '../../actors/session/billing/list-cost.js'
+import { addModelUsage, emptyUsage, type ModelUsage, type UsageTotals } from '../../actors/session/billing/usage.js'
 import { failure } from '../agents/_util.js'
 import { agentAndEnv, collect, isIdle, sessionStack } from './_helpers.js'
 

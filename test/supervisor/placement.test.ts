@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV } from '@nats-io/kv'
 import { pino } from 'pino'
 import { Writable } from 'node:stream'
-import { PARTITIONS, Buckets, type PartitionedKind } from '../../protocol/subjects.js'
+import { PARTITIONS, Buckets, type KindName } from '../../protocol/subjects.js'
 import { HOST_TTL_MS, Placement, plan } from '../../supervisor/placement.js'
 import { startNats } from '../helpers/nats.js'
 import { until } from '../helpers/wait.js'
@@ -15,7 +15,7 @@ t.teardown(async () => {
   await nats.stop()
 })
 
-const KINDS: PartitionedKind[] = ['session', 'agent']
+const KINDS: KindName[] = ['session', 'agent']
 
 /** A KV whose writes (heartbeats, claims) take `delay.ms` longer: a slow or stalled store, at the edge. */
 function slowed(kv: KV, delay: { ms: number }): KV {
@@ -151,7 +151,7 @@ t.test('a host that slept through a takeover drops what moved on before serving 
   delay.ms = 4000
   await until('b takes everything', () => b.held.size === PARTITIONS * 2, 10_000)
   for (const k of b.held) {
-    const [kind, p] = k.split('.') as [PartitionedKind, string]
+    const [kind, p] = k.split('.') as [KindName, string]
     t.notOk(a.p.serves(kind, Number(p)), `a does not serve ${k}`)
   }
   delay.ms = 0

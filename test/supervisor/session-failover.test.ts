@@ -2,11 +2,15 @@ import { existsSync, readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t, { type Test as Tap } from 'tap'
-import { connect } from '@nats-io/transport-node'
+import { connect, headers } from '@nats-io/transport-node'
+import { jetstream } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
 import '../helpers/keepalive.js'
 import { decode, encode } from '../../protocol/codec.js'
-import { Buckets, PARTITIONS, partitionOf, partitionToken } from '../../protocol/subjects.js'
+import { Buckets, PARTITIONS, eventsSubject, partitionOf, partitionToken } from '../../protocol/subjects.js'
+import { EventHeaders } from '../../protocol/events.js'
+import { newId } from '../../protocol/ids.js'
+import { workKey } from '../../actors/session/state.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import { startNats } from '../helpers/nats.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
@@ -140,6 +144,39 @@ t.test('the owner dies while a built-in tool runs: the tool is not run again, th
   t.equal(results[0].is_error, true)
   t.match(results[0].content[0].text, /not run again/)
   t.same(all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text), ['noted'])
+})
+
+t.test('the owner dies after storing a tool use but before closing its model request: the conversation keeps the tool use', async (t) => {
+  const { owner, session, client } = await setup(t, [{ type: 'agent_toolset_20260401' }])
+  await owner.kill()
+  // What the owner had stored when it died: the message, the turn, the request span and the tool use it announced,
+  // with the work marker that tells the next owner to resume. Written at once, well before the takeover.
+  const js = jetstream(nc)
+  const at = new Date().toISOString()
+  const msg = { type: 'user.message', id: newId('sevt'), content: [{ type: 'text', text: 'run it' }], processed_at: null }
+  const span = { type: 'span.model_request_start', id: newId('sevt'), processed_at: at }
+  const use = { type: 'agent.tool_use', id: newId('sevt'), name: 'bash', input: { command: 'true' }, evaluated_permission: 'allow', processed_at: at }
+  const running = { type: 'session.status_running', id: newId('sevt'), processed_at: at }
+  for (const [ev, processed] of [[msg], [running, msg.id], [span], [use]] as Array<[{ type: string; id: string }, string?]>) {
+    const h = headers()
+    h.set(EventHeaders.type, ev.type)
+    h.set(EventHeaders.id, ev.id)
+    if (processed) h.set(EventHeaders.processed, processed)
+    await js.publish(eventsSubject(session.id), JSON.stringify(ev), { headers: h })
+  }
+  await (await new Kvm(nc).open(Buckets.sessions)).put(workKey(session.id), new Uint8Array())
+  const before = model.requests.length
+  model.enqueue({ steps: [{ type: 'text', text: 'understood' }] })
+  await until('the turn ends on the new owner', async () => (await history(client, session.id)).at(-1)?.type === 'session.status_idle', 30_000, 100)
+  const all = await history(client, session.id)
+  const results = all.filter((e) => e.type === 'agent.tool_result')
+  t.same(results.map((r) => [r.tool_use_id, r.is_error]), [[use.id, true]], 'the tool use got its one error result, and was not run')
+  // The fake Messages API refuses a tool_result whose tool_use is not in the message before it, as the real one does.
+  const asked = model.requests.slice(before).map((r) => r.body as { messages: Array<{ role: string; content: Array<{ type: string; id?: string }> }> })
+  t.equal(asked.length, 1, 'the model was asked once more')
+  t.ok(asked[0]!.messages.some((m) => m.role === 'assistant' && m.content.some((b) => b.type === 'tool_use' && b.id === use.id)), 'the tool use is in the conversation')
+  t.same(all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text), ['understood'])
+  t.same(all.at(-1).stop_reason, { type: 'end_turn' })
 })
 
 t.test('the owner is paused (SIGSTOP) past its heartbeat while a tool runs: the new owner finishes, the resumed host writes nothing', async (t) => {

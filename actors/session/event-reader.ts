@@ -1,92 +1,12 @@
-import { AckPolicy, DeliverPolicy, type Consumer, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg, type StoredMsg } from '@nats-io/jetstream'
-import type { Msg } from '@nats-io/transport-node'
-import { unavailable } from './errors.js'
-import { EventHeaders } from './events.js'
-import { EVENTS_STREAM, eventsWildcard } from './subjects.js'
+import { AckPolicy, DeliverPolicy, type Consumer, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
+import { unavailable } from '../../protocol/errors.js'
+import { storedItem, type EventReader, type ReadFrom } from '../../protocol/event-item.js'
+import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
 
 /**
- * One message of a session's event stream as the SSE tail handles it, whether it came from a JetStream read or
- * from the live subject. Copied out of the NATS message at once, so it can wait in a queue.
+ * Reads of a session's stored events from `TROUPE_EVENTS`: the replays and pages of the session kind, and (handed
+ * to the gateway by the supervisor as `readHistory`) the SSE tail's replay and catch-up.
  */
-export interface EventItem {
-  /** `Troupe-Type`: the SSE `event:` name; `_…` types are internal records. */
-  type: string | undefined
-  /** `Troupe-Event-Id`: the SSE `id:` line. */
-  id: string | undefined
-  /** Stream sequence: set for stored events (read, or republished with `Nats-Sequence`), absent for stream-only ones. */
-  seq: number | undefined
-  /** Republish's `Nats-Last-Sequence`: the previous stored message on the same subject (0: none). Live only. */
-  prevSeq: number | undefined
-  /** `Troupe-Delta-Of` of an `event_start`/`event_delta` preview. */
-  deltaOf: string | undefined
-  /** The payload: the event's JSON exactly as stored. */
-  json: string
-  /** `Troupe-Processed`: client event ids this stored event marks as handled. */
-  processed: string[] | undefined
-  /** `Troupe-Request` of a stored client event (read from the stream only; live tails have no use for it). */
-  request?: string
-}
-
-const ids = (v: string | undefined) => (v ? v.split(',') : undefined)
-
-const num = (v: string | undefined): number | undefined => {
-  if (v === undefined || v === '') return undefined
-  const n = Number(v)
-  return Number.isSafeInteger(n) && n >= 0 ? n : undefined
-}
-
-/** A message on `troupe.live.<sid>.<thread>`: republished stored event (has `Nats-Sequence`) or stream-only. */
-export function liveItem(msg: Msg): EventItem {
-  const h = msg.headers
-  return {
-    type: h?.get(EventHeaders.type) || undefined,
-    id: h?.get(EventHeaders.id) || undefined,
-    seq: num(h?.get(EventHeaders.sequence)),
-    prevSeq: num(h?.get('Nats-Last-Sequence')),
-    deltaOf: h?.get(EventHeaders.deltaOf) || undefined,
-    json: msg.string(),
-    processed: ids(h?.get(EventHeaders.processed)),
-  }
-}
-
-function storedItem(m: JsMsg): EventItem {
-  const h = m.headers
-  return {
-    type: h?.get(EventHeaders.type) || undefined,
-    id: h?.get(EventHeaders.id) || undefined,
-    seq: m.seq,
-    prevSeq: undefined,
-    deltaOf: undefined,
-    json: m.string(),
-    processed: ids(h?.get(EventHeaders.processed)),
-    request: h?.get(EventHeaders.request) || undefined,
-  }
-}
-
-function directItem(m: StoredMsg): EventItem {
-  const h = m.header
-  return {
-    type: h.get(EventHeaders.type) || undefined,
-    id: h.get(EventHeaders.id) || undefined,
-    seq: m.seq,
-    prevSeq: undefined,
-    deltaOf: undefined,
-    json: m.string(),
-    processed: ids(h.get(EventHeaders.processed)),
-    request: h.get(EventHeaders.request) || undefined,
-  }
-}
-
-/** Where a read of a session's stored events starts. */
-export type ReadFrom = { seq: number } | { time: Date } | 'all'
-
-/** Reads a session's stored messages (all threads) in stream order, until nothing is pending. */
-export interface EventReader {
-  /** The next stored message, or null once the read caught up with what the stream held (or was closed). */
-  next(): Promise<EventItem | null>
-  /** Stops the read and deletes the server-side consumer. Idempotent; a pending `next()` resolves null. */
-  close(): void
-}
 
 /** A read that says messages are pending but delivers none for this long (history purged under it) fails. */
 const STALL_MS = 10_000
@@ -163,7 +83,7 @@ export async function readSessionEvents(js: JetStreamClient, sessionId: string, 
       }
       if (closed || r.done) return null
       pending = r.value.info.pending
-      return storedItem(r.value)
+      return storedItem(r.value.headers, r.value.string(), r.value.seq)
     },
     close,
   }
@@ -196,7 +116,7 @@ export function readSessionRange(js: JetStreamClient, sessionId: string, from: n
         if (closed) return null
         if (m && m.seq <= until) {
           cursor = m.seq + 1
-          return directItem(m)
+          return storedItem(m.header, m.string(), m.seq)
         }
         if (m) {
           // The next message is past `until`: the range is read.

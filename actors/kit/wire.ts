@@ -1,21 +1,9 @@
 import { headers, type NatsConnection } from '@nats-io/transport-node'
 import { RequestError, TimeoutError } from '@nats-io/nats-core'
-import { decode, encode } from './codec.js'
-import { ApiError, encodedTooLarge, uncertain, unavailable } from './errors.js'
-import type { ActorReply, ActorRequest } from './envelope.js'
-
-/** The NATS header naming the HTTP request an actor request serves, so `nats sub` shows it without decoding. */
-export const REQUEST_ID_HEADER = 'Troupe-Request-Id'
-
-/**
- * What a request body may not take of the NATS server's `max_payload`: the actor request's envelope and headers,
- * and the reply that echoes the body back with ids added (events.send answers with the stored events).
- */
-export const ACTOR_REQUEST_HEADROOM = 64 * 1024
-
-/** The largest body worth accepting when every body travels as one NATS message. */
-export const bodyLimitFor = (wanted: number, maxPayload: number | undefined): number =>
-  maxPayload === undefined ? wanted : Math.max(0, Math.min(wanted, maxPayload - ACTOR_REQUEST_HEADROOM))
+import { decode, encode } from '../../protocol/codec.js'
+import { ApiError, encodedTooLarge, uncertain, unavailable } from '../../protocol/errors.js'
+import type { ActorReply, ActorRequest } from '../../protocol/envelope.js'
+import { REQUEST_ID_HEADER, type ActorWire } from '../../protocol/wire.js'
 
 /** Room for the request's NATS headers (`NATS/1.0`, the request id) beside its payload. */
 const HEADER_ALLOWANCE = 256
@@ -28,6 +16,12 @@ const YIELD_ABOVE = 1024 * 1024
  * A crashed owner's partitions take longer (its heartbeat must lapse): those still answer 503 with a retry hint.
  */
 const NO_RESPONDERS_RETRY_MS = 1000
+
+/** The actor wire on one NATS connection (what the supervisor hands the gateway). */
+export const actorWire = (nc: NatsConnection): ActorWire => ({
+  ask: (subject, req, timeoutMs, uncertainOnTimeout) => askActor(nc, subject, req, timeoutMs, uncertainOnTimeout),
+  askEncoded: (subject, data, rid, timeoutMs, uncertainOnTimeout) => askActorEncoded(nc, subject, data, rid, timeoutMs, uncertainOnTimeout),
+})
 
 /**
  * One actor request/reply on the wire: msgpack both ways, the request id both inside the request and in the

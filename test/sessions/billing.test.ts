@@ -1,26 +1,11 @@
 import t from 'tap'
 import type Anthropic from '@anthropic-ai/sdk'
-import { PRICES, priceFor, isBudgetable } from '../../protocol/prices.js'
-import {
-  addActiveMs,
-  addModelUsage,
-  budgetCents,
-  budgetOf,
-  budgetReached,
-  checkBudgetCreate,
-  checkBudgetUpdate,
-  combineUsage,
-  emptyUsage,
-  formatAmount,
-  listCostCents,
-  listCostUnits,
-  parseAmount,
-  toWireUsage,
-  UNITS_PER_CENT,
-  type BudgetUpdateInput,
-  type ModelUsage,
-  type UsageTotals,
-} from '../../protocol/usage.js'
+import { formatAmount, parseAmount } from '../../protocol/cost.js'
+import { budgetCents, budgetOf, budgetReached, checkBudgetCreate, checkBudgetUpdate, type BudgetUpdateInput } from '../../actors/session/billing/budget.js'
+import { listCostCents, listCostUnits, UNITS_PER_CENT } from '../../actors/session/billing/list-cost.js'
+import { PRICES, priceFor, isBudgetable } from '../../actors/session/billing/prices.js'
+import { addActiveMs, addModelUsage, combineUsage, emptyUsage, type ModelUsage, type UsageTotals } from '../../actors/session/billing/usage.js'
+import { toWireUsage } from '../../actors/session/billing/wire-usage.js'
 
 const req = (u: Partial<ModelUsage>): ModelUsage => ({ input_tokens: 0, output_tokens: 0, ...u })
 const one = (model: string, u: Partial<ModelUsage>): UsageTotals => addModelUsage(emptyUsage(), model, req(u))
