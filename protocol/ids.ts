@@ -21,7 +21,7 @@ export type IdPrefix =
   | 'outc' | 'vlt' | 'vcrd' | 'sesrsc' | 'host' | 'memstore'
 
 /** A prefixed, time-ordered id: `agent_01JX…`. */
-export const newId = (prefix: IdPrefix): string => `${prefix}_${ulid()}`
+export const newId = (prefix: IdPrefix | (string & {})): string => `${prefix}_${ulid()}`
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 
@@ -30,7 +30,7 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
  * create names the same resource and finds it stored. Shaped like a minted id (26 Crockford base32 characters),
  * but not time-ordered.
  */
-export function idFromKey(prefix: IdPrefix, scope: string, key: string): string {
+export function idFromKey(prefix: IdPrefix | (string & {}), scope: string, key: string): string {
   const digest = createHash('sha256').update(`${scope}\n${key}`).digest()
   let out = ''
   for (let i = 0; i < 26; i++) out += CROCKFORD[digest[i]! & 31]

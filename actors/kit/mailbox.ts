@@ -22,6 +22,11 @@ export interface MailboxOptions {
   /** The marker is known to be present already (a takeover found it): the next unmark clears it. */
   workMarked?: boolean
   /**
+   * Whether this host may still write for the actor (it holds the partition and its heartbeat is fresh). Checked
+   * before every write: a host whose heartbeat lapsed steps the actor down instead of writing. Default: always.
+   */
+  serves?: () => boolean
+  /**
    * Called once, when a write failed and the actor stopped. `own`: the failure was the actor's own (a bug, bad
    * data), which would recur; not the store being unavailable, a lost fence or a lapsed heartbeat.
    */
@@ -59,6 +64,7 @@ export class Mailbox {
   write<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.chain.then(() => {
       this.alive()
+      if (this.o.serves && !this.o.serves()) throw new NotServing(`${this.o.kind} ${this.o.id}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
       return fn()
     })
     this.chain = run.then(() => undefined, (err) => this.fail(err))

@@ -15,7 +15,8 @@ import { toWireUsage } from './billing/wire-usage.js'
 import { createHostSandbox, type Sandbox } from '../../sandbox/index.js'
 import { live, type RecordStore } from '../kit/store.js'
 import { storeUnavailable } from '../kit/nats-errors.js'
-import { AppendUncertain, FenceLost, Mailbox, NotServing } from '../kit/mailbox.js'
+import { MailboxActor, type Supervisor } from '../kit/actor.js'
+import { AppendUncertain, FenceLost, NotServing } from '../kit/mailbox.js'
 import type { HostContext } from '../kit/types.js'
 import { History } from './history.js'
 import type { AgentResolver } from './admission.js'
@@ -46,14 +47,8 @@ export interface ActorDeps {
   /** Reads the agent a new session snapshots. */
   agents: AgentResolver
   settings: SessionSettings
-  /** Called when the actor leaves memory without failing (the session was deleted, or it was idle). */
-  gone(actor: SessionActor): void
-  /**
-   * Called when the actor failed: it is rebuilt from what was stored and carries on, while this host serves its
-   * partition. `own`: the failure was the session's own (a bug, bad data), which would recur; not the store being
-   * unavailable, a lost fence or the host's heartbeat lapsing. Only those count towards ending its turn.
-   */
-  crashed(actor: SessionActor, own: boolean): void
+  /** The kind's activations: told when an actor leaves memory (deleted) or failed (it is rebuilt). */
+  actors: Supervisor<SessionActor> & { gone(actor: SessionActor): void }
 }
 
 const eventLog = (deps: ActorDeps, id: string, lastSeq: number) =>
@@ -75,8 +70,7 @@ const isResult = (e: SessionEvent) =>
  * an appended event, applied to the History in the same step, so the actor's memory is always exactly
  * "the stored events, applied"; that is also how a new host rebuilds it after a takeover.
  */
-export class SessionActor {
-  private readonly mb: Mailbox
+export class SessionActor extends MailboxActor {
   private turn: AbortController | undefined
   private pumping: Promise<void> | undefined
   private sandbox: Sandbox | undefined
@@ -95,7 +89,6 @@ export class SessionActor {
   private readonly handledIds: string[] = []
   /** Requests whose events are being stored, by key: a retry waits for its first attempt. */
   private readonly accepting = new Map<string, Promise<void>>()
-  lastActive = Date.now()
 
   private constructor(
     private readonly deps: ActorDeps,
@@ -104,26 +97,19 @@ export class SessionActor {
     private revision: number,
     workMarked = false,
   ) {
-    this.mb = new Mailbox({
+    super(h.session.id, deps.actors, {
       kind: 'session',
-      id: h.session.id,
       log: deps.ctx.log,
       work: { kv: deps.kv, key: workKey(h.session.id) },
       workMarked,
-      onFail: (own) => {
-        this.turn?.abort()
-        void this.sandbox?.close()
-        this.deps.crashed(this, own)
-      },
+      serves: () => deps.ctx.serves('session', partitionOf(h.session.id)),
     })
   }
 
-  get id() {
-    return this.h.session.id
-  }
-
-  get dead(): boolean {
-    return this.mb.dead
+  /** Stopped (failed, passivated or shut down): the turn stops at its next step, the shell goes. */
+  protected override stopped(): void {
+    this.turn?.abort()
+    void this.sandbox?.close()
   }
 
   /** A session with a live shell stays in memory this long after its last work. */
@@ -155,8 +141,8 @@ export class SessionActor {
     return new SessionActor(deps, new History(rec), eventLog(deps, rec.session.id, 0), revision)
   }
 
-  /** True while the actor has something to do or a reason to stay (a live shell). */
-  get busy(): boolean {
+  /** True while the actor has something to do. */
+  override get busy(): boolean {
     return !!this.pumping || this.h.status === 'running' || this.h.status === 'rescheduling' || this.h.pending.size > 0
   }
 
@@ -285,7 +271,7 @@ export class SessionActor {
     await this.mb.settled()
     await this.mb.persisted()
     if (!(await this.deps.store.delete(sessionKey(this.id), this.revision))) {
-      this.deps.gone(this)
+      this.deps.actors.gone(this)
       throw unavailable('The session moved to another host while being deleted; retry', 500)
     }
     this.log.notify('session.deleted', { type: 'session.deleted', id: newId('sevt'), processed_at: now() })
@@ -294,14 +280,14 @@ export class SessionActor {
     await this.deps.environments.release(this.h.session.environment_id, this.id, rid)
     await this.sandbox?.close()
     await rm(this.workdir(), { recursive: true, force: true }).catch(() => undefined)
-    this.deps.gone(this)
+    this.deps.actors.gone(this)
   }
 
   /**
    * Ends the turn in flight after this actor failed again and again: the client is told why, and the session
    * goes idle instead of staying `running` with nothing driving it. Queued input still runs.
    */
-  abandon(message: string): void {
+  override abandon(message: string): void {
     this.recovering = false
     if (this.h.status === 'running' || this.h.status === 'rescheduling') {
       // What the failed attempts left open is closed, as after a takeover: a stored tool use gets its one result.
@@ -312,8 +298,8 @@ export class SessionActor {
     this.kick()
   }
 
-  /** Stops everything without writing (partition given away, host stopping). */
-  async shutdown(): Promise<void> {
+  /** Stops everything without writing (partition given away, host stopping); the turn's pump ends first. */
+  override async shutdown(): Promise<void> {
     this.mb.stop()
     this.turn?.abort()
     await this.pumping?.catch(() => undefined)
@@ -322,18 +308,7 @@ export class SessionActor {
     await this.sandbox?.close()
   }
 
-  /** Leaves memory: only when there is nothing to do. */
-  async passivate(): Promise<boolean> {
-    if (this.busy) return false
-    await this.mb.persisted()
-    // Work may have arrived while the record was being written.
-    if (this.busy || this.dead) return false
-    this.mb.stop()
-    await this.sandbox?.close()
-    return true
-  }
-
-  kick(): void {
+  override kick(): void {
     this.lastActive = Date.now()
     if (this.dead) return
     if (this.pumping) {

@@ -56,8 +56,7 @@ export const sessionKind: ActorKindDef = {
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
       settings,
-      gone: (a) => actors.gone(a),
-      crashed: (a, own) => actors.crashed(a, own),
+      actors,
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),

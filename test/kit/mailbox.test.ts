@@ -121,3 +121,17 @@ t.test('stop() ends the actor without counting a failure', async (t) => {
   await mb.settled()
   t.same(fails, [])
 })
+
+t.test('a host that may no longer serve writes nothing: the actor steps down', async (t) => {
+  const fails: boolean[] = []
+  let serving = true
+  const mb = new Mailbox({ kind: 'counter', id: 'c1', log, work: { kv: markers().kv, key: 'work.c1' }, serves: () => serving, onFail: (own) => fails.push(own) })
+  t.equal(await mb.write(async () => 1), 1)
+  serving = false
+  let wrote = false
+  await t.rejects(mb.write(async () => {
+    wrote = true
+  }), /heartbeat lapsed/)
+  t.notOk(wrote)
+  t.same(fails, [false], 'stepping down is not the actor\'s own failure')
+})
