@@ -1,4 +1,5 @@
-import { invalidRequest, type ApiError } from '../protocol/errors.js'
+import type { ApiError } from '../protocol/errors/api-error.js'
+import { fail } from '../protocol/errors/fail.js'
 import type { Headers } from './transport.js'
 
 export interface BodyFacts {
@@ -21,7 +22,7 @@ export function bodyOf(method: string, headers: Headers): BodyFacts {
   if (raw === undefined) return { mayHaveBody: false, declared: undefined }
   // node's parser refuses anything else itself; uWS lets a repeated one through (framing the body by the first).
   if (!/^\d+$/.test(raw)) {
-    return { mayHaveBody: true, declared: undefined, problem: invalidRequest(`content-length must be one non-negative integer, not ${JSON.stringify(raw.slice(0, 64))}`) }
+    return { mayHaveBody: true, declared: undefined, problem: fail('content_length_invalid', raw) }
   }
   // Past 2^53 the number is approximate, but still over any body limit: refused with a 413 unread.
   const declared = Number(raw)

@@ -1,4 +1,4 @@
-import { invalidRequest } from '../protocol/errors.js'
+import { fail } from '../protocol/errors/fail.js'
 
 /**
  * Bounds on a parsed body's shape, checked before any schema runs. arktype reports every member of a wrong
@@ -25,16 +25,16 @@ export function checkShape(root: unknown): void {
   for (let i = 0; i < stack.length; i++) {
     const [v] = stack[i]!
     if (Array.isArray(v)) {
-      if (v.length > MAX_ARRAY_ITEMS) throw invalidRequest(`${where(i)} has ${v.length} items; an array in a request holds at most ${MAX_ARRAY_ITEMS}`)
+      if (v.length > MAX_ARRAY_ITEMS) throw fail('array_too_long', where(i), v.length, MAX_ARRAY_ITEMS)
       for (let k = 0; k < v.length; k++) {
         const item: unknown = v[k]
         if (item !== null && typeof item === 'object') stack.push([item, i, k])
       }
     } else {
       const keys = Object.keys(v)
-      if (keys.length > MAX_OBJECT_KEYS) throw invalidRequest(`${where(i)} has ${keys.length} keys; an object in a request holds at most ${MAX_OBJECT_KEYS}`)
+      if (keys.length > MAX_OBJECT_KEYS) throw fail('too_many_keys', where(i), keys.length, MAX_OBJECT_KEYS)
       for (const k of keys) {
-        if (k === '__proto__') throw invalidRequest(`${where(i, k)}: the key __proto__ is not allowed`)
+        if (k === '__proto__') throw fail('proto_key', where(i, k))
         const item: unknown = (v as Record<string, unknown>)[k]
         if (item !== null && typeof item === 'object') stack.push([item, i, k])
       }

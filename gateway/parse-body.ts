@@ -1,4 +1,4 @@
-import { invalidRequest } from '../protocol/errors.js'
+import { fail } from '../protocol/errors/fail.js'
 import type { Route } from '../protocol/routes/index.js'
 import { parse } from '../protocol/validate.js'
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.js'
@@ -22,16 +22,16 @@ const utf8 = new TextDecoder()
 function parseObject(bytes: Uint8Array): object {
   // Before parsing: everything after JSON.parse (schemas, msgpack, cloning) recurses over the value.
   if (jsonDepthExceeds(bytes, MAX_JSON_DEPTH)) {
-    throw invalidRequest(`Request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep (the limit is ${MAX_JSON_DEPTH})`)
+    throw fail('body_too_deep', MAX_JSON_DEPTH)
   }
   let value: unknown
   try {
     value = JSON.parse(utf8.decode(bytes))
   } catch (e) {
-    throw invalidRequest(`Request body is not valid JSON: ${(e as Error).message}`)
+    throw fail('invalid_json', (e as Error).message)
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw invalidRequest(`body must be a JSON object, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}`)
+    throw fail('body_not_object', value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`)
   }
   checkShape(value)
   return value

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
-import { ApiError, unavailable } from '../protocol/errors.js'
+import { ApiError } from '../protocol/errors/api-error.js'
+import { fail } from '../protocol/errors/fail.js'
 import type { ActorRequest } from '../protocol/envelope.js'
 import type { Route } from '../protocol/routes/index.js'
 import type { ParseResult, ParseTask } from './parse-worker.js'
@@ -47,7 +48,7 @@ export class ParsePool {
     try {
       result = await this.pool.run({ operationId: route.operationId, bytes: own, request }, { transferList: [own.buffer as ArrayBuffer] })
     } catch (err) {
-      if ((err as Error).message?.includes('Task queue is at limit')) throw unavailable('Too many large request bodies are being parsed; retry shortly', 500)
+      if ((err as Error).message?.includes('Task queue is at limit')) throw fail('parse_pool_busy')
       throw err
     }
     if (result instanceof Uint8Array) return result

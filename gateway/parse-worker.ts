@@ -1,7 +1,7 @@
 import { move } from 'piscina'
 import { encode } from '../protocol/codec.js'
 import type { ActorRequest } from '../protocol/envelope.js'
-import { isApiError, type ErrorData } from '../protocol/errors.js'
+import { isApiError, type ErrorData } from '../protocol/errors/api-error.js'
 import { ROUTES } from '../protocol/routes/index.js'
 import { parseBody } from './parse-body.js'
 

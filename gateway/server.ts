@@ -1,4 +1,6 @@
-import { ApiError, isApiError, methodNotAllowed, routeNotFound, toEnvelope, tooLarge } from '../protocol/errors.js'
+import { ApiError, isApiError } from '../protocol/errors/api-error.js'
+import { toEnvelope } from '../protocol/errors/envelope.js'
+import { fail } from '../protocol/errors/fail.js'
 import { newId } from '../protocol/ids.js'
 import { ROUTES, type Route } from '../protocol/routes/index.js'
 import { bodyLimitFor } from '../protocol/wire.js'
@@ -62,14 +64,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     nc, actors: opts.actors, log, actorTimeoutMs, keepaliveMs: opts.sseKeepaliveMs,
   })
 
-  const fail = (ex: Exchange, state: ResponseState, rid: string, err: unknown, after: After = 'keep', extra?: Record<string, string>) => {
+  const answerError = (ex: Exchange, state: ResponseState, rid: string, err: unknown, after: After = 'keep', extra?: Record<string, string>) => {
     if (!isApiError(err)) log.error({ err, rid }, 'unhandled error')
     const env = toEnvelope(err, rid)
     sendJson(ex, state, env.status, rid, env.body, { ...env.headers, ...extra }, after)
   }
   const notAllowed = (ex: Exchange, state: ResponseState, inc: IncomingRequest, methods: string[]) => {
     const allowed = withHead(methods)
-    fail(ex, state, inc.rid, methodNotAllowed(inc.method, inc.path, allowed), 'keep', { allow: allowed.join(', ') })
+    answerError(ex, state, inc.rid, fail('method_not_allowed', inc.method, inc.path, allowed), 'keep', { allow: allowed.join(', ') })
   }
 
   /**
@@ -93,7 +95,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const match = router.match(method, inc.path)
     if (!match) {
       const allowed = router.methodsFor(inc.path)
-      if (!allowed.length) throw routeNotFound(inc.method, inc.path)
+      if (!allowed.length) throw fail('route_not_found', inc.method, inc.path)
       return notAllowed(ex, state, inc, allowed)
     }
     const { route, params } = match
@@ -101,17 +103,17 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
 
     const { mayHaveBody, declared, problem: badLength } = bodyOf(inc.method, inc.headers)
     // Whatever body the transport framed is dropped as it comes.
-    if (badLength) return fail(ex, state, rid, badLength, ex.dropBody())
+    if (badLength) return answerError(ex, state, rid, badLength, ex.dropBody())
     if (strict) {
       const problem = strictProblem(inc.headers, route.beta ?? 'managed-agents', mayHaveBody && !!route.op.body)
       // The body may still be streaming in: answer now, drop it as it comes.
-      if (problem) return fail(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
+      if (problem) return answerError(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
     }
 
     let bytes: Buffer | undefined
     if (mayHaveBody) {
       const read = await ex.readBody(bodyLimit, declared)
-      if (!read.ok) return read.reason === 'aborted' ? undefined : fail(ex, state, rid, tooLarge(bodyLimit), read.unread)
+      if (!read.ok) return read.reason === 'aborted' ? undefined : answerError(ex, state, rid, fail('body_too_large', bodyLimit), read.unread)
       inc.bytesIn = read.bytes.length
       bytes = read.bytes
     }
@@ -162,7 +164,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       .catch((err) => {
         if (!isApiError(err)) log.error({ err, rid: inc.rid, path: inc.path }, 'request failed')
         // A body we did not finish reading leaves the connection in an unknown state: close it.
-        fail(ex, state, inc.rid, err, err instanceof ApiError ? 'keep' : 'close')
+        answerError(ex, state, inc.rid, err, err instanceof ApiError ? 'keep' : 'close')
       })
       .finally(() => {
         if (state.streaming) void state.streaming.then(() => logRequest(inc, state, t0))

@@ -1,7 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import { decodeTime } from 'ulid'
-import { internal, invalidRequest, isApiError, toEnvelope, unavailable } from '../protocol/errors.js'
+import { isApiError } from '../protocol/errors/api-error.js'
+import { toEnvelope } from '../protocol/errors/envelope.js'
+import { fail } from '../protocol/errors/fail.js'
 import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
 import type { Route } from '../protocol/routes/index.js'
 import { dispatch } from './dispatch.js'
@@ -131,7 +133,7 @@ class Tail {
     private readonly onEnd: () => void,
   ) {
     const sid = call.params[call.route.op.id.param]
-    if (!sid) throw internal(`stream route ${call.route.path} has no session key`)
+    if (!sid) throw fail('internal', `stream route ${call.route.path} has no session key`)
     this.sid = sid
     const q = (call.query ?? {}) as StreamQuery
     this.deltas = new Set(q.event_deltas === undefined ? [] : Array.isArray(q.event_deltas) ? q.event_deltas : [q.event_deltas])
@@ -149,7 +151,7 @@ class Tail {
       const opened = await dispatch(wire, route, { op: route.op.name, rid, params, query, body: undefined }, this.deps.actorTimeoutMs)
       const lastSeq = (opened as Partial<StreamOpenReply> | undefined)?.last_seq
       if (typeof lastSeq !== 'number' || !Number.isSafeInteger(lastSeq) || lastSeq < 0) {
-        throw internal(`stream.open answered ${JSON.stringify(opened)}`)
+        throw fail('internal', `stream.open answered ${JSON.stringify(opened)}`)
       }
       this.stillOpen()
       this.cursor = lastSeq
@@ -192,7 +194,7 @@ class Tail {
    * 503; nothing is written if the client is gone.
    */
   private stillOpen(): void {
-    if (this.ended) throw unavailable('The event stream closed before it started; retry shortly', 500)
+    if (this.ended) throw fail('stream_closed')
   }
 
   /** `?after=` wins over the `Last-Event-ID` header; empty values mean no replay. */
@@ -210,7 +212,7 @@ class Tail {
    * where the first read began. Null when the tail ended or the session was deleted meanwhile.
    */
   private async locate(id: string, name: string, lastSeq: number): Promise<{ reader: EventReader; seq: number } | null> {
-    const notFound = () => invalidRequest(`${name} must be the id of an event of session ${this.sid}; ${id} is not one`)
+    const notFound = () => fail('event_not_in_session', name, this.sid, id)
     if (lastSeq === 0) throw notFound()
     const minted = mintTime(id)
     const plans: ReadFrom[] = minted === undefined ? ['all'] : [{ time: new Date(minted - ID_TIME_SLACK_MS) }, 'all']

@@ -1,4 +1,5 @@
-import { authentication, invalidRequest, type ApiError } from '../protocol/errors.js'
+import type { ApiError } from '../protocol/errors/api-error.js'
+import { fail } from '../protocol/errors/fail.js'
 import type { BetaGroup } from '../protocol/routes/index.js'
 
 /** Version header values accepted in strict mode: the spec's, and the one the official client sends. */
@@ -16,18 +17,16 @@ const BETA_FOR: Record<BetaGroup, string> = {
  */
 export function strictProblem(headers: Record<string, string>, beta: BetaGroup, hasBody: boolean): ApiError | undefined {
   const key = headers['x-api-key'] || headers['authorization']
-  if (!key || !key.trim()) return authentication('An API key is required: send x-api-key or authorization')
+  if (!key || !key.trim()) return fail('api_key_missing')
   const version = headers['vendor-version'] ?? headers['anthropic-version']
-  if (!version) return invalidRequest('A version header is required: send vendor-version or anthropic-version')
-  if (!ACCEPTED_VERSIONS.includes(version)) {
-    return invalidRequest(`Unsupported version header value ${JSON.stringify(version)}: use one of ${ACCEPTED_VERSIONS.join(', ')}`)
-  }
+  if (!version) return fail('version_header_missing')
+  if (!ACCEPTED_VERSIONS.includes(version)) return fail('version_header_unsupported', version, ACCEPTED_VERSIONS)
   const betas = `${headers['vendor-beta'] ?? ''},${headers['anthropic-beta'] ?? ''}`.split(',').map((b) => b.trim())
   const need = BETA_FOR[beta]
-  if (!betas.includes(need)) return invalidRequest(`This route requires the beta header value ${need} (in vendor-beta or anthropic-beta)`)
+  if (!betas.includes(need)) return fail('beta_header_missing', need)
   if (hasBody) {
     const ct = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
-    if (ct !== 'application/json') return invalidRequest('content-type must be application/json on requests with a JSON body')
+    if (ct !== 'application/json') return fail('content_type_unsupported')
   }
   return undefined
 }

@@ -1,4 +1,4 @@
-import { invalidRequest } from './errors.js'
+import { fail } from './errors/fail.js'
 import { fnv1a } from './hash.js'
 
 /**
@@ -32,8 +32,6 @@ export const isRecordPosition = (a: unknown): a is { id: string; created_at: str
   typeof (a as { id?: unknown }).id === 'string' && (a as { id: string }).id.length <= 256 &&
   typeof (a as { created_at?: unknown }).created_at === 'string' && (a as { created_at: string }).created_at.length <= 64
 
-const notACursor = () => invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
-
 /**
  * `page` empty or absent means the first page (the client sends `page=` for null). The fingerprint is a
  * checksum, not a signature (anyone can compute it): `valid` checks the position's shape, since it comes
@@ -50,12 +48,12 @@ export function decodeCursor<P>(
   try {
     parsed = JSON.parse(Buffer.from(page, 'base64url').toString('utf8'))
   } catch {
-    throw notACursor()
+    throw fail('invalid_cursor')
   }
-  if (!parsed || typeof parsed !== 'object' || typeof parsed.f !== 'string' || parsed.a === undefined) throw notACursor()
+  if (!parsed || typeof parsed !== 'object' || typeof parsed.f !== 'string' || parsed.a === undefined) throw fail('invalid_cursor')
   if (parsed.f !== hash(fingerprint(resource, filters))) {
-    throw invalidRequest('page was issued for different filters; repeat the original query with it', 'cursor_filter_mismatch')
+    throw fail('cursor_filter_mismatch')
   }
-  if (!valid(parsed.a)) throw notACursor()
+  if (!valid(parsed.a)) throw fail('invalid_cursor')
   return parsed.a
 }

@@ -1,4 +1,4 @@
-import type { ErrorData } from './errors.js'
+import type { ErrorData } from './errors/api-error.js'
 
 /** One HTTP request as it reaches an actor: already validated by the route's schemas. */
 export interface ActorRequest<B = unknown, Q = unknown> {

@@ -41,6 +41,15 @@ export const opSubject = (op: Pick<Op, 'kind' | 'name' | 'placement'>, id: strin
   if (id === undefined) throw new Error(`${op.kind}.${op.name} is placed on the owner of an id, and was called without one`)
   return partitionedSubject(op.kind, id, op.name)
 }
+/**
+ * The id and op of a subject from `partitionedSubject` (`troupe.<kind>.pNN.<id>.<op>`, the op may hold dots);
+ * undefined for anything else.
+ */
+export function parsePartitionedSubject(subject: string): { kind: string; partition: number; id: string; op: string } | undefined {
+  const m = /^troupe\.([^.]+)\.p(\d\d)\.([^.]+)\.(.+)$/.exec(subject)
+  return m ? { kind: m[1]!, partition: Number(m[2]), id: m[3]!, op: m[4]! } : undefined
+}
+
 /** What the owner of partition `p` subscribes to. */
 export const partitionWildcard = (kind: KindName, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
 
@@ -79,8 +88,11 @@ export interface PlacementRecord {
 
 /** Session event history: one stream, a subject per session thread. */
 export const EVENTS_STREAM = 'TROUPE_EVENTS'
-export const eventsSubject = (sessionId: string, thread = 'primary') => `troupe.events.${sessionId}.${thread}`
-export const eventsWildcard = (sessionId: string) => `troupe.events.${sessionId}.>`
+export const EVENTS_PREFIX = 'troupe.events'
+export const eventsSubject = (sessionId: string, thread = 'primary') => `${EVENTS_PREFIX}.${sessionId}.${thread}`
+export const eventsWildcard = (sessionId: string) => `${EVENTS_PREFIX}.${sessionId}.>`
+/** The thread an events or live subject (`troupe.<events|live>.<sid>.<thread>`) belongs to. */
+export const threadOf = (subject: string): string => subject.slice(subject.lastIndexOf('.') + 1)
 
 /**
  * The stream republishes every stored event from `troupe.events.<sid>.<thread>` to `troupe.live.<sid>.<thread>`

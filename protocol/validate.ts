@@ -1,5 +1,5 @@
 import { type } from 'arktype'
-import { invalidRequest } from './errors.js'
+import { fail } from './errors/fail.js'
 
 /**
  * Runs an arktype schema and turns its first problem into a 400 that names the field and the rule,
@@ -14,7 +14,7 @@ export function parse<T>(schema: (input: unknown) => T | type.errors, input: unk
     if (first.code === 'predicate' && first.expected === 'removed') message = `${first.propString} is not a known field (it must be removed)`
     if (where) message = `${where}: ${message}`
     if (out.length > 1) message += ` (and ${out.length - 1} more problem${out.length > 2 ? 's' : ''})`
-    throw invalidRequest(message)
+    throw fail('invalid_request', message)
   }
   return out as T
 }

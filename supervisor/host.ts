@@ -5,8 +5,9 @@ import { Kvm } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import type { ActorReply, ActorRequest } from '../protocol/envelope.js'
-import { isApiError, internal, unavailable } from '../protocol/errors.js'
-import { Buckets, HOST_PING, actorQueue, actorSubject, partitionWildcard } from '../protocol/subjects.js'
+import { isApiError } from '../protocol/errors/api-error.js'
+import { fail } from '../protocol/errors/fail.js'
+import { Buckets, HOST_PING, actorQueue, actorSubject, parsePartitionedSubject, partitionWildcard } from '../protocol/subjects.js'
 import { ACTOR_KINDS } from '../actors/index.js'
 import type { ActorKindDef, HostContext, HostSettings, KindRuntime } from '../actors/kit/types.js'
 import { actorClient } from '../actors/kit/client.js'
@@ -74,7 +75,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     try {
       req = decode<ActorRequest>(m.data)
     } catch {
-      return reply(m, { ok: false, error: internal('Undecodable actor request').toData() })
+      return reply(m, { ok: false, error: fail('undecodable_request').toData() })
     }
     try {
       reply(m, { ok: true, body: await fn(req) })
@@ -85,7 +86,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
       const unavailableNow = storeUnavailable(err)
       if (unavailableNow) log.warn({ rid: req.rid, subject: m.subject, cause: String((err as Error).message) }, 'store temporarily unavailable')
       else log.error({ err, rid: req.rid, subject: m.subject }, 'actor failed')
-      const error = (unavailableNow ?? internal()).toData()
+      const error = (unavailableNow ?? fail('internal')).toData()
       // A write that got no answer may be stored: the gateway must not invite a blind retry of a create.
       if (unavailableNow && isOutcomeUnknown(err)) error.outcomeUnknown = true
       reply(m, { ok: false, error })
@@ -122,19 +123,19 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     events: {
       gained: async (kind, p) => {
         const k = partitioned.get(kind)!
-        const prefixLen = `troupe.${kind}.p00.`.length
         const sub = nc.subscribe(partitionWildcard(kind, p), {
           callback: (_e, m) => {
-            const rest = m.subject.slice(prefixLen)
-            const dot = rest.indexOf('.')
+            const id = parsePartitionedSubject(m.subject)?.id ?? ''
             void run(m, async (req) => {
               // Our heartbeat lapsed (a stalled loop, a SIGSTOP, an unreachable store): another host may be
               // taking this partition over. Never serve it until the records say it is still ours; answer only
-              // after that settles, so the new owner, subscribed too, answers first.
+              // after that settles, so the new owner, subscribed too, answers first. A partition already given up
+              // (its subscription draining) is answered as late, for the same reason.
               if (!placement.serves(kind, p) && !(await placement.whenServing(kind, p, SETTLE_MS))) {
-                throw unavailable('The owner of this resource is failing over; retry shortly', 1000)
+                if (!placement.holds(kind, p)) await new Promise((r) => setTimeout(r, SETTLE_MS))
+                throw fail('failing_over')
               }
-              return dispatch(k.rt.ops, req, { placement: 'owner', id: rest.slice(0, dot) })
+              return dispatch(k.rt.ops, req, { placement: 'owner', id })
             })
           },
         })
@@ -143,8 +144,13 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
       },
       lost: async (kind, p) => {
         const k = partitioned.get(kind)!
-        k.subs.get(p)?.unsubscribe()
+        const sub = k.subs.get(p)
         k.subs.delete(p)
+        // Drained, not just unsubscribed: requests the server routed here before it saw the unsubscribe are still
+        // answered (503, the partition is no longer served: the client retries and reaches the new owner) instead
+        // of being dropped unanswered, which left their callers waiting out their whole timeout. The new owner
+        // subscribes only after this host named it, so it never received those requests itself.
+        await sub?.drain().catch(() => sub.unsubscribe())
         await k.rt.released?.(p)
       },
     },

@@ -148,6 +148,11 @@ export class Placement {
     return this.serves(kind, p)
   }
 
+  /** Whether this host holds partition p of kind (serving it or not: its heartbeat may have lapsed). */
+  holds(kind: KindName, p: number): boolean {
+    return this.owned.has(keyOf(kind, p))
+  }
+
   owns(kind: KindName): number[] {
     const prefix = `${kind}.`
     return [...this.owned.keys()].filter((k) => k.startsWith(prefix)).map((k) => Number(k.slice(prefix.length + 1))).sort((a, b) => a - b)

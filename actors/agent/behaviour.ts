@@ -1,5 +1,5 @@
 import { decodeCursor, encodeCursor, isSeq } from '../../protocol/cursor.js'
-import { conflict, idempotencyKeyReused, internal, invalidRequest, notFound } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import { fingerprint } from '../../protocol/hash.js'
 import { idFromKey, isId, newId } from '../../protocol/ids.js'
 import type { Agent, Multiagent } from '../../protocol/schemas/agent.js'
@@ -7,6 +7,7 @@ import { patchMetadata } from '../../protocol/schemas/common.js'
 import { now } from '../../protocol/time.js'
 import { pageOf, type Page } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
+import { casLoop, LOST } from '../kit/cas.js'
 import type { Handlers } from '../kit/ops.js'
 import type { AgentKind } from '../../protocol/ops/agent.js'
 import {
@@ -16,8 +17,6 @@ import {
 import { geoBreach, resolveRoster, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
 import { skillsUnavailable, type SkillResolver } from './skills.js'
 import { headKey, versionKey, type AgentStore } from './state.js'
-
-const CAS_ATTEMPTS = 20
 
 /**
  * What makes a new version. Metadata is deliberately not material: SPEC says non-material updates create no
@@ -38,12 +37,9 @@ const sameMap = (a: Record<string, string>, b: Record<string, string>) => {
 const asDate = (d: unknown): Date | undefined => (d === undefined ? undefined : d instanceof Date ? d : new Date(d as string))
 
 export function agentOps(store: AgentStore, projection: Projection<Agent>, resolveSkills: SkillResolver = skillsUnavailable): Handlers<typeof AgentKind> {
-  const missing = (id: string) => notFound('Agent', id, 'agent_not_found')
-  const noVersion = (id: string, n: number) => notFound('Agent', `${id} version ${n}`, 'agent_version_not_found')
-
   async function headOf(id: string | undefined) {
     const cur = await store.head(id)
-    if (!cur) throw missing(String(id))
+    if (!cur) throw fail('agent_not_found', String(id))
     return cur
   }
 
@@ -51,13 +47,13 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
   async function retriedCreate(id: string, createdBy: string): Promise<Agent | undefined> {
     const head = await store.head(id)
     if (!head) return undefined
-    if (head.value.created_by !== createdBy) throw idempotencyKeyReused()
+    if (head.value.created_by !== createdBy) throw fail('idempotency_key_reused')
     return (await store.version(head.value.agent, 1)) ?? head.value.agent
   }
 
   function checkGeo(model: Agent['model'], members: Member[], prefix = '') {
     const breach = geoBreach(model, members)
-    if (breach) throw invalidRequest(prefix + breach)
+    if (breach) throw fail('invalid_request', prefix + breach)
   }
 
   return {
@@ -103,7 +99,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       if ((await store.heads.create(headKey(id), { agent, ...(createdBy ? { created_by: createdBy } : {}) })) === false) {
         const raced = createdBy && (await retriedCreate(id, createdBy))
         if (raced) return raced
-        throw internal(`agent id ${id} collided`)
+        throw fail('id_collision', 'agent', id)
       }
       await store.versions.put(versionKey(id, 1), agent)
       return agent
@@ -114,7 +110,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       const n = query?.version
       if (n === undefined) return head
       const rec = await store.version(head, n)
-      if (!rec) throw noVersion(id, n)
+      if (!rec) throw fail('agent_version_not_found', id, n)
       return rec
     },
 
@@ -143,7 +139,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       const q = query ?? {}
       const head = (await headOf(id)).value.agent
       const after = decodeCursor('agent_versions', { agent_id: id }, q.page, isSeq) ?? 0
-      if (!Number.isInteger(after) || after < 0) throw invalidRequest('page must be a cursor returned by this endpoint (was not a valid cursor)')
+      if (!Number.isInteger(after) || after < 0) throw fail('invalid_cursor')
       const last = Math.min(head.version, after + (q.limit ?? 20))
       const numbers: number[] = []
       for (let n = after + 1; n <= last; n++) numbers.push(n)
@@ -153,13 +149,11 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
     },
 
     async update({ id, body: b }) {
-      for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      return casLoop(async () => {
         const cur = await headOf(id)
         const a = cur.value.agent
-        if (a.archived_at) throw invalidRequest(`Agent ${id} is archived and read-only: it cannot be updated`, 'agent_archived')
-        if (b.version !== undefined && b.version !== a.version) {
-          throw conflict(`version: stale (current version is ${a.version})`, 'agent_version_conflict')
-        }
+        if (a.archived_at) throw fail('agent_archived', id)
+        if (b.version !== undefined && b.version !== a.version) throw fail('agent_version_conflict', a.version)
 
         const model = b.model === undefined ? a.model : normalizeModel(b.model, a.model)
         const tools = b.tools === undefined ? a.tools : normalizeTools(b.tools ?? [])
@@ -208,18 +202,17 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         const version = isMaterial ? a.version + 1 : a.version
         const next: Agent = { ...candidate, version, multiagent: stampSelf(multiagent, id, version), updated_at: now() }
         // The head first: its compare-and-set is the fence. Losing it means someone else wrote; start over.
-        if ((await store.heads.update(headKey(id), { agent: next }, cur.revision)) === false) continue
+        if ((await store.heads.update(headKey(id), { agent: next }, cur.revision)) === false) return LOST
         const writes = [store.versions.put(versionKey(id, version), next)]
         // Re-put the version we fenced against: repairs a version key a crash left missing.
         if (isMaterial) writes.push(store.versions.put(versionKey(id, a.version), a))
         await Promise.all(writes)
         return next
-      }
-      throw internal(`too much contention updating agent ${id}`)
+      })
     },
 
     async archive({ id }) {
-      if (!isId('agent', id)) throw missing(id)
+      if (!isId('agent', id)) throw fail('agent_not_found', id)
       return store.heads.mutate(headKey(id), ({ value }) => {
         if (value.agent.archived_at) return { result: value.agent }
         const t = now()
@@ -227,7 +220,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         const agent: Agent = { ...value.agent, archived_at: t, updated_at: t }
         return { next: { agent }, result: agent }
       }, () => {
-        throw missing(id)
+        throw fail('agent_not_found', id)
       })
     },
 
@@ -238,12 +231,12 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
      */
     async resolve({ id, body }) {
       const head = (await headOf(id)).value.agent
-      if (head.archived_at) throw invalidRequest(`Agent ${id} is archived and cannot be used for new sessions`, 'agent_archived')
+      if (head.archived_at) throw fail('agent_archived', id)
       const n = body?.version
       if (n === undefined || n === null) return head
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw invalidRequest('agent.version must be an integer of at least 1')
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw fail('invalid_request', 'agent.version must be an integer of at least 1')
       const rec = await store.version(head, n)
-      if (!rec) throw noVersion(id, n)
+      if (!rec) throw fail('agent_version_not_found', id, n)
       return rec
     },
   }

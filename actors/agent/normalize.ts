@@ -1,4 +1,4 @@
-import { invalidRequest } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type {
   AgentToolConfig, AgentToolConfigParamsT, ExecutionIdentity, ExecutionIdentityParamsT, McpServer, McpServerParamsT,
   ModelConfig, ModelInputT, Policy, SkillRef, Tool, ToolDefaultConfig, ToolParamsT, UrlSourceFilter, UrlSources,
@@ -63,7 +63,7 @@ function urlFilter(v: UrlSourcesParamsT['client_tool_results']): UrlSourceFilter
 
 function urlSources(p: UrlSourcesParamsT, where: string): UrlSources {
   if (allNone(p.user_input) && allNone(p.client_tool_results) && allNone(p.server_tool_results)) {
-    throw invalidRequest(`${where}: user_input, client_tool_results and server_tool_results cannot all be "none" (nothing could be fetched)`)
+    throw fail('invalid_request', `${where}: user_input, client_tool_results and server_tool_results cannot all be "none" (nothing could be fetched)`)
   }
   const user = p.user_input
   return {
@@ -82,7 +82,7 @@ function toolConfig(c: AgentToolConfigParamsT, dflt: ToolDefaultConfig, where: s
   }
   if (c.name === 'web_fetch' || c.name === 'web_search') {
     if (c.allowed_domains && c.blocked_domains) {
-      throw invalidRequest(`${where}: allowed_domains and blocked_domains are mutually exclusive (give one of them)`)
+      throw fail('invalid_request', `${where}: allowed_domains and blocked_domains are mutually exclusive (give one of them)`)
     }
     if (c.allowed_domains) out.allowed_domains = [...c.allowed_domains]
     if (c.blocked_domains) out.blocked_domains = [...c.blocked_domains]
@@ -103,7 +103,7 @@ function noDuplicateNames(names: string[], where: (i: number) => string, what: s
   const seen = new Map<string, number>()
   names.forEach((n, i) => {
     const j = seen.get(n)
-    if (j !== undefined) throw invalidRequest(`${where(i)}: ${what} ${JSON.stringify(n)} appears twice (also at index ${j})`)
+    if (j !== undefined) throw fail('invalid_request', `${where(i)}: ${what} ${JSON.stringify(n)} appears twice (also at index ${j})`)
     seen.set(n, i)
   })
 }
@@ -157,24 +157,24 @@ export function checkToolGraph(tools: Tool[], servers: McpServer[]): void {
   const serverNames = new Set(servers.map((s) => s.name))
   tools.forEach((t, i) => {
     if (t.type === 'agent_toolset_20260401') {
-      if (toolset !== undefined) throw invalidRequest(`tools[${i}]: at most one agent_toolset_20260401 entry is allowed (another is tools[${toolset}])`)
+      if (toolset !== undefined) throw fail('invalid_request', `tools[${i}]: at most one agent_toolset_20260401 entry is allowed (another is tools[${toolset}])`)
       toolset = i
     } else if (t.type === 'custom') {
       const j = customs.get(t.name)
-      if (j !== undefined) throw invalidRequest(`tools[${i}].name: custom tool name ${JSON.stringify(t.name)} is already used by tools[${j}]`)
+      if (j !== undefined) throw fail('invalid_request', `tools[${i}].name: custom tool name ${JSON.stringify(t.name)} is already used by tools[${j}]`)
       customs.set(t.name, i)
     } else {
       if (!serverNames.has(t.mcp_server_name)) {
-        throw invalidRequest(`tools[${i}].mcp_server_name: no MCP server named ${t.mcp_server_name} in mcp_servers`)
+        throw fail('invalid_request', `tools[${i}].mcp_server_name: no MCP server named ${t.mcp_server_name} in mcp_servers`)
       }
       const j = toolsetFor.get(t.mcp_server_name)
-      if (j !== undefined) throw invalidRequest(`tools[${i}].mcp_server_name: MCP server ${t.mcp_server_name} already has an mcp_toolset (tools[${j}])`)
+      if (j !== undefined) throw fail('invalid_request', `tools[${i}].mcp_server_name: MCP server ${t.mcp_server_name} already has an mcp_toolset (tools[${j}])`)
       toolsetFor.set(t.mcp_server_name, i)
     }
   })
   servers.forEach((s, i) => {
     if (!toolsetFor.has(s.name)) {
-      throw invalidRequest(`mcp_servers[${i}]: MCP server ${s.name} is not referenced by any mcp_toolset in tools (every server needs one)`)
+      throw fail('invalid_request', `mcp_servers[${i}]: MCP server ${s.name} is not referenced by any mcp_toolset in tools (every server needs one)`)
     }
   })
   // web_fetch url_sources name other tools: client results must come from custom tools here, server results
@@ -189,7 +189,7 @@ export function checkToolGraph(tools: Tool[], servers: McpServer[]): void {
       const f = src[key]
       if (!f || !('tools' in f)) return
       f.tools.forEach((r, m) => {
-        if (!ok(r.name)) throw invalidRequest(`${where}.${key}.tools[${m}].name: ${JSON.stringify(r.name)} ${rule}`)
+        if (!ok(r.name)) throw fail('invalid_request', `${where}.${key}.tools[${m}].name: ${JSON.stringify(r.name)} ${rule}`)
       })
     }
     check('client_tool_results', (n) => customs.has(n), 'is not a custom tool in tools')
@@ -204,9 +204,9 @@ export function checkToolGraph(tools: Tool[], servers: McpServer[]): void {
 export function checkSkillRequirements(skills: SkillRef[], tools: Tool[]): void {
   if (skills.length === 0) return
   const i = tools.findIndex((t) => t.type === 'custom' && t.name === 'Skill')
-  if (i >= 0) throw invalidRequest(`tools[${i}].name: an agent with skills cannot define a custom tool named Skill (reserved for skill dispatch)`)
+  if (i >= 0) throw fail('invalid_request', `tools[${i}].name: an agent with skills cannot define a custom tool named Skill (reserved for skill dispatch)`)
   const ts = tools.find((t) => t.type === 'agent_toolset_20260401')
   const read = ts?.configs.find((c) => c.name === 'read')
   const readEnabled = ts ? (read ? read.enabled : ts.default_config.enabled) : false
-  if (!readEnabled) throw invalidRequest('skills: an agent with skills must enable the read tool of agent_toolset_20260401 (skills are read from files)')
+  if (!readEnabled) throw fail('invalid_request', 'skills: an agent with skills must enable the read tool of agent_toolset_20260401 (skills are read from files)')
 }

@@ -1,4 +1,4 @@
-import { invalidRequest, unprocessable } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type { Agent, ModelConfig, Multiagent, MultiagentParamsT, RosterEntry } from '../../protocol/schemas/agent.js'
 import type { AgentStore } from './state.js'
 
@@ -33,15 +33,10 @@ export interface ResolvedRoster {
 const at = (i: number) => `multiagent.agents[${i}]`
 
 export async function resolveRoster(input: MultiagentParamsT, selfId: string, store: AgentStore): Promise<ResolvedRoster> {
-  if (input.type !== 'coordinator') {
-    throw unprocessable(
-      'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',
-      'multiagent_topology_unsupported',
-    )
-  }
+  if (input.type !== 'coordinator') throw fail('multiagent_topology_unsupported')
   const entries = input.agents
   if (entries.length < 1 || entries.length > MAX_ROSTER) {
-    throw invalidRequest(`multiagent.agents: a coordinator roster has 1 to ${MAX_ROSTER} entries (got ${entries.length})`)
+    throw fail('invalid_request', `multiagent.agents: a coordinator roster has 1 to ${MAX_ROSTER} entries (got ${entries.length})`)
   }
 
   // Shape rules first, in order, so the first broken entry is the one named.
@@ -52,15 +47,15 @@ export async function resolveRoster(input: MultiagentParamsT, selfId: string, st
   let advisorAt: number | undefined
   const isAdvisor = (e: (typeof entries)[number]) => typeof e !== 'string' && e.type === 'advisor'
   const advisors = entries.flatMap((e, i) => (isAdvisor(e) ? [i] : []))
-  if (advisors.length > 1) throw invalidRequest(`${at(advisors[1]!)}: at most one advisor entry is allowed (another is ${at(advisors[0]!)})`)
+  if (advisors.length > 1) throw fail('invalid_request', `${at(advisors[1]!)}: at most one advisor entry is allowed (another is ${at(advisors[0]!)})`)
   entries.forEach((e, i) => {
     if (typeof e !== 'string' && e.type === 'advisor') {
-      if (i !== entries.length - 1) throw invalidRequest(`${at(i)}: the advisor entry must be the last entry of the roster`)
+      if (i !== entries.length - 1) throw fail('invalid_request', `${at(i)}: the advisor entry must be the last entry of the roster`)
       advisorAt = i
       return
     }
     if (typeof e !== 'string' && e.type === 'self') {
-      if (selfAt !== undefined) throw invalidRequest(`${at(i)}: {"type":"self"} may appear at most once (already at ${at(selfAt)})`)
+      if (selfAt !== undefined) throw fail('invalid_request', `${at(i)}: {"type":"self"} may appear at most once (already at ${at(selfAt)})`)
       selfAt = i
       seen.set(selfId, i)
       return
@@ -69,14 +64,14 @@ export async function resolveRoster(input: MultiagentParamsT, selfId: string, st
     const version = typeof e === 'string' ? undefined : e.version
     const j = seen.get(id)
     if (j !== undefined) {
-      throw invalidRequest(`${at(i)}: agent ${id} is already in the roster (${at(j)}); roster entries must be distinct agents`)
+      throw fail('invalid_request', `${at(i)}: agent ${id} is already in the roster (${at(j)}); roster entries must be distinct agents`)
     }
-    if (id === selfId) throw invalidRequest(`${at(i)}: ${id} is this agent; reference it with {"type":"self"}`)
+    if (id === selfId) throw fail('invalid_request', `${at(i)}: ${id} is this agent; reference it with {"type":"self"}`)
     seen.set(id, i)
     refs.push({ index: i, id, ...(version !== undefined ? { version } : {}) })
   })
   if (refs.length === 0 && selfAt === undefined) {
-    throw invalidRequest('multiagent.agents: a coordinator roster needs at least one agent besides the advisor')
+    throw fail('invalid_request', 'multiagent.agents: a coordinator roster needs at least one agent besides the advisor')
   }
 
   const resolved = await Promise.all(refs.map((r) => resolveRef(r, store)))
@@ -95,18 +90,19 @@ export async function resolveRoster(input: MultiagentParamsT, selfId: string, st
 
 async function resolveRef(r: { index: number; id: string; version?: number }, store: AgentStore): Promise<Member> {
   const head = (await store.head(r.id))?.value.agent
-  if (!head) throw invalidRequest(`${at(r.index)}: agent ${r.id} does not exist`)
-  if (head.archived_at) throw invalidRequest(`${at(r.index)}: agent ${r.id} is archived`)
+  if (!head) throw fail('roster_member_not_found', at(r.index), r.id)
+  if (head.archived_at) throw fail('roster_member_archived', at(r.index), r.id)
   let rec: Agent | undefined = head
   if (r.version !== undefined) {
     if (r.version > head.version) {
-      throw invalidRequest(`${at(r.index)}: agent ${r.id} has no version ${r.version} (latest is ${head.version})`)
+      throw fail('invalid_request', `${at(r.index)}: agent ${r.id} has no version ${r.version} (latest is ${head.version})`)
     }
     rec = await store.version(head, r.version)
-    if (!rec) throw invalidRequest(`${at(r.index)}: version ${r.version} of agent ${r.id} is not readable`)
+    if (!rec) throw fail('invalid_request', `${at(r.index)}: version ${r.version} of agent ${r.id} is not readable`)
   }
   if (rec.multiagent) {
-    throw invalidRequest(
+    throw fail(
+      'invalid_request',
       `${at(r.index)}: agent ${r.id} version ${rec.version} is itself a coordinator (it has multiagent); rosters are one level deep`,
     )
   }

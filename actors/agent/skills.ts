@@ -1,4 +1,4 @@
-import { unprocessable } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type { SkillParamsT, SkillRef } from '../../protocol/schemas/agent.js'
 
 /**
@@ -13,10 +13,8 @@ export type SkillResolver = (skills: SkillParamsT[]) => Promise<SkillRef[]>
  */
 export const skillsUnavailable: SkillResolver = async (skills) => {
   skills.forEach((s, i) => {
-    if (s.type === 'anthropic') {
-      throw unprocessable(`skills[${i}]: vendor-managed (anthropic) skills are not supported; reference a custom skill`, 'vendor_skills_unsupported')
-    }
+    if (s.type === 'anthropic') throw fail('vendor_skills_unsupported', i)
   })
-  if (skills.length > 0) throw unprocessable('Custom skills are not available yet: skills storage is not configured', 'skills_unavailable')
+  if (skills.length > 0) throw fail('skills_unavailable')
   return []
 }

@@ -1,5 +1,5 @@
 import type { KV } from '@nats-io/kv'
-import { conflict, idempotencyKeyReused, internal, invalidRequest, notFound } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import { fingerprint } from '../../protocol/hash.js'
 import { idFromKey, newId } from '../../protocol/ids.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
@@ -7,6 +7,7 @@ import type { Environment } from '../../protocol/schemas/environment.js'
 import { now } from '../../protocol/time.js'
 import { pageOf } from '../kit/page.js'
 import { Projection } from '../kit/projection.js'
+import { casLoop, LOST } from '../kit/cas.js'
 import { RecordStore } from '../kit/store.js'
 import type { Handlers } from '../kit/ops.js'
 import type { EnvironmentKind } from '../../protocol/ops/environment.js'
@@ -16,9 +17,8 @@ import { envKey, view, type StoredEnvironment } from './state.js'
 export function environmentOps(kv: KV, projection: Projection<Environment>): Handlers<typeof EnvironmentKind> {
   const store = new RecordStore<StoredEnvironment>(kv)
   const missing = (id: string) => (): never => {
-    throw notFound('Environment', id, 'environment_not_found')
+    throw fail('environment_not_found', id)
   }
-  const archivedError = (id: string) => invalidRequest(`Environment ${id} is archived and cannot be changed or used`, 'environment_archived')
 
   return {
     async create(req) {
@@ -40,8 +40,8 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
       }
       if ((await store.create(envKey(id), { env, refs: 0, ...(createdBy ? { created_by: createdBy } : {}) })) !== false) return view(env)
       const cur = createdBy ? await store.get(envKey(id)) : undefined
-      if (!cur) throw internal(`environment id ${id} collided`)
-      if (cur.value.created_by !== createdBy) throw idempotencyKeyReused()
+      if (!cur) throw fail('id_collision', 'environment', id)
+      if (cur.value.created_by !== createdBy) throw fail('idempotency_key_reused')
       return view(cur.value.env)
     },
 
@@ -62,7 +62,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
     async update({ id, body: b }) {
       return store.mutate(envKey(id), ({ value }) => {
         const env = value.env
-        if (env.archived_at) throw archivedError(id)
+        if (env.archived_at) throw fail('environment_archived', id)
         const next: Environment = {
           ...env,
           name: b.name ?? env.name,
@@ -86,33 +86,31 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
     },
 
     async delete({ id }) {
-      for (;;) {
+      return casLoop(async () => {
         const cur = await store.get(envKey(id))
         if (!cur) missing(id)()
-        if (cur!.value.refs > 0) {
-          throw conflict(`Environment ${id} is referenced by ${cur!.value.refs} session(s); delete them first`, 'environment_in_use')
-        }
+        if (cur!.value.refs > 0) throw fail('environment_in_use', id, cur!.value.refs)
         // CAS on the revision we checked: a session that took a reference meanwhile makes this retry.
-        if (await store.delete(envKey(id), cur!.revision)) return { id, type: 'environment_deleted' }
-      }
+        return (await store.delete(envKey(id), cur!.revision)) ? { id, type: 'environment_deleted' as const } : LOST
+      })
     },
 
     /** Internal (session actor): take a reference for a new session; the environment must be usable. */
     async acquire({ id }) {
       return store.mutate(envKey(id), ({ value }) => {
-        if (value.env.archived_at) throw archivedError(id)
+        if (value.env.archived_at) throw fail('environment_archived', id)
         return { next: { ...value, refs: value.refs + 1 }, result: view(value.env) }
       }, missing(id))
     },
 
     /** Internal (session actor): drop a session's reference. Missing environments are fine: nothing to drop. */
     async release({ id }) {
-      for (;;) {
+      return casLoop(async () => {
         const cur = await store.get(envKey(id))
         if (!cur) return { released: false }
         const next = { ...cur.value, refs: Math.max(0, cur.value.refs - 1) }
-        if ((await store.update(envKey(id), next, cur.revision)) !== false) return { released: true }
-      }
+        return (await store.update(envKey(id), next, cur.revision)) === false ? LOST : { released: true }
+      })
     },
   }
 }

@@ -1,4 +1,4 @@
-import { invalidRequest } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type {
   EnvironmentConfig, Networking, NetworkingInput, Packages, PackagesInput,
 } from '../../protocol/schemas/environment.js'
@@ -36,7 +36,7 @@ function packagesFrom(input: PackagesInput | null | undefined, base: Packages): 
 function pickScope(inConfig: unknown, topLevel: Scope | null | undefined): Scope | null | undefined {
   const c = inConfig as Scope | null | undefined
   if (c != null && topLevel != null && c !== topLevel) {
-    throw invalidRequest(`scope: config.scope (${c}) and scope (${topLevel}) disagree`)
+    throw fail('invalid_request', `scope: config.scope (${c}) and scope (${topLevel}) disagree`)
   }
   return c ?? topLevel
 }
@@ -50,7 +50,7 @@ export function resolveConfig(input: ConfigInput, scopeTop: Scope | null | undef
   const type = input?.type ?? base?.type ?? 'cloud'
   const scope = pickScope(input?.scope, scopeTop)
   if (type === 'cloud') {
-    if (scope != null) throw invalidRequest('scope is accepted only for self_hosted environments (config.type is cloud)')
+    if (scope != null) throw fail('invalid_request', 'scope is accepted only for self_hosted environments (config.type is cloud)')
     const prev = base?.type === 'cloud' ? base : { networking: { type: 'unrestricted' } as Networking, packages: emptyPackages() }
     return {
       type: 'cloud',

@@ -1,6 +1,7 @@
 import type { KV } from '@nats-io/kv'
 import type { Logger } from 'pino'
-import { isApiError, unavailable } from '../../protocol/errors.js'
+import { isApiError } from '../../protocol/errors/api-error.js'
+import { fail } from '../../protocol/errors/fail.js'
 import { isTransientNatsError } from './nats-errors.js'
 
 /** Another writer got in first (a fenced append or record write was refused): this host no longer owns the actor. */
@@ -112,7 +113,7 @@ export class Mailbox {
 
   /** Throws the retryable 503 a stopped actor answers: its replacement (here or on another host) will serve. */
   alive(): void {
-    if (this.stopped) throw unavailable(`This ${this.o.kind} is moving to another host; retry shortly`, 500)
+    if (this.stopped) throw fail('actor_moving', this.o.kind)
   }
 
   /** A write failed: say why, stop, and let activation rebuild the actor. Only the first failure counts. */

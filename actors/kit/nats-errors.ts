@@ -1,6 +1,7 @@
 import { ConnectionError, errors, NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/nats-core'
 import { JetStreamApiCodes, JetStreamApiError, JetStreamStatusError, jserrors } from '@nats-io/jetstream/internal'
-import { unavailable, type ApiError } from '../../protocol/errors.js'
+import type { ApiError } from '../../protocol/errors/api-error.js'
+import { fail } from '../../protocol/errors/fail.js'
 
 /**
  * JetStream API error codes (nats-server's `errors.json`, `err_code`) that describe the cluster's state at the
@@ -35,9 +36,6 @@ export const TransientApiCodes = {
 } as const
 
 const TRANSIENT_CODES = new Set<number>(Object.values(TransientApiCodes))
-
-/** How long a client is told to wait after the store was unavailable: about one JetStream election. */
-export const STORE_RETRY_AFTER_MS = 1000
 
 /** A cause chain deeper than this is not worth following (and a cycle must end). */
 const MAX_CAUSES = 8
@@ -104,7 +102,7 @@ export function isOutcomeUnknown(err: unknown): boolean {
  */
 export function storeUnavailable(err: unknown): ApiError | undefined {
   if (!isTransientNatsError(err)) return undefined
-  return unavailable('The store is temporarily unavailable (NATS JetStream); retry shortly', STORE_RETRY_AFTER_MS)
+  return fail('store_unavailable')
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { ActorRequest } from '../../protocol/envelope.js'
-import { internal } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type { BodyOf, KindContract, Op, QueryOf, ReplyOf } from '../../protocol/ops/define.js'
 
 /** What a handler gets: the validated input of its op (the gateway validated it against the op's schemas). */
@@ -39,7 +39,7 @@ type Erased = (input: OpInput<unknown, unknown>) => Promise<unknown>
  */
 export function dispatch(table: OpTable, req: ActorRequest, placed: { placement: 'any' } | { placement: 'owner'; id: string }): Promise<unknown> {
   const op: Op | undefined = Object.hasOwn(table.contract.ops, req.op) ? table.contract.ops[req.op] : undefined
-  if (!op || op.placement !== placed.placement) throw internal(`No operation ${req.op} on ${table.contract.kind} placed on ${placed.placement === 'any' ? 'any host' : 'the owner'}`)
+  if (!op || op.placement !== placed.placement) throw fail('operation_not_placed', req.op, table.contract.kind, placed.placement === 'any' ? 'any host' : 'the owner')
   const handler = (table.handlers as Record<string, Erased>)[req.op]!
   const id = placed.placement === 'owner' ? placed.id : req.params[op.id.param] ?? ''
   return handler({ id, body: req.body, query: req.query, rid: req.rid, ...(req.key === undefined ? {} : { key: req.key }) })

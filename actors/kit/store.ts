@@ -1,6 +1,7 @@
 import type { KV, KvEntry } from '@nats-io/kv'
 import { encode, decode } from '../../protocol/codec.js'
-import { unavailable } from '../../protocol/errors.js'
+import { casRetry } from './retry-policy.js'
+import { casLoop, LOST } from './cas.js'
 import { isCasConflict } from './nats-errors.js'
 
 /** A value read from KV with the revision a compare-and-set must name. */
@@ -128,7 +129,8 @@ export class RecordStore<T> {
     key: string,
     change: (current: Versioned<T>) => { next?: T; result: R },
     missing: () => never,
-    attempts = 20,
+    /** Reads of the record before contention is a 503. Default `casRetry.maximumAttempts` (20). */
+    attempts = casRetry.maximumAttempts,
   ): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       let q = this.queued.get(key)
@@ -153,13 +155,13 @@ export class RecordStore<T> {
   }
 
   private async applyBatch(key: string, batch: Mutation<T>[]): Promise<void> {
-    const attempts = Math.max(...batch.map((m) => m.attempts))
     let guess = this.lastWritten.get(key)
-    for (let i = 0; i < attempts; ) {
+    // A guess costs no read: it is an attempt on top of the bound.
+    const maximumAttempts = Math.max(...batch.map((m) => m.attempts)) + (guess ? 1 : 0)
+    await casLoop(async () => {
       const current = guess ?? (await this.get(key))
       const guessed = !!guess
       guess = undefined
-      if (!guessed) i++
       const outcomes: Array<{ ok: true; result: unknown } | { ok: false; err: unknown }> = []
       let value = current?.value
       let changed = false
@@ -177,10 +179,10 @@ export class RecordStore<T> {
         }
       }
       // A guess is trusted only once a compare-and-set on it succeeds.
-      if (!changed && guessed) continue
+      if (!changed && guessed) return LOST
       if (changed) {
         const rev = await this.update(key, value!, current!.revision)
-        if (rev === false) continue
+        if (rev === false) return LOST
         this.noteWritten(key, value!, rev)
       }
       batch.forEach((m, j) => {
@@ -188,9 +190,7 @@ export class RecordStore<T> {
         if (o.ok) m.resolve(o.result)
         else m.reject(o.err)
       })
-      return
-    }
-    throw unavailable('Too many concurrent changes to the same record; retry shortly')
+    }, { ...casRetry, maximumAttempts })
   }
 
   private noteWritten(key: string, value: T, revision: number) {

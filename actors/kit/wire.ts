@@ -1,7 +1,8 @@
 import { headers, type NatsConnection } from '@nats-io/transport-node'
 import { RequestError, TimeoutError } from '@nats-io/nats-core'
 import { decode, encode } from '../../protocol/codec.js'
-import { ApiError, encodedTooLarge, uncertain, unavailable } from '../../protocol/errors.js'
+import { ApiError } from '../../protocol/errors/api-error.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type { ActorReply, ActorRequest } from '../../protocol/envelope.js'
 import { REQUEST_ID_HEADER, type ActorWire } from '../../protocol/wire.js'
 
@@ -54,7 +55,7 @@ export async function askActorEncoded<T = unknown>(
   uncertainOnTimeout = false,
 ): Promise<T> {
   const maxPayload = nc.info?.max_payload
-  if (maxPayload !== undefined && data.length + HEADER_ALLOWANCE > maxPayload) throw encodedTooLarge(data.length, maxPayload)
+  if (maxPayload !== undefined && data.length + HEADER_ALLOWANCE > maxPayload) throw fail('encoded_too_large', data.length, maxPayload)
   const h = headers()
   h.set(REQUEST_ID_HEADER, rid)
   // Reading and encoding a big request held the event loop: let due timers send first (a heartbeat sent after
@@ -68,12 +69,12 @@ export async function askActorEncoded<T = unknown>(
       reply = decode<ActorReply>(msg.data)
     } catch (err) {
       if (!(err instanceof RequestError && err.isNoResponders())) throw classify(err, uncertainOnTimeout)
-      if (Date.now() + wait > giveUpAt) throw unavailable('The owner of this resource is failing over; retry shortly', 1000)
+      if (Date.now() + wait > giveUpAt) throw fail('failing_over')
       await new Promise((r) => setTimeout(r, wait))
     }
   }
   if (!reply.ok) {
-    if (uncertainOnTimeout && reply.error.outcomeUnknown) throw uncertain('A write of this request got no answer: the request')
+    if (uncertainOnTimeout && reply.error.outcomeUnknown) throw fail('outcome_uncertain', 'A write of this request got no answer: the request')
     throw new ApiError(reply.error)
   }
   return reply.body as T
@@ -81,8 +82,8 @@ export async function askActorEncoded<T = unknown>(
 
 function classify(err: unknown, uncertainOnTimeout: boolean): unknown {
   if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) {
-    if (uncertainOnTimeout) return uncertain('The owner of this resource did not answer in time: the request')
-    return unavailable('The owner of this resource did not answer in time; retry shortly', 1000)
+    if (uncertainOnTimeout) return fail('outcome_uncertain', 'The owner of this resource did not answer in time: the request')
+    return fail('owner_timeout')
   }
   return err
 }

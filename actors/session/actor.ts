@@ -2,7 +2,8 @@ import path from 'node:path'
 import { rm } from 'node:fs/promises'
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
 import type { KV } from '@nats-io/kv'
-import { conflict, idempotencyKeyReused, isApiError, uncertain, unavailable } from '../../protocol/errors.js'
+import { isApiError } from '../../protocol/errors/api-error.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type { RequestTag, SessionEvent, StopReason } from '../../protocol/events.js'
 import { fingerprint } from '../../protocol/hash.js'
 import { newId } from '../../protocol/ids.js'
@@ -16,6 +17,7 @@ import { createHostSandbox, type Sandbox } from '../../sandbox/index.js'
 import { live, type RecordStore } from '../kit/store.js'
 import { storeUnavailable } from '../kit/nats-errors.js'
 import { MailboxActor, type Supervisor } from '../kit/actor.js'
+import { intervalAfter, type RetryPolicy } from '../kit/retry-policy.js'
 import { AppendUncertain, FenceLost, NotServing } from '../kit/mailbox.js'
 import type { HostContext } from '../kit/types.js'
 import { History } from './history.js'
@@ -47,6 +49,8 @@ export interface ActorDeps {
   /** Reads the agent a new session snapshots. */
   agents: AgentResolver
   settings: SessionSettings
+  /** How a failed model request is retried: `modelRetry` with the settings' retries and first pause. */
+  modelRetry: RetryPolicy
   /** The kind's activations: told when an actor leaves memory (deleted) or failed (it is rebuilt). */
   actors: Supervisor<SessionActor> & { gone(actor: SessionActor): void }
 }
@@ -176,7 +180,7 @@ export class SessionActor extends MailboxActor {
       this.mb.alive()
     }
     const prior = this.h.requests.get(key)
-    if (prior && prior.hash !== hash) throw idempotencyKeyReused()
+    if (prior && prior.hash !== hash) throw fail('idempotency_key_reused')
     const events = sent.map((e, i) => ({ ...e, id: prior?.ids[i] ?? newId('sevt'), processed_at: null }) as SessionEvent)
     const todo = events.map((e, index) => ({ e, index })).filter(({ index }) => prior?.ids[index] === undefined)
     if (!todo.length) return events
@@ -218,10 +222,10 @@ export class SessionActor extends MailboxActor {
     } catch (err) {
       // Certainly nothing stored (fenced off before the first append, or the actor stopping): safe to retry.
       const retryable = (!storedAny && !(err instanceof AppendUncertain)) || req.key !== undefined
-      if (retryable) throw isApiError(err) ? err : unavailable('The session is moving to another host; retry shortly', 500)
-      throw uncertain(`The request's events (${todo.length})`)
+      if (retryable) throw isApiError(err) ? err : fail('actor_moving', 'session')
+      throw fail('outcome_uncertain', `The request's events (${todo.length})`)
     }
-    if (!ok) throw conflict(`Session ${this.id} is archived; it accepts no more events`, 'session_archived')
+    if (!ok) throw fail('session_archived', this.id)
     // An interrupt acts at once: the running turn stops at its next step, and the mailbox handles the rest.
     if (todo.some(({ e }) => e.type === 'user.interrupt')) this.turn?.abort()
     this.kick()
@@ -264,7 +268,7 @@ export class SessionActor extends MailboxActor {
   /** Delete: the record goes first (the session is gone for readers), then its history, workdir and reference. */
   async destroy(rid?: string): Promise<void> {
     this.mb.alive()
-    if (this.isRunning()) throw conflict(`Session ${this.id} is running; interrupt it first (send user.interrupt)`, 'session_running')
+    if (this.isRunning()) throw fail('session_running', this.id)
     const { ctx } = this.deps
     this.mb.stop()
     this.turn?.abort()
@@ -272,7 +276,7 @@ export class SessionActor extends MailboxActor {
     await this.mb.persisted()
     if (!(await this.deps.store.delete(sessionKey(this.id), this.revision))) {
       this.deps.actors.gone(this)
-      throw unavailable('The session moved to another host while being deleted; retry', 500)
+      throw fail('actor_moving', 'session')
     }
     this.log.notify('session.deleted', { type: 'session.deleted', id: newId('sevt'), processed_at: now() })
     await this.mb.unmarkWork(true)
@@ -496,7 +500,8 @@ export class SessionActor extends MailboxActor {
       const f = classifyFailure(err, model.endpoint)
       this.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
       if (f.kind === 'aborted') return false
-      const retry = f.kind === 'retryable' && this.attempts < this.deps.settings.retries
+      const policy = this.deps.modelRetry
+      const retry = f.kind === 'retryable' && this.attempts + 1 < policy.maximumAttempts
       this.deps.ctx.log.warn({ session: this.id, rid: this.turnRid, endpoint: model.endpoint, error_type: f.type, attempt: this.attempts + 1, retrying: retry }, f.message)
       this.emit('session.error', { error: { type: f.type, message: f.message, retry_status: { type: retry ? 'retrying' : 'exhausted' } } })
       if (!retry) {
@@ -504,7 +509,7 @@ export class SessionActor extends MailboxActor {
         this.idle({ type: 'retries_exhausted' })
         return false
       }
-      const wait = (f.kind === 'retryable' && f.retryAfterMs) || Math.min(30_000, this.deps.settings.retryBaseMs * 2 ** this.attempts)
+      const wait = (f.kind === 'retryable' && f.retryAfterMs) || intervalAfter(policy, this.attempts + 1)
       this.attempts++
       this.emit('session.status_rescheduled', {})
       void this.persist()

@@ -1,4 +1,4 @@
-import { invalidRequest, unprocessable } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
 import type { SessionCreateInput } from '../../protocol/schemas/session.js'
@@ -42,7 +42,7 @@ export async function snapshotAgent(resolveAgent: AgentResolver, input: SessionC
     // effort stays an agent-level setting (SPEC create rule 2): an override changes id, speed or geography.
     if (input.model !== undefined) snap.model = { ...normalizeModel(input.model), ...(agent.model.effort ? { effort: agent.model.effort } : {}) }
     if (input.model !== undefined && typeof input.model !== 'string' && input.model.effort != null) {
-      throw invalidRequest('agent.model.effort cannot be overridden on a session; it stays the agent\'s setting')
+      throw fail('invalid_request', 'agent.model.effort cannot be overridden on a session; it stays the agent\'s setting')
     }
     if (input.system !== undefined) snap.system = textOrNull(input.system)
     let tools: Tool[] = snap.tools
@@ -70,7 +70,7 @@ export async function snapshotAgent(resolveAgent: AgentResolver, input: SessionC
       }
     }
     const breach = geoBreach(snap.model, members)
-    if (breach) throw invalidRequest(`agent: the model override breaks the coordinator roster: ${breach}`)
+    if (breach) throw fail('invalid_request', `agent: the model override breaks the coordinator roster: ${breach}`)
     snap.multiagent = { type: 'coordinator', agents }
   }
   return snap
@@ -93,29 +93,28 @@ export function modelsOf(agent: SessionAgent): ModelRef[] {
   return models
 }
 
+/** The ids of `modelsOf`, as a budget refusal lists them. */
+export const modelNames = (agent: SessionAgent): string[] => modelsOf(agent).map((m) => (typeof m === 'string' ? m : m.id))
+
 /** Budget, resources, vaults and initial events: the rules that need no stored state. */
 export function checkCreateInput(b: SessionCreateInput, agent: SessionAgent): void {
   for (const [i, r] of (b.resources ?? []).entries()) {
     const kind = String((r as { type: unknown }).type)
-    if (kind === 'file' || kind === 'memory_store') {
-      throw unprocessable(`resources[${i}]: ${kind} resources are not available on this server yet (no ${kind === 'file' ? 'Files storage' : 'memory stores'} configured)`, 'resource_unavailable')
-    }
-    throw unprocessable(`resources[${i}]: ${kind} resources are not supported on sessions`, 'resource_unsupported')
+    if (kind === 'file' || kind === 'memory_store') throw fail('resource_unavailable', i, kind)
+    throw fail('resource_unsupported', i, kind)
   }
   const vaults = b.vault_ids ?? []
   vaults.forEach((v, i) => {
     const j = vaults.indexOf(v)
-    if (j !== i) throw invalidRequest(`vault_ids[${i}]: ${v} appears twice (also at index ${j})`)
+    if (j !== i) throw fail('invalid_request', `vault_ids[${i}]: ${v} appears twice (also at index ${j})`)
   })
-  if (vaults.length) throw unprocessable('vault_ids: vaults are not available on this server yet (no vault keyring configured)', 'vaults_unavailable')
+  if (vaults.length) throw fail('vaults_unavailable')
   ;(b.initial_events ?? []).forEach((e, i) => {
-    if (e.type === 'user.define_outcome') {
-      throw unprocessable(`initial_events[${i}]: outcomes (user.define_outcome) are not available on this server yet`, 'outcomes_unavailable')
-    }
+    if (e.type === 'user.define_outcome') throw fail('outcomes_unavailable', `initial_events[${i}]`)
   })
   if (b.budget) {
     const code = checkBudgetCreate({ budget: budgetCents(b.budget) ?? null, models: modelsOf(agent) })
-    if (code) throw invalidRequest(`budget: every model of the session needs a known list price to be budgeted (${modelsOf(agent).map((m) => typeof m === 'string' ? m : m.id).join(', ')})`, code)
+    if (code) throw fail('model_not_budgetable', modelNames(agent))
   }
 }
 
@@ -123,11 +122,9 @@ export function checkCreateInput(b: SessionCreateInput, agent: SessionAgent): vo
 export function checkEnvironment(env: Environment): void {
   if (env.config.type !== 'cloud') return
   if (env.config.networking.type === 'limited') {
-    throw unprocessable(`environment_id: environment ${env.id} uses limited networking, which the host-process sandbox backend of this server cannot enforce`, 'networking_unenforceable')
+    throw fail('networking_unenforceable', env.id)
   }
   const p = env.config.packages
   const listed = (['apt', 'cargo', 'gem', 'go', 'npm', 'pip'] as const).filter((k) => p[k].length > 0)
-  if (listed.length) {
-    throw unprocessable(`environment_id: environment ${env.id} lists packages (${listed.join(', ')}), which the host-process sandbox backend of this server cannot install`, 'packages_unsupported')
-  }
+  if (listed.length) throw fail('packages_unsupported', env.id, listed)
 }

@@ -1,4 +1,4 @@
-import { conflict, idempotencyKeyReused, inField, invalidRequest, notFound } from '../../protocol/errors.js'
+import { fail, inField } from '../../protocol/errors/fail.js'
 import { fingerprint } from '../../protocol/hash.js'
 import type { StreamOpenReply } from '../../protocol/events.js'
 import type { SessionKind } from '../../protocol/ops/session.js'
@@ -7,13 +7,12 @@ import type { Handlers, OpInput } from '../kit/ops.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
 import type { Session } from '../../protocol/session.js'
 import { now } from '../../protocol/time.js'
-import { formatAmount } from '../../protocol/cost.js'
-import { budgetCents, checkBudgetUpdate, type BudgetErrorCode } from './billing/budget.js'
+import { budgetCents, checkBudgetUpdate } from './billing/budget.js'
 import { listCostCents } from './billing/list-cost.js'
 import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
-import { checkCreateInput, checkEnvironment, modelsOf, prefixed, snapshotAgent } from './admission.js'
+import { checkCreateInput, checkEnvironment, modelNames, modelsOf, prefixed, snapshotAgent } from './admission.js'
 import { SessionActor, viewOf } from './actor.js'
 import type { ActorDeps } from './actor.js'
 import { checkFits, lastSequence } from './log.js'
@@ -31,8 +30,6 @@ export interface Actors {
   add(actor: SessionActor): void
 }
 
-const missing = (id: string) => notFound('Session', id, 'session_not_found')
-
 /** Every op of the session kind but `list` (any host answers it, from its projection: see index.ts). */
 export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeof SessionKind>, 'list'> {
   const { ctx, store } = deps
@@ -43,19 +40,19 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     // just after it would neither replay nor receive it.
     if (a) return a.settledSeq()
     const [rec, last] = await Promise.all([store.get(sessionKey(id)), lastSequence(ctx.jsm, id)])
-    if (!rec) throw missing(id)
+    if (!rec) throw fail('session_not_found', id)
     return last
   }
   const live = async (id: string) => {
     const a = await actors.get(id)
-    if (!a) throw missing(id)
+    if (!a) throw fail('session_not_found', id)
     return a
   }
   /** The session a create with this Idempotency-Key stored before, completed if it was stored in part. */
   const retriedCreate = async (id: string, req: OpInput<SessionCreateInput, unknown>) => {
     const cur = await store.get(sessionKey(id))
     if (!cur) return undefined
-    if (cur.value.created_by !== fingerprint(req.body)) throw idempotencyKeyReused()
+    if (cur.value.created_by !== fingerprint(req.body)) throw fail('idempotency_key_reused')
     const actor = await live(id)
     // Its host may have died between storing the record and storing every initial event: store the rest.
     if (req.body.initial_events?.length) await actor.accept(req.body.initial_events, req)
@@ -99,7 +96,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
         await release()
         const raced = req.key === undefined ? undefined : await retriedCreate(id, req)
         if (raced) return raced
-        throw conflict(`Session ${id} already exists`)
+        throw fail('session_exists', id)
       }
       const actor = SessionActor.fresh(deps, rec, rev)
       actors.add(actor)
@@ -115,7 +112,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       const a = actors.peek(id)
       if (a) return a.view()
       const [cur, work] = await Promise.all([store.get(sessionKey(id)), deps.kv.get(workKey(id))])
-      if (!cur) throw missing(id)
+      if (!cur) throw fail('session_not_found', id)
       // The record trails the history (it is written once the events it sums up are stored): a host that died
       // in between left it stale. A session with work in flight, or whose record says it had, is answered from
       // its replayed history, and its actor, now awake here, is driven.
@@ -129,7 +126,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       const actor = await live(id)
       const h = actor.h
       const s = h.session
-      if (s.archived_at) throw conflict(`Session ${id} is archived and cannot be updated`, 'session_archived')
+      if (s.archived_at) throw fail('session_archived', id)
       const changes: Record<string, unknown> = {}
       if (b.title !== undefined && b.title !== s.title) changes.title = b.title
       if (b.metadata) {
@@ -137,9 +134,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
         if (!sameJson(m, s.metadata)) changes.metadata = m
       }
       if (b.agent) {
-        if (actor.isRunning() || h.pending.size > 0) {
-          throw conflict(`Session ${id} is running; agent changes need an idle session (send user.interrupt first)`, 'session_running')
-        }
+        if (actor.isRunning() || h.pending.size > 0) throw fail('session_running', id)
         const tools = b.agent.tools !== undefined ? normalizeTools(b.agent.tools ?? []) : s.agent.tools
         const servers = b.agent.mcp_servers !== undefined ? normalizeServers(b.agent.mcp_servers ?? []) : s.agent.mcp_servers
         prefixed('agent.', () => checkToolGraph(tools, servers))
@@ -154,7 +149,9 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
           createdWithBudget: h.rec.budget_created, budgetRemoved: h.rec.budget_removed, current, next,
           consumedCents: consumed, models: modelsOf(s.agent),
         })
-        if (code) throw invalidRequest(budgetMessage(code, listCostCents(consumed)), code)
+        if (code === 'budget_not_raised') throw fail(code, listCostCents(consumed))
+        if (code === 'model_not_budgetable') throw fail(code, modelNames(s.agent))
+        if (code) throw fail(code)
         if (next !== current) changes.budget = b.budget
       }
       if (Object.keys(changes).length) {
@@ -170,9 +167,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       const s = actor.h.session
       if (s.archived_at) return actor.view()
       // Input waiting in the mailbox is a turn about to start: archiving now would strand it (as for agent updates).
-      if (actor.isRunning() || actor.h.pending.size > 0) {
-        throw conflict(`Session ${id} is running; interrupt it before archiving (send user.interrupt)`, 'session_running')
-      }
+      if (actor.isRunning() || actor.h.pending.size > 0) throw fail('session_running', id)
       await actor.record('session.status_terminated', {})
       await actor.save()
       return actor.view()
@@ -202,16 +197,5 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     async 'stream.open'({ id }): Promise<StreamOpenReply> {
       return { last_seq: await lastSeqOf(id) }
     },
-  }
-}
-
-function budgetMessage(code: BudgetErrorCode, consumedCents: number): string {
-  switch (code) {
-    case 'budget_create_only':
-      return 'budget: a budget can only be replaced or removed; this session was created without one, or its budget was removed'
-    case 'budget_not_raised':
-      return `budget.max_list_cost.amount: the new maximum must be greater than the list cost already consumed (${formatAmount(consumedCents)} cents, rounded)`
-    case 'model_not_budgetable':
-      return 'budget: every model of this session needs a known list price to be budgeted'
   }
 }

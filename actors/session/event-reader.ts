@@ -1,5 +1,5 @@
 import { AckPolicy, DeliverPolicy, type Consumer, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
-import { unavailable } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import { storedItem, type EventReader, type ReadFrom } from '../../protocol/event-item.js'
 import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
 
@@ -48,7 +48,7 @@ export async function readSessionEvents(js: JetStreamClient, sessionId: string, 
   let pending = info.num_pending
   // One timer for the whole read, re-armed per message (a timer per message cost more than the read itself).
   let stall: ((err: unknown) => void) | undefined
-  const timer = setTimeout(() => stall?.(unavailable('Reading the session history stalled; retry shortly', 1000)), stallMs)
+  const timer = setTimeout(() => stall?.(fail('history_read_stalled')), stallMs)
   timer.unref()
   const close = () => {
     if (closed) return

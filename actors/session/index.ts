@@ -6,6 +6,7 @@ import { openBucket } from '../kit/buckets.js'
 import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
 import { retryWhileStarting } from '../kit/retry.js'
+import { modelRetry } from '../kit/retry-policy.js'
 import type { ActorKindDef } from '../kit/types.js'
 import { SessionActor, type ActorDeps, type SessionSettings } from './actor.js'
 import { agentResolver } from './admission.js'
@@ -16,7 +17,12 @@ import { modelClient } from './model.js'
 import { EnvironmentRefs } from './references.js'
 import { SESSION_PREFIX, WORK_PREFIX, sessionStore, type SessionRecord } from './state.js'
 
-export const DEFAULT_SESSION_SETTINGS: SessionSettings = { retries: 4, retryBaseMs: 1000, idleMs: 30_000, maxTokens: 8192 }
+export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
+  retries: modelRetry.maximumAttempts - 1,
+  retryBaseMs: modelRetry.initialIntervalMs,
+  idleMs: 30_000,
+  maxTokens: 8192,
+}
 
 /**
  * Sessions: one actor per session, on the host that holds the session's partition. Actors live in memory only
@@ -56,6 +62,7 @@ export const sessionKind: ActorKindDef = {
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
       settings,
+      modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,
     }
     const ops = implement(SessionKind, {

@@ -1,8 +1,8 @@
 import { headers as natsHeaders, TimeoutError, type NatsConnection } from '@nats-io/transport-node'
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
-import { eventTooLarge, unavailable } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
-import { EVENTS_STREAM, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
+import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
 import { readSessionRange } from './event-reader.js'
 import { ensureReplicas, replicasRefused, type Storage } from '../kit/replicas.js'
 import { AppendUncertain, FenceLost, NotServing } from '../kit/mailbox.js'
@@ -30,7 +30,7 @@ export function checkFits(nc: NatsConnection, events: ReadonlyArray<{ type: stri
     // UTF-8 takes one to three bytes per UTF-16 unit: most events need no byte count.
     if (json.length * 3 <= limit) return
     const size = Buffer.byteLength(json)
-    if (size > limit) throw eventTooLarge(i, e.type, size, limit)
+    if (size > limit) throw fail('event_too_large', i, e.type, size, limit)
   })
 }
 
@@ -39,9 +39,9 @@ export async function ensureEventsStream(storage: Storage): Promise<void> {
   const { jsm, replicas } = storage
   const config = {
     name: EVENTS_STREAM,
-    subjects: ['troupe.events.>'],
+    subjects: [`${EVENTS_PREFIX}.>`],
     // Stored events are re-sent, with their stream sequence, to troupe.live.<sid>.<thread> for SSE tails.
-    republish: { src: 'troupe.events.>', dest: 'troupe.live.>' },
+    republish: { src: `${EVENTS_PREFIX}.>`, dest: `${LIVE_PREFIX}.>` },
     // A publish retried after a lost ack is dropped by its Nats-Msg-Id (the event id) within this window.
     duplicate_window: 120_000_000_000,
     allow_direct: true,
@@ -128,7 +128,7 @@ export class EventLog {
       }
       // No answer: the event may be stored. The actor steps down and is rebuilt from what the stream holds.
       if (isTimeout(err)) throw new AppendUncertain(`session ${this.sessionId}: no answer to an append (expected last sequence ${this.lastSeq})`)
-      throw unavailable('The session history could not be written; retry shortly', 1000)
+      throw fail('history_write_failed')
     }
     this.lastSeq = ack.seq
     return ack.seq
@@ -178,7 +178,7 @@ export async function readSession(
     reader.close()
   }
   if (last < untilSeq) {
-    throw unavailable(`The history of session ${sessionId} was read up to ${last} of ${untilSeq} (a replica behind); retry shortly`, 500)
+    throw fail('history_behind', sessionId, last, untilSeq)
   }
 }
 

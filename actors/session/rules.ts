@@ -1,4 +1,4 @@
-import { conflict, invalidRequest, unprocessable } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import type { SessionEvent } from '../../protocol/events.js'
 import type { EventParamsT } from '../../protocol/schemas/events.js'
 import type { History } from './history.js'
@@ -8,7 +8,7 @@ import type { History } from './history.js'
  * in each refusal. Shapes were checked by the route's schema already.
  */
 export function checkClientEvents(h: History, events: EventParamsT[]): void {
-  if (h.session.archived_at) throw conflict(`Session ${h.session.id} is archived; it accepts no more events`, 'session_archived')
+  if (h.session.archived_at) throw fail('session_archived', h.session.id)
   // Results already waiting in the mailbox count as given.
   const answered = new Set<string>()
   for (const e of h.pending.values()) {
@@ -18,14 +18,14 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
   events.forEach((e, i) => {
     const at = `events[${i}]`
     if ('session_thread_id' in e && e.session_thread_id != null) {
-      throw invalidRequest(`${at}.session_thread_id: session ${h.session.id} has no thread ${e.session_thread_id} (only its primary thread, addressed by omitting session_thread_id)`)
+      throw fail('invalid_request', `${at}.session_thread_id: session ${h.session.id} has no thread ${e.session_thread_id} (only its primary thread, addressed by omitting session_thread_id)`)
     }
     switch (e.type) {
       case 'user.define_outcome':
-        throw unprocessable(`${at}: outcomes (user.define_outcome) are not available on this server yet`, 'outcomes_unavailable')
+        throw fail('outcomes_unavailable', at)
       case 'user.tool_result': {
         if (h.rec.env.type !== 'self_hosted') {
-          throw invalidRequest(`${at}: user.tool_result is only accepted in sessions of self_hosted environments (use user.custom_tool_result for custom tools)`)
+          throw fail('invalid_request', `${at}: user.tool_result is only accepted in sessions of self_hosted environments (use user.custom_tool_result for custom tools)`)
         }
         expectOpen(h, answered, e.tool_use_id, 'client', `${at}.tool_use_id`)
         break
@@ -36,7 +36,7 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
       case 'user.tool_confirmation': {
         const t = h.open.get(e.tool_use_id)
         if (!t || !t.ask || t.confirmation || answered.has(e.tool_use_id)) {
-          throw invalidRequest(`${at}.tool_use_id: ${e.tool_use_id} is not a tool use waiting for confirmation in this session`)
+          throw fail('invalid_request', `${at}.tool_use_id: ${e.tool_use_id} is not a tool use waiting for confirmation in this session`)
         }
         answered.add(e.tool_use_id)
         break
@@ -49,7 +49,7 @@ function expectOpen(h: History, answered: Set<string>, id: string, kind: 'client
   const t = h.open.get(id)
   if (!t || t.kind !== kind || answered.has(id)) {
     const what = kind === 'custom' ? 'an agent.custom_tool_use' : 'an agent.tool_use'
-    throw invalidRequest(`${field}: ${id} is not ${what} waiting for a result in this session`)
+    throw fail('invalid_request', `${field}: ${id} is not ${what} waiting for a result in this session`)
   }
   answered.add(id)
 }

@@ -1,5 +1,5 @@
 import { type } from 'arktype'
-import { invalidRequest } from '../errors.js'
+import { fail } from '../errors/fail.js'
 
 /**
  * arktype takes an array for an object whose keys are all optional (an array has no required key missing):
@@ -41,7 +41,7 @@ export function patchMetadata(
     if (v === null || (deleteEmpty && v === '')) next.delete(k)
     else next.set(k, v)
   }
-  if (next.size > MAX_METADATA_KEYS) throw invalidRequest(`metadata: at most ${MAX_METADATA_KEYS} keys (this patch would leave ${next.size})`)
+  if (next.size > MAX_METADATA_KEYS) throw fail('metadata_too_many_keys', MAX_METADATA_KEYS, next.size)
   return Object.fromEntries(next)
 }
 

@@ -2,7 +2,7 @@ import { jetstream, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstr
 import { Kvm } from '@nats-io/kv'
 import { EventHeaders, isInternalType } from '../../protocol/events.js'
 import { isId } from '../../protocol/ids.js'
-import { Buckets, EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
+import { Buckets, EVENTS_STREAM, eventsWildcard, threadOf } from '../../protocol/subjects.js'
 import { sessionKey } from '../../actors/session/state.js'
 import { needJetStream, parse, UsageError, type Io } from './io.js'
 import { readStream } from './read-stream.js'
@@ -44,7 +44,7 @@ export async function tail(args: string[], io: Io): Promise<void> {
     } catch {
       summary = m.string().slice(0, 120)
     }
-    const thread = m.subject.slice(m.subject.lastIndexOf('.') + 1)
+    const thread = threadOf(m.subject)
     const cols = [m.time.toISOString(), m.headers?.get(EventHeaders.id) || '-', type.padEnd(TYPE_WIDTH), summary]
     if (thread !== 'primary') cols.splice(2, 0, `[${thread}]`)
     io.out(cols.join('  ').trimEnd())

@@ -4,9 +4,12 @@ import path from 'node:path'
 import t from 'tap'
 import pino from 'pino'
 import { connect } from '@nats-io/transport-node'
+import { Kvm } from '@nats-io/kv'
 import { actorClient } from '../../actors/kit/client.js'
 import { actorWire } from '../../actors/kit/wire.js'
-import { isApiError } from '../../protocol/errors.js'
+import { decode } from '../../protocol/codec.js'
+import { isApiError } from '../../protocol/errors/api-error.js'
+import { Buckets, PARTITIONS } from '../../protocol/subjects.js'
 import { startActorHost } from '../../supervisor/host.js'
 import { startNats } from '../helpers/nats.js'
 import { until } from '../helpers/wait.js'
@@ -17,7 +20,7 @@ import { CounterKind, counterKind } from './counter-kind.js'
 
 const nats = await startNats()
 t.teardown(() => nats.stopNow())
-const log = pino({ level: 'silent' })
+const log = pino({ level: process.env.TROUPE_TEST_LOG ?? 'silent' }, pino.destination(2))
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-counter-'))
 
 async function host(name: string) {
@@ -36,12 +39,19 @@ t.teardown(() => callerNc.close())
 const client = actorClient({ wire: actorWire(callerNc), local: () => undefined })
 const add = (id: string, by = 1) => client.call(CounterKind.ops.add, { id, body: { by } })
 
-t.test('both hosts serve counters: each holds some partitions', async (t) => {
+t.test('both hosts serve counters: the partitions split evenly between them', async (t) => {
+  const placement = await new Kvm(callerNc).open(Buckets.placement)
+  await until('partitions split evenly', async () => {
+    const counts = new Map<string, number>()
+    for await (const k of await placement.keys('counter.>')) {
+      const e = await placement.get(k)
+      const host = e?.operation === 'PUT' ? decode<{ host: string }>(e.value).host : undefined
+      if (host) counts.set(host, (counts.get(host) ?? 0) + 1)
+    }
+    return hosts.every((h) => counts.get(h.id) === PARTITIONS / 2)
+  }, 30_000, 50)
   const served = new Set<string>()
-  await until('counters on both hosts', async () => {
-    for (let i = 0; i < 16; i++) served.add((await add(`ctr_spread${i}`)).host)
-    return served.size === 2
-  }, 30_000, 100)
+  for (let i = 0; i < 16; i++) served.add((await add(`ctr_spread${i}`)).host)
   t.same([...served].sort(), hosts.map((h) => h.id).sort())
 })
 

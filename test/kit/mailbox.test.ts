@@ -1,6 +1,6 @@
 import t from 'tap'
 import pino from 'pino'
-import { isApiError } from '../../protocol/errors.js'
+import { isApiError } from '../../protocol/errors/api-error.js'
 import { FenceLost, Mailbox } from '../../actors/kit/mailbox.js'
 
 const log = pino({ level: 'silent' })

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import fc from 'fast-check'
 import { type } from 'arktype'
 import { decodeCursor, encodeCursor, isRecordPosition, isSeq } from '../../protocol/cursor.js'
-import { ApiError } from '../../protocol/errors.js'
+import { ApiError } from '../../protocol/errors/api-error.js'
 import { MAX_METADATA_KEYS, Metadata, MetadataPatch, patchMetadata } from '../../protocol/schemas/common.js'
 
 /** Runs a property and fails the tap test with fast-check's report (seed and shrunk counterexample) if it breaks. */

@@ -5,7 +5,7 @@ import t, { type Test } from 'tap'
 import { connect } from '@nats-io/transport-node'
 import { Kvm } from '@nats-io/kv'
 import { encode } from '../../protocol/codec.js'
-import { conflict } from '../../protocol/errors.js'
+import { fail } from '../../protocol/errors/fail.js'
 import { RecordStore } from '../../actors/kit/store.js'
 import { startNats } from '../helpers/nats.js'
 
@@ -29,12 +29,12 @@ t.test('mutations batch on one host and stay exact against another', async (t) =
     throw new Error('missing')
   }
   const bump = (s: RecordStore<Counter>) => s.mutate('c', ({ value }) => {
-    if (value.closed) throw conflict('closed')
+    if (value.closed) throw fail('invalid_request', 'closed')
     return { next: { ...value, n: value.n + 1 }, result: value.n + 1 }
   }, missing)
   // A refusal in the middle of a batch: only its own caller sees it.
   const refuse = a.mutate('c', () => {
-    throw conflict('not this one')
+    throw fail('invalid_request', 'not this one')
   }, missing)
 
   const [fromA, fromB, refused] = await Promise.all([

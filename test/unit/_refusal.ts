@@ -1,4 +1,4 @@
-import { ApiError } from '../../protocol/errors.js'
+import { ApiError } from '../../protocol/errors/api-error.js'
 
 /** The ApiError `fn` throws, or undefined when it throws nothing; any other throw is rethrown. */
 export function refusal(fn: () => unknown): ApiError | undefined {

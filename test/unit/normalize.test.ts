@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { ApiError } from '../../protocol/errors.js'
+import { ApiError } from '../../protocol/errors/api-error.js'
 import { parse } from '../../protocol/validate.js'
 import {
   McpServerList, ModelInput, SkillList, ToolList,

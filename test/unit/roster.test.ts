@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { ApiError } from '../../protocol/errors.js'
+import { ApiError } from '../../protocol/errors/api-error.js'
 import { parse } from '../../protocol/validate.js'
 import { MultiagentParams, type Agent, type Multiagent, type MultiagentParamsT } from '../../protocol/schemas/agent.js'
 import { geoBreach, MAX_ROSTER, resolveRoster, SELF_VERSION, stampSelf, storedMembers } from '../../actors/agent/roster.js'

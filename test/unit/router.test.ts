@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { ApiError } from '../../protocol/errors.js'
+import { ApiError } from '../../protocol/errors/api-error.js'
 import { ID_MAX_LENGTH } from '../../protocol/ids.js'
 import { PATH_ID_PREFIX, ROUTES, type Route } from '../../protocol/routes/index.js'
 import { Router } from '../../gateway/router.js'
@@ -204,4 +204,12 @@ t.test('a route table without id parameters matches anything in a parameter segm
   t.same(small.match('GET', '/x/%E0%A4%A/y')?.params, { thing: '%E0%A4%A' }, 'a malformed escape stays as sent')
   t.equal(small.match('POST', '/x/a/y'), undefined)
   t.same(small.methodsFor('/x/a/y'), ['GET'])
+})
+
+t.test('partitioned subjects parse back into what built them', async (t) => {
+  const { parsePartitionedSubject, partitionedSubject, partitionOf } = await import('../../protocol/subjects.js')
+  const id = 'sesn_01ABCDEFGHJKMNPQRSTVWXYZ0'
+  t.same(parsePartitionedSubject(partitionedSubject('session', id, 'events.send')), { kind: 'session', partition: partitionOf(id), id, op: 'events.send' })
+  t.equal(parsePartitionedSubject('troupe.session.list'), undefined)
+  t.equal(parsePartitionedSubject('troupe.session.p7.x.get'), undefined)
 })

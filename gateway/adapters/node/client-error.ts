@@ -1,6 +1,8 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { ApiError, toEnvelope } from '../../../protocol/errors.js'
+import type { ApiError } from '../../../protocol/errors/api-error.js'
+import { toEnvelope } from '../../../protocol/errors/envelope.js'
+import { fail } from '../../../protocol/errors/fail.js'
 import { newId } from '../../../protocol/ids.js'
 import { LINGER_MS } from '../../transport.js'
 
@@ -33,8 +35,7 @@ export function answerClientError(err: ClientError, socket: Duplex, inFlight: In
 }
 
 function answer(err: ClientError, socket: Duplex, maxHeaderBytes: number): void {
-  const [status, message] = describe(err, maxHeaderBytes)
-  writeEnvelope(socket, status, message)
+  writeEnvelope(socket, describe(err, maxHeaderBytes))
 }
 
 /**
@@ -42,16 +43,16 @@ function answer(err: ClientError, socket: Duplex, maxHeaderBytes: number): void 
  * client would see the connection close. It is a method like any other we do not serve: 405, the envelope.
  */
 export function refuseConnect(socket: Duplex): void {
-  writeEnvelope(socket, 405, 'CONNECT is not allowed: this server is not a proxy')
+  writeEnvelope(socket, fail('connect_not_allowed'))
 }
 
-function writeEnvelope(socket: Duplex, status: number, message: string): void {
+function writeEnvelope(socket: Duplex, err: ApiError): void {
   if (!socket.writable) return void socket.destroy()
   const rid = newId('req')
-  const env = toEnvelope(new ApiError({ status, type: 'invalid_request_error', message }), rid)
+  const env = toEnvelope(err, rid)
   const body = JSON.stringify(env.body)
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+    `HTTP/1.1 ${env.status} ${STATUS_CODES[env.status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `request-id: ${rid}\r\nconnection: close\r\n\r\n${body}`,
   )
   // A lingering close: what the client still sends is read (and refused by the parser) until it closes its side,
@@ -62,9 +63,8 @@ function writeEnvelope(socket: Duplex, status: number, message: string): void {
 /** A socket is answered once: the parser reports the same error again for every later read. */
 const answered = new WeakSet<Duplex>()
 
-function describe(err: ClientError, maxHeaderBytes: number): [number, string] {
-  if (err.code === 'HPE_HEADER_OVERFLOW') return [431, `Request header fields too large: the request line and headers may be at most ${maxHeaderBytes / 1024} KiB`]
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'The request did not arrive in time']
-  const why = err.reason ?? err.message
-  return [400, `Malformed HTTP request: ${why}${err.code ? ` (${err.code})` : ''}`]
+function describe(err: ClientError, maxHeaderBytes: number): ApiError {
+  if (err.code === 'HPE_HEADER_OVERFLOW') return fail('headers_too_large', maxHeaderBytes / 1024)
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return fail('request_timeout')
+  return fail('malformed_http', err.reason ?? err.message, err.code)
 }

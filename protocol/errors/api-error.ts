@@ -1,0 +1,62 @@
+import type { ErrorCode } from './catalog.js'
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'request_too_large'
+  | 'api_error'
+  | 'overloaded_error'
+  | 'timeout_error'
+
+/** The serialisable form of an ApiError, as carried in an actor reply. */
+export interface ErrorData {
+  status: number
+  type: ErrorType
+  message: string
+  /**
+   * What the client reads in `details.error_code` (the official client maps it to dedicated error classes); absent
+   * for codes the catalog keeps to itself. Carried apart from `reason` so that the wire form is decided once, where
+   * the error is made.
+   */
+  code?: string
+  /** The catalog code the error was made from, sent or not. Absent on errors from peers that predate the catalog. */
+  reason?: ErrorCode
+  /** Milliseconds the client should wait before retrying (503 only). */
+  retryAfterMs?: number
+  /**
+   * Between actor and gateway only, never on the wire: a write of the request got no answer, so it may be stored.
+   * A request that stores something new without an Idempotency-Key then answers 504 (`outcome_uncertain`), not 503.
+   */
+  outcomeUnknown?: boolean
+}
+
+/** An error a client may see. Made by `fail(code, …)` from the catalog; rebuilt from ErrorData after a NATS hop. */
+export class ApiError extends Error {
+  readonly status: number
+  readonly type: ErrorType
+  readonly code: string | undefined
+  readonly reason: ErrorCode | undefined
+  readonly retryAfterMs: number | undefined
+
+  constructor(data: ErrorData) {
+    super(data.message)
+    this.name = 'ApiError'
+    this.status = data.status
+    this.type = data.type
+    this.code = data.code
+    this.reason = data.reason
+    this.retryAfterMs = data.retryAfterMs
+  }
+
+  toData(): ErrorData {
+    const d: ErrorData = { status: this.status, type: this.type, message: this.message }
+    if (this.code !== undefined) d.code = this.code
+    if (this.reason !== undefined) d.reason = this.reason
+    if (this.retryAfterMs !== undefined) d.retryAfterMs = this.retryAfterMs
+    return d
+  }
+}
+
+export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError

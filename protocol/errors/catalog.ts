@@ -1,0 +1,179 @@
+import { formatAmount } from '../cost.js'
+import type { ErrorType } from './api-error.js'
+
+/**
+ * Every error the server can return, by code (Fastify's lib/errors.js is the model): its status, its type, the one
+ * message template of the code, and whether the code reaches the client as `details.error_code`. Codes that are sent
+ * are part of the API (the official client maps some to error classes): never rename one. The others name the error
+ * in logs and tests only, so a client never depends on them.
+ *
+ * Messages name the field first where there is one ("field: rule"). `invalid_request` and `internal` take their
+ * message whole: shape rules worded where they are checked, and bugs.
+ */
+export interface CatalogEntry<P extends unknown[] = never[]> {
+  readonly status: number
+  readonly type: ErrorType
+  /** Sent as `details.error_code`. */
+  readonly wire: boolean
+  /** The `retry-after-ms` a 503 carries: how long the condition usually lasts. */
+  readonly retryAfterMs?: number
+  readonly message: (...params: P) => string
+}
+
+/** The type that goes with each status: one status, one type, so the two can never disagree. */
+const TYPE_OF: Record<number, ErrorType> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  408: 'invalid_request_error',
+  409: 'conflict_error',
+  413: 'request_too_large',
+  422: 'invalid_request_error',
+  431: 'invalid_request_error',
+  500: 'api_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
+}
+
+interface Options {
+  /** Send the code as `details.error_code`. Default false. */
+  wire?: boolean
+  /** 503 only: the retry hint. */
+  retryAfterMs?: number
+}
+
+const entry = <P extends unknown[]>(status: keyof typeof TYPE_OF, message: (...params: P) => string, o: Options = {}): CatalogEntry<P> => ({
+  status,
+  type: TYPE_OF[status]!,
+  wire: o.wire ?? false,
+  ...(o.retryAfterMs === undefined ? {} : { retryAfterMs: o.retryAfterMs }),
+  message,
+})
+
+const WIRE = { wire: true }
+
+export const catalog = {
+  // 400: the request breaks a rule of its shape or of the resource.
+  invalid_request: entry(400, (message: string) => message),
+  invalid_cursor: entry(400, () => 'page must be a cursor returned by this endpoint (was not a valid cursor)'),
+  cursor_filter_mismatch: entry(400, () => 'page was issued for different filters; repeat the original query with it', WIRE),
+  metadata_too_many_keys: entry(400, (max: number, left: number) => `metadata: at most ${max} keys (this patch would leave ${left})`),
+  body_too_deep: entry(400, (limit: number) => `Request body nests objects and arrays more than ${limit} levels deep (the limit is ${limit})`),
+  invalid_json: entry(400, (why: string) => `Request body is not valid JSON: ${why}`),
+  body_not_object: entry(400, (was: string) => `body must be a JSON object, not ${was}`),
+  array_too_long: entry(400, (where: string, items: number, max: number) => `${where} has ${items} items; an array in a request holds at most ${max}`),
+  too_many_keys: entry(400, (where: string, keys: number, max: number) => `${where} has ${keys} keys; an object in a request holds at most ${max}`),
+  proto_key: entry(400, (where: string) => `${where}: the key __proto__ is not allowed`),
+  content_length_invalid: entry(400, (raw: string) => `content-length must be one non-negative integer, not ${JSON.stringify(raw.slice(0, 64))}`),
+  version_header_missing: entry(400, () => 'A version header is required: send vendor-version or anthropic-version'),
+  version_header_unsupported: entry(400, (value: string, accepted: readonly string[]) =>
+    `Unsupported version header value ${JSON.stringify(value)}: use one of ${accepted.join(', ')}`),
+  beta_header_missing: entry(400, (beta: string) => `This route requires the beta header value ${beta} (in vendor-beta or anthropic-beta)`),
+  content_type_unsupported: entry(400, () => 'content-type must be application/json on requests with a JSON body'),
+  malformed_http: entry(400, (why: string, parserCode?: string) => `Malformed HTTP request: ${why}${parserCode ? ` (${parserCode})` : ''}`),
+  event_not_in_session: entry(400, (field: string, sessionId: string, eventId: string) =>
+    `${field} must be the id of an event of session ${sessionId}; ${eventId} is not one`),
+  roster_member_not_found: entry(400, (at: string, id: string) => `${at}: agent ${id} does not exist`),
+  roster_member_archived: entry(400, (at: string, id: string) => `${at}: agent ${id} is archived`),
+  agent_archived: entry(400, (id: string) => `Agent ${id} is archived and read-only: it cannot be updated nor used for new sessions`, WIRE),
+  environment_archived: entry(400, (id: string) => `Environment ${id} is archived and cannot be changed or used`, WIRE),
+  budget_create_only: entry(400, () =>
+    'budget: a budget can only be replaced or removed; this session was created without one, or its budget was removed', WIRE),
+  budget_not_raised: entry(400, (consumedCents: number) =>
+    `budget.max_list_cost.amount: the new maximum must be greater than the list cost already consumed (${formatAmount(consumedCents)} cents, rounded)`, WIRE),
+  model_not_budgetable: entry(400, (models: readonly string[]) =>
+    `budget: every model of the session needs a known list price to be budgeted (${models.join(', ')})`, WIRE),
+
+  // 401 (strict mode only: a header check, not authentication).
+  api_key_missing: entry(401, () => 'An API key is required: send x-api-key or authorization'),
+
+  // 404.
+  /** An id that cannot name anything (the router: not shaped like ours); no code, since nothing was looked up. */
+  not_found: entry(404, (what: string, id: string) => `${what} ${id} not found`),
+  route_not_found: entry(404, (method: string, path: string) => `No route for ${method} ${path}`),
+  agent_not_found: entry(404, (id: string) => `Agent ${id} not found`, WIRE),
+  agent_version_not_found: entry(404, (id: string, version: number) => `Agent ${id} version ${version} not found`, WIRE),
+  environment_not_found: entry(404, (id: string) => `Environment ${id} not found`, WIRE),
+  session_not_found: entry(404, (id: string) => `Session ${id} not found`, WIRE),
+
+  // 405: the path exists under other methods (listed in `Allow`).
+  method_not_allowed: entry(405, (method: string, path: string, allowed: readonly string[]) =>
+    `${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`),
+  connect_not_allowed: entry(405, () => 'CONNECT is not allowed: this server is not a proxy'),
+
+  // 408.
+  request_timeout: entry(408, () => 'The request did not arrive in time'),
+
+  // 409: conflicts that retrying cannot fix; the envelope marks them `x-should-retry: false`.
+  session_archived: entry(409, (id: string) => `Session ${id} is archived; it accepts no more events or updates`, WIRE),
+  session_running: entry(409, (id: string) => `Session ${id} is running; interrupt it first (send user.interrupt) and retry once it is idle`, WIRE),
+  session_exists: entry(409, (id: string) => `Session ${id} already exists`),
+  environment_in_use: entry(409, (id: string, sessions: number) =>
+    `Environment ${id} is referenced by ${sessions} session(s); delete them first`, WIRE),
+  agent_version_conflict: entry(409, (current: number) => `version: stale (current version is ${current})`, WIRE),
+
+  // 413.
+  body_too_large: entry(413, (limit: number) => `Request body exceeds the limit of ${limit} bytes`),
+  encoded_too_large: entry(413, (size: number, maxPayload: number) =>
+    `Request is ${size} bytes once encoded for NATS, over the server's max_payload of ${maxPayload} bytes (raise max_payload in the NATS configuration)`),
+  /** One event of the request could not be stored whole; nothing of the request was stored. */
+  event_too_large: entry(413, (index: number, eventType: string, size: number, limit: number) =>
+    `The event at index ${index} of the request (${eventType}) is ${size} bytes of JSON; a stored event holds at most ${limit}. Nothing of this request was stored`),
+
+  // 422: well-formed, but this server cannot do it (an unsupported capability, a vendor-only feature).
+  idempotency_key_reused: entry(422, () =>
+    'Idempotency-Key header: this key was first used with a different request; use a new key for a new request', WIRE),
+  vendor_skills_unsupported: entry(422, (index: number) =>
+    `skills[${index}]: vendor-managed (anthropic) skills are not supported; reference a custom skill`, WIRE),
+  skills_unavailable: entry(422, () => 'Custom skills are not available yet: skills storage is not configured', WIRE),
+  multiagent_topology_unsupported: entry(422, () =>
+    'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}', WIRE),
+  outcomes_unavailable: entry(422, (field: string) => `${field}: outcomes (user.define_outcome) are not available on this server yet`, WIRE),
+  resource_unavailable: entry(422, (index: number, kind: 'file' | 'memory_store') =>
+    `resources[${index}]: ${kind} resources are not available on this server yet (no ${kind === 'file' ? 'Files storage' : 'memory stores'} configured)`, WIRE),
+  resource_unsupported: entry(422, (index: number, kind: string) => `resources[${index}]: ${kind} resources are not supported on sessions`, WIRE),
+  vaults_unavailable: entry(422, () => 'vault_ids: vaults are not available on this server yet (no vault keyring configured)', WIRE),
+  networking_unenforceable: entry(422, (environmentId: string) =>
+    `environment_id: environment ${environmentId} uses limited networking, which the host-process sandbox backend of this server cannot enforce`, WIRE),
+  packages_unsupported: entry(422, (environmentId: string, managers: readonly string[]) =>
+    `environment_id: environment ${environmentId} lists packages (${managers.join(', ')}), which the host-process sandbox backend of this server cannot install`, WIRE),
+
+  // 431.
+  headers_too_large: entry(431, (maxKib: number) => `Request header fields too large: the request line and headers may be at most ${maxKib} KiB`),
+
+  // 500: our bug. Anything thrown that is not an ApiError is `internal` with the default message, revealing nothing.
+  internal: entry(500, (message?: string) => message ?? 'Internal server error'),
+  undecodable_request: entry(500, () => 'Undecodable actor request'),
+  operation_not_placed: entry(500, (op: string, kind: string, where: string) => `No operation ${op} on ${kind} placed on ${where}`),
+  id_collision: entry(500, (kind: string, id: string) => `${kind} id ${id} collided`),
+
+  // 503: a moment's condition; the official client retries after `retry-after-ms`.
+  /** NATS or JetStream unavailable for a moment (actors/kit/nats-errors.ts): the hint is about one election. */
+  store_unavailable: entry(503, () => 'The store is temporarily unavailable (NATS JetStream); retry shortly', { retryAfterMs: 1000 }),
+  contention: entry(503, () => 'Too many concurrent changes to the same record; retry shortly', { retryAfterMs: 500 }),
+  failing_over: entry(503, () => 'The owner of this resource is failing over; retry shortly', { retryAfterMs: 1000 }),
+  owner_timeout: entry(503, () => 'The owner of this resource did not answer in time; retry shortly', { retryAfterMs: 1000 }),
+  actor_moving: entry(503, (kind: string) => `This ${kind} is moving to another host; retry shortly`, { retryAfterMs: 500 }),
+  parse_pool_busy: entry(503, () => 'Too many large request bodies are being parsed; retry shortly', { retryAfterMs: 500 }),
+  stream_closed: entry(503, () => 'The event stream closed before it started; retry shortly', { retryAfterMs: 500 }),
+  history_write_failed: entry(503, () => 'The session history could not be written; retry shortly', { retryAfterMs: 1000 }),
+  history_behind: entry(503, (sessionId: string, readTo: number, lastSeq: number) =>
+    `The history of session ${sessionId} was read up to ${readTo} of ${lastSeq} (a replica behind); retry shortly`, { retryAfterMs: 500 }),
+  history_read_stalled: entry(503, () => 'Reading the session history stalled; retry shortly', { retryAfterMs: 1000 }),
+
+  /**
+   * 504: a request that stores something got no certain outcome (its write, or the owner's answer, timed out), so it
+   * may or may not have been stored. Never retried blindly (`x-should-retry: false`): a retry could store it twice. An
+   * Idempotency-Key makes such retries safe, and then the answer is a 503 instead.
+   */
+  outcome_uncertain: entry(504, (what: string) =>
+    `${what} may or may not have been stored; look before sending it again. Requests sent with an Idempotency-Key header can be retried safely`),
+} as const
+
+export type ErrorCode = keyof typeof catalog
+
+/** The parameters of a code's message template. */
+export type ErrorParams<C extends ErrorCode> = Parameters<(typeof catalog)[C]['message']>
+
+export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && Object.hasOwn(catalog, code)

@@ -1,0 +1,199 @@
+import t from 'tap'
+import { ApiError } from '../../protocol/errors/api-error.js'
+import { catalog, isErrorCode, type ErrorCode, type ErrorParams } from '../../protocol/errors/catalog.js'
+import { toEnvelope } from '../../protocol/errors/envelope.js'
+import { fail, inField } from '../../protocol/errors/fail.js'
+
+/**
+ * The error catalog (protocol/errors/catalog.ts): every code's status, type and wire form agree with each other and
+ * with the envelope. Texts are pinned by the tests of the code that throws them.
+ */
+
+/** Parameters for every code's template. Typed per code: a code added to the catalog must be added here. */
+const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
+  invalid_request: ['name: must be non-empty'],
+  invalid_cursor: [],
+  cursor_filter_mismatch: [],
+  metadata_too_many_keys: [16, 17],
+  body_too_deep: [64],
+  invalid_json: ['Unexpected end of JSON input'],
+  body_not_object: ['an array'],
+  array_too_long: ['body.tools', 10_001, 10_000],
+  too_many_keys: ['body.metadata', 10_001, 10_000],
+  proto_key: ['body.metadata'],
+  content_length_invalid: ['12, 13'],
+  version_header_missing: [],
+  version_header_unsupported: ['1999-01-01', ['2023-06-01']],
+  beta_header_missing: ['managed-agents-2026-04-01'],
+  content_type_unsupported: [],
+  malformed_http: ['Invalid method', 'HPE_INVALID_METHOD'],
+  event_not_in_session: ['after', 'sesn_1', 'sevt_2'],
+  roster_member_not_found: ['multiagent.agents[0]', 'agent_1'],
+  roster_member_archived: ['multiagent.agents[0]', 'agent_1'],
+  agent_archived: ['agent_1'],
+  environment_archived: ['env_1'],
+  budget_create_only: [],
+  budget_not_raised: [250],
+  model_not_budgetable: [['claude-opus-4-7']],
+  api_key_missing: [],
+  not_found: ['Agent', 'agent-x'],
+  route_not_found: ['GET', '/v1/nothing'],
+  agent_not_found: ['agent_1'],
+  agent_version_not_found: ['agent_1', 3],
+  environment_not_found: ['env_1'],
+  session_not_found: ['sesn_1'],
+  method_not_allowed: ['PUT', '/v1/agents', ['GET', 'HEAD', 'POST']],
+  connect_not_allowed: [],
+  request_timeout: [],
+  session_archived: ['sesn_1'],
+  session_running: ['sesn_1'],
+  session_exists: ['sesn_1'],
+  environment_in_use: ['env_1', 2],
+  agent_version_conflict: [3],
+  body_too_large: [1024],
+  encoded_too_large: [2048, 1024],
+  event_too_large: [0, 'user.message', 2048, 1024],
+  idempotency_key_reused: [],
+  vendor_skills_unsupported: [0],
+  skills_unavailable: [],
+  multiagent_topology_unsupported: [],
+  outcomes_unavailable: ['events[0]'],
+  resource_unavailable: [0, 'file'],
+  resource_unsupported: [0, 'github_repository'],
+  vaults_unavailable: [],
+  networking_unenforceable: ['env_1'],
+  packages_unsupported: ['env_1', ['apt', 'pip']],
+  headers_too_large: [16],
+  internal: [],
+  undecodable_request: [],
+  operation_not_placed: ['get', 'agent', 'any host'],
+  id_collision: ['agent', 'agent_1'],
+  store_unavailable: [],
+  contention: [],
+  failing_over: [],
+  owner_timeout: [],
+  actor_moving: ['session'],
+  parse_pool_busy: [],
+  stream_closed: [],
+  history_write_failed: [],
+  history_behind: ['sesn_1', 3, 5],
+  history_read_stalled: [],
+  outcome_uncertain: ['The request'],
+}
+
+const TYPE_OF_STATUS: Record<number, string> = {
+  400: 'invalid_request_error', 401: 'authentication_error', 404: 'not_found_error', 405: 'invalid_request_error',
+  408: 'invalid_request_error', 409: 'conflict_error', 413: 'request_too_large', 422: 'invalid_request_error',
+  431: 'invalid_request_error', 500: 'api_error', 503: 'overloaded_error', 504: 'timeout_error',
+}
+
+const make = <C extends ErrorCode>(code: C) => fail(code, ...SAMPLES[code])
+
+t.test('every code: status and type agree, the code is sent exactly when the catalog says so', async (t) => {
+  const codes = Object.keys(catalog) as ErrorCode[]
+  t.same(Object.keys(SAMPLES).sort(), [...codes].sort(), 'every code has samples, and nothing else does')
+  for (const code of codes) {
+    const entry = catalog[code]
+    const e = make(code)
+    t.ok(e instanceof ApiError, code)
+    t.equal(e.type, TYPE_OF_STATUS[e.status], `${code}: ${e.status} is a ${e.type}`)
+    t.equal(e.reason, code, `${code}: the catalog code travels as reason`)
+    t.equal(e.code, entry.wire ? code : undefined, `${code}: details.error_code ${entry.wire ? 'sent' : 'not sent'}`)
+    t.ok(e.message.length > 0 && !e.message.includes('undefined'), `${code}: "${e.message}"`)
+    t.equal(e.retryAfterMs !== undefined, e.status === 503, `${code}: a retry hint exactly on 503`)
+    // A wire code is part of the API: snake_case, as the official client reads it.
+    if (entry.wire) t.match(code, /^[a-z]+(_[a-z]+)*$/)
+    t.ok(isErrorCode(code))
+  }
+  t.notOk(isErrorCode('toString'), 'inherited names are no codes')
+  t.notOk(isErrorCode('no_such_code'))
+})
+
+t.test('codes sent on the wire today stay sent, with the same status', async (t) => {
+  const sent: Record<string, number> = {
+    cursor_filter_mismatch: 400, agent_archived: 400, environment_archived: 400, budget_create_only: 400,
+    budget_not_raised: 400, model_not_budgetable: 400, agent_not_found: 404, agent_version_not_found: 404,
+    environment_not_found: 404, session_not_found: 404, session_archived: 409, session_running: 409,
+    environment_in_use: 409, agent_version_conflict: 409, idempotency_key_reused: 422, vendor_skills_unsupported: 422,
+    skills_unavailable: 422, multiagent_topology_unsupported: 422, outcomes_unavailable: 422, resource_unavailable: 422,
+    resource_unsupported: 422, vaults_unavailable: 422, networking_unenforceable: 422, packages_unsupported: 422,
+  }
+  const wire = (Object.keys(catalog) as ErrorCode[]).filter((c) => catalog[c].wire)
+  t.same(wire.sort(), Object.keys(sent).sort(), 'exactly these codes are sent')
+  for (const [code, status] of Object.entries(sent)) t.equal(catalog[code as ErrorCode].status, status, code)
+})
+
+t.test('templates are typed by code', async (t) => {
+  t.equal(fail('session_archived', 'sesn_1').message, 'Session sesn_1 is archived; it accepts no more events or updates')
+  t.equal(fail('internal').message, 'Internal server error')
+  t.equal(fail('internal', 'stream.open answered null').message, 'stream.open answered null')
+  // Checked by the compiler (npm run typecheck), never run.
+  const typeChecks = () => [
+    // @ts-expect-error session_archived takes the session id
+    fail('session_archived'),
+    // @ts-expect-error agent_version_conflict takes a number
+    fail('agent_version_conflict', '3'),
+    // @ts-expect-error no such code
+    fail('no_such_code'),
+  ]
+  t.type(typeChecks, 'function')
+})
+
+t.test('toEnvelope: headers and details by status and code', async (t) => {
+  const conflict = toEnvelope(fail('session_running', 'sesn_1'), 'req_1')
+  t.same(conflict, {
+    status: 409,
+    headers: { 'x-should-retry': 'false' },
+    body: {
+      type: 'error',
+      error: { type: 'conflict_error', message: conflict.body.error.message, details: { error_code: 'session_running' } },
+      request_id: 'req_1',
+    },
+  })
+
+  const uncertain = toEnvelope(fail('outcome_uncertain', 'The request'), 'req_2')
+  t.equal(uncertain.status, 504)
+  t.same(uncertain.headers, { 'x-should-retry': 'false' }, 'a 504 is never retried blindly')
+  t.equal(uncertain.body.error.details, undefined)
+
+  const busy = toEnvelope(fail('store_unavailable'), 'req_3')
+  t.equal(busy.status, 503)
+  t.same(busy.headers, { 'retry-after-ms': '1000' })
+  t.equal(busy.body.error.type, 'overloaded_error')
+  t.equal(busy.body.error.details, undefined, 'a 503 sends no code')
+  t.same(toEnvelope(fail('contention'), 'r').headers, { 'retry-after-ms': '500' })
+
+  const quiet = toEnvelope(fail('invalid_cursor'), 'req_4')
+  t.same(quiet.headers, {})
+  t.notOk('details' in quiet.body.error, 'a code kept to the catalog sends no details')
+
+  const bug = toEnvelope(new Error('secret path /etc/x'), 'req_5')
+  t.same(bug, {
+    status: 500,
+    headers: {},
+    body: { type: 'error', error: { type: 'api_error', message: 'Internal server error' }, request_id: 'req_5' },
+  }, 'anything else is a 500 that reveals nothing')
+
+  for (const code of Object.keys(catalog) as ErrorCode[]) {
+    const env = toEnvelope(make(code), 'r')
+    t.equal(env.status, catalog[code].status, code)
+    t.equal(env.headers['x-should-retry'], env.status === 409 || env.status === 504 ? 'false' : undefined, `${code}: x-should-retry`)
+    t.equal(env.headers['retry-after-ms'], catalog[code].retryAfterMs?.toString(), `${code}: retry-after-ms`)
+    t.same(env.body.error.details, catalog[code].wire ? { error_code: code } : undefined, `${code}: details`)
+  }
+})
+
+t.test('an error survives the hop between actor and gateway', async (t) => {
+  const e = fail('environment_in_use', 'env_1', 2)
+  const back = new ApiError(structuredClone(e.toData()))
+  t.same(toEnvelope(back, 'r'), toEnvelope(e, 'r'))
+  t.equal(back.reason, 'environment_in_use')
+})
+
+t.test('inField names the body field of a 404 and passes anything else through', async (t) => {
+  const named = await Promise.reject(fail('environment_not_found', 'env_1')).catch(inField('environment_id')).catch((e) => e)
+  t.equal(named.message, 'environment_id: Environment env_1 not found')
+  t.equal(named.code, 'environment_not_found')
+  const other = fail('environment_archived', 'env_1')
+  t.equal(await Promise.reject(other).catch(inField('environment_id')).catch((e) => e), other)
+})
