@@ -15,10 +15,16 @@ const SETTINGS = ['tsconfig.json', 'tsconfig.build.json']
 /** sha256 over the path and content of every source file: a changed, added or removed file changes it. Throws if a settings file is missing. */
 export function sourceDigest() {
   const hash = createHash('sha256')
-  const add = (rel) => hash.update(`${rel}\0`).update(readFileSync(path.join(ROOT, rel))).update('\0')
+  const add = (rel) =>
+    hash
+      .update(`${rel}\0`)
+      .update(readFileSync(path.join(ROOT, rel)))
+      .update('\0')
   for (const rel of SETTINGS) add(rel)
   for (const dir of SOURCE_DIRS) {
-    const files = readdirSync(path.join(ROOT, dir), { recursive: true }).filter((f) => f.endsWith('.ts')).sort()
+    const files = readdirSync(path.join(ROOT, dir), { recursive: true })
+      .filter((f) => f.endsWith('.ts'))
+      .sort()
     for (const f of files) add(path.join(dir, f))
   }
   return hash.digest('hex')

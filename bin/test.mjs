@@ -15,7 +15,7 @@ let files = 0
 let failedFiles = 0
 /** Lines of the current top-level file, kept until we know whether it failed. */
 let block = []
-const out = (s) => process.stdout.write(s + '\n')
+const out = (s) => process.stdout.write(`${s}\n`)
 
 /** The failing assertions of a file, each with the YAML diagnostics that follow it. */
 function failures(lines) {
@@ -35,7 +35,7 @@ function failures(lines) {
     }
     const isSubtest = lines.slice(Math.max(0, i - 1), i).some((l) => l.length > indent && /^\s+1\.\.\d+/.test(l))
     if (isSubtest && diag.every((l) => !/diff:|found:|wanted:|message:|stack:/.test(l))) continue
-    shown.push(`  not ok - ${m[2]}`, ...diag.map((l) => '    ' + l.slice(indent)))
+    shown.push(`  not ok - ${m[2]}`, ...diag.map((l) => `    ${l.slice(indent)}`))
   }
   return shown
 }

@@ -28,4 +28,3 @@ export function bodyOf(method: string, headers: Headers): BodyFacts {
   const declared = Number(raw)
   return { mayHaveBody: declared > 0, declared }
 }
-

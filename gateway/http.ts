@@ -23,7 +23,10 @@ export function send(ex: Exchange, state: ResponseState, status: number, headers
   // The transports copy a string into UTF-8 anyway: encoding it here costs nothing more and gives the byte count.
   const bytes = typeof body === 'string' ? Buffer.from(body) : body
   // HEAD never reads a body (gateway/body.ts): there is nothing to linger over or to close for.
-  if (ex.method === 'HEAD') return sendHead(ex, state, status, headers, bytes.byteLength)
+  if (ex.method === 'HEAD') {
+    sendHead(ex, state, status, headers, bytes.byteLength)
+    return
+  }
   state.done = true
   state.status = status
   state.bytesOut = bytes.byteLength
@@ -42,14 +45,6 @@ export function sendHead(ex: Exchange, state: ResponseState, status: number, hea
   ex.sendHead(status, headers, length)
 }
 
-export function sendJson(
-  ex: Exchange,
-  state: ResponseState,
-  status: number,
-  rid: string,
-  payload: unknown,
-  extra: Headers = {},
-  after: After = 'keep',
-): void {
+export function sendJson(ex: Exchange, state: ResponseState, status: number, rid: string, payload: unknown, extra: Headers = {}, after: After = 'keep'): void {
   send(ex, state, status, { 'content-type': 'application/json', 'request-id': rid, ...extra }, JSON.stringify(payload), after)
 }

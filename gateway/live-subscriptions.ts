@@ -74,7 +74,10 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
     // Awaited by the joiners; this keeps a failure nobody is waiting for from being unhandled.
     ready.catch(() => undefined)
     const shared: Shared = { sub, listeners, ready }
-    sub.closed.then(() => drop(sid, shared), () => drop(sid, shared))
+    sub.closed.then(
+      () => drop(sid, shared),
+      () => drop(sid, shared),
+    )
     return shared
   }
 

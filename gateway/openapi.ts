@@ -23,13 +23,7 @@ const q = (s: string) => JSON.stringify(s)
 export function openapiYaml(routes: readonly (Route | OpsRoute)[], version: string): string {
   const byPath = new Map<string, Array<Route | OpsRoute>>()
   for (const r of routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r])
-  const lines = [
-    'openapi: 3.1.0',
-    'info:',
-    '  title: Troupe Managed Agents API',
-    `  version: ${q(version)}`,
-    'paths:',
-  ]
+  const lines = ['openapi: 3.1.0', 'info:', '  title: Troupe Managed Agents API', `  version: ${q(version)}`, 'paths:']
   for (const [path, list] of byPath) {
     lines.push(`  ${q(path)}:`)
     for (const r of list) {
@@ -43,5 +37,5 @@ export function openapiYaml(routes: readonly (Route | OpsRoute)[], version: stri
       lines.push('      responses:', `        "200":`, `          description: ${q(stream ? 'Server-sent event stream' : 'OK')}`)
     }
   }
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }

@@ -61,7 +61,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
   const parsePool = new ParsePool()
   const streams = createSessionStreams({
-    nc, actors: opts.actors, log, actorTimeoutMs, keepaliveMs: opts.sseKeepaliveMs,
+    nc,
+    actors: opts.actors,
+    log,
+    actorTimeoutMs,
+    keepaliveMs: opts.sseKeepaliveMs,
   })
 
   const answerError = (ex: Exchange, state: ResponseState, rid: string, err: unknown, after: After = 'keep', extra?: Record<string, string>) => {
@@ -134,11 +138,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const logRequest = (inc: IncomingRequest, state: ResponseState, t0: number) => {
     log.info(
       {
-        rid: inc.rid, method: inc.method, route: inc.route,
+        rid: inc.rid,
+        method: inc.method,
+        route: inc.route,
         // 499: the client went away before any answer (nginx's convention).
         status: state.status ?? 499,
         ms: Math.round((performance.now() - t0) * 10) / 10,
-        bytes_in: inc.bytesIn, bytes_out: state.bytesOut ?? 0,
+        bytes_in: inc.bytesIn,
+        bytes_out: state.bytesOut ?? 0,
       },
       'request',
     )

@@ -71,8 +71,12 @@ function joinQueued(queue: (string | Uint8Array)[]): string | Uint8Array {
 /** The head of an event stream: what a GET starts with, and all a HEAD gets. */
 export function sseHeaders(requestId: string, extra?: Headers): Headers {
   return {
-    'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive',
-    'x-accel-buffering': 'no', 'request-id': requestId, ...extra,
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'request-id': requestId,
+    ...extra,
   }
 }
 
@@ -138,9 +142,15 @@ export function startSse(ex: Exchange, state: ResponseState, opts: SseOptions): 
       out!.end(rest)
       finish('closed')
     },
-    get closed() { return reason !== undefined },
-    get closeReason() { return reason },
-    get bufferedBytes() { return queued },
+    get closed() {
+      return reason !== undefined
+    },
+    get closeReason() {
+      return reason
+    },
+    get bufferedBytes() {
+      return queued
+    },
     done,
   }
   if (state.aborted || state.done) {

@@ -16,8 +16,8 @@ const BETA_FOR: Record<BetaGroup, string> = {
  * first problem, or undefined when the request may proceed.
  */
 export function strictProblem(headers: Record<string, string>, beta: BetaGroup, hasBody: boolean): ApiError | undefined {
-  const key = headers['x-api-key'] || headers['authorization']
-  if (!key || !key.trim()) return fail('api_key_missing')
+  const key = headers['x-api-key'] || headers.authorization
+  if (!key?.trim()) return fail('api_key_missing')
   const version = headers['vendor-version'] ?? headers['anthropic-version']
   if (!version) return fail('version_header_missing')
   if (!ACCEPTED_VERSIONS.includes(version)) return fail('version_header_unsupported', version, ACCEPTED_VERSIONS)

@@ -26,10 +26,7 @@ export interface Unread {
   onProgress?: () => void
 }
 
-export type BodyResult =
-  | { ok: true; bytes: Buffer }
-  | { ok: false; reason: 'too_large'; unread: Unread }
-  | { ok: false; reason: 'aborted' }
+export type BodyResult = { ok: true; bytes: Buffer } | { ok: false; reason: 'too_large'; unread: Unread } | { ok: false; reason: 'aborted' }
 
 /**
  * What follows a response: `keep` the connection; `close` it (state unknown after a failure); or linger over an

@@ -12,8 +12,10 @@ export interface Cursor<P> {
 }
 
 function fingerprint(resource: string, filters: Record<string, unknown>): string {
-  const keys = Object.keys(filters).filter((k) => filters[k] !== undefined).sort()
-  return resource + '|' + keys.map((k) => `${k}=${JSON.stringify(filters[k])}`).join('&')
+  const keys = Object.keys(filters)
+    .filter((k) => filters[k] !== undefined)
+    .sort()
+  return `${resource}|${keys.map((k) => `${k}=${JSON.stringify(filters[k])}`).join('&')}`
 }
 
 const hash = (s: string): string => fnv1a(s).toString(36)
@@ -28,21 +30,20 @@ export const isSeq = (a: unknown): a is number => Number.isSafeInteger(a) && (a 
 
 /** A position that is a record's place in a list: its creation time and id (plus whatever else it says). */
 export const isRecordPosition = (a: unknown): a is { id: string; created_at: string } =>
-  typeof a === 'object' && a !== null && !Array.isArray(a) &&
-  typeof (a as { id?: unknown }).id === 'string' && (a as { id: string }).id.length <= 256 &&
-  typeof (a as { created_at?: unknown }).created_at === 'string' && (a as { created_at: string }).created_at.length <= 64
+  typeof a === 'object' &&
+  a !== null &&
+  !Array.isArray(a) &&
+  typeof (a as { id?: unknown }).id === 'string' &&
+  (a as { id: string }).id.length <= 256 &&
+  typeof (a as { created_at?: unknown }).created_at === 'string' &&
+  (a as { created_at: string }).created_at.length <= 64
 
 /**
  * `page` empty or absent means the first page (the client sends `page=` for null). The fingerprint is a
  * checksum, not a signature (anyone can compute it): `valid` checks the position's shape, since it comes
  * from the client like any other input.
  */
-export function decodeCursor<P>(
-  resource: string,
-  filters: Record<string, unknown>,
-  page: string | undefined,
-  valid: (a: unknown) => a is P,
-): P | undefined {
+export function decodeCursor<P>(resource: string, filters: Record<string, unknown>, page: string | undefined, valid: (a: unknown) => a is P): P | undefined {
   if (page === undefined || page === '') return undefined
   let parsed: { f?: unknown; a?: unknown }
   try {

@@ -12,5 +12,8 @@ export function fnv1a(s: string): number {
 
 /** A short digest of a value's JSON (SHA-256, 96 bits, base64url): tells two requests apart, without spaces. */
 export function fingerprint(value: unknown): string {
-  return createHash('sha256').update(JSON.stringify(value) ?? '').digest('base64url').slice(0, 16)
+  return createHash('sha256')
+    .update(JSON.stringify(value) ?? '')
+    .digest('base64url')
+    .slice(0, 16)
 }

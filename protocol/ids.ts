@@ -17,8 +17,24 @@ const random = () => {
 const ulid = monotonicFactory(random)
 
 export type IdPrefix =
-  | 'agent' | 'env' | 'sesn' | 'sevt' | 'sthr' | 'req' | 'depl' | 'drun' | 'whep' | 'whe' | 'skill' | 'file'
-  | 'outc' | 'vlt' | 'vcrd' | 'sesrsc' | 'host' | 'memstore'
+  | 'agent'
+  | 'env'
+  | 'sesn'
+  | 'sevt'
+  | 'sthr'
+  | 'req'
+  | 'depl'
+  | 'drun'
+  | 'whep'
+  | 'whe'
+  | 'skill'
+  | 'file'
+  | 'outc'
+  | 'vlt'
+  | 'vcrd'
+  | 'sesrsc'
+  | 'host'
+  | 'memstore'
 
 /** A prefixed, time-ordered id: `agent_01JX…`. */
 export const newId = (prefix: IdPrefix | (string & {})): string => `${prefix}_${ulid()}`
@@ -51,5 +67,8 @@ const ID_BODY = /^[A-Za-z0-9][A-Za-z0-9_-]*$/
  * subject or key; a well-formed id that does not exist is then a 404, a malformed one never reaches the store.
  */
 export const isId = (prefix: IdPrefix, id: string): boolean =>
-  id.length <= ID_MAX_LENGTH && id.length > prefix.length + 1 && id.startsWith(prefix) && id.charCodeAt(prefix.length) === 95 /* _ */ &&
+  id.length <= ID_MAX_LENGTH &&
+  id.length > prefix.length + 1 &&
+  id.startsWith(prefix) &&
+  id.charCodeAt(prefix.length) === 95 /* _ */ &&
   ID_BODY.test(id.slice(prefix.length + 1))

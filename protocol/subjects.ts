@@ -29,8 +29,7 @@ export const actorQueue = (kind: string) => `troupe.${kind}`
 export const partitionOf = (id: string): number => fnv1a(id) % PARTITIONS
 
 export const partitionToken = (p: number) => `p${String(p).padStart(2, '0')}`
-export const partitionedSubject = (kind: string, id: string, op: string) =>
-  `troupe.${kind}.${partitionToken(partitionOf(id))}.${id}.${op}`
+export const partitionedSubject = (kind: string, id: string, op: string) => `troupe.${kind}.${partitionToken(partitionOf(id))}.${id}.${op}`
 
 /**
  * The subject an operation is served on: its kind's queue group for ops placed on any host, the partition of `id`

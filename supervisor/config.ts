@@ -50,12 +50,14 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min} (was ${JSON.stringify(v)})`)
     return n
   }
-  const session = Object.fromEntries(Object.entries({
-    retries: count('TROUPE_MODEL_RETRIES', 0),
-    retryBaseMs: count('TROUPE_MODEL_RETRY_BASE_MS', 0),
-    idleMs: count('TROUPE_SESSION_IDLE_MS', 0),
-    maxTokens: count('TROUPE_MODEL_MAX_TOKENS', 1),
-  }).filter(([, v]) => v !== undefined))
+  const session = Object.fromEntries(
+    Object.entries({
+      retries: count('TROUPE_MODEL_RETRIES', 0),
+      retryBaseMs: count('TROUPE_MODEL_RETRY_BASE_MS', 0),
+      idleMs: count('TROUPE_SESSION_IDLE_MS', 0),
+      maxTokens: count('TROUPE_MODEL_MAX_TOKENS', 1),
+    }).filter(([, v]) => v !== undefined),
+  )
   return {
     port,
     session,

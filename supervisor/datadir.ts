@@ -23,7 +23,7 @@ export function lockDataDir(dir: string, role: string): DataDirLock {
   mkdirSync(dir, { recursive: true })
   const file = path.join(dir, LOCK_FILE)
   let info: LockInfo = { pid: process.pid, proc_start: procStart(process.pid), started_at: Date.now(), role }
-  const write = (flag: 'wx' | 'w') => writeFileSync(file, JSON.stringify(info) + '\n', { flag, mode: 0o600 })
+  const write = (flag: 'wx' | 'w') => writeFileSync(file, `${JSON.stringify(info)}\n`, { flag, mode: 0o600 })
 
   for (let attempt = 0; ; attempt++) {
     try {
@@ -58,7 +58,6 @@ export function lockDataDir(dir: string, role: string): DataDirLock {
     if (held && moved && moved.pid !== held.pid) {
       // We moved someone's fresh lock: put it back and report them.
       renameFresh(moved, file)
-      continue
     }
   }
 
@@ -69,7 +68,7 @@ export function lockDataDir(dir: string, role: string): DataDirLock {
     if (!/^host_[0-9A-Za-z]{10,40}$/.test(hostId)) throw new Error('malformed')
   } catch {
     hostId = newId('host')
-    writeFileSync(hostFile, hostId + '\n')
+    writeFileSync(hostFile, `${hostId}\n`)
   }
 
   let released = false
@@ -92,7 +91,7 @@ export function lockDataDir(dir: string, role: string): DataDirLock {
 
 function renameFresh(info: LockInfo, file: string) {
   try {
-    writeFileSync(file, JSON.stringify(info) + '\n', { flag: 'wx' })
+    writeFileSync(file, `${JSON.stringify(info)}\n`, { flag: 'wx' })
   } catch {}
 }
 

@@ -53,15 +53,19 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   let serving: HostContext['serves'] = () => false
   const tables = new Map<string, OpTable>()
   const ctx: HostContext = {
-    nc, js, jsm, kvm, storage, log, hostId, settings,
+    nc,
+    js,
+    jsm,
+    kvm,
+    storage,
+    log,
+    hostId,
+    settings,
     serves: (kind, p) => serving(kind, p),
     client: actorClient({ wire: actorWire(nc), local: (kind) => tables.get(kind) }),
   }
 
-  const [hostsKv, placementKv] = await Promise.all([
-    openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS }),
-    openBucket(kvm, storage, Buckets.placement),
-  ])
+  const [hostsKv, placementKv] = await Promise.all([openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS }), openBucket(kvm, storage, Buckets.placement)])
 
   const subs: Subscription[] = []
   const closers: Array<() => Promise<void>> = []
@@ -103,10 +107,12 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     tables.set(kind, rt.ops)
     const placements = new Set(Object.values(def.contract.ops).map((op) => op.placement))
     if (placements.has('any')) {
-      subs.push(nc.subscribe(actorSubject(kind, '*'), {
-        queue: actorQueue(kind),
-        callback: (_e, m) => void run(m, (req) => dispatch(rt.ops, req, { placement: 'any' })),
-      }))
+      subs.push(
+        nc.subscribe(actorSubject(kind, '*'), {
+          queue: actorQueue(kind),
+          callback: (_e, m) => void run(m, (req) => dispatch(rt.ops, req, { placement: 'any' })),
+        }),
+      )
     }
     if (placements.has('owner')) partitioned.set(kind, { rt, subs: new Map() })
   }
@@ -159,7 +165,10 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   await placement.start()
 
   subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready })) }))
-  log.info({ kinds: kinds.map((k) => k.contract.kind), partitions: Object.fromEntries([...partitioned.keys()].map((k) => [k, placement.owns(k).length])) }, 'actor host ready')
+  log.info(
+    { kinds: kinds.map((k) => k.contract.kind), partitions: Object.fromEntries([...partitioned.keys()].map((k) => [k, placement.owns(k).length])) },
+    'actor host ready',
+  )
 
   let stopping: Promise<void> | undefined
   return {

@@ -45,7 +45,10 @@ export function findNats(env: NodeJS.ProcessEnv = process.env): NatsTarget {
   if (cfg.natsUrl) return { url: cfg.natsUrl }
   const file = path.join(cfg.dataDir, LOCK_FILE)
   const lock = readLock(file)
-  if (!lock) throw new Error(`no running troupe in ${cfg.dataDir} (no ${LOCK_FILE} there); set NATS_URL or start one (\`troupe start\`; TROUPE_DATA_DIR picks the directory)`)
+  if (!lock)
+    throw new Error(
+      `no running troupe in ${cfg.dataDir} (no ${LOCK_FILE} there); set NATS_URL or start one (\`troupe start\`; TROUPE_DATA_DIR picks the directory)`,
+    )
   const holder = `troupe ${lock.role} (pid ${lock.pid}, started ${new Date(lock.started_at).toISOString()})`
   if (!lock.nats_url) throw new Error(`${holder} holds ${cfg.dataDir} but its ${LOCK_FILE} names no NATS URL yet (still starting?); set NATS_URL or try again`)
   return { url: lock.nats_url, hint: `the URL came from ${file}, written by ${holder}: is that process still running?` }

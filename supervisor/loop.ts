@@ -16,18 +16,20 @@ export function every(ms: number, pass: () => Promise<void>, onError: (err: unkn
   const run = (): Promise<void> => {
     clearTimeout(timer)
     let began = 0
-    running = running.then(async () => {
-      if (stopped) return
-      began = performance.now()
-      try {
-        await pass()
-      } catch (err) {
-        onError(err)
-      }
-    }).then(() => {
-      // The cadence counts from the start of a pass: a slow pass is followed at once, never overlapped.
-      if (!stopped) timer = setTimeout(run, Math.max(0, ms - (performance.now() - began)))
-    })
+    running = running
+      .then(async () => {
+        if (stopped) return
+        began = performance.now()
+        try {
+          await pass()
+        } catch (err) {
+          onError(err)
+        }
+      })
+      .then(() => {
+        // The cadence counts from the start of a pass: a slow pass is followed at once, never overlapped.
+        if (!stopped) timer = setTimeout(run, Math.max(0, ms - (performance.now() - began)))
+      })
     return running
   }
   void run()

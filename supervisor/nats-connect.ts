@@ -62,7 +62,10 @@ export async function connectNats(url: string, opts: ConnectNatsOptions = {}): P
 export function parseNatsUrl(url: string): Server[] {
   const malformed = (why: string) =>
     new Error(`malformed NATS URL ${JSON.stringify(redact(url))}: ${why}; expected nats://host:port (several separated by commas)`)
-  const parts = url.split(',').map((p) => p.trim()).filter(Boolean)
+  const parts = url
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
   if (!parts.length) throw malformed('it is empty')
   return parts.map((part) => {
     let u: URL
@@ -85,8 +88,10 @@ export function parseNatsUrl(url: string): Server[] {
 
 /** The URL as it may be printed: a password or token replaced by `***`. */
 export function redact(url: string): string {
-  return url.replace(/(\w+:\/\/)([^@/,]*)@/g, (_, scheme: string, cred: string) =>
-    `${scheme}${cred.includes(':') ? `${cred.slice(0, cred.indexOf(':'))}:***` : '***'}@`)
+  return url.replace(
+    /(\w+:\/\/)([^@/,]*)@/g,
+    (_, scheme: string, cred: string) => `${scheme}${cred.includes(':') ? `${cred.slice(0, cred.indexOf(':'))}:***` : '***'}@`,
+  )
 }
 
 async function explain(err: unknown, url: string, server: Server, timeout: number): Promise<string> {

@@ -35,8 +35,7 @@ export function natsServerBinary(): string {
     } catch {}
   }
   throw new Error(
-    'nats-server was not found. On Debian or Ubuntu: sudo apt-get install -y nats-server ' +
-      '(or point NATS_URL at a running NATS with JetStream).',
+    'nats-server was not found. On Debian or Ubuntu: sudo apt-get install -y nats-server ' + '(or point NATS_URL at a running NATS with JetStream).',
   )
 }
 
@@ -70,7 +69,8 @@ export async function startEmbeddedNats(storeDir: string, onWarning: (msg: strin
     try {
       await waitForNats(url, child)
       return {
-        url, port,
+        url,
+        port,
         monitorUrl: `http://127.0.0.1:${monitorPort}`,
         pgid: child.pid!,
         stop: () => stopChild(child),
@@ -160,7 +160,7 @@ function configForVersion(conf: string, version: string, storeDir: string, onWar
   const text = readFileSync(conf, 'utf8')
   if (!/^\s*sync_interval\s*:/m.test(text)) return conf
   const copy = path.join(storeDir, 'nats.effective.conf')
-  writeFileSync(copy, text.replace(/^(\s*)sync_interval\s*:.*$/m, '$1# sync_interval dropped: nats-server ' + version + ' does not support it'))
+  writeFileSync(copy, text.replace(/^(\s*)sync_interval\s*:.*$/m, `$1# sync_interval dropped: nats-server ${version} does not support it`))
   onWarning(`nats-server ${version} does not support sync_interval: always (2.10+ does); acknowledged writes may be lost on an OS crash`)
   return copy
 }

@@ -155,7 +155,10 @@ export class Placement {
 
   owns(kind: KindName): number[] {
     const prefix = `${kind}.`
-    return [...this.owned.keys()].filter((k) => k.startsWith(prefix)).map((k) => Number(k.slice(prefix.length + 1))).sort((a, b) => a - b)
+    return [...this.owned.keys()]
+      .filter((k) => k.startsWith(prefix))
+      .map((k) => Number(k.slice(prefix.length + 1)))
+      .sort((a, b) => a - b)
   }
 
   /** The store answers (a recent heartbeat was acknowledged) and every partition has a live holder. */
@@ -296,12 +299,14 @@ export class Placement {
    * leader has them (a replica that is behind could still show a record that has moved on).
    */
   private async verify(): Promise<void> {
-    await Promise.all([...this.owned].map(async ([key, rev]) => {
-      const e = await readAtLeader(this.o.placement, key)
-      if (live(e) && decode<PlacementRecord>(e.value).host === this.o.hostId && e.revision === rev) return
-      const [kind, token] = key.split('.') as [KindName, string]
-      await this.drop(kind, Number(token.slice(1)))
-    }))
+    await Promise.all(
+      [...this.owned].map(async ([key, rev]) => {
+        const e = await readAtLeader(this.o.placement, key)
+        if (live(e) && decode<PlacementRecord>(e.value).host === this.o.hostId && e.revision === rev) return
+        const [kind, token] = key.split('.') as [KindName, string]
+        await this.drop(kind, Number(token.slice(1)))
+      }),
+    )
     this.unverified = false
     this.o.log.info({ pausedMs: Math.round(performance.now() - this.pausedAt), kept: this.owned.size }, 'serving resumed after a heartbeat gap')
   }
@@ -336,12 +341,14 @@ export class Placement {
     const before = new Set(this.owned.keys())
     const hosts = this.liveHosts()
     const plans = new Map(this.o.kinds.map((k) => [k, plan(k, hosts)]))
-    await Promise.all([...this.owned.keys()].map(async (key) => {
-      const [kind, token] = key.split('.') as [KindName, string]
-      const p = Number(token.slice(1))
-      if (!hosts.length) return this.drop(kind, p)
-      await this.handOver(kind, p, plans.get(kind)![p]!).catch((err) => this.o.log.warn({ err, key }, 'hand-over failed'))
-    }))
+    await Promise.all(
+      [...this.owned.keys()].map(async (key) => {
+        const [kind, token] = key.split('.') as [KindName, string]
+        const p = Number(token.slice(1))
+        if (!hosts.length) return this.drop(kind, p)
+        await this.handOver(kind, p, plans.get(kind)![p]!).catch((err) => this.o.log.warn({ err, key }, 'hand-over failed'))
+      }),
+    )
     this.summarise(before)
     for (const w of this.watchers) w.stop()
     await this.o.hosts.delete(`host.${this.o.hostId}`).catch(() => undefined)

@@ -62,8 +62,22 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
-      host = await startActorHost(nc, log, { modelBaseUrl: cfg.modelBaseUrl, anthropicApiKey: cfg.anthropicApiKey, dataDir: cfg.dataDir, replicas: cfg.replicas, session: cfg.session }, { hostId: lock!.hostId, role })
-      gateway = await startGateway({ nc, log, actors: actorAccess(nc), port: cfg.port, host: cfg.host, transport: cfg.http, strict: cfg.strict, sseKeepaliveMs: cfg.sseKeepaliveMs })
+      host = await startActorHost(
+        nc,
+        log,
+        { modelBaseUrl: cfg.modelBaseUrl, anthropicApiKey: cfg.anthropicApiKey, dataDir: cfg.dataDir, replicas: cfg.replicas, session: cfg.session },
+        { hostId: lock!.hostId, role },
+      )
+      gateway = await startGateway({
+        nc,
+        log,
+        actors: actorAccess(nc),
+        port: cfg.port,
+        host: cfg.host,
+        transport: cfg.http,
+        strict: cfg.strict,
+        sseKeepaliveMs: cfg.sseKeepaliveMs,
+      })
       const url = `http://${cfg.host}:${gateway.port}`
       host.describe({ http_url: url })
       lock?.update({ http_url: url })
@@ -77,11 +91,18 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   const facts: Array<[string, string]> = []
   if (url) facts.push(['HTTP', `${url} (${TRANSPORT_LABEL[gateway!.transport]}, request bodies up to ${mib(gateway!.bodyLimit)})`])
   facts.push(['NATS', nats ? `${nats.url} (embedded; monitoring ${nats.monitorUrl})` : redact(cfg.natsUrl!)])
-  facts.push(['replicas', cfg.replicas === 1 ? '1 (one copy of every stream and bucket)' : `${cfg.replicas} (every stream and bucket on ${cfg.replicas} servers)`])
+  facts.push([
+    'replicas',
+    cfg.replicas === 1 ? '1 (one copy of every stream and bucket)' : `${cfg.replicas} (every stream and bucket on ${cfg.replicas} servers)`,
+  ])
   if (lock) facts.push(['data', cfg.dataDir])
   if (host) {
     facts.push(['host', host.id])
-    facts.push(['model', cfg.modelBaseUrl ?? (cfg.anthropicApiKey ? 'https://api.anthropic.com (ANTHROPIC_API_KEY)' : 'no model configured (set TROUPE_MODEL_BASE_URL or ANTHROPIC_API_KEY)')])
+    facts.push([
+      'model',
+      cfg.modelBaseUrl ??
+        (cfg.anthropicApiKey ? 'https://api.anthropic.com (ANTHROPIC_API_KEY)' : 'no model configured (set TROUPE_MODEL_BASE_URL or ANTHROPIC_API_KEY)'),
+    ])
   }
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
   facts.push(['version', version])

@@ -11,7 +11,12 @@ import { casLoop, LOST } from '../kit/cas.js'
 import type { Handlers } from '../kit/ops.js'
 import type { AgentKind } from '../../protocol/ops/agent.js'
 import {
-  checkSkillRequirements, checkToolGraph, normalizeExecutionIdentity, normalizeModel, normalizeServers, normalizeTools,
+  checkSkillRequirements,
+  checkToolGraph,
+  normalizeExecutionIdentity,
+  normalizeModel,
+  normalizeServers,
+  normalizeTools,
   textOrNull,
 } from './normalize.js'
 import { geoBreach, resolveRoster, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
@@ -170,8 +175,11 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
           }
         } else if (a.multiagent && model.inference_geo !== a.model.inference_geo) {
           // A model change must not break the stored roster's inference_geo agreement (SPEC).
-          checkGeo(model, await storedMembers(a.multiagent, id, store),
-            'model.inference_geo: this change breaks the stored coordinator roster (replace or clear multiagent in the same update): ')
+          checkGeo(
+            model,
+            await storedMembers(a.multiagent, id, store),
+            'model.inference_geo: this change breaks the stored coordinator roster (replace or clear multiagent in the same update): ',
+          )
         }
 
         // Omitted skills keep their pins as stored; given skills are re-resolved.
@@ -213,15 +221,19 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
 
     async archive({ id }) {
       if (!isId('agent', id)) throw fail('agent_not_found', id)
-      return store.heads.mutate(headKey(id), ({ value }) => {
-        if (value.agent.archived_at) return { result: value.agent }
-        const t = now()
-        // No new version: archived_at lives on the head and is laid over every version read.
-        const agent: Agent = { ...value.agent, archived_at: t, updated_at: t }
-        return { next: { agent }, result: agent }
-      }, () => {
-        throw fail('agent_not_found', id)
-      })
+      return store.heads.mutate(
+        headKey(id),
+        ({ value }) => {
+          if (value.agent.archived_at) return { result: value.agent }
+          const t = now()
+          // No new version: archived_at lives on the head and is laid over every version read.
+          const agent: Agent = { ...value.agent, archived_at: t, updated_at: t }
+          return { next: { agent }, result: agent }
+        },
+        () => {
+          throw fail('agent_not_found', id)
+        },
+      )
     },
 
     /**

@@ -1,7 +1,20 @@
 import { fail } from '../../protocol/errors/fail.js'
 import type {
-  AgentToolConfig, AgentToolConfigParamsT, ExecutionIdentity, ExecutionIdentityParamsT, McpServer, McpServerParamsT,
-  ModelConfig, ModelInputT, Policy, SkillRef, Tool, ToolDefaultConfig, ToolParamsT, UrlSourceFilter, UrlSources,
+  AgentToolConfig,
+  AgentToolConfigParamsT,
+  ExecutionIdentity,
+  ExecutionIdentityParamsT,
+  McpServer,
+  McpServerParamsT,
+  ModelConfig,
+  ModelInputT,
+  Policy,
+  SkillRef,
+  Tool,
+  ToolDefaultConfig,
+  ToolParamsT,
+  UrlSourceFilter,
+  UrlSources,
   UrlSourcesParamsT,
 } from '../../protocol/schemas/agent.js'
 
@@ -118,7 +131,11 @@ export function normalizeTools(params: ToolParamsT[]): Tool[] {
     if (t.type === 'agent_toolset_20260401') {
       const dflt = defaultConfig(t.default_config, ALWAYS_ALLOW)
       const configs = t.configs ?? []
-      noDuplicateNames(configs.map((c) => c.name), (k) => `${where}.configs[${k}].name`, 'tool')
+      noDuplicateNames(
+        configs.map((c) => c.name),
+        (k) => `${where}.configs[${k}].name`,
+        'tool',
+      )
       return {
         type: 'agent_toolset_20260401',
         default_config: dflt,
@@ -127,7 +144,11 @@ export function normalizeTools(params: ToolParamsT[]): Tool[] {
     }
     const dflt = defaultConfig(t.default_config, ALWAYS_ASK)
     const configs = t.configs ?? []
-    noDuplicateNames(configs.map((c) => c.name), (k) => `${where}.configs[${k}].name`, 'tool')
+    noDuplicateNames(
+      configs.map((c) => c.name),
+      (k) => `${where}.configs[${k}].name`,
+      'tool',
+    )
     return {
       type: 'mcp_toolset',
       mcp_server_name: t.mcp_server_name,
@@ -142,7 +163,11 @@ export function normalizeTools(params: ToolParamsT[]): Tool[] {
 }
 
 export function normalizeServers(params: McpServerParamsT[]): McpServer[] {
-  noDuplicateNames(params.map((s) => s.name), (i) => `mcp_servers[${i}].name`, 'MCP server name')
+  noDuplicateNames(
+    params.map((s) => s.name),
+    (i) => `mcp_servers[${i}].name`,
+    'MCP server name',
+  )
   return params.map((s) => ({ type: 'url', name: s.name, url: s.url }))
 }
 
@@ -157,7 +182,8 @@ export function checkToolGraph(tools: Tool[], servers: McpServer[]): void {
   const serverNames = new Set(servers.map((s) => s.name))
   tools.forEach((t, i) => {
     if (t.type === 'agent_toolset_20260401') {
-      if (toolset !== undefined) throw fail('invalid_request', `tools[${i}]: at most one agent_toolset_20260401 entry is allowed (another is tools[${toolset}])`)
+      if (toolset !== undefined)
+        throw fail('invalid_request', `tools[${i}]: at most one agent_toolset_20260401 entry is allowed (another is tools[${toolset}])`)
       toolset = i
     } else if (t.type === 'custom') {
       const j = customs.get(t.name)
@@ -168,7 +194,8 @@ export function checkToolGraph(tools: Tool[], servers: McpServer[]): void {
         throw fail('invalid_request', `tools[${i}].mcp_server_name: no MCP server named ${t.mcp_server_name} in mcp_servers`)
       }
       const j = toolsetFor.get(t.mcp_server_name)
-      if (j !== undefined) throw fail('invalid_request', `tools[${i}].mcp_server_name: MCP server ${t.mcp_server_name} already has an mcp_toolset (tools[${j}])`)
+      if (j !== undefined)
+        throw fail('invalid_request', `tools[${i}].mcp_server_name: MCP server ${t.mcp_server_name} already has an mcp_toolset (tools[${j}])`)
       toolsetFor.set(t.mcp_server_name, i)
     }
   })
@@ -208,5 +235,6 @@ export function checkSkillRequirements(skills: SkillRef[], tools: Tool[]): void 
   const ts = tools.find((t) => t.type === 'agent_toolset_20260401')
   const read = ts?.configs.find((c) => c.name === 'read')
   const readEnabled = ts ? (read ? read.enabled : ts.default_config.enabled) : false
-  if (!readEnabled) throw fail('invalid_request', 'skills: an agent with skills must enable the read tool of agent_toolset_20260401 (skills are read from files)')
+  if (!readEnabled)
+    throw fail('invalid_request', 'skills: an agent with skills must enable the read tool of agent_toolset_20260401 (skills are read from files)')
 }

@@ -114,11 +114,13 @@ export async function storedMembers(m: Multiagent, selfId: string, store: AgentS
   const refs = m.agents
     .map((e, index) => ({ e, index }))
     .filter((x): x is { e: Extract<RosterEntry, { type: 'agent' }>; index: number } => x.e.type === 'agent' && x.e.id !== selfId)
-  return Promise.all(refs.map(async ({ e, index }) => {
-    const head = (await store.head(e.id))?.value.agent
-    const rec = head ? await store.version(head, e.version) : undefined
-    return { index, id: e.id, version: e.version, geo: rec?.model.inference_geo }
-  }))
+  return Promise.all(
+    refs.map(async ({ e, index }) => {
+      const head = (await store.head(e.id))?.value.agent
+      const rec = head ? await store.version(head, e.version) : undefined
+      return { index, id: e.id, version: e.version, geo: rec?.model.inference_geo }
+    }),
+  )
 }
 
 /**

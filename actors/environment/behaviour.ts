@@ -6,7 +6,7 @@ import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
 import { now } from '../../protocol/time.js'
 import { pageOf } from '../kit/page.js'
-import { Projection } from '../kit/projection.js'
+import type { Projection } from '../kit/projection.js'
 import { casLoop, LOST } from '../kit/cas.js'
 import { RecordStore } from '../kit/store.js'
 import type { Handlers } from '../kit/ops.js'
@@ -55,34 +55,49 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
       const q = req.query
       await projection.fresh()
       const includeArchived = q.include_archived ?? false
-      return pageOf(projection, 'environments', { include_archived: includeArchived }, q.page, q.limit ?? 100,
-        (e) => includeArchived || e.archived_at === null, view)
+      return pageOf(
+        projection,
+        'environments',
+        { include_archived: includeArchived },
+        q.page,
+        q.limit ?? 100,
+        (e) => includeArchived || e.archived_at === null,
+        view,
+      )
     },
 
     async update({ id, body: b }) {
-      return store.mutate(envKey(id), ({ value }) => {
-        const env = value.env
-        if (env.archived_at) throw fail('environment_archived', id)
-        const next: Environment = {
-          ...env,
-          name: b.name ?? env.name,
-          description: b.description === undefined ? env.description : b.description,
-          metadata: b.metadata ? patchMetadata(env.metadata, b.metadata, true) : env.metadata,
-          config: b.config === undefined && b.scope === undefined ? env.config : resolveConfig(b.config, b.scope, env.config),
-        }
-        if (sameJson(next, env)) return { result: view(env) }
-        next.updated_at = now()
-        return { next: { ...value, env: next }, result: view(next) }
-      }, missing(id))
+      return store.mutate(
+        envKey(id),
+        ({ value }) => {
+          const env = value.env
+          if (env.archived_at) throw fail('environment_archived', id)
+          const next: Environment = {
+            ...env,
+            name: b.name ?? env.name,
+            description: b.description === undefined ? env.description : b.description,
+            metadata: b.metadata ? patchMetadata(env.metadata, b.metadata, true) : env.metadata,
+            config: b.config === undefined && b.scope === undefined ? env.config : resolveConfig(b.config, b.scope, env.config),
+          }
+          if (sameJson(next, env)) return { result: view(env) }
+          next.updated_at = now()
+          return { next: { ...value, env: next }, result: view(next) }
+        },
+        missing(id),
+      )
     },
 
     async archive({ id }) {
-      return store.mutate(envKey(id), ({ value }) => {
-        if (value.env.archived_at) return { result: view(value.env) }
-        const t = now()
-        const env = { ...value.env, archived_at: t, updated_at: t }
-        return { next: { ...value, env }, result: view(env) }
-      }, missing(id))
+      return store.mutate(
+        envKey(id),
+        ({ value }) => {
+          if (value.env.archived_at) return { result: view(value.env) }
+          const t = now()
+          const env = { ...value.env, archived_at: t, updated_at: t }
+          return { next: { ...value, env }, result: view(env) }
+        },
+        missing(id),
+      )
     },
 
     async delete({ id }) {
@@ -97,10 +112,14 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
 
     /** Internal (session actor): take a reference for a new session; the environment must be usable. */
     async acquire({ id }) {
-      return store.mutate(envKey(id), ({ value }) => {
-        if (value.env.archived_at) throw fail('environment_archived', id)
-        return { next: { ...value, refs: value.refs + 1 }, result: view(value.env) }
-      }, missing(id))
+      return store.mutate(
+        envKey(id),
+        ({ value }) => {
+          if (value.env.archived_at) throw fail('environment_archived', id)
+          return { next: { ...value, refs: value.refs + 1 }, result: view(value.env) }
+        },
+        missing(id),
+      )
     },
 
     /** Internal (session actor): drop a session's reference. Missing environments are fine: nothing to drop. */
@@ -114,4 +133,3 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
     },
   }
 }
-

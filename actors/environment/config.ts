@@ -1,7 +1,5 @@
 import { fail } from '../../protocol/errors/fail.js'
-import type {
-  EnvironmentConfig, Networking, NetworkingInput, Packages, PackagesInput,
-} from '../../protocol/schemas/environment.js'
+import type { EnvironmentConfig, Networking, NetworkingInput, Packages, PackagesInput } from '../../protocol/schemas/environment.js'
 
 type ConfigInput = { type?: 'cloud' | 'self_hosted'; networking?: NetworkingInput | null; packages?: PackagesInput | null; scope?: unknown } | null | undefined
 type Scope = 'account' | 'organization'

@@ -73,10 +73,13 @@ export class Activations<A extends Activatable> {
     if (a && !a.dead) return Promise.resolve(a)
     let p = this.loading.get(id)
     if (!p) {
-      p = this.o.load(id).then((loaded) => {
-        if (loaded) this.live.set(id, loaded)
-        return loaded
-      }).finally(() => this.loading.delete(id))
+      p = this.o
+        .load(id)
+        .then((loaded) => {
+          if (loaded) this.live.set(id, loaded)
+          return loaded
+        })
+        .finally(() => this.loading.delete(id))
       this.loading.set(id, p)
     }
     return p

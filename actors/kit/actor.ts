@@ -15,11 +15,19 @@ export abstract class MailboxActor implements Activatable {
   lastActive = Date.now()
   protected readonly mb: Mailbox
 
-  constructor(readonly id: string, supervisor: Supervisor<MailboxActor>, opts: Omit<MailboxOptions, 'id' | 'onFail'>) {
-    this.mb = new Mailbox({ ...opts, id, onFail: (own) => {
-      this.stopped()
-      supervisor.crashed(this, own)
-    } })
+  constructor(
+    readonly id: string,
+    supervisor: Supervisor<MailboxActor>,
+    opts: Omit<MailboxOptions, 'id' | 'onFail'>,
+  ) {
+    this.mb = new Mailbox({
+      ...opts,
+      id,
+      onFail: (own) => {
+        this.stopped()
+        supervisor.crashed(this, own)
+      },
+    })
   }
 
   get dead(): boolean {

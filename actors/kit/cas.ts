@@ -13,11 +13,15 @@ class Lost extends Error {}
  */
 export async function casLoop<T>(attempt: () => Promise<T | typeof LOST>, policy: RetryPolicy = casRetry): Promise<T> {
   try {
-    return await retry(policy, async () => {
-      const r = await attempt()
-      if (r === LOST) throw new Lost()
-      return r
-    }, { retryable: (err) => err instanceof Lost })
+    return await retry(
+      policy,
+      async () => {
+        const r = await attempt()
+        if (r === LOST) throw new Lost()
+        return r
+      },
+      { retryable: (err) => err instanceof Lost },
+    )
   } catch (err) {
     throw err instanceof Lost ? fail('contention') : err
   }

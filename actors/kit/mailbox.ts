@@ -65,10 +65,14 @@ export class Mailbox {
   write<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.chain.then(() => {
       this.alive()
-      if (this.o.serves && !this.o.serves()) throw new NotServing(`${this.o.kind} ${this.o.id}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
+      if (this.o.serves && !this.o.serves())
+        throw new NotServing(`${this.o.kind} ${this.o.id}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
       return fn()
     })
-    this.chain = run.then(() => undefined, (err) => this.fail(err))
+    this.chain = run.then(
+      () => undefined,
+      (err) => this.fail(err),
+    )
     return run
   }
 
@@ -84,9 +88,12 @@ export class Mailbox {
 
   /** Queues a write of the record after every queued write: the record follows what it sums up. */
   persist(fn: () => Promise<void>): Promise<void> {
-    this.persisting = this.persisting.then(() => this.chain).then(async () => {
-      if (!this.stopped) await fn()
-    }).catch((err) => this.fail(err))
+    this.persisting = this.persisting
+      .then(() => this.chain)
+      .then(async () => {
+        if (!this.stopped) await fn()
+      })
+      .catch((err) => this.fail(err))
     return this.persisting
   }
 

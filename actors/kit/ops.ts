@@ -39,8 +39,9 @@ type Erased = (input: OpInput<unknown, unknown>) => Promise<unknown>
  */
 export function dispatch(table: OpTable, req: ActorRequest, placed: { placement: 'any' } | { placement: 'owner'; id: string }): Promise<unknown> {
   const op: Op | undefined = Object.hasOwn(table.contract.ops, req.op) ? table.contract.ops[req.op] : undefined
-  if (!op || op.placement !== placed.placement) throw fail('operation_not_placed', req.op, table.contract.kind, placed.placement === 'any' ? 'any host' : 'the owner')
+  if (!op || op.placement !== placed.placement)
+    throw fail('operation_not_placed', req.op, table.contract.kind, placed.placement === 'any' ? 'any host' : 'the owner')
   const handler = (table.handlers as Record<string, Erased>)[req.op]!
-  const id = placed.placement === 'owner' ? placed.id : req.params[op.id.param] ?? ''
+  const id = placed.placement === 'owner' ? placed.id : (req.params[op.id.param] ?? '')
   return handler({ id, body: req.body, query: req.query, rid: req.rid, ...(req.key === undefined ? {} : { key: req.key }) })
 }

@@ -20,5 +20,7 @@ export class OwnedPartitions extends Set<number> {
 }
 
 /** The partition of a record key `<prefix><id>`; -1 for keys of other records. */
-export const partitionOfKey = (prefix: string) => (key: string): number =>
-  key.startsWith(prefix) ? partitionOf(key.slice(prefix.length)) : -1
+export const partitionOfKey =
+  (prefix: string) =>
+  (key: string): number =>
+    key.startsWith(prefix) ? partitionOf(key.slice(prefix.length)) : -1

@@ -31,7 +31,11 @@ export function pageOf<T extends Sortable, R = T>(
   }
   // Only promise a next page when one exists: the client keeps paging while next_page is non-null.
   let more = false
-  for (; i < all.length; i++) if (keep(all[i]!)) { more = true; break }
+  for (; i < all.length; i++)
+    if (keep(all[i]!)) {
+      more = true
+      break
+    }
   const next_page = more && last ? encodeCursor(resource, filters, { id: last.id, created_at: last.created_at }) : null
   return { data, next_page }
 }

@@ -61,7 +61,9 @@ export class Projection<T extends Sortable, S = unknown> {
     }
     if (e.revision > this.seen) this.seen = e.revision
     if (this.waiters.length) {
-      this.waiters = this.waiters.filter((w) => (w.seq <= this.seen ? (w.resolve(), false) : true))
+      const due = this.waiters.filter((w) => w.seq <= this.seen)
+      this.waiters = this.waiters.filter((w) => w.seq > this.seen)
+      for (const w of due) w.resolve()
     }
   }
 

@@ -158,39 +158,42 @@ export class RecordStore<T> {
     let guess = this.lastWritten.get(key)
     // A guess costs no read: it is an attempt on top of the bound.
     const maximumAttempts = Math.max(...batch.map((m) => m.attempts)) + (guess ? 1 : 0)
-    await casLoop(async () => {
-      const current = guess ?? (await this.get(key))
-      const guessed = !!guess
-      guess = undefined
-      const outcomes: Array<{ ok: true; result: unknown } | { ok: false; err: unknown }> = []
-      let value = current?.value
-      let changed = false
-      for (const m of batch) {
-        try {
-          if (!current) m.missing()
-          const { next, result } = m.change({ value: value!, revision: current!.revision })
-          if (next !== undefined) {
-            value = next
-            changed = true
+    await casLoop(
+      async () => {
+        const current = guess ?? (await this.get(key))
+        const guessed = !!guess
+        guess = undefined
+        const outcomes: Array<{ ok: true; result: unknown } | { ok: false; err: unknown }> = []
+        let value = current?.value
+        let changed = false
+        for (const m of batch) {
+          try {
+            if (!current) m.missing()
+            const { next, result } = m.change({ value: value!, revision: current!.revision })
+            if (next !== undefined) {
+              value = next
+              changed = true
+            }
+            outcomes.push({ ok: true, result })
+          } catch (err) {
+            outcomes.push({ ok: false, err })
           }
-          outcomes.push({ ok: true, result })
-        } catch (err) {
-          outcomes.push({ ok: false, err })
         }
-      }
-      // A guess is trusted only once a compare-and-set on it succeeds.
-      if (!changed && guessed) return LOST
-      if (changed) {
-        const rev = await this.update(key, value!, current!.revision)
-        if (rev === false) return LOST
-        this.noteWritten(key, value!, rev)
-      }
-      batch.forEach((m, j) => {
-        const o = outcomes[j]!
-        if (o.ok) m.resolve(o.result)
-        else m.reject(o.err)
-      })
-    }, { ...casRetry, maximumAttempts })
+        // A guess is trusted only once a compare-and-set on it succeeds.
+        if (!changed && guessed) return LOST
+        if (changed) {
+          const rev = await this.update(key, value!, current!.revision)
+          if (rev === false) return LOST
+          this.noteWritten(key, value!, rev)
+        }
+        batch.forEach((m, j) => {
+          const o = outcomes[j]!
+          if (o.ok) m.resolve(o.result)
+          else m.reject(o.err)
+        })
+      },
+      { ...casRetry, maximumAttempts },
+    )
   }
 
   private noteWritten(key: string, value: T, revision: number) {

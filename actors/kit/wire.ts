@@ -30,13 +30,7 @@ export const actorWire = (nc: NatsConnection): ActorWire => ({
  * semantics: nobody subscribed (a partition in failover) or no answer in time becomes a retryable 503; a request
  * too big for the server's `max_payload` (msgpack can outgrow the JSON it came from) is a 413, not a 500.
  */
-export async function askActor<T = unknown>(
-  nc: NatsConnection,
-  subject: string,
-  req: ActorRequest,
-  timeoutMs: number,
-  uncertainOnTimeout = false,
-): Promise<T> {
+export async function askActor<T = unknown>(nc: NatsConnection, subject: string, req: ActorRequest, timeoutMs: number, uncertainOnTimeout = false): Promise<T> {
   return askActorEncoded<T>(nc, subject, encode(req), req.rid, timeoutMs, uncertainOnTimeout)
 }
 

@@ -62,11 +62,12 @@ const eventLog = (deps: ActorDeps, id: string, lastSeq: number) =>
 const SANDBOX_IDLE_MS = 10 * 60_000
 
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
-const NOT_RERUN = 'The host running this tool stopped before the tool finished. It was not run again, so that it never runs twice; run it again if that is safe.'
-const NO_MODEL = 'No model endpoint is configured on this server: set TROUPE_MODEL_BASE_URL (and ANTHROPIC_API_KEY when the endpoint needs one) on the serving hosts.'
+const NOT_RERUN =
+  'The host running this tool stopped before the tool finished. It was not run again, so that it never runs twice; run it again if that is safe.'
+const NO_MODEL =
+  'No model endpoint is configured on this server: set TROUPE_MODEL_BASE_URL (and ANTHROPIC_API_KEY when the endpoint needs one) on the serving hosts.'
 
-const isResult = (e: SessionEvent) =>
-  e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
+const isResult = (e: SessionEvent) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
 
 /**
  * One session, alive on the host that owns its partition. It is a mailbox: client events are stored first
@@ -472,7 +473,8 @@ export class SessionActor extends MailboxActor {
       if (signal.aborted || this.dead) return
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
-      if (!this.deps.ctx.serves('session', partitionOf(this.id))) throw new NotServing(`session ${this.id}: not running a tool while this host's heartbeat has lapsed`)
+      if (!this.deps.ctx.serves('session', partitionOf(this.id)))
+        throw new NotServing(`session ${this.id}: not running a tool while this host's heartbeat has lapsed`)
       const result = await this.sandboxFor().run(t.name, t.input, signal)
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
@@ -502,7 +504,10 @@ export class SessionActor extends MailboxActor {
       if (f.kind === 'aborted') return false
       const policy = this.deps.modelRetry
       const retry = f.kind === 'retryable' && this.attempts + 1 < policy.maximumAttempts
-      this.deps.ctx.log.warn({ session: this.id, rid: this.turnRid, endpoint: model.endpoint, error_type: f.type, attempt: this.attempts + 1, retrying: retry }, f.message)
+      this.deps.ctx.log.warn(
+        { session: this.id, rid: this.turnRid, endpoint: model.endpoint, error_type: f.type, attempt: this.attempts + 1, retrying: retry },
+        f.message,
+      )
       this.emit('session.error', { error: { type: f.type, message: f.message, retry_status: { type: retry ? 'retrying' : 'exhausted' } } })
       if (!retry) {
         this.attempts = 0
@@ -535,9 +540,7 @@ export class SessionActor extends MailboxActor {
       }
     }
     this.emit('span.model_request_end', { model_request_start_id: start.id, is_error: false, model_usage: wireModelUsage(res.usage) })
-    this.lastStop = res.stopReason === 'refusal'
-      ? { reason: { type: 'refusal' }, details: { type: 'refusal', category: null, explanation: null } }
-      : undefined
+    this.lastStop = res.stopReason === 'refusal' ? { reason: { type: 'refusal' }, details: { type: 'refusal', category: null, explanation: null } } : undefined
     return true
   }
 
@@ -566,10 +569,19 @@ export class SessionActor extends MailboxActor {
     void this.persist()
     const s = this.turnStats ?? newTurnStats()
     this.turnStats = undefined
-    this.deps.ctx.log.info({
-      session: this.id, rid: this.turnRid, stop_reason: stop.type, duration_ms: started === null ? null : Date.now() - started,
-      input_tokens: s.inputTokens, output_tokens: s.outputTokens, model_requests: s.modelRequests, tool_uses: s.toolUses,
-    }, 'turn ended')
+    this.deps.ctx.log.info(
+      {
+        session: this.id,
+        rid: this.turnRid,
+        stop_reason: stop.type,
+        duration_ms: started === null ? null : Date.now() - started,
+        input_tokens: s.inputTokens,
+        output_tokens: s.outputTokens,
+        model_requests: s.modelRequests,
+        tool_uses: s.toolUses,
+      },
+      'turn ended',
+    )
   }
 
   /**
@@ -677,4 +689,3 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
     signal.addEventListener('abort', onAbort, { once: true })
   })
 }
-

@@ -24,12 +24,23 @@ export type AgentResolver = (id: string, version?: number) => Promise<Agent>
  * Resolves agents with the agent kind's resolve op: 404 missing, 400 archived or a bad version. Served on this host
  * (the op is placed on any host), one actor request fewer per session create.
  */
-export const agentResolver = (client: ActorClient): AgentResolver => (id, version) =>
-  client.call(AgentKind.ops.resolve, { id, body: { version } })
+export const agentResolver =
+  (client: ActorClient): AgentResolver =>
+  (id, version) =>
+    client.call(AgentKind.ops.resolve, { id, body: { version } })
 
 const threadAgent = (a: Agent | SessionAgent): ThreadAgent => ({
-  id: a.id, type: 'agent', version: a.version, name: a.name, description: a.description, system: a.system, model: a.model,
-  tools: a.tools, mcp_servers: a.mcp_servers, skills: a.skills, execution_identity: a.execution_identity,
+  id: a.id,
+  type: 'agent',
+  version: a.version,
+  name: a.name,
+  description: a.description,
+  system: a.system,
+  model: a.model,
+  tools: a.tools,
+  mcp_servers: a.mcp_servers,
+  skills: a.skills,
+  execution_identity: a.execution_identity,
 })
 
 /** The immutable snapshot a session runs: the agent version, overrides applied, roster members captured whole. */
@@ -42,7 +53,7 @@ export async function snapshotAgent(resolveAgent: AgentResolver, input: SessionC
     // effort stays an agent-level setting (SPEC create rule 2): an override changes id, speed or geography.
     if (input.model !== undefined) snap.model = { ...normalizeModel(input.model), ...(agent.model.effort ? { effort: agent.model.effort } : {}) }
     if (input.model !== undefined && typeof input.model !== 'string' && input.model.effort != null) {
-      throw fail('invalid_request', 'agent.model.effort cannot be overridden on a session; it stays the agent\'s setting')
+      throw fail('invalid_request', "agent.model.effort cannot be overridden on a session; it stays the agent's setting")
     }
     if (input.system !== undefined) snap.system = textOrNull(input.system)
     let tools: Tool[] = snap.tools

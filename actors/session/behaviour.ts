@@ -79,13 +79,31 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       const t = now()
       const budget = b.budget ?? null
       const session: Session = {
-        id, type: 'session', status: 'idle', agent, environment_id: env.id, title: b.title ?? null, metadata: b.metadata ?? {},
-        budget, resources: [], vault_ids: [], outcome_evaluations: [],
-        stats: { active_seconds: 0, duration_seconds: 0 }, usage: toWireUsage(emptyUsage()),
-        deployment_id: null, created_at: t, updated_at: t, archived_at: null,
+        id,
+        type: 'session',
+        status: 'idle',
+        agent,
+        environment_id: env.id,
+        title: b.title ?? null,
+        metadata: b.metadata ?? {},
+        budget,
+        resources: [],
+        vault_ids: [],
+        outcome_evaluations: [],
+        stats: { active_seconds: 0, duration_seconds: 0 },
+        usage: toWireUsage(emptyUsage()),
+        deployment_id: null,
+        created_at: t,
+        updated_at: t,
+        archived_at: null,
       }
       const rec: SessionRecord = {
-        session, env: env.config, totals: emptyUsage(), budget_created: budget !== null, budget_removed: false, running_since: null,
+        session,
+        env: env.config,
+        totals: emptyUsage(),
+        budget_created: budget !== null,
+        budget_removed: false,
+        running_since: null,
         ...(req.key === undefined ? {} : { created_by: fingerprint(b) }),
       }
       const rev = await store.create(sessionKey(id), rec).catch(async (err) => {
@@ -146,8 +164,12 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
         const current = s.budget ? budgetCents(s.budget)! : null
         const consumed = h.liveTotals()
         const code = checkBudgetUpdate({
-          createdWithBudget: h.rec.budget_created, budgetRemoved: h.rec.budget_removed, current, next,
-          consumedCents: consumed, models: modelsOf(s.agent),
+          createdWithBudget: h.rec.budget_created,
+          budgetRemoved: h.rec.budget_removed,
+          current,
+          next,
+          consumedCents: consumed,
+          models: modelsOf(s.agent),
         })
         if (code === 'budget_not_raised') throw fail(code, listCostCents(consumed))
         if (code === 'model_not_budgetable') throw fail(code, modelNames(s.agent))

@@ -60,7 +60,10 @@ export class History {
   apply(ev: SessionEvent, processed?: readonly string[], request?: RequestTag): void {
     if (processed) this.handled(processed)
     if (request) this.requests.note(request, ev.id)
-    if (ev.type === '_processed') return this.handled((ev as unknown as { ids: string[] }).ids)
+    if (ev.type === '_processed') {
+      this.handled((ev as unknown as { ids: string[] }).ids)
+      return
+    }
     if (CLIENT_EVENT.test(ev.type)) {
       this.pending.set(ev.id, ev)
       return
@@ -71,9 +74,11 @@ export class History {
         this.openSpan = ev.id
         break
       case 'agent.message':
-        this.draftBlocks().push(...((ev.content as Array<{ type: string; text?: string }>) ?? [])
-          .filter((c) => c.type === 'text')
-          .map((c) => ({ type: 'text' as const, text: c.text ?? '' })))
+        this.draftBlocks().push(
+          ...((ev.content as Array<{ type: string; text?: string }>) ?? [])
+            .filter((c) => c.type === 'text')
+            .map((c) => ({ type: 'text' as const, text: c.text ?? '' })),
+        )
         break
       case 'agent.tool_use':
       case 'agent.custom_tool_use': {
@@ -91,7 +96,7 @@ export class History {
         // A failed request's partial output is dropped, unless it holds a stored tool use: a request closed as an
         // error after a takeover had its tool uses stored, and their results (an error, or the client's) follow,
         // so the conversation must hold them (a result without its tool use is refused by the Messages API).
-        const keep = blocks && blocks.length && (!ev.is_error || blocks.some((b) => b.type === 'tool_use'))
+        const keep = blocks?.length && (!ev.is_error || blocks.some((b) => b.type === 'tool_use'))
         if (keep) this.messages.push({ role: 'assistant', content: blocks })
         const usage = ev.model_usage as ModelUsage | undefined
         if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)

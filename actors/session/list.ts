@@ -10,8 +10,7 @@ interface Position {
   dir: 'next' | 'prev'
 }
 
-const isPosition = (a: unknown): a is Position =>
-  isRecordPosition(a) && ((a as { dir?: unknown }).dir === 'next' || (a as { dir?: unknown }).dir === 'prev')
+const isPosition = (a: unknown): a is Position => isRecordPosition(a) && ((a as { dir?: unknown }).dir === 'next' || (a as { dir?: unknown }).dir === 'prev')
 
 const key = (s: { created_at: string; id: string }) => `${s.created_at}\u0000${s.id}`
 

@@ -1,5 +1,5 @@
 import { headers as natsHeaders, TimeoutError, type NatsConnection } from '@nats-io/transport-node'
-import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StreamInfo } from '@nats-io/jetstream'
 import { fail } from '../../protocol/errors/fail.js'
 import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
 import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
@@ -114,7 +114,7 @@ export class EventLog {
     if (id) h.set(EventHeaders.id, id)
     if (processed?.length) h.set(EventHeaders.processed, processed.join(','))
     if (request) h.set(EventHeaders.request, formatRequestTag(request))
-    let ack
+    let ack: PubAck
     try {
       ack = await this.js.publish(eventsSubject(this.sessionId), enc.encode(JSON.stringify(event)), {
         headers: h,
@@ -160,12 +160,7 @@ export async function lastSequence(jsm: JetStreamManager, sessionId: string): Pr
  * that missed the newest records would rebuild a session that forgot them (a tool result, say) and then write
  * after them, so such a read fails, retryably, rather than end short.
  */
-export async function readSession(
-  js: JetStreamClient,
-  sessionId: string,
-  untilSeq: number,
-  visit: (rec: Stored) => void,
-): Promise<void> {
+export async function readSession(js: JetStreamClient, sessionId: string, untilSeq: number, visit: (rec: Stored) => void): Promise<void> {
   if (untilSeq < 1) return
   const reader = readSessionRange(js, sessionId, 1, untilSeq)
   let last = 0

@@ -41,8 +41,10 @@ export interface Model {
  */
 export function modelClient(baseURL: string | undefined, apiKey: string | undefined, log: Logger): Model {
   const clientLog = log.child({ component: 'model-client' })
-  const line = (level: 'error' | 'warn' | 'info' | 'debug') => (message: string, ...details: unknown[]) =>
-    clientLog[level](details.length ? { details: details.map((d) => (d instanceof Error ? d.message : d)) } : {}, message)
+  const line =
+    (level: 'error' | 'warn' | 'info' | 'debug') =>
+    (message: string, ...details: unknown[]) =>
+      clientLog[level](details.length ? { details: details.map((d) => (d instanceof Error ? d.message : d)) } : {}, message)
   const client = new Anthropic({
     baseURL: baseURL ?? undefined,
     // A proxy in front of the model may hold the credentials; the client insists on something.
@@ -147,11 +149,15 @@ export async function streamModel(
         const d = ev.delta
         if (b?.kind === 'text' && d.type === 'text_delta' && message) {
           message.content[b.slot]!.text += d.text
-          preview('event_delta', {
-            type: 'event_delta',
-            event_id: message.id,
-            delta: { type: 'content_delta', content: { type: 'text', text: d.text }, index: b.slot },
-          }, 'agent.message')
+          preview(
+            'event_delta',
+            {
+              type: 'event_delta',
+              event_id: message.id,
+              delta: { type: 'content_delta', content: { type: 'text', text: d.text }, index: b.slot },
+            },
+            'agent.message',
+          )
         } else if (b?.kind === 'tool' && d.type === 'input_json_delta') b.json += d.partial_json
         break
       }

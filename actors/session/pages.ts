@@ -45,8 +45,10 @@ function normalise(q: EventsListInput) {
   return {
     order: q.order ?? 'asc',
     types: q.types ? [...q.types].sort() : undefined,
-    gt: q['created_at[gt]']?.toISOString(), gte: q['created_at[gte]']?.toISOString(),
-    lt: q['created_at[lt]']?.toISOString(), lte: q['created_at[lte]']?.toISOString(),
+    gt: q['created_at[gt]']?.toISOString(),
+    gte: q['created_at[gte]']?.toISOString(),
+    lt: q['created_at[lt]']?.toISOString(),
+    lte: q['created_at[lte]']?.toISOString(),
   }
 }
 
@@ -59,7 +61,10 @@ class Fold {
   private readonly marks = new Map<string, string>()
   private readonly types: Set<string> | undefined
 
-  constructor(f: Filters, private readonly queued: (id: string) => boolean) {
+  constructor(
+    f: Filters,
+    private readonly queued: (id: string) => boolean,
+  ) {
     this.types = f.types ? new Set(f.types) : undefined
   }
 
@@ -188,15 +193,22 @@ export async function listEvents(o: ListOptions, q: EventsListInput): Promise<Ev
   const fold = new Fold(filters, o.queued ?? (() => false))
   const picker = new Picker(limit, timeBounds(filters), fold, o.maxBytes ?? 16 * 1024 * 1024)
   const budget = Math.max(SCAN_BUDGET, 10 * limit)
-  const r = filters.order === 'desc'
-    ? await descending(o, after, limit, fold, picker, budget)
-    : await ascending(o, after, limit, fold, picker, budget, !!filters.types)
+  const r =
+    filters.order === 'desc' ? await descending(o, after, limit, fold, picker, budget) : await ascending(o, after, limit, fold, picker, budget, !!filters.types)
   const data = picker.page.slice(0, picker.size).map((row) => row.event)
   return { data, next_page: r === null ? null : encodeCursor(resource, filters, r) }
 }
 
 /** Returns the cursor (a stream sequence) of the next page, or null when there is none. */
-async function ascending(o: ListOptions, after: number | undefined, limit: number, fold: Fold, picker: Picker, budget: number, types: boolean): Promise<number | null> {
+async function ascending(
+  o: ListOptions,
+  after: number | undefined,
+  limit: number,
+  fold: Fold,
+  picker: Picker,
+  budget: number,
+  types: boolean,
+): Promise<number | null> {
   const rows: Row[] = []
   /** Once the budget is spent, rows end here and only marks are read on. */
   let frozen: number | undefined

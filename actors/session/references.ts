@@ -10,7 +10,10 @@ import type { ActorClient } from '../kit/client.js'
  * (RecordStore.mutate batches them).
  */
 export class EnvironmentRefs {
-  constructor(private readonly client: ActorClient, private readonly log: Logger) {}
+  constructor(
+    private readonly client: ActorClient,
+    private readonly log: Logger,
+  ) {}
 
   /** The environment, with one more reference; 404 when missing, 400 when archived. */
   acquire(id: string): Promise<Environment> {
@@ -19,6 +22,8 @@ export class EnvironmentRefs {
 
   /** Drops a reference. Never throws: one that could not be dropped is logged (with the request that asked). */
   async release(id: string, session: string, rid?: string): Promise<void> {
-    await this.client.call(EnvironmentKind.ops.release, { id, rid }).catch((err: unknown) => this.log.warn({ err, env: id, session, rid }, 'environment reference not released'))
+    await this.client
+      .call(EnvironmentKind.ops.release, { id, rid })
+      .catch((err: unknown) => this.log.warn({ err, env: id, session, rid }, 'environment reference not released'))
   }
 }

@@ -18,14 +18,20 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
   events.forEach((e, i) => {
     const at = `events[${i}]`
     if ('session_thread_id' in e && e.session_thread_id != null) {
-      throw fail('invalid_request', `${at}.session_thread_id: session ${h.session.id} has no thread ${e.session_thread_id} (only its primary thread, addressed by omitting session_thread_id)`)
+      throw fail(
+        'invalid_request',
+        `${at}.session_thread_id: session ${h.session.id} has no thread ${e.session_thread_id} (only its primary thread, addressed by omitting session_thread_id)`,
+      )
     }
     switch (e.type) {
       case 'user.define_outcome':
         throw fail('outcomes_unavailable', at)
       case 'user.tool_result': {
         if (h.rec.env.type !== 'self_hosted') {
-          throw fail('invalid_request', `${at}: user.tool_result is only accepted in sessions of self_hosted environments (use user.custom_tool_result for custom tools)`)
+          throw fail(
+            'invalid_request',
+            `${at}: user.tool_result is only accepted in sessions of self_hosted environments (use user.custom_tool_result for custom tools)`,
+          )
         }
         expectOpen(h, answered, e.tool_use_id, 'client', `${at}.tool_use_id`)
         break
@@ -35,7 +41,7 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
         break
       case 'user.tool_confirmation': {
         const t = h.open.get(e.tool_use_id)
-        if (!t || !t.ask || t.confirmation || answered.has(e.tool_use_id)) {
+        if (!t?.ask || t.confirmation || answered.has(e.tool_use_id)) {
           throw fail('invalid_request', `${at}.tool_use_id: ${e.tool_use_id} is not a tool use waiting for confirmation in this session`)
         }
         answered.add(e.tool_use_id)

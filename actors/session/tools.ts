@@ -4,10 +4,7 @@ import type { SessionAgent } from '../../protocol/session.js'
 import { BUILTIN_TOOL_NAMES, builtinToolDefinitions } from '../../sandbox/index.js'
 
 /** How one tool name of a session's agent is handled. */
-export type ToolRoute =
-  | { kind: 'builtin'; policy: Policy }
-  | { kind: 'custom' }
-  | { kind: 'unknown' }
+export type ToolRoute = { kind: 'builtin'; policy: Policy } | { kind: 'custom' } | { kind: 'unknown' }
 
 const toolset = (agent: SessionAgent) => agent.tools.find((t): t is AgentToolset => t.type === 'agent_toolset_20260401')
 

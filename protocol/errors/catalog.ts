@@ -67,23 +67,37 @@ export const catalog = {
   proto_key: entry(400, (where: string) => `${where}: the key __proto__ is not allowed`),
   content_length_invalid: entry(400, (raw: string) => `content-length must be one non-negative integer, not ${JSON.stringify(raw.slice(0, 64))}`),
   version_header_missing: entry(400, () => 'A version header is required: send vendor-version or anthropic-version'),
-  version_header_unsupported: entry(400, (value: string, accepted: readonly string[]) =>
-    `Unsupported version header value ${JSON.stringify(value)}: use one of ${accepted.join(', ')}`),
+  version_header_unsupported: entry(
+    400,
+    (value: string, accepted: readonly string[]) => `Unsupported version header value ${JSON.stringify(value)}: use one of ${accepted.join(', ')}`,
+  ),
   beta_header_missing: entry(400, (beta: string) => `This route requires the beta header value ${beta} (in vendor-beta or anthropic-beta)`),
   content_type_unsupported: entry(400, () => 'content-type must be application/json on requests with a JSON body'),
   malformed_http: entry(400, (why: string, parserCode?: string) => `Malformed HTTP request: ${why}${parserCode ? ` (${parserCode})` : ''}`),
-  event_not_in_session: entry(400, (field: string, sessionId: string, eventId: string) =>
-    `${field} must be the id of an event of session ${sessionId}; ${eventId} is not one`),
+  event_not_in_session: entry(
+    400,
+    (field: string, sessionId: string, eventId: string) => `${field} must be the id of an event of session ${sessionId}; ${eventId} is not one`,
+  ),
   roster_member_not_found: entry(400, (at: string, id: string) => `${at}: agent ${id} does not exist`),
   roster_member_archived: entry(400, (at: string, id: string) => `${at}: agent ${id} is archived`),
   agent_archived: entry(400, (id: string) => `Agent ${id} is archived and read-only: it cannot be updated nor used for new sessions`, WIRE),
   environment_archived: entry(400, (id: string) => `Environment ${id} is archived and cannot be changed or used`, WIRE),
-  budget_create_only: entry(400, () =>
-    'budget: a budget can only be replaced or removed; this session was created without one, or its budget was removed', WIRE),
-  budget_not_raised: entry(400, (consumedCents: number) =>
-    `budget.max_list_cost.amount: the new maximum must be greater than the list cost already consumed (${formatAmount(consumedCents)} cents, rounded)`, WIRE),
-  model_not_budgetable: entry(400, (models: readonly string[]) =>
-    `budget: every model of the session needs a known list price to be budgeted (${models.join(', ')})`, WIRE),
+  budget_create_only: entry(
+    400,
+    () => 'budget: a budget can only be replaced or removed; this session was created without one, or its budget was removed',
+    WIRE,
+  ),
+  budget_not_raised: entry(
+    400,
+    (consumedCents: number) =>
+      `budget.max_list_cost.amount: the new maximum must be greater than the list cost already consumed (${formatAmount(consumedCents)} cents, rounded)`,
+    WIRE,
+  ),
+  model_not_budgetable: entry(
+    400,
+    (models: readonly string[]) => `budget: every model of the session needs a known list price to be budgeted (${models.join(', ')})`,
+    WIRE,
+  ),
 
   // 401 (strict mode only: a header check, not authentication).
   api_key_missing: entry(401, () => 'An API key is required: send x-api-key or authorization'),
@@ -98,8 +112,10 @@ export const catalog = {
   session_not_found: entry(404, (id: string) => `Session ${id} not found`, WIRE),
 
   // 405: the path exists under other methods (listed in `Allow`).
-  method_not_allowed: entry(405, (method: string, path: string, allowed: readonly string[]) =>
-    `${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`),
+  method_not_allowed: entry(
+    405,
+    (method: string, path: string, allowed: readonly string[]) => `${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+  ),
   connect_not_allowed: entry(405, () => 'CONNECT is not allowed: this server is not a proxy'),
 
   // 408.
@@ -109,35 +125,57 @@ export const catalog = {
   session_archived: entry(409, (id: string) => `Session ${id} is archived; it accepts no more events or updates`, WIRE),
   session_running: entry(409, (id: string) => `Session ${id} is running; interrupt it first (send user.interrupt) and retry once it is idle`, WIRE),
   session_exists: entry(409, (id: string) => `Session ${id} already exists`),
-  environment_in_use: entry(409, (id: string, sessions: number) =>
-    `Environment ${id} is referenced by ${sessions} session(s); delete them first`, WIRE),
+  environment_in_use: entry(409, (id: string, sessions: number) => `Environment ${id} is referenced by ${sessions} session(s); delete them first`, WIRE),
   agent_version_conflict: entry(409, (current: number) => `version: stale (current version is ${current})`, WIRE),
 
   // 413.
   body_too_large: entry(413, (limit: number) => `Request body exceeds the limit of ${limit} bytes`),
-  encoded_too_large: entry(413, (size: number, maxPayload: number) =>
-    `Request is ${size} bytes once encoded for NATS, over the server's max_payload of ${maxPayload} bytes (raise max_payload in the NATS configuration)`),
+  encoded_too_large: entry(
+    413,
+    (size: number, maxPayload: number) =>
+      `Request is ${size} bytes once encoded for NATS, over the server's max_payload of ${maxPayload} bytes (raise max_payload in the NATS configuration)`,
+  ),
   /** One event of the request could not be stored whole; nothing of the request was stored. */
-  event_too_large: entry(413, (index: number, eventType: string, size: number, limit: number) =>
-    `The event at index ${index} of the request (${eventType}) is ${size} bytes of JSON; a stored event holds at most ${limit}. Nothing of this request was stored`),
+  event_too_large: entry(
+    413,
+    (index: number, eventType: string, size: number, limit: number) =>
+      `The event at index ${index} of the request (${eventType}) is ${size} bytes of JSON; a stored event holds at most ${limit}. Nothing of this request was stored`,
+  ),
 
   // 422: well-formed, but this server cannot do it (an unsupported capability, a vendor-only feature).
-  idempotency_key_reused: entry(422, () =>
-    'Idempotency-Key header: this key was first used with a different request; use a new key for a new request', WIRE),
-  vendor_skills_unsupported: entry(422, (index: number) =>
-    `skills[${index}]: vendor-managed (anthropic) skills are not supported; reference a custom skill`, WIRE),
+  idempotency_key_reused: entry(422, () => 'Idempotency-Key header: this key was first used with a different request; use a new key for a new request', WIRE),
+  vendor_skills_unsupported: entry(
+    422,
+    (index: number) => `skills[${index}]: vendor-managed (anthropic) skills are not supported; reference a custom skill`,
+    WIRE,
+  ),
   skills_unavailable: entry(422, () => 'Custom skills are not available yet: skills storage is not configured', WIRE),
-  multiagent_topology_unsupported: entry(422, () =>
-    'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}', WIRE),
+  multiagent_topology_unsupported: entry(
+    422,
+    () => 'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',
+    WIRE,
+  ),
   outcomes_unavailable: entry(422, (field: string) => `${field}: outcomes (user.define_outcome) are not available on this server yet`, WIRE),
-  resource_unavailable: entry(422, (index: number, kind: 'file' | 'memory_store') =>
-    `resources[${index}]: ${kind} resources are not available on this server yet (no ${kind === 'file' ? 'Files storage' : 'memory stores'} configured)`, WIRE),
+  resource_unavailable: entry(
+    422,
+    (index: number, kind: 'file' | 'memory_store') =>
+      `resources[${index}]: ${kind} resources are not available on this server yet (no ${kind === 'file' ? 'Files storage' : 'memory stores'} configured)`,
+    WIRE,
+  ),
   resource_unsupported: entry(422, (index: number, kind: string) => `resources[${index}]: ${kind} resources are not supported on sessions`, WIRE),
   vaults_unavailable: entry(422, () => 'vault_ids: vaults are not available on this server yet (no vault keyring configured)', WIRE),
-  networking_unenforceable: entry(422, (environmentId: string) =>
-    `environment_id: environment ${environmentId} uses limited networking, which the host-process sandbox backend of this server cannot enforce`, WIRE),
-  packages_unsupported: entry(422, (environmentId: string, managers: readonly string[]) =>
-    `environment_id: environment ${environmentId} lists packages (${managers.join(', ')}), which the host-process sandbox backend of this server cannot install`, WIRE),
+  networking_unenforceable: entry(
+    422,
+    (environmentId: string) =>
+      `environment_id: environment ${environmentId} uses limited networking, which the host-process sandbox backend of this server cannot enforce`,
+    WIRE,
+  ),
+  packages_unsupported: entry(
+    422,
+    (environmentId: string, managers: readonly string[]) =>
+      `environment_id: environment ${environmentId} lists packages (${managers.join(', ')}), which the host-process sandbox backend of this server cannot install`,
+    WIRE,
+  ),
 
   // 431.
   headers_too_large: entry(431, (maxKib: number) => `Request header fields too large: the request line and headers may be at most ${maxKib} KiB`),
@@ -158,8 +196,12 @@ export const catalog = {
   parse_pool_busy: entry(503, () => 'Too many large request bodies are being parsed; retry shortly', { retryAfterMs: 500 }),
   stream_closed: entry(503, () => 'The event stream closed before it started; retry shortly', { retryAfterMs: 500 }),
   history_write_failed: entry(503, () => 'The session history could not be written; retry shortly', { retryAfterMs: 1000 }),
-  history_behind: entry(503, (sessionId: string, readTo: number, lastSeq: number) =>
-    `The history of session ${sessionId} was read up to ${readTo} of ${lastSeq} (a replica behind); retry shortly`, { retryAfterMs: 500 }),
+  history_behind: entry(
+    503,
+    (sessionId: string, readTo: number, lastSeq: number) =>
+      `The history of session ${sessionId} was read up to ${readTo} of ${lastSeq} (a replica behind); retry shortly`,
+    { retryAfterMs: 500 },
+  ),
   history_read_stalled: entry(503, () => 'Reading the session history stalled; retry shortly', { retryAfterMs: 1000 }),
 
   /**
@@ -167,8 +209,11 @@ export const catalog = {
    * may or may not have been stored. Never retried blindly (`x-should-retry: false`): a retry could store it twice. An
    * Idempotency-Key makes such retries safe, and then the answer is a 503 instead.
    */
-  outcome_uncertain: entry(504, (what: string) =>
-    `${what} may or may not have been stored; look before sending it again. Requests sent with an Idempotency-Key header can be retried safely`),
+  outcome_uncertain: entry(
+    504,
+    (what: string) =>
+      `${what} may or may not have been stored; look before sending it again. Requests sent with an Idempotency-Key header can be retried safely`,
+  ),
 } as const
 
 export type ErrorCode = keyof typeof catalog

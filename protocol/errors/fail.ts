@@ -22,7 +22,9 @@ export function fail<C extends ErrorCode>(code: C, ...params: ErrorParams<C>): A
  * For `.catch`: a 404 about an id the request named in a body field says which field
  * ("environment_id: Environment env_… not found"); anything else passes through unchanged.
  */
-export const inField = (field: string) => (err: unknown): never => {
-  if (err instanceof ApiError && err.status === 404) throw new ApiError({ ...err.toData(), message: `${field}: ${err.message}` })
-  throw err
-}
+export const inField =
+  (field: string) =>
+  (err: unknown): never => {
+    if (err instanceof ApiError && err.status === 404) throw new ApiError({ ...err.toData(), message: `${field}: ${err.message}` })
+    throw err
+  }

@@ -11,12 +11,16 @@ export const AgentResolve = type({ 'version?': 'number | null' })
  * each host's projection). Reads and writes of one agent go to the host owning its partition, which keeps the
  * heads it owns in memory.
  */
-export const AgentKind = defineKind('agent', { param: 'agent_id', prefix: 'agent' }, {
-  create: { placement: 'any', body: AgentCreate, reply: returns<Agent>() },
-  list: { placement: 'any', query: AgentListQuery, reply: returns<Page<Agent>>() },
-  resolve: { placement: 'any', body: AgentResolve, reply: returns<Agent>() },
-  get: { placement: 'owner', query: AgentGetQuery, reply: returns<Agent>() },
-  update: { placement: 'owner', body: AgentUpdate, reply: returns<Agent>() },
-  archive: { placement: 'owner', reply: returns<Agent>() },
-  versions: { placement: 'owner', query: AgentVersionsQuery, reply: returns<Page<Agent>>() },
-})
+export const AgentKind = defineKind(
+  'agent',
+  { param: 'agent_id', prefix: 'agent' },
+  {
+    create: { placement: 'any', body: AgentCreate, reply: returns<Agent>() },
+    list: { placement: 'any', query: AgentListQuery, reply: returns<Page<Agent>>() },
+    resolve: { placement: 'any', body: AgentResolve, reply: returns<Agent>() },
+    get: { placement: 'owner', query: AgentGetQuery, reply: returns<Agent>() },
+    update: { placement: 'owner', body: AgentUpdate, reply: returns<Agent>() },
+    archive: { placement: 'owner', reply: returns<Agent>() },
+    versions: { placement: 'owner', query: AgentVersionsQuery, reply: returns<Page<Agent>>() },
+  },
+)

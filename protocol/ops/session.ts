@@ -9,15 +9,19 @@ import { defineKind, returns } from './define.js'
  * Sessions: everything about one session goes to the host owning its partition (a create mints the id that picks
  * it); listing spans every partition, so any host answers it from its projection.
  */
-export const SessionKind = defineKind('session', { param: 'session_id', prefix: 'sesn' }, {
-  create: { placement: 'owner', mint: true, body: SessionCreate, reply: returns<Session>() },
-  list: { placement: 'any', query: SessionListQuery, reply: returns<Page<Session>>() },
-  get: { placement: 'owner', reply: returns<Session>() },
-  update: { placement: 'owner', body: SessionUpdate, reply: returns<Session>() },
-  delete: { placement: 'owner', reply: returns<{ id: string; type: 'session_deleted' }>() },
-  archive: { placement: 'owner', reply: returns<Session>() },
-  'events.send': { placement: 'owner', body: EventsSend, reply: returns<{ data: SessionEvent[] }>() },
-  'events.list': { placement: 'owner', query: EventsListQuery, reply: returns<Page<SessionEvent>>() },
-  /** Opens an SSE tail: the last stored sequence, from which the gateway goes live. */
-  'stream.open': { placement: 'owner', query: EventsStreamQuery, reply: returns<StreamOpenReply>() },
-})
+export const SessionKind = defineKind(
+  'session',
+  { param: 'session_id', prefix: 'sesn' },
+  {
+    create: { placement: 'owner', mint: true, body: SessionCreate, reply: returns<Session>() },
+    list: { placement: 'any', query: SessionListQuery, reply: returns<Page<Session>>() },
+    get: { placement: 'owner', reply: returns<Session>() },
+    update: { placement: 'owner', body: SessionUpdate, reply: returns<Session>() },
+    delete: { placement: 'owner', reply: returns<{ id: string; type: 'session_deleted' }>() },
+    archive: { placement: 'owner', reply: returns<Session>() },
+    'events.send': { placement: 'owner', body: EventsSend, reply: returns<{ data: SessionEvent[] }>() },
+    'events.list': { placement: 'owner', query: EventsListQuery, reply: returns<Page<SessionEvent>>() },
+    /** Opens an SSE tail: the last stored sequence, from which the gateway goes live. */
+    'stream.open': { placement: 'owner', query: EventsStreamQuery, reply: returns<StreamOpenReply>() },
+  },
+)

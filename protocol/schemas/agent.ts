@@ -104,7 +104,9 @@ export const McpToolsetParams = type({
     name: 'string > 0',
     'enabled?': 'boolean | null',
     'permission_policy?': PermissionPolicy.or('null'),
-  }).array().atMostLength(256),
+  })
+    .array()
+    .atMostLength(256),
   'default_config?': DefaultConfigParams.or('null'),
 })
 
@@ -113,7 +115,8 @@ export const CustomToolParams = type({
   '+': 'reject',
   type: "'custom'",
   name: type('string').narrow((n, ctx) =>
-    CUSTOM_TOOL_NAME.test(n) ? true : ctx.reject({ expected: '1 to 128 characters of A-Z, a-z, 0-9, _ or -', actual: JSON.stringify(n) })),
+    CUSTOM_TOOL_NAME.test(n) ? true : ctx.reject({ expected: '1 to 128 characters of A-Z, a-z, 0-9, _ or -', actual: JSON.stringify(n) }),
+  ),
   description: 'string',
   // The caller's JSON Schema: extra keywords are allowed here and only here.
   input_schema: {
@@ -131,13 +134,16 @@ export const McpServerList = McpServerParams.array().atMostLength(20)
 
 const SkillVersion = type('string > 0').or('number.integer >= 1').or('null')
 /** A custom skill is named by its id; a vendor-managed one by its short name (`xlsx`). */
-export const SkillParams = type({ '+': 'reject', type: "'custom'", skill_id: SkillId, 'version?': SkillVersion })
-  .or({ '+': 'reject', type: "'anthropic'", skill_id: /^[a-z0-9][a-z0-9_-]{0,63}$/, 'version?': SkillVersion })
+export const SkillParams = type({ '+': 'reject', type: "'custom'", skill_id: SkillId, 'version?': SkillVersion }).or({
+  '+': 'reject',
+  type: "'anthropic'",
+  skill_id: /^[a-z0-9][a-z0-9_-]{0,63}$/,
+  'version?': SkillVersion,
+})
 /** SPEC: up to 500 skills. */
 export const SkillList = SkillParams.array().atMostLength(500)
 
-export const RosterEntryParams = AgentId
-  .or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': 'number.integer >= 1' })
+export const RosterEntryParams = AgentId.or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': 'number.integer >= 1' })
   .or({ '+': 'reject', type: "'self'" })
   .or({ '+': 'reject', type: "'advisor'", model: 'string > 0' })
 
@@ -146,8 +152,11 @@ export const CoordinatorParams = type({ '+': 'reject', type: "'coordinator'", ag
 export const Multiagent20261001Params = type({ type: "'multiagent_20261001'" })
 export const MultiagentParams = CoordinatorParams.or(Multiagent20261001Params)
 
-export const ExecutionIdentityParams = type({ '+': 'reject', type: "'service_account'" })
-  .or({ '+': 'reject', type: "'aws_role'", role_arn: '0 < string <= 2048' })
+export const ExecutionIdentityParams = type({ '+': 'reject', type: "'service_account'" }).or({
+  '+': 'reject',
+  type: "'aws_role'",
+  role_arn: '0 < string <= 2048',
+})
 
 const Name = type('0 < string <= 256')
 const System = type('string <= 100000')

@@ -30,11 +30,7 @@ export const MetadataPatch = type({ '[string]': 'string <= 512 | null' }).narrow
 })
 
 /** Applies a metadata patch; `deleteEmpty` also drops keys set to "" (environments). A result over the limit is a 400. */
-export function patchMetadata(
-  current: Record<string, string>,
-  patch: Record<string, string | null>,
-  deleteEmpty = false,
-): Record<string, string> {
+export function patchMetadata(current: Record<string, string>, patch: Record<string, string | null>, deleteEmpty = false): Record<string, string> {
   // A Map and fromEntries: every key is an own property, `__proto__` included (assigning it would not be).
   const next = new Map(Object.entries(current))
   for (const [k, v] of Object.entries(patch)) {

@@ -28,7 +28,12 @@ const PackageList = type('string[] | null')
 export const PackagesParams = type({
   '+': 'reject',
   'type?': "'packages'",
-  'apt?': PackageList, 'cargo?': PackageList, 'gem?': PackageList, 'go?': PackageList, 'npm?': PackageList, 'pip?': PackageList,
+  'apt?': PackageList,
+  'cargo?': PackageList,
+  'gem?': PackageList,
+  'go?': PackageList,
+  'npm?': PackageList,
+  'pip?': PackageList,
 }).narrow(notArray)
 
 export const Scope = type("'account' | 'organization'")
@@ -77,16 +82,17 @@ export type EnvironmentUpdateInput = typeof EnvironmentUpdate.infer
 export type EnvironmentListInput = typeof EnvironmentListQuery.infer
 
 // Resource shapes as returned (WIRE.md §5).
-export type Networking =
-  | { type: 'unrestricted' }
-  | { type: 'limited'; allowed_hosts: string[]; allow_mcp_servers: boolean; allow_package_managers: boolean }
+export type Networking = { type: 'unrestricted' } | { type: 'limited'; allowed_hosts: string[]; allow_mcp_servers: boolean; allow_package_managers: boolean }
 export interface Packages {
   type: 'packages'
-  apt: string[]; cargo: string[]; gem: string[]; go: string[]; npm: string[]; pip: string[]
+  apt: string[]
+  cargo: string[]
+  gem: string[]
+  go: string[]
+  npm: string[]
+  pip: string[]
 }
-export type EnvironmentConfig =
-  | { type: 'cloud'; networking: Networking; packages: Packages }
-  | { type: 'self_hosted'; scope: 'account' | 'organization' }
+export type EnvironmentConfig = { type: 'cloud'; networking: Networking; packages: Packages } | { type: 'self_hosted'; scope: 'account' | 'organization' }
 
 export interface Environment {
   id: string

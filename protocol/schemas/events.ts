@@ -16,16 +16,18 @@ import { EventId, FileId, ThreadId } from './ids.js'
  * else is reported by the one branch the type picked.
  */
 export function tagged<S extends Type<object>>(allowed: readonly string[], schema: S, expected = `one of ${allowed.join(', ')}`) {
-  return type('object')
-    .narrow((v, ctx) => {
-      if (Array.isArray(v)) return ctx.mustBe('an object')
-      const t: unknown = (v as { type?: unknown }).type
-      if (typeof t === 'string' && allowed.includes(t)) return true
-      return ctx.reject({ expected, actual: t === undefined ? 'missing' : JSON.stringify(t), relativePath: ['type'] })
-    })
-    // A real morph in between makes `schema` run after the check rather than merge into it.
-    .pipe((v) => v)
-    .pipe(schema)
+  return (
+    type('object')
+      .narrow((v, ctx) => {
+        if (Array.isArray(v)) return ctx.mustBe('an object')
+        const t: unknown = (v as { type?: unknown }).type
+        if (typeof t === 'string' && allowed.includes(t)) return true
+        return ctx.reject({ expected, actual: t === undefined ? 'missing' : JSON.stringify(t), relativePath: ['type'] })
+      })
+      // A real morph in between makes `schema` run after the check rather than merge into it.
+      .pipe((v) => v)
+      .pipe(schema)
+  )
 }
 
 const UrlSource = type({ '+': 'reject', type: "'url'", url: HttpUrl })
@@ -80,9 +82,9 @@ export const UserToolConfirmationParams = type({
   result: "'allow' | 'deny'",
   'deny_message?': 'string | null',
   'session_thread_id?': OptionalThread,
-}).narrow((e, ctx) =>
-  e.result === 'deny' || e.deny_message == null ||
-  ctx.reject({ problem: 'is only allowed when result is "deny"', relativePath: ['deny_message'] }))
+}).narrow(
+  (e, ctx) => e.result === 'deny' || e.deny_message == null || ctx.reject({ problem: 'is only allowed when result is "deny"', relativePath: ['deny_message'] }),
+)
 
 export const UserCustomToolResultParams = type({
   '+': 'reject',
@@ -106,8 +108,7 @@ export const UserDefineOutcomeParams = type({
   '+': 'reject',
   type: "'user.define_outcome'",
   description: 'string > 0',
-  rubric: type({ '+': 'reject', type: "'text'", content: '0 < string <= 262144' })
-    .or({ '+': 'reject', type: "'file'", file_id: FileId }),
+  rubric: type({ '+': 'reject', type: "'text'", content: '0 < string <= 262144' }).or({ '+': 'reject', type: "'file'", file_id: FileId }),
   'max_iterations?': type('1 <= number.integer <= 20').or('null'),
 })
 
@@ -159,9 +160,11 @@ const createdAt = {
 
 const ListableType = type.enumerated(...LISTABLE_EVENT_TYPES)
 // The default message would spell out all 41 types; a few examples say enough.
-const EventTypeParam = type('string').narrow((s, ctx): s is typeof ListableType.infer =>
-  ListableType.allows(s) ||
-  ctx.reject({ expected: 'a session event type such as user.message, agent.message or session.status_idle', actual: JSON.stringify(s) }))
+const EventTypeParam = type('string').narrow(
+  (s, ctx): s is typeof ListableType.infer =>
+    ListableType.allows(s) ||
+    ctx.reject({ expected: 'a session event type such as user.message, agent.message or session.status_idle', actual: JSON.stringify(s) }),
+)
 
 export const EventsListQuery = type({
   'limit?': limitParam(1000),

@@ -6,12 +6,14 @@ import { ID_MAX_LENGTH, isId, type IdPrefix } from '../ids.js'
  * `environment_id must be an id like env_01… (letters, digits, _ or - after env_, at most 128 characters) (was "a..b")`.
  */
 export const idOf = (prefix: IdPrefix) =>
-  type('string').narrow((s, ctx) =>
-    isId(prefix, s) ||
-    ctx.reject({
-      expected: `an id like ${prefix}_01… (letters, digits, _ or - after ${prefix}_, at most ${ID_MAX_LENGTH} characters)`,
-      actual: JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s),
-    }))
+  type('string').narrow(
+    (s, ctx) =>
+      isId(prefix, s) ||
+      ctx.reject({
+        expected: `an id like ${prefix}_01… (letters, digits, _ or - after ${prefix}_, at most ${ID_MAX_LENGTH} characters)`,
+        actual: JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s),
+      }),
+  )
 
 export const AgentId = idOf('agent')
 export const EnvironmentId = idOf('env')

@@ -13,9 +13,11 @@ import { UserDefineOutcomeParams, UserMessageParams, listParam, tagged } from '.
  */
 
 // parseAmount is the reader of budgets elsewhere, so the two cannot disagree (it also refuses unsafe integers).
-const Amount = type('string').narrow((s, ctx) =>
-  parseAmount(s) !== undefined ||
-  ctx.reject({ expected: 'a whole number of US cents as a decimal string without sign or leading zeros', actual: JSON.stringify(s) }))
+const Amount = type('string').narrow(
+  (s, ctx) =>
+    parseAmount(s) !== undefined ||
+    ctx.reject({ expected: 'a whole number of US cents as a decimal string without sign or leading zeros', actual: JSON.stringify(s) }),
+)
 
 export const Budget = type({
   '+': 'reject',
@@ -26,19 +28,17 @@ export const Budget = type({
 const Title = type('string <= 512').or('null')
 const Version = type('number.integer >= 1')
 
-export const AgentRefParams = AgentId
-  .or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': Version })
-  .or({
-    '+': 'reject',
-    type: "'agent_with_overrides'",
-    id: AgentId,
-    'version?': Version,
-    'model?': ModelInput,
-    'system?': type('string <= 100000').or('null'),
-    'tools?': ToolList.or('null'),
-    'mcp_servers?': McpServerList.or('null'),
-    'skills?': SkillList.or('null'),
-  })
+export const AgentRefParams = AgentId.or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': Version }).or({
+  '+': 'reject',
+  type: "'agent_with_overrides'",
+  id: AgentId,
+  'version?': Version,
+  'model?': ModelInput,
+  'system?': type('string <= 100000').or('null'),
+  'tools?': ToolList.or('null'),
+  'mcp_servers?': McpServerList.or('null'),
+  'skills?': SkillList.or('null'),
+})
 
 // system.message is for deployments' initial events (DECISIONS "Sessions and events"), never a session's.
 const InitialEvent = tagged(
@@ -99,9 +99,12 @@ export const SessionListQuery = type({
   'created_at[lte]?': timestampParam,
   'deployment_id?': DeploymentId,
   'memory_store_id?': MemoryStoreId,
-}).narrow((q, ctx) =>
-  q.agent_version === undefined || q.agent_id !== undefined ||
-  ctx.reject({ problem: 'requires agent_id (a version means nothing without its agent)', relativePath: ['agent_version'] }))
+}).narrow(
+  (q, ctx) =>
+    q.agent_version === undefined ||
+    q.agent_id !== undefined ||
+    ctx.reject({ problem: 'requires agent_id (a version means nothing without its agent)', relativePath: ['agent_version'] }),
+)
 
 export type BudgetParams = typeof Budget.infer
 export type AgentRefParamsT = typeof AgentRefParams.infer

@@ -1,7 +1,5 @@
 /** How one command's stream ended. */
-export type CaptureEnd =
-  | { kind: 'marker'; index: number; exitCode: number | null }
-  | { kind: 'shell-exit'; code: number; signal: number | undefined }
+export type CaptureEnd = { kind: 'marker'; index: number; exitCode: number | null } | { kind: 'shell-exit'; code: number; signal: number | undefined }
 
 /**
  * Collects one command's pty output until a sentinel marker shows the shell is ready again.

@@ -3,9 +3,7 @@
  * withheld because the server process holds credentials (API keys, NATS creds) that an
  * agent-run command must not be able to read with a plain `env`.
  */
-const INHERITED = [
-  'PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR',
-]
+const INHERITED = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR']
 
 /** Settings that keep programs from paging, prompting or colouring output meant for a model. */
 const NON_INTERACTIVE: Record<string, string> = {

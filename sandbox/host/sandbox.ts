@@ -2,14 +2,7 @@ import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from '../definitions.js'
 import { InputError } from '../input.js'
-import {
-  DEFAULT_BASH_TIMEOUT_MS,
-  DEFAULT_MAX_OUTPUT_CHARS,
-  errorResult,
-  type Sandbox,
-  type SandboxOptions,
-  type ToolResult,
-} from '../types.js'
+import { DEFAULT_BASH_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS, errorResult, type Sandbox, type SandboxOptions, type ToolResult } from '../types.js'
 import { InterruptedError, type ToolContext } from './context.js'
 import { shellEnv } from './env.js'
 import { PersistentShell } from './shell.js'

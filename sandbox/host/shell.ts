@@ -201,15 +201,17 @@ export class PersistentShell {
 
   private clean(raw: string): string {
     const nonce = this.nonce
-    return cleanTerminalText(raw)
-      // Late sync markers from an earlier interrupt, printed after that command's result was taken.
-      .replace(new RegExp(`__TROUPE_${nonce}_\\d+_(?:done_\\d+|sync)__\\n?`, 'g'), '')
-      // Our own typed lines, should a command have turned tty echo back on.
-      .split('\n')
-      .filter((line) => !line.includes(`${nonce}_`))
-      .join('\n')
-      .replace(/^\n+/, '')
-      .replace(/\s+$/, '')
+    return (
+      cleanTerminalText(raw)
+        // Late sync markers from an earlier interrupt, printed after that command's result was taken.
+        .replace(new RegExp(`__TROUPE_${nonce}_\\d+_(?:done_\\d+|sync)__\\n?`, 'g'), '')
+        // Our own typed lines, should a command have turned tty echo back on.
+        .split('\n')
+        .filter((line) => !line.includes(`${nonce}_`))
+        .join('\n')
+        .replace(/^\n+/, '')
+        .replace(/\s+$/, '')
+    )
   }
 
   private async ensureStarted(): Promise<void> {

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noControlCharactersInRegex: matching control characters is this file's purpose.
 // Escape sequences a pty may carry: CSI (colours, cursor moves), OSC (titles, hyperlinks),
 // charset selection, and the remaining two-byte ESC forms.
 const CSI = /\x1b\[[0-?]*[ -/]*[@-~]/g
@@ -13,17 +14,8 @@ const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/g
  * model is not fed every intermediate frame.
  */
 export function cleanTerminalText(raw: string): string {
-  const text = raw
-    .replace(OSC, '')
-    .replace(CSI, '')
-    .replace(CHARSET, '')
-    .replace(ESC2, '')
-    .replace(/\r+\n/g, '\n')
-  return text
-    .split('\n')
-    .map(overwriteLine)
-    .join('\n')
-    .replace(CONTROL, '')
+  const text = raw.replace(OSC, '').replace(CSI, '').replace(CHARSET, '').replace(ESC2, '').replace(/\r+\n/g, '\n')
+  return text.split('\n').map(overwriteLine).join('\n').replace(CONTROL, '')
 }
 
 function overwriteLine(line: string): string {

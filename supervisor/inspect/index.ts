@@ -52,8 +52,8 @@ export async function runInspect(word: string, args: string[]): Promise<number> 
   process.stdout.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' ? process.exit(0) : undefined))
   const io: Io = {
     connect: async () => (conn ??= await connectForInspect(`troupe ${word}`)),
-    out: (line) => void process.stdout.write(line + '\n'),
-    note: (line) => void process.stderr.write(line + '\n'),
+    out: (line) => void process.stdout.write(`${line}\n`),
+    note: (line) => void process.stderr.write(`${line}\n`),
     signal: stop.signal,
   }
   try {

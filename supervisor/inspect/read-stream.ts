@@ -1,4 +1,4 @@
-import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
+import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
 
 export interface StreamRead {
   stream: string
@@ -20,7 +20,7 @@ const STALL_MS = 2000
  * Null when the stream does not exist.
  */
 export async function readStream(js: JetStreamClient, o: StreamRead): Promise<AsyncGenerator<JsMsg> | null> {
-  let consumer
+  let consumer: Consumer
   try {
     consumer = await js.consumers.get(o.stream, {
       filter_subjects: o.filter,

@@ -54,10 +54,12 @@ export async function status(args: string[], io: Io): Promise<void> {
   const now = Date.now()
   const report: StatusReport = {
     nats: { url: conn.url, server: conn.nc.info?.version ?? '?' },
-    hosts: [...(hosts ?? [])].map(([key, v]) => {
-      const beat = decode<HostBeat>(v)
-      return { id: key.slice('host.'.length), ...beat, beat_age_ms: now - beat.at, stale: now - beat.at > STALE_MS }
-    }).sort((a, b) => (a.started_at ?? 0) - (b.started_at ?? 0)),
+    hosts: [...(hosts ?? [])]
+      .map(([key, v]) => {
+        const beat = decode<HostBeat>(v)
+        return { id: key.slice('host.'.length), ...beat, beat_age_ms: now - beat.at, stale: now - beat.at > STALE_MS }
+      })
+      .sort((a, b) => (a.started_at ?? 0) - (b.started_at ?? 0)),
     partitions: placement ? placementView(placement) : null,
     sessions: { total: 0, by_status: {}, running: [], running_more: 0 },
   }
@@ -117,8 +119,10 @@ function render(r: StatusReport, now: number): string[] {
   for (const h of r.hosts) {
     // Beats written before HostBeat grew its fields carry only `at`.
     const up = h.started_at ? `up ${age(now - h.started_at)}` : 'up ?'
-    lines.push(`  ${h.id}  ${h.role ?? '?'}  pid ${h.pid ?? '?'} on ${h.hostname ?? '?'}  ${up}  ` +
-      `${h.stale ? `STALE: last beat ${age(h.beat_age_ms)} ago` : `beat ${age(h.beat_age_ms)} ago`}${h.http_url ? `  ${h.http_url}` : ''}`)
+    lines.push(
+      `  ${h.id}  ${h.role ?? '?'}  pid ${h.pid ?? '?'} on ${h.hostname ?? '?'}  ${up}  ` +
+        `${h.stale ? `STALE: last beat ${age(h.beat_age_ms)} ago` : `beat ${age(h.beat_age_ms)} ago`}${h.http_url ? `  ${h.http_url}` : ''}`,
+    )
   }
   lines.push('')
   if (!r.partitions) lines.push(`partitions: no ${Buckets.placement} bucket (no host has placed partitions yet)`)
@@ -133,7 +137,9 @@ function render(r: StatusReport, now: number): string[] {
     }
   }
   lines.push('')
-  const counts = Object.entries(r.sessions.by_status).map(([s, n]) => `${n} ${s}`).join(', ')
+  const counts = Object.entries(r.sessions.by_status)
+    .map(([s, n]) => `${n} ${s}`)
+    .join(', ')
   lines.push(`sessions: ${r.sessions.total}${counts ? ` (${counts})` : ''}`)
   for (const s of r.sessions.running) {
     const since = s.running_since ? `running ${age(now - s.running_since)}` : 'running'

@@ -9,7 +9,7 @@ export const SUB_USAGE = { synopsis: 'sub <subject>...', summary: 'every message
  */
 export async function sub(args: string[], io: Io): Promise<void> {
   const { positionals } = parse(args, {})
-  if (!positionals.length) throw new UsageError('name at least one subject, e.g. troupe sub \'troupe.>\'')
+  if (!positionals.length) throw new UsageError("name at least one subject, e.g. troupe sub 'troupe.>'")
   for (const subject of positionals) {
     if (!/^[^\s.]+(\.[^\s.]+)*$/.test(subject)) throw new UsageError(`${JSON.stringify(subject)} is not a NATS subject (tokens separated by dots, no spaces)`)
   }

@@ -8,7 +8,10 @@ import { needJetStream, parse, UsageError, type Io } from './io.js'
 import { readStream } from './read-stream.js'
 import { summarize } from './summary.js'
 
-export const TAIL_USAGE = { synopsis: 'tail <session_id> [--follow]', summary: "a session's stored events, one line each, from the start; --follow keeps printing new ones" }
+export const TAIL_USAGE = {
+  synopsis: 'tail <session_id> [--follow]',
+  summary: "a session's stored events, one line each, from the start; --follow keeps printing new ones",
+}
 
 /** The longest event type (`session.thread_status_rescheduled`), so the summaries line up. */
 const TYPE_WIDTH = 33

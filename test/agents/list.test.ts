@@ -15,18 +15,33 @@ t.test('list: newest first, latest version only, archived hidden by default', as
   const range = { 'created_at[gte]': made[0]!.created_at, 'created_at[lte]': made[4]!.created_at }
   const seen: Array<{ id: string; version: number; name: string }> = []
   for await (const a of agents.list({ ...range, limit: 2 })) seen.push({ id: a.id, version: a.version, name: a.name })
-  t.same(seen.map((a) => a.id), [made[4]!.id, made[3]!.id, made[2]!.id, made[1]!.id], 'newest first, archived hidden')
-  t.same(seen.find((a) => a.id === made[1]!.id), { id: made[1]!.id, version: 2, name: 'l1-v2' }, 'one entry per agent, at its latest version')
+  t.same(
+    seen.map((a) => a.id),
+    [made[4]!.id, made[3]!.id, made[2]!.id, made[1]!.id],
+    'newest first, archived hidden',
+  )
+  t.same(
+    seen.find((a) => a.id === made[1]!.id),
+    { id: made[1]!.id, version: 2, name: 'l1-v2' },
+    'one entry per agent, at its latest version',
+  )
   const all: string[] = []
   for await (const a of agents.list({ ...range, include_archived: true, limit: 3 })) all.push(a.id)
-  t.same(all, [...made].reverse().map((a) => a.id), 'include_archived shows it')
+  t.same(
+    all,
+    [...made].reverse().map((a) => a.id),
+    'include_archived shows it',
+  )
   // Ties on created_at are broken by id, so paging is stable; every page but the last is full.
   const page1 = await get(`/v1/agents?${q({ ...range, limit: 2 })}`)
   t.equal(page1.status, 200)
   t.equal(page1.json.data.length, 2)
   t.type(page1.json.next_page, 'string')
   const page2 = await get(`/v1/agents?${q({ ...range, limit: 2, page: page1.json.next_page })}`)
-  t.same(page2.json.data.map((a: any) => a.id), [made[2]!.id, made[1]!.id])
+  t.same(
+    page2.json.data.map((a: any) => a.id),
+    [made[2]!.id, made[1]!.id],
+  )
   t.equal(page2.json.next_page, null, 'no next page when nothing is left')
 })
 
@@ -39,9 +54,16 @@ t.test('list: created_at filters', async (t) => {
     const lte = query['created_at[lte]'] ?? '9999'
     const out: Array<{ id: string; created_at: string }> = []
     for await (const x of agents.list({ ...query, limit: 100 })) out.push({ id: x.id, created_at: x.created_at })
-    t.ok(out.every((x) => x.created_at >= gte && x.created_at <= lte), `every result is within ${JSON.stringify(query)}`)
+    t.ok(
+      out.every((x) => x.created_at >= gte && x.created_at <= lte),
+      `every result is within ${JSON.stringify(query)}`,
+    )
     for (const x of [a, b, c]) {
-      t.equal(out.some((o) => o.id === x.id), x.created_at >= gte && x.created_at <= lte, `${x.name} included iff in range`)
+      t.equal(
+        out.some((o) => o.id === x.id),
+        x.created_at >= gte && x.created_at <= lte,
+        `${x.name} included iff in range`,
+      )
     }
   }
   await check(t, { 'created_at[gte]': b.created_at, 'created_at[lte]': c.created_at })
@@ -102,12 +124,23 @@ t.test('versions: ascending, paged by number, cursor bound to the agent', async 
   await agents.update(a.id, { metadata: { k: '7' } })
   const all: Array<{ version: number; name: string }> = []
   for await (const v of agents.versions.list(a.id, { limit: 3 })) all.push({ version: v.version, name: v.name })
-  t.same(all, [1, 2, 3, 4, 5, 6, 7].map((n) => ({ version: n, name: `v${n}` })))
+  t.same(
+    all,
+    [1, 2, 3, 4, 5, 6, 7].map((n) => ({ version: n, name: `v${n}` })),
+  )
   const p1 = await get(`/v1/agents/${a.id}/versions?limit=3`)
-  t.same(p1.json.data.map((v: any) => v.version), [1, 2, 3])
+  t.same(
+    p1.json.data.map((v: any) => v.version),
+    [1, 2, 3],
+  )
   t.type(p1.json.next_page, 'string')
-  const p3 = await get(`/v1/agents/${a.id}/versions?limit=3&page=${(await get(`/v1/agents/${a.id}/versions?limit=3&page=${p1.json.next_page}`)).json.next_page}`)
-  t.same(p3.json.data.map((v: any) => v.version), [7])
+  const p3 = await get(
+    `/v1/agents/${a.id}/versions?limit=3&page=${(await get(`/v1/agents/${a.id}/versions?limit=3&page=${p1.json.next_page}`)).json.next_page}`,
+  )
+  t.same(
+    p3.json.data.map((v: any) => v.version),
+    [7],
+  )
   t.equal(p3.json.next_page, null)
   const exact = await get(`/v1/agents/${a.id}/versions?limit=7`)
   t.equal(exact.json.data.length, 7)

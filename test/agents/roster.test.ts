@@ -22,19 +22,29 @@ t.test('entries resolve to concrete references; advisor last', async (t) => {
   const w2 = await mk('worker2')
   const w3 = await mk('worker3')
   await agents.update(w3.id, { name: 'worker3b' })
-  const r = await coord([w1.id, { type: 'agent', id: w2.id }, { type: 'agent', id: w3.id, version: 1 }, { type: 'self' }, { type: 'advisor', model: 'claude-opus-4-8' }])
+  const r = await coord([
+    w1.id,
+    { type: 'agent', id: w2.id },
+    { type: 'agent', id: w3.id, version: 1 },
+    { type: 'self' },
+    { type: 'advisor', model: 'claude-opus-4-8' },
+  ])
   t.equal(r.status, 200, r.text)
   const c = r.json
-  t.same(c.multiagent, {
-    type: 'coordinator',
-    agents: [
-      { type: 'agent', id: w1.id, version: 2 },
-      { type: 'agent', id: w2.id, version: 1 },
-      { type: 'agent', id: w3.id, version: 1 },
-      { type: 'agent', id: c.id, version: 1 },
-      { type: 'advisor', model: 'claude-opus-4-8' },
-    ],
-  }, 'string and {type:agent,id} take the latest; explicit version kept; self is the version being written')
+  t.same(
+    c.multiagent,
+    {
+      type: 'coordinator',
+      agents: [
+        { type: 'agent', id: w1.id, version: 2 },
+        { type: 'agent', id: w2.id, version: 1 },
+        { type: 'agent', id: w3.id, version: 1 },
+        { type: 'agent', id: c.id, version: 1 },
+        { type: 'advisor', model: 'claude-opus-4-8' },
+      ],
+    },
+    'string and {type:agent,id} take the latest; explicit version kept; self is the version being written',
+  )
   // The roster is a snapshot: later updates of members do not move it.
   await agents.update(w2.id, { name: 'worker2b' })
   t.same((await agents.retrieve(c.id)).multiagent, c.multiagent)
@@ -45,12 +55,22 @@ t.test('entries resolve to concrete references; advisor last', async (t) => {
   t.same(rosterOf(u)?.[1], { type: 'agent', id: w2.id, version: 1 })
   t.same(rosterOf(await agents.retrieve(c.id, { version: 1 }))?.[3], { type: 'agent', id: c.id, version: 1 })
   // Re-sending the same roster input re-resolves it: w2 moves to its latest (v2), which is a material change.
-  const re = await agents.update(c.id, { multiagent: { type: 'coordinator', agents: [w1.id, { type: 'agent', id: w2.id }, { type: 'agent', id: w3.id, version: 1 }, { type: 'self' }, { type: 'advisor', model: 'claude-opus-4-8' }] } })
+  const re = await agents.update(c.id, {
+    multiagent: {
+      type: 'coordinator',
+      agents: [w1.id, { type: 'agent', id: w2.id }, { type: 'agent', id: w3.id, version: 1 }, { type: 'self' }, { type: 'advisor', model: 'claude-opus-4-8' }],
+    },
+  })
   t.equal(re.version, 3)
   t.same(rosterOf(re)?.[1], { type: 'agent', id: w2.id, version: 2 })
   t.same(rosterOf(re)?.[3], { type: 'agent', id: c.id, version: 3 })
   // And sending it once more changes nothing: self does not count as a change.
-  const same = await agents.update(c.id, { multiagent: { type: 'coordinator', agents: [w1.id, w2.id, { type: 'agent', id: w3.id, version: 1 }, { type: 'self' }, { type: 'advisor', model: 'claude-opus-4-8' }] } })
+  const same = await agents.update(c.id, {
+    multiagent: {
+      type: 'coordinator',
+      agents: [w1.id, w2.id, { type: 'agent', id: w3.id, version: 1 }, { type: 'self' }, { type: 'advisor', model: 'claude-opus-4-8' }],
+    },
+  })
   t.equal(same.version, 3)
   const cleared = await agents.update(c.id, { multiagent: null })
   t.equal(cleared.multiagent, null)
@@ -72,7 +92,11 @@ t.test('roster rejections', async (t) => {
   const many = await Promise.all(Array.from({ length: 21 }, (_, i) => mk(`m${i}`)))
 
   await rejects(t, [], /multiagent\.agents: a coordinator roster has 1 to 20 entries \(got 0\)/)
-  await rejects(t, many.map((a) => a.id), /multiagent\.agents: a coordinator roster has 1 to 20 entries \(got 21\)/)
+  await rejects(
+    t,
+    many.map((a) => a.id),
+    /multiagent\.agents: a coordinator roster has 1 to 20 entries \(got 21\)/,
+  )
   t.equal((await coord(many.slice(0, 20).map((a) => a.id))).status, 200, '20 entries are fine')
   await rejects(t, [w.id, gone.id], /multiagent\.agents\[1\]: agent .* is archived/)
   await rejects(t, [{ type: 'agent', id: gone.id, version: 1 }], /multiagent\.agents\[0\]: agent .* is archived/)
@@ -151,14 +175,23 @@ t.test('inference_geo agreement', async (t) => {
   const c = await agents.create({ name: 'c', model: { id: 'x', inference_geo: 'eu' }, multiagent: { type: 'coordinator', agents: [eu.id, { type: 'self' }] } })
   const broken = await raw(s.url, 'POST', `/v1/agents/${c.id}`, { model: { id: 'x', inference_geo: 'us' } })
   t.equal(broken.status, 400)
-  t.match(broken.json.error.message, /^model\.inference_geo: this change breaks the stored coordinator roster .*multiagent\.agents\[0\]: agent .* pins model\.inference_geo "eu" but this coordinator pins "us"/)
+  t.match(
+    broken.json.error.message,
+    /^model\.inference_geo: this change breaks the stored coordinator roster .*multiagent\.agents\[0\]: agent .* pins model\.inference_geo "eu" but this coordinator pins "us"/,
+  )
   const dropped = await raw(s.url, 'POST', `/v1/agents/${c.id}`, { model: 'x' })
   t.equal(dropped.status, 400, 'a model string drops the pin, which breaks it too')
   const sameGeo = await agents.update(c.id, { model: { id: 'y', inference_geo: 'eu' } })
   t.equal(sameGeo.version, 2, 'a model change that keeps the pin is fine')
-  const replaced = await agents.update(c.id, { model: { id: 'y', inference_geo: 'us' }, multiagent: { type: 'coordinator', agents: [us.id, { type: 'self' }] } })
+  const replaced = await agents.update(c.id, {
+    model: { id: 'y', inference_geo: 'us' },
+    multiagent: { type: 'coordinator', agents: [us.id, { type: 'self' }] },
+  })
   t.equal(replaced.version, 3)
-  t.same(rosterOf(replaced), [{ type: 'agent', id: us.id, version: 1 }, { type: 'agent', id: c.id, version: 3 }])
+  t.same(rosterOf(replaced), [
+    { type: 'agent', id: us.id, version: 1 },
+    { type: 'agent', id: c.id, version: 3 },
+  ])
   const clearedTogether = await agents.update(c.id, { model: 'x', multiagent: null })
   t.equal(clearedTogether.multiagent, null)
   t.same(clearedTogether.model, { id: 'x' })

@@ -7,7 +7,7 @@ const s = await stack()
 const agents = s.client.beta.agents
 const create = (body: Record<string, unknown>) => raw(s.url, 'POST', '/v1/agents', { name: 'tools', model: 'x', ...body })
 const custom = (name: string, extra: Record<string, unknown> = {}) => ({ type: 'custom', name, description: 'd', input_schema: { type: 'object' }, ...extra })
-const server = (name: string, url = 'https://mcp.example.com/' + name) => ({ type: 'url' as const, name, url })
+const server = (name: string, url = `https://mcp.example.com/${name}`) => ({ type: 'url' as const, name, url })
 
 async function rejects(t: any, body: Record<string, unknown>, status: number, rule: RegExp, code?: string) {
   const r = await create(body)
@@ -20,35 +20,57 @@ t.test('agent toolset: defaults and response form', async (t) => {
   const a = await agents.create({ name: 't', model: 'x', tools: [{ type: 'agent_toolset_20260401' }] })
   t.same(a.tools, [{ type: 'agent_toolset_20260401', default_config: { enabled: true, permission_policy: { type: 'always_allow' } }, configs: [] }])
   const b = await agents.create({
-    name: 't', model: 'x',
-    tools: [{
+    name: 't',
+    model: 'x',
+    tools: [
+      {
+        type: 'agent_toolset_20260401',
+        default_config: { enabled: false, permission_policy: { type: 'always_ask' } },
+        configs: [
+          { name: 'bash', enabled: true },
+          { name: 'read', type: 'read', permission_policy: { type: 'auto' } },
+          {
+            name: 'web_fetch',
+            allowed_domains: ['example.com'],
+            max_content_tokens: 1000,
+            url_sources: { user_input: 'none', server_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'web_search' }] } },
+          },
+          { name: 'web_search', blocked_domains: ['bad.example'], user_location: { type: 'approximate', city: 'Paris', country: null } },
+        ],
+      },
+    ],
+  })
+  t.same(b.tools, [
+    {
       type: 'agent_toolset_20260401',
       default_config: { enabled: false, permission_policy: { type: 'always_ask' } },
       configs: [
-        { name: 'bash', enabled: true },
-        { name: 'read', type: 'read', permission_policy: { type: 'auto' } },
-        { name: 'web_fetch', allowed_domains: ['example.com'], max_content_tokens: 1000, url_sources: { user_input: 'none', server_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'web_search' }] } } },
-        { name: 'web_search', blocked_domains: ['bad.example'], user_location: { type: 'approximate', city: 'Paris', country: null } },
+        { type: 'bash', name: 'bash', enabled: true, permission_policy: { type: 'always_ask' } },
+        { type: 'read', name: 'read', enabled: false, permission_policy: { type: 'auto' } },
+        {
+          type: 'web_fetch',
+          name: 'web_fetch',
+          enabled: false,
+          permission_policy: { type: 'always_ask' },
+          allowed_domains: ['example.com'],
+          max_content_tokens: 1000,
+          url_sources: {
+            user_input: { type: 'none' },
+            client_tool_results: null,
+            server_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'web_search' }] },
+          },
+        },
+        {
+          type: 'web_search',
+          name: 'web_search',
+          enabled: false,
+          permission_policy: { type: 'always_ask' },
+          blocked_domains: ['bad.example'],
+          user_location: { type: 'approximate', city: 'Paris' },
+        },
       ],
-    }],
-  })
-  t.same(b.tools, [{
-    type: 'agent_toolset_20260401',
-    default_config: { enabled: false, permission_policy: { type: 'always_ask' } },
-    configs: [
-      { type: 'bash', name: 'bash', enabled: true, permission_policy: { type: 'always_ask' } },
-      { type: 'read', name: 'read', enabled: false, permission_policy: { type: 'auto' } },
-      {
-        type: 'web_fetch', name: 'web_fetch', enabled: false, permission_policy: { type: 'always_ask' },
-        allowed_domains: ['example.com'], max_content_tokens: 1000,
-        url_sources: { user_input: { type: 'none' }, client_tool_results: null, server_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'web_search' }] } },
-      },
-      {
-        type: 'web_search', name: 'web_search', enabled: false, permission_policy: { type: 'always_ask' },
-        blocked_domains: ['bad.example'], user_location: { type: 'approximate', city: 'Paris' },
-      },
-    ],
-  }])
+    },
+  ])
   const c = await agents.create({ name: 't', model: 'x', tools: [{ type: 'agent_toolset_20260401', default_config: null, configs: [{ name: 'web_fetch' }] }] })
   t.same(c.tools[0], {
     type: 'agent_toolset_20260401',
@@ -63,21 +85,54 @@ t.test('agent toolset: rejections', async (t) => {
   await rejects(t, ts([{ name: 'bash', type: 'edit' }]), 400, /tools\[0\]\.configs\[0\]/)
   await rejects(t, ts([{ name: 'bash' }, { name: 'bash' }]), 400, /tools\[0\]\.configs\[1\]\.name: tool "bash" appears twice/)
   await rejects(t, ts([{ name: 'bash', allowed_domains: ['a.com'] }]), 400, /tools\[0\]\.configs\[0\]\.allowed_domains is not a known field/)
-  await rejects(t, ts([{ name: 'web_fetch', allowed_domains: ['a.com'], blocked_domains: ['b.com'] }]), 400, /tools\[0\]\.configs\[0\]: allowed_domains and blocked_domains are mutually exclusive/)
+  await rejects(
+    t,
+    ts([{ name: 'web_fetch', allowed_domains: ['a.com'], blocked_domains: ['b.com'] }]),
+    400,
+    /tools\[0\]\.configs\[0\]: allowed_domains and blocked_domains are mutually exclusive/,
+  )
   await rejects(t, ts([{ name: 'web_search', allowed_domains: ['a.com'], blocked_domains: ['b.com'] }]), 400, /mutually exclusive/)
   await rejects(t, ts([{ name: 'web_fetch', allowed_domains: [] }]), 400, /tools\[0\]\.configs\[0\]\.allowed_domains must be non-empty/)
-  await rejects(t, ts([{ name: 'web_fetch', blocked_domains: Array.from({ length: 65 }, (_, i) => `d${i}.com`) }]), 400, /blocked_domains must be at most length 64/)
+  await rejects(
+    t,
+    ts([{ name: 'web_fetch', blocked_domains: Array.from({ length: 65 }, (_, i) => `d${i}.com`) }]),
+    400,
+    /blocked_domains must be at most length 64/,
+  )
   await rejects(t, ts([{ name: 'web_fetch', allowed_domains: [''] }]), 400, /allowed_domains\[0\] must be non-empty/)
-  await rejects(t, ts([{ name: 'web_fetch', url_sources: { user_input: 'none', client_tool_results: 'none', server_tool_results: { type: 'none' } } }]), 400, /url_sources: .*cannot all be "none"/)
-  await rejects(t, ts([{ name: 'web_fetch', url_sources: { client_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'ghost' }] } } }]), 400, /client_tool_results\.tools\[0\]\.name: "ghost" is not a custom tool/)
-  await rejects(t, ts([{ name: 'web_fetch', url_sources: { server_tool_results: { type: 'except', tools: [{ type: 'tool_reference', name: 'bash' }] } } }]), 400, /server_tool_results\.tools\[0\]\.name: "bash" must be web_search or web_fetch/)
+  await rejects(
+    t,
+    ts([{ name: 'web_fetch', url_sources: { user_input: 'none', client_tool_results: 'none', server_tool_results: { type: 'none' } } }]),
+    400,
+    /url_sources: .*cannot all be "none"/,
+  )
+  await rejects(
+    t,
+    ts([{ name: 'web_fetch', url_sources: { client_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'ghost' }] } } }]),
+    400,
+    /client_tool_results\.tools\[0\]\.name: "ghost" is not a custom tool/,
+  )
+  await rejects(
+    t,
+    ts([{ name: 'web_fetch', url_sources: { server_tool_results: { type: 'except', tools: [{ type: 'tool_reference', name: 'bash' }] } } }]),
+    400,
+    /server_tool_results\.tools\[0\]\.name: "bash" must be web_search or web_fetch/,
+  )
   await rejects(t, ts([{ name: 'bash', permission_policy: { type: 'never' } }]), 400, /permission_policy\.type must be/)
   await rejects(t, ts([], { default_config: { enabled: 'yes' } }), 400, /tools\[0\]\.default_config\.enabled must be/)
   await rejects(t, ts([], { extra: 1 }), 400, /tools\[0\]\.extra is not a known field/)
   await rejects(t, { tools: [{ type: 'agent_toolset_20260401' }, { type: 'agent_toolset_20260401' }] }, 400, /tools\[1\]: at most one agent_toolset_20260401/)
   await rejects(t, { tools: [{ type: 'computer_20250101' }] }, 400, /tools\[0\]\.type must be/)
   // A client-results filter naming a real custom tool is fine.
-  const ok = await create({ tools: [custom('fetcher'), { type: 'agent_toolset_20260401', configs: [{ name: 'web_fetch', url_sources: { client_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'fetcher' }] } } }] }] })
+  const ok = await create({
+    tools: [
+      custom('fetcher'),
+      {
+        type: 'agent_toolset_20260401',
+        configs: [{ name: 'web_fetch', url_sources: { client_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'fetcher' }] } } }],
+      },
+    ],
+  })
   t.equal(ok.status, 200)
 })
 
@@ -99,34 +154,85 @@ t.test('custom tools', async (t) => {
 
 t.test('MCP servers and toolsets', async (t) => {
   const a = await agents.create({
-    name: 't', model: 'x',
+    name: 't',
+    model: 'x',
     mcp_servers: [server('gh'), { type: 'url', name: 'local', url: 'http://127.0.0.1:9000/mcp' }],
     tools: [
       { type: 'mcp_toolset', mcp_server_name: 'gh' },
-      { type: 'mcp_toolset', mcp_server_name: 'local', default_config: { permission_policy: { type: 'always_allow' } }, configs: [{ name: 'search' }, { name: 'rm', enabled: false, permission_policy: { type: 'always_ask' } }] },
+      {
+        type: 'mcp_toolset',
+        mcp_server_name: 'local',
+        default_config: { permission_policy: { type: 'always_allow' } },
+        configs: [{ name: 'search' }, { name: 'rm', enabled: false, permission_policy: { type: 'always_ask' } }],
+      },
     ],
   })
   t.same(a.mcp_servers, [server('gh'), { type: 'url', name: 'local', url: 'http://127.0.0.1:9000/mcp' }])
-  t.same(a.tools, [
-    { type: 'mcp_toolset', mcp_server_name: 'gh', default_config: { enabled: true, permission_policy: { type: 'always_ask' } }, configs: [] },
-    {
-      type: 'mcp_toolset', mcp_server_name: 'local', default_config: { enabled: true, permission_policy: { type: 'always_allow' } },
-      configs: [{ name: 'search', enabled: true, permission_policy: { type: 'always_allow' } }, { name: 'rm', enabled: false, permission_policy: { type: 'always_ask' } }],
-    },
-  ], 'MCP toolsets default to always_ask, as the vendor documents')
+  t.same(
+    a.tools,
+    [
+      { type: 'mcp_toolset', mcp_server_name: 'gh', default_config: { enabled: true, permission_policy: { type: 'always_ask' } }, configs: [] },
+      {
+        type: 'mcp_toolset',
+        mcp_server_name: 'local',
+        default_config: { enabled: true, permission_policy: { type: 'always_allow' } },
+        configs: [
+          { name: 'search', enabled: true, permission_policy: { type: 'always_allow' } },
+          { name: 'rm', enabled: false, permission_policy: { type: 'always_ask' } },
+        ],
+      },
+    ],
+    'MCP toolsets default to always_ask, as the vendor documents',
+  )
   await rejects(t, { tools: [{ type: 'mcp_toolset', mcp_server_name: 'foo' }] }, 400, /tools\[0\]\.mcp_server_name: no MCP server named foo in mcp_servers/)
   await rejects(t, { mcp_servers: [server('gh')], tools: [custom('c')] }, 400, /mcp_servers\[0\]: MCP server gh is not referenced by any mcp_toolset/)
-  await rejects(t, { mcp_servers: [server('gh'), server('gh')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh' }] }, 400, /mcp_servers\[1\]\.name: MCP server name "gh" appears twice/)
-  await rejects(t, { mcp_servers: [server('gh')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh' }, { type: 'mcp_toolset', mcp_server_name: 'gh' }] }, 400, /tools\[1\]\.mcp_server_name: MCP server gh already has an mcp_toolset \(tools\[0\]\)/)
-  await rejects(t, { mcp_servers: [server('gh')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh', configs: [{ name: 'a' }, { name: 'a' }] }] }, 400, /tools\[0\]\.configs\[1\]\.name: tool "a" appears twice/)
-  await rejects(t, { mcp_servers: [server('gh', 'ftp://x.example')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh' }] }, 400, /mcp_servers\[0\]\.url must be an http or https URL/)
-  await rejects(t, { mcp_servers: [server('gh', 'not a url')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh' }] }, 400, /mcp_servers\[0\]\.url must be an http or https URL/)
+  await rejects(
+    t,
+    { mcp_servers: [server('gh'), server('gh')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh' }] },
+    400,
+    /mcp_servers\[1\]\.name: MCP server name "gh" appears twice/,
+  )
+  await rejects(
+    t,
+    {
+      mcp_servers: [server('gh')],
+      tools: [
+        { type: 'mcp_toolset', mcp_server_name: 'gh' },
+        { type: 'mcp_toolset', mcp_server_name: 'gh' },
+      ],
+    },
+    400,
+    /tools\[1\]\.mcp_server_name: MCP server gh already has an mcp_toolset \(tools\[0\]\)/,
+  )
+  await rejects(
+    t,
+    { mcp_servers: [server('gh')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh', configs: [{ name: 'a' }, { name: 'a' }] }] },
+    400,
+    /tools\[0\]\.configs\[1\]\.name: tool "a" appears twice/,
+  )
+  await rejects(
+    t,
+    { mcp_servers: [server('gh', 'ftp://x.example')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh' }] },
+    400,
+    /mcp_servers\[0\]\.url must be an http or https URL/,
+  )
+  await rejects(
+    t,
+    { mcp_servers: [server('gh', 'not a url')], tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh' }] },
+    400,
+    /mcp_servers\[0\]\.url must be an http or https URL/,
+  )
   await rejects(t, { mcp_servers: [{ type: 'stdio', name: 'gh', url: 'https://x' }] }, 400, /mcp_servers\[0\]\.type must be "url"/)
   await rejects(t, { mcp_servers: [server('')] }, 400, /mcp_servers\[0\]\.name must be non-empty/)
   await rejects(t, { mcp_servers: [server('n'.repeat(256))] }, 400, /mcp_servers\[0\]\.name must be at most length 255/)
   await rejects(t, { mcp_servers: [{ ...server('gh'), headers: {} }] }, 400, /mcp_servers\[0\]\.headers is not a known field/)
   const many = Array.from({ length: 21 }, (_, i) => server(`s${i}`))
-  await rejects(t, { mcp_servers: many, tools: many.map((m) => ({ type: 'mcp_toolset', mcp_server_name: m.name })) }, 400, /mcp_servers must be at most length 20/)
+  await rejects(
+    t,
+    { mcp_servers: many, tools: many.map((m) => ({ type: 'mcp_toolset', mcp_server_name: m.name })) },
+    400,
+    /mcp_servers must be at most length 20/,
+  )
   const twenty = many.slice(0, 20)
   t.equal((await create({ mcp_servers: twenty, tools: twenty.map((m) => ({ type: 'mcp_toolset', mcp_server_name: m.name })) })).status, 200)
 })
@@ -145,8 +251,20 @@ t.test('MCP references are checked against the stored half on update', async (t)
 })
 
 t.test('skills', async (t) => {
-  await rejects(t, { skills: [{ type: 'anthropic', skill_id: 'pdf' }] }, 422, /skills\[0\]: vendor-managed \(anthropic\) skills are not supported/, 'vendor_skills_unsupported')
-  await rejects(t, { skills: [{ type: 'custom', skill_id: 'skill_01X', version: 'latest' }] }, 422, /^Custom skills are not available yet: skills storage is not configured$/, 'skills_unavailable')
+  await rejects(
+    t,
+    { skills: [{ type: 'anthropic', skill_id: 'pdf' }] },
+    422,
+    /skills\[0\]: vendor-managed \(anthropic\) skills are not supported/,
+    'vendor_skills_unsupported',
+  )
+  await rejects(
+    t,
+    { skills: [{ type: 'custom', skill_id: 'skill_01X', version: 'latest' }] },
+    422,
+    /^Custom skills are not available yet: skills storage is not configured$/,
+    'skills_unavailable',
+  )
   await rejects(t, { skills: [{ type: 'custom', skill_id: 'skill_01X', version: 3 }] }, 422, /Custom skills are not available yet/, 'skills_unavailable')
   await rejects(t, { skills: [{ type: 'other', skill_id: 'x' }] }, 400, /skills\[0\]\.type must be/)
   await rejects(t, { skills: [{ type: 'custom' }] }, 400, /skills\[0\]\.skill_id/)
@@ -159,7 +277,10 @@ t.test('skills', async (t) => {
   t.equal(up.status, 422)
   t.equal(up.json.error.type, 'invalid_request_error')
   t.equal(up.json.error.details.error_code, 'vendor_skills_unsupported')
-  t.match(await failure(agents.create({ name: 't', model: 'x', skills: [{ type: 'custom', skill_id: 'skill_1' }] })), { status: 422, errorCode: 'skills_unavailable' })
+  t.match(await failure(agents.create({ name: 't', model: 'x', skills: [{ type: 'custom', skill_id: 'skill_1' }] })), {
+    status: 422,
+    errorCode: 'skills_unavailable',
+  })
   // Skill pins survive updates of unrelated fields (here: the empty list stays as stored).
   const u = await agents.update(ok.id, { name: 'renamed' })
   t.same(u.skills, [])

@@ -58,8 +58,13 @@ t.test('stale version is a 409 that is not retried', async (t) => {
   // The official client with its default retries obeys x-should-retry: false: one request only.
   let calls = 0
   const counting = new Anthropic({
-    baseURL: s.url, apiKey: 'k', maxRetries: 2,
-    fetch: (input: any, init?: any) => (calls++, fetch(input, init)),
+    baseURL: s.url,
+    apiKey: 'k',
+    maxRetries: 2,
+    fetch: (input: any, init?: any) => {
+      calls++
+      return fetch(input, init)
+    },
   })
   t.match(await failure(counting.beta.agents.update(a.id, { name: 'c5', version: 1 })), { status: 409 })
   t.equal(calls, 1, 'not retried')
@@ -96,10 +101,16 @@ t.test('metadata: per-key patch, not material', async (t) => {
 
 t.test('null rules', async (t) => {
   const a = await agents.create({
-    name: 'nr', model: { id: 'x', effort: 'low' }, system: 'sys', description: 'desc',
+    name: 'nr',
+    model: { id: 'x', effort: 'low' },
+    system: 'sys',
+    description: 'desc',
     execution_identity: { type: 'aws_role', role_arn: 'arn' },
     mcp_servers: [{ type: 'url', name: 'm', url: 'https://mcp.example.com' }],
-    tools: [{ type: 'mcp_toolset', mcp_server_name: 'm' }, { type: 'custom', name: 'c', description: 'd', input_schema: { type: 'object' } }],
+    tools: [
+      { type: 'mcp_toolset', mcp_server_name: 'm' },
+      { type: 'custom', name: 'c', description: 'd', input_schema: { type: 'object' } },
+    ],
   })
   for (const [body, rule] of [
     [{ name: null }, /name must be a string/],

@@ -12,7 +12,10 @@ let n = 0
 nc.subscribe('bench.get', { callback: (_e, m) => void m.respond(doc) })
 nc.subscribe('bench.put', {
   callback: (_e, m) => {
-    kv.put(`k.${n++}`, m.data).then(() => m.respond(m.data), () => m.respond(new Uint8Array()))
+    kv.put(`k.${n++}`, m.data).then(
+      () => m.respond(m.data),
+      () => m.respond(new Uint8Array()),
+    )
   },
 })
 

@@ -26,8 +26,14 @@ export function request(agent: http.Agent, base: string, method: string, p: stri
   const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent,
-        headers: { 'x-api-key': 'bench', ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}) } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        method,
+        agent,
+        headers: { 'x-api-key': 'bench', ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = []
         res.on('data', (c) => chunks.push(c))
@@ -46,12 +52,14 @@ export function request(agent: http.Agent, base: string, method: string, p: stri
 /** Runs `fn` over `items` with at most `n` in flight. */
 export async function pool<T>(items: T[], n: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++
-      await fn(items[i]!, i)
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++
+        await fn(items[i]!, i)
+      }
+    }),
+  )
 }
 
 /** Resolves when `cond()` holds, checked whenever `poke` is called; rejects after `timeoutMs`. */
@@ -59,13 +67,21 @@ export class Waiter {
   private waiting: Array<{ cond: () => boolean; resolve: () => void }> = []
   poke() {
     if (!this.waiting.length) return
-    this.waiting = this.waiting.filter((w) => (w.cond() ? (w.resolve(), false) : true))
+    const due = this.waiting.filter((w) => w.cond())
+    this.waiting = this.waiting.filter((w) => !due.includes(w))
+    for (const w of due) w.resolve()
   }
   until(cond: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
     if (cond()) return Promise.resolve()
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs)
-      this.waiting.push({ cond, resolve: () => (clearTimeout(timer), resolve()) })
+      this.waiting.push({
+        cond,
+        resolve: () => {
+          clearTimeout(timer)
+          resolve()
+        },
+      })
     })
   }
 }
@@ -136,11 +152,21 @@ export async function agentAndEnvironment(b: Bed): Promise<{ agentId: string; en
 
 export const userMessage = (text: string) => ({ events: [{ type: 'user.message', content: [{ type: 'text', text }] }] })
 
-export interface LoadResult { requests: number; rps: number; p50: number; p99: number; errors: number }
+export interface LoadResult {
+  requests: number
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+}
 
 /** Closed-loop HTTP load from its own process (loadgen.ts): `connections` clients, each sending back to back. */
 export function load(url: string, method: string, body: string | undefined, durationMs: number, connections: number): LoadResult {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', path.join(here, 'loadgen.ts'), url, method, body ?? '-', String(durationMs), String(connections)], { encoding: 'utf8' })
+  const out = execFileSync(
+    process.execPath,
+    ['--import', 'tsx', path.join(here, 'loadgen.ts'), url, method, body ?? '-', String(durationMs), String(connections)],
+    { encoding: 'utf8' },
+  )
   return JSON.parse(out.trim().split('\n').pop()!)
 }
 

@@ -15,7 +15,8 @@ export interface Hops {
 
 const PLACEMENT = /troupe_(leases|hosts|placement)/
 
-export const hopLine = (h: Hops) => `${h.actor} actor requests + ${h.jsApi} JetStream API calls + ${h.writes} writes = ${h.actor + h.jsApi + h.writes} round trips`
+export const hopLine = (h: Hops) =>
+  `${h.actor} actor requests + ${h.jsApi} JetStream API calls + ${h.writes} writes = ${h.actor + h.jsApi + h.writes} round trips`
 
 /** How long after the call's answer requests it caused may still arrive (writes that do not hold the answer up). */
 const SETTLE_MS = 300

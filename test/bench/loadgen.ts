@@ -14,8 +14,14 @@ function once(): Promise<void> {
   return new Promise((resolve) => {
     const t0 = process.hrtime.bigint()
     const req = http.request(
-      { host: target.hostname, port: target.port, path: target.pathname + target.search, method, agent,
-        headers: body ? { 'content-type': 'application/json', 'content-length': body.length } : {} },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname + target.search,
+        method,
+        agent,
+        headers: body ? { 'content-type': 'application/json', 'content-length': body.length } : {},
+      },
       (res) => {
         res.resume()
         res.on('end', () => {

@@ -22,7 +22,12 @@ const createBody = JSON.stringify({ name: 'bench', model: 'claude-sonnet-4-5', s
 /** Waits until the server says it is ready (a host that just started takes its partitions first). */
 async function ready(url: string): Promise<void> {
   const deadline = Date.now() + 30_000
-  while ((await fetch(`${url}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`${url}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (Date.now() > deadline) throw new Error(`${url} did not become ready`)
     await sleep(100)
   }

@@ -16,14 +16,19 @@ const IDLE_MS = 10_000
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
 const pct = (x: number) => `${(x * 100).toFixed(0)} %`
 
-interface Row { name: string; runs: LoadResult[] }
+interface Row {
+  name: string
+  runs: LoadResult[]
+}
 
 const line = (r: Row, extra = '') => {
   const rps = median(r.runs.map((x) => x.rps))
   const p50 = median(r.runs.map((x) => x.p50))
   const errors = r.runs.reduce((n, x) => n + x.errors, 0)
-  return `  ${r.name.padEnd(26)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${p50.toFixed(2).padStart(6)} ms` +
+  return (
+    `  ${r.name.padEnd(26)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${p50.toFixed(2).padStart(6)} ms` +
     `  (${r.runs.map((x) => x.rps.toFixed(0)).join(' / ')})${errors ? `  ${errors} errors` : ''}${extra}`
+  )
 }
 
 /** Median over rounds of a/b, each round's a and b measured back to back. */

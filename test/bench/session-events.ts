@@ -21,7 +21,12 @@ const TURN = 10
 
 const enc = new TextEncoder()
 
-interface Rec { type: string; id?: string; processed?: string; body: Record<string, unknown> }
+interface Rec {
+  type: string
+  id?: string
+  processed?: string
+  body: Record<string, unknown>
+}
 
 /** One turn as the actor stores it: the message, then the events of handling it, the first naming it handled. */
 function turn(i: number, at: string): Rec[] {
@@ -31,17 +36,26 @@ function turn(i: number, at: string): Rec[] {
     return { type, id, body: { type, id, ...fields, processed_at: at } }
   }
   const viaRecord = i % 5 === 0
-  const recs: Rec[] = [{ type: 'user.message', id: msg, body: { type: 'user.message', id: msg, content: [{ type: 'text', text: `turn ${i}` }], processed_at: null } }]
+  const recs: Rec[] = [
+    { type: 'user.message', id: msg, body: { type: 'user.message', id: msg, content: [{ type: 'text', text: `turn ${i}` }], processed_at: null } },
+  ]
   if (viaRecord) recs.push({ type: '_processed', body: { type: '_processed', ids: [msg], processed_at: at } })
   const running = ev('session.status_running')
   if (!viaRecord) running.processed = msg
   const start = ev('span.model_request_start')
-  recs.push(running, start,
+  recs.push(
+    running,
+    start,
     ev('agent.message', { content: [{ type: 'text', text: `answer ${i} `.repeat(8) }] }),
     ev('agent.tool_use', { name: 'bash', input: { command: 'ls' }, evaluated_permission: 'allow' }),
     ev('agent.tool_result', { tool_use_id: 'x', content: [{ type: 'text', text: 'a b c' }], is_error: false }),
-    ev('span.model_request_end', { model_request_start_id: start.id, is_error: false, model_usage: { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null } }),
-    ev('session.status_idle', { stop_reason: { type: 'end_turn' }, stop_details: null }))
+    ev('span.model_request_end', {
+      model_request_start_id: start.id,
+      is_error: false,
+      model_usage: { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null },
+    }),
+    ev('session.status_idle', { stop_reason: { type: 'end_turn' }, stop_details: null }),
+  )
   return recs.slice(0, viaRecord ? TURN : TURN - 1)
 }
 
@@ -93,9 +107,10 @@ export async function sessionEvents(): Promise<string[]> {
     }
 
     const middle = encodeCursor(`session_events:${s.id}`, { order: 'asc' }, seqs[seqs.length >> 1])
-    const get = (q: string) => () => request(b.agent, b.troupe.url, 'GET', url(q)).then((p) => {
-      if (p.data.length !== PAGE) throw new Error(`${q}: ${p.data.length} events`)
-    })
+    const get = (q: string) => () =>
+      request(b.agent, b.troupe.url, 'GET', url(q)).then((p) => {
+        if (p.data.length !== PAGE) throw new Error(`${q}: ${p.data.length} events`)
+      })
     const first = summary(await time(ROUNDS, get(`limit=${PAGE}`)))
     const mid = summary(await time(ROUNDS, get(`limit=${PAGE}&page=${middle}`)))
     const desc = summary(await time(ROUNDS, get(`limit=${PAGE}&order=desc`)))
@@ -104,23 +119,31 @@ export async function sessionEvents(): Promise<string[]> {
     // Baselines: the middle page's records straight from JetStream.
     const jsm = await jetstreamManager(nc)
     const from = seqs[seqs.length >> 1]!
-    const direct = summary(await time(ROUNDS, async () => {
-      let seq = from
-      for (let i = 0; i < PAGE; i++) {
-        const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq, next_by_subj: eventsWildcard(s.id) })
-        seq = m!.seq + 1
-      }
-    }))
-    const fetch = summary(await time(ROUNDS, async () => {
-      const ci = await jsm.consumers.add(EVENTS_STREAM, {
-        filter_subject: eventsWildcard(s.id), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from,
-        ack_policy: AckPolicy.None, mem_storage: true, inactive_threshold: 30_000_000_000,
-      })
-      const c = js.consumers.getConsumerFromInfo(ci)
-      let n = 0
-      for await (const _ of await c.fetch({ max_messages: PAGE, expires: 5000 })) if (++n === PAGE) break
-      void c.delete().catch(() => undefined)
-    }))
+    const direct = summary(
+      await time(ROUNDS, async () => {
+        let seq = from
+        for (let i = 0; i < PAGE; i++) {
+          const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq, next_by_subj: eventsWildcard(s.id) })
+          seq = m!.seq + 1
+        }
+      }),
+    )
+    const fetch = summary(
+      await time(ROUNDS, async () => {
+        const ci = await jsm.consumers.add(EVENTS_STREAM, {
+          filter_subject: eventsWildcard(s.id),
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: from,
+          ack_policy: AckPolicy.None,
+          mem_storage: true,
+          inactive_threshold: 30_000_000_000,
+        })
+        const c = js.consumers.getConsumerFromInfo(ci)
+        let n = 0
+        for await (const _ of await c.fetch({ max_messages: PAGE, expires: 5000 })) if (++n === PAGE) break
+        void c.delete().catch(() => undefined)
+      }),
+    )
     const line = (name: string, x: ReturnType<typeof summary>) =>
       `  ${name.padEnd(34)} p50 ${ms(x.p50).padStart(9)}  p99 ${ms(x.p99).padStart(9)}  (${(x.p50 / direct.p50).toFixed(2)}× raw direct gets at p50) — target p50 < 20 ms ${x.p50 < 20 ? 'ok' : 'MISSED'}`
     return [

@@ -180,7 +180,11 @@ async function troupeFanout(b: Bed, sessions: string[], perSession: number, roun
         sent.get(sid)!.push(performance.now())
         await request(b.agent, b.troupe.url, 'POST', `/v1/sessions/${sid}/events`, userMessage(`round ${r}`))
       }
-      await waiter.until(() => idles >= conns.length * (r + 1), `round ${r}: session.status_idle on ${conns.length} streams (have ${idles - conns.length * r})`, 60_000)
+      await waiter.until(
+        () => idles >= conns.length * (r + 1),
+        `round ${r}: session.status_idle on ${conns.length} streams (have ${idles - conns.length * r})`,
+        60_000,
+      )
     }
     if (echoes !== conns.length * rounds) throw new Error(`expected ${conns.length * rounds} echoes, got ${echoes}`)
     return { latencies, streams: conns.length }

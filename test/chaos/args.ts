@@ -54,7 +54,10 @@ export function parseArgs(argv: string[]): ChaosArgs {
   let faults: FaultKind[] = [...FAULT_KINDS]
   const list = value('faults')
   if (list !== undefined) {
-    faults = list.split(',').map((s) => s.trim()).filter(Boolean) as FaultKind[]
+    faults = list
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean) as FaultKind[]
     const bad = faults.filter((f) => !FAULT_KINDS.includes(f))
     if (bad.length || !faults.length) throw new Error(`--faults takes a comma-separated list of ${FAULT_KINDS.join(', ')} (got ${JSON.stringify(list)})`)
   }

@@ -90,7 +90,14 @@ export class Balancer {
       attempt.retryAfterMs = res.headers.get('retry-after-ms') ?? undefined
       attempt.requestId = res.headers.get('request-id') ?? undefined
       // The error's message is the evidence a report needs; a copy, so the client still reads the body itself.
-      if (res.status >= 400) res.clone().text().then((t) => (attempt.error = t.slice(0, 300)), () => undefined)
+      if (res.status >= 400)
+        res
+          .clone()
+          .text()
+          .then(
+            (t) => (attempt.error = t.slice(0, 300)),
+            () => undefined,
+          )
       return res
     } catch (err) {
       const e = err as Error

@@ -1,7 +1,18 @@
 // The checks, each a pure function of what the run recorded and what it read back afterwards. A check returns a
 // one-line summary and the evidence (capped) that a failure needs to be chased in the logs.
 import type { History, TagLine } from './history.js'
-import { CONNECT_FAILED, TIMED_OUT, type Attempt, type CallRecord, type FaultKind, type FaultWindow, type HostStart, type PostRecord, type ReaderRecord, type TurnRecord } from './types.js'
+import {
+  CONNECT_FAILED,
+  TIMED_OUT,
+  type Attempt,
+  type CallRecord,
+  type FaultKind,
+  type FaultWindow,
+  type HostStart,
+  type PostRecord,
+  type ReaderRecord,
+  type TurnRecord,
+} from './types.js'
 
 export interface RunData {
   sessions: string[]
@@ -40,7 +51,7 @@ const NATS_FAILOVER_MS = 10_000
  */
 const NATS_STOP_FAILOVER_MS = 20_000
 
-const budgetOf = (kind: FaultKind) => kind.startsWith('host') ? HOST_FAILOVER_MS : kind === 'nats-stop' ? NATS_STOP_FAILOVER_MS : NATS_FAILOVER_MS
+const budgetOf = (kind: FaultKind) => (kind.startsWith('host') ? HOST_FAILOVER_MS : kind === 'nats-stop' ? NATS_STOP_FAILOVER_MS : NATS_FAILOVER_MS)
 /** The brief's bar for a restarted host. */
 const READY_AFTER_NATS_MS = 3_000
 const MAX_DETAILS = 12
@@ -140,7 +151,8 @@ export function readersSawEachEventOnce(d: RunData): CheckResult {
     const dup = r.ids.filter((id, i) => r.ids.indexOf(id) !== i)
     if (dup.length) problems.push(`${r.session}: ${dup.length} events seen twice, e.g. ${[...new Set(dup)].slice(0, 3).join(', ')} (${r.connects} connections)`)
     if (!r.ids.length) {
-      if (events.length) problems.push(`${r.session}: saw nothing of ${events.length} stored events (${r.connects} connections; cuts: ${r.cuts.slice(-3).join('; ')})`)
+      if (events.length)
+        problems.push(`${r.session}: saw nothing of ${events.length} stored events (${r.connects} connections; cuts: ${r.cuts.slice(-3).join('; ')})`)
       continue
     }
     const ids = events.map((e) => e.id)
@@ -149,7 +161,8 @@ export function readersSawEachEventOnce(d: RunData): CheckResult {
       problems.push(`${r.session}: first event seen ${r.ids[0]} is not in the history`)
       continue
     }
-    if (r.fromStart && from > 0) problems.push(`${r.session}: opened before the first POST but first saw event ${from} (${r.ids[0]}); missed ${ids.slice(0, from).join(', ')}`)
+    if (r.fromStart && from > 0)
+      problems.push(`${r.session}: opened before the first POST but first saw event ${from} (${r.ids[0]}); missed ${ids.slice(0, from).join(', ')}`)
     const want = ids.slice(from)
     const seen = [...new Set(r.ids)]
     const i = want.findIndex((id, k) => seen[k] !== id)
@@ -159,7 +172,14 @@ export function readersSawEachEventOnce(d: RunData): CheckResult {
       const extra = seen.filter((id) => !want.includes(id))
       problems.push(
         `${r.session}: diverges from the history at event ${from + at} (${want[at] ?? 'end'} ${events[from + at]?.type ?? ''} stored, ${seen[at] ?? 'nothing'} seen); ` +
-          `${missing.length} missing${missing.length ? ` (${missing.slice(0, 3).map((id) => `${id} ${events[ids.indexOf(id)].type}`).join(', ')})` : ''}, ` +
+          `${missing.length} missing${
+            missing.length
+              ? ` (${missing
+                  .slice(0, 3)
+                  .map((id) => `${id} ${events[ids.indexOf(id)].type}`)
+                  .join(', ')})`
+              : ''
+          }, ` +
           `${extra.length} not stored; ${r.connects} connections`,
       )
     }
@@ -233,7 +253,9 @@ export function everyEventHandled(d: RunData): CheckResult {
       n++
       if (e.processed_at == null) {
         const after = events.slice(i + 1).map((x) => x.type)
-        problems.push(`${s}: ${e.type} ${e.id}${keyOf(e) ? ` (key ${keyOf(e)})` : ''} never handled (processed_at null); after it: ${after.length ? after.join(', ') : 'nothing'}`)
+        problems.push(
+          `${s}: ${e.type} ${e.id}${keyOf(e) ? ` (key ${keyOf(e)})` : ''} never handled (processed_at null); after it: ${after.length ? after.join(', ') : 'nothing'}`,
+        )
       }
     })
   }
@@ -289,16 +311,26 @@ export function noClientErrors(d: RunData): CheckResult {
  */
 function excusedPost(d: RunData, p: PostRecord): boolean {
   const tries = d.attempts.filter((a) => a.key === p.key)
-  return tries.length > 0 && tries.every((a) =>
-    ((a.status === 503 && !!a.retryAfterMs) || a.status === CONNECT_FAILED || a.status === TIMED_OUT) && !!inFault(d.windows, a.at, a.at + a.ms))
+  return (
+    tries.length > 0 &&
+    tries.every(
+      (a) => ((a.status === 503 && !!a.retryAfterMs) || a.status === CONNECT_FAILED || a.status === TIMED_OUT) && !!inFault(d.windows, a.at, a.at + a.ms),
+    )
+  )
 }
 
 export function postsSucceeded(d: RunData): CheckResult {
   const failed = d.posts.filter((p) => !p.ok)
   const excused = failed.filter((p) => excusedPost(d, p))
-  const problems = failed.filter((p) => !excused.includes(p)).map((p) => `${p.session}: ${p.kind} key ${p.key} at ${rel(d, p.at)} failed after retries: ${p.error}`)
+  const problems = failed
+    .filter((p) => !excused.includes(p))
+    .map((p) => `${p.session}: ${p.kind} key ${p.key} at ${rel(d, p.at)} failed after retries: ${p.error}`)
   const note = excused.length ? `; ${excused.length} gave up inside fault windows on 503s only` : ''
-  return check('every POST acknowledged within the client retries (or refused only with 503s inside a fault)', problems, `${d.posts.length - failed.length} of ${d.posts.length} POSTs acknowledged${note}`)
+  return check(
+    'every POST acknowledged within the client retries (or refused only with 503s inside a fault)',
+    problems,
+    `${d.posts.length - failed.length} of ${d.posts.length} POSTs acknowledged${note}`,
+  )
 }
 
 export function turnsFinished(d: RunData): CheckResult {
@@ -306,13 +338,19 @@ export function turnsFinished(d: RunData): CheckResult {
   // A turn cut short by a POST given up inside a fault, or that could not finish while a fault lasted; a session
   // left stuck by either is caught by the check on stuck sessions.
   const excused = unfinished.filter((t) =>
-    t.outcome === 'timeout' ? !!inFault(d.windows, t.start, t.end)
-      : d.posts.some((p) => !p.ok && p.key.includes(`.${t.tag}.`) && p.session === t.session && excusedPost(d, p)))
+    t.outcome === 'timeout'
+      ? !!inFault(d.windows, t.start, t.end)
+      : d.posts.some((p) => !p.ok && p.key.includes(`.${t.tag}.`) && p.session === t.session && excusedPost(d, p)),
+  )
   const problems = unfinished
     .filter((t) => !excused.includes(t))
     .map((t) => `${t.session}: ${t.kind} turn ${t.tag} from ${rel(d, t.start)}: ${t.outcome}${t.error ? ` (${t.error})` : ''}`)
   const note = excused.length ? `; ${excused.length} cut short by a fault` : ''
-  return check('every turn went idle within 30 s (unless a fault cut it short)', problems, `${d.turns.length - unfinished.length} of ${d.turns.length} turns${note}`)
+  return check(
+    'every turn went idle within 30 s (unless a fault cut it short)',
+    problems,
+    `${d.turns.length - unfinished.length} of ${d.turns.length} turns${note}`,
+  )
 }
 
 const FAILOVER_GROUPS: Array<{ label: string; kinds: FaultKind[]; budgetMs: number }> = [
@@ -337,7 +375,15 @@ export function failoverStats(d: RunData): FailoverStat[] {
     const ws = d.windows.filter((w) => g.kinds.includes(w.kind))
     const probes = ws.flatMap((w) => w.probes)
     const ms = probes.map((p) => p.firstOkMs).filter((x): x is number => x !== undefined)
-    return { label: g.label, budgetMs: g.budgetMs, faults: ws.length, probes: probes.length, p50: percentile(ms, 50), max: ms.length ? Math.max(...ms) : undefined, never: probes.length - ms.length }
+    return {
+      label: g.label,
+      budgetMs: g.budgetMs,
+      faults: ws.length,
+      probes: probes.length,
+      p50: percentile(ms, 50),
+      max: ms.length ? Math.max(...ms) : undefined,
+      never: probes.length - ms.length,
+    }
   })
 }
 
@@ -360,7 +406,9 @@ export function restartReadiness(d: RunData): CheckResult {
     const from = s.natsAt ?? s.blockAt
     if (s.error || s.readyAt === undefined || from === undefined) problems.push(`${s.host} restart at ${rel(d, s.spawnAt)}: ${s.error ?? 'never ready'}`)
     else if (s.readyAt - from > READY_AFTER_NATS_MS) {
-      problems.push(`${s.host} restart at ${rel(d, s.spawnAt)}: ready ${s.readyAt - from} ms after its NATS connection${s.natsAt ? '' : ' (start-up block: connection time not found)'}`)
+      problems.push(
+        `${s.host} restart at ${rel(d, s.spawnAt)}: ready ${s.readyAt - from} ms after its NATS connection${s.natsAt ? '' : ' (start-up block: connection time not found)'}`,
+      )
     }
   }
   const n = d.hostStarts.filter((x) => x.restart).length

@@ -104,9 +104,11 @@ export class FaultRunner {
         recover = f.kind === 'host-kill' ? await this.hostKill(h, step) : await this.hostStop(h, step)
       } else {
         const name =
-          f.kind === 'nats-leader' ? await this.d.cluster.metaLeader()
-          : f.kind === 'stream-leader' ? await this.d.cluster.streamLeader(EVENTS_STREAM)
-          : this.d.cluster.nodes[f.pick % this.d.cluster.nodes.length]!.name
+          f.kind === 'nats-leader'
+            ? await this.d.cluster.metaLeader()
+            : f.kind === 'stream-leader'
+              ? await this.d.cluster.streamLeader(EVENTS_STREAM)
+              : this.d.cluster.nodes[f.pick % this.d.cluster.nodes.length]!.name
         if (!name) {
           this.d.say(`${f.kind}: no ${f.kind === 'nats-stop' ? 'node' : 'leader'} found, skipped`)
           return undefined
@@ -162,7 +164,10 @@ export class FaultRunner {
       // The window lasts until the resumed host serves again (it re-reads its records first).
       const deadline = Date.now() + 15_000
       while (Date.now() < deadline) {
-        const ok = await fetch(`${h.url}/readyz`, { signal: AbortSignal.timeout(1000) }).then((r) => r.status === 200, () => false)
+        const ok = await fetch(`${h.url}/readyz`, { signal: AbortSignal.timeout(1000) }).then(
+          (r) => r.status === 200,
+          () => false,
+        )
         if (ok) return step('ready again')
         await sleep(200)
       }

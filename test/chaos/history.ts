@@ -42,10 +42,13 @@ export function readTags(tagDir: string, sessions: string[]): Map<string, TagLin
     } catch {}
     out.set(
       s,
-      text.split('\n').filter(Boolean).map((l) => {
-        const [tag = '', toolUseId = ''] = l.split(' ')
-        return { tag, toolUseId }
-      }),
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => {
+          const [tag = '', toolUseId = ''] = l.split(' ')
+          return { tag, toolUseId }
+        }),
     )
   }
   return out

@@ -163,7 +163,7 @@ export class Hosts {
   writeLogs(dir: string): void {
     mkdirSync(dir, { recursive: true })
     for (const h of this.all) {
-      h.procs.forEach((p, i) => writeFileSync(path.join(dir, `${h.name}.${i + 1}.log`), `${p.stdout()}\n--- stderr ---\n${p.logs()}`))
+      for (const [i, p] of h.procs.entries()) writeFileSync(path.join(dir, `${h.name}.${i + 1}.log`), `${p.stdout()}\n--- stderr ---\n${p.logs()}`)
     }
   }
 }
@@ -185,7 +185,10 @@ export interface ServeProcess {
  * with a longer bound, and kills the process if it does not come up in time.
  */
 function spawnServe(dataDir: string, env: Record<string, string>): Promise<ServeProcess> {
-  const proc = spawn(process.execPath, [BIN, 'serve'], { env: { ...(process.env as Record<string, string>), PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn(process.execPath, [BIN, 'serve'], {
+    env: { ...(process.env as Record<string, string>), PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   proc.stderr!.on('data', (d) => (stderr += d))

@@ -111,10 +111,7 @@ export class Load {
       this.turns.push(rec)
       const deadline = rec.start + TURN_BOUND_MS
       const key = `${this.o.runId}.${tag}.m`
-      const text =
-        kind === 'bash' ? `bash ${tag} ${file} key=${key}`
-        : kind === 'custom' ? `custom ${tag} key=${key}`
-        : `slow ${tag} key=${key}`
+      const text = kind === 'bash' ? `bash ${tag} ${file} key=${key}` : kind === 'custom' ? `custom ${tag} key=${key}` : `slow ${tag} key=${key}`
       const sent = await this.post(session, 'message', [{ type: 'user.message', content: [{ type: 'text', text }] }], key)
       let marker = sent.ids.at(-1)
       // The POST whose failure ended the turn early, if one did.

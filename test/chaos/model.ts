@@ -9,7 +9,7 @@ import { startFakeModelServer, type ScriptedReply } from '../fakes/model-server.
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 /** The tool use id is chosen here, not by the fake, so the bash command can write it beside the tag. */
-const toolUseId = () => 'toolu_01' + [...randomBytes(22)].map((b) => ALNUM[b % ALNUM.length]).join('')
+const toolUseId = () => `toolu_01${[...randomBytes(22)].map((b) => ALNUM[b % ALNUM.length]).join('')}`
 
 function reply(messages: any[]): ScriptedReply | undefined {
   const last = messages.at(-1)

@@ -39,10 +39,12 @@ export async function waitBalanced(nc: NatsConnection, hosts: string[], timeoutM
       const keys = ['agent', 'session'].flatMap((kind) => Array.from({ length: PARTITIONS }, (_, p) => `${kind}.${partitionToken(p)}`))
       // All at once, and bounded: during a NATS fault each read could wait out its own timeout.
       const holders = await Promise.race([
-        Promise.all(keys.map(async (k) => {
-          const e = await store.get(k)
-          return e && e.operation === 'PUT' ? decode<PlacementRecord>(e.value).host : ''
-        })),
+        Promise.all(
+          keys.map(async (k) => {
+            const e = await store.get(k)
+            return e && e.operation === 'PUT' ? decode<PlacementRecord>(e.value).host : ''
+          }),
+        ),
         sleep(5000).then(() => {
           throw new Error('placement read timed out')
         }),

@@ -14,7 +14,9 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
   const loadSeconds = (d.loadEnd - d.loadStart) / 1000
 
   say()
-  say(`chaos report: seed ${args.seed}, ${args.seconds} s of load, ${args.sessions} sessions (${args.readers} with SSE readers), ${args.hosts} hosts, 3-node NATS cluster`)
+  say(
+    `chaos report: seed ${args.seed}, ${args.seconds} s of load, ${args.sessions} sessions (${args.readers} with SSE readers), ${args.hosts} hosts, 3-node NATS cluster`,
+  )
   say(`  faults drawn from: ${args.faults.length ? args.faults.join(', ') : 'none (--no-faults)'}`)
   say(`  run directory: ${runDir}`)
 
@@ -42,11 +44,23 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
   const turnMs = done.map((t) => t.end - t.start)
   say(`  turn time    p50 ${ms0(percentile(turnMs, 50))}, p99 ${ms0(percentile(turnMs, 99))}`)
   const retries = d.attempts.filter((a) => a.retry > 0).length
-  say(`  POSTs        ${d.posts.length} (${d.posts.filter((p) => p.ok).length} acknowledged); ${d.attempts.length} HTTP attempts in all, ${retries} of them client retries`)
+  say(
+    `  POSTs        ${d.posts.length} (${d.posts.filter((p) => p.ok).length} acknowledged); ${d.attempts.length} HTTP attempts in all, ${retries} of them client retries`,
+  )
   const inside = d.calls.filter((c) => inFault(d.windows, c.at, c.at + c.ms))
   const outside = d.calls.filter((c) => !inFault(d.windows, c.at, c.at + c.ms))
   const lat = (cs: typeof d.calls) =>
-    `${cs.length} calls, p50 ${ms0(percentile(cs.map((c) => c.ms), 50))}, p99 ${ms0(percentile(cs.map((c) => c.ms), 99))}, ${cs.filter((c) => !c.ok).length} failed`
+    `${cs.length} calls, p50 ${ms0(
+      percentile(
+        cs.map((c) => c.ms),
+        50,
+      ),
+    )}, p99 ${ms0(
+      percentile(
+        cs.map((c) => c.ms),
+        99,
+      ),
+    )}, ${cs.filter((c) => !c.ok).length} failed`
   if (d.windows.length) {
     say(`  requests     outside fault windows: ${lat(outside)}`)
     say(`               inside fault windows (+5 s): ${lat(inside)}`)
@@ -62,7 +76,12 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
   for (const c of ['driver', 'sse', 'probe', 'check', 'other']) {
     const m = byClient.get(c)
     if (!m) continue
-    say(`  ${first ? 'statuses    ' : '            '} ${c.padEnd(6)} ${[...m].sort().map(([k, n]) => `${k}: ${n}`).join(', ')}`)
+    say(
+      `  ${first ? 'statuses    ' : '            '} ${c.padEnd(6)} ${[...m]
+        .sort()
+        .map(([k, n]) => `${k}: ${n}`)
+        .join(', ')}`,
+    )
     first = false
   }
   const connects = d.readers.reduce((n, r) => n + r.connects, 0)
@@ -70,10 +89,12 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
 
   if (d.windows.length) {
     say()
-    say('failover (fault → first successful events read of each session the fault touched: the faulted host\'s sessions, or the first 8 for NATS)')
+    say("failover (fault → first successful events read of each session the fault touched: the faulted host's sessions, or the first 8 for NATS)")
     for (const f of failoverStats(d)) {
       if (!f.faults) continue
-      say(`  ${f.label.padEnd(18)} ${f.faults} fault(s), ${f.probes} probes: p50 ${s1(f.p50)}, max ${s1(f.max)}${f.never ? `, ${f.never} never` : ''} (budget ${s1(f.budgetMs)})`)
+      say(
+        `  ${f.label.padEnd(18)} ${f.faults} fault(s), ${f.probes} probes: p50 ${s1(f.p50)}, max ${s1(f.max)}${f.never ? `, ${f.never} never` : ''} (budget ${s1(f.budgetMs)})`,
+      )
     }
     const restarts = d.hostStarts.filter((s) => s.restart)
     if (restarts.length) {
@@ -96,6 +117,10 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
   }
   const failed = checks.filter((c) => !c.ok).length
   say()
-  say(failed ? `chaos: ${failed} of ${checks.length} checks FAILED (seed ${args.seed}; logs in ${runDir})` : `chaos: all ${checks.length} checks passed (seed ${args.seed})`)
+  say(
+    failed
+      ? `chaos: ${failed} of ${checks.length} checks FAILED (seed ${args.seed}; logs in ${runDir})`
+      : `chaos: all ${checks.length} checks passed (seed ${args.seed})`,
+  )
   console.log(out.join('\n'))
 }

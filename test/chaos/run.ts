@@ -50,11 +50,14 @@ const say = (line: string) => {
   const t = loadStart === undefined ? `setup ${((Date.now() - began) / 1000).toFixed(1)} s` : `${((Date.now() - loadStart) / 1000).toFixed(1)} s`
   console.log(`[${t.padStart(12)}] ${line}`)
 }
-const overrun = setTimeout(() => {
-  console.error(`chaos: the run overran ${args.seconds} s + ${OVERRUN_MS / 1000} s; stopping everything (logs in ${runDir})`)
-  cleanupNow(true)
-  process.exit(2)
-}, args.seconds * 1000 + OVERRUN_MS)
+const overrun = setTimeout(
+  () => {
+    console.error(`chaos: the run overran ${args.seconds} s + ${OVERRUN_MS / 1000} s; stopping everything (logs in ${runDir})`)
+    cleanupNow(true)
+    process.exit(2)
+  },
+  args.seconds * 1000 + OVERRUN_MS,
+)
 overrun.unref()
 
 async function startModel(): Promise<string> {
@@ -118,16 +121,16 @@ const checkClient = clientWith('check', 8, 30_000)
 const nc = await connect({ servers: cluster.nodes.map((n) => n.url), maxReconnectAttempts: -1, reconnectTimeWait: 250, name: 'chaos-driver' })
 onCleanup(() => void nc.close().catch(() => undefined))
 
-const balanced = await waitBalanced(nc, hosts.all.map((h) => h.id!))
+const balanced = await waitBalanced(
+  nc,
+  hosts.all.map((h) => h.id!),
+)
 say(balanced ? 'partitions balanced over the hosts' : 'partitions still moving after 60 s; starting anyway')
 
 const agent = await driverClient.beta.agents.create({
   name: 'chaos',
   model: 'claude-sonnet-4-5',
-  tools: [
-    { type: 'agent_toolset_20260401' },
-    { type: 'custom', name: 'lookup', description: 'look something up', input_schema: { type: 'object' } },
-  ],
+  tools: [{ type: 'agent_toolset_20260401' }, { type: 'custom', name: 'lookup', description: 'look something up', input_schema: { type: 'object' } }],
 } as any)
 const environment = await driverClient.beta.environments.create({ name: 'chaos' })
 const sessions: string[] = []
@@ -151,7 +154,12 @@ const faults = new FaultRunner({
   probeClient,
   sessions,
   ownerOf: placementReader(nc),
-  balanced: () => waitBalanced(nc, hosts.all.filter((h) => h.state === 'up').map((h) => h.id!), 30_000),
+  balanced: () =>
+    waitBalanced(
+      nc,
+      hosts.all.filter((h) => h.state === 'up').map((h) => h.id!),
+      30_000,
+    ),
   say,
 })
 loadStart = Date.now()
@@ -178,7 +186,9 @@ const settleEnd = Date.now() + SETTLE_MS
 for (;;) {
   await Promise.all(
     sessions.map(async (s) => {
-      const got = await checkClient.beta.sessions.retrieve(s, {}, { timeout: 5_000, maxRetries: 1 }).catch((err: Error) => ({ status: `unreachable (${err.message})` }))
+      const got = await checkClient.beta.sessions
+        .retrieve(s, {}, { timeout: 5_000, maxRetries: 1 })
+        .catch((err: Error) => ({ status: `unreachable (${err.message})` }))
       settled.set(s, got.status)
     }),
   )

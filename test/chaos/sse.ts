@@ -57,7 +57,17 @@ export class SseReader {
   private connectOnce(n: number): Promise<string> {
     const host = this.balancer.pick(this.session, n, this.slot)
     const path = `/v1/sessions/${this.session}/events/stream`
-    const attempt: Attempt = { at: Date.now(), ms: 0, method: 'GET', path, session: this.session, backend: host?.name ?? 'none', client: 'sse', status: CONNECT_FAILED, retry: n }
+    const attempt: Attempt = {
+      at: Date.now(),
+      ms: 0,
+      method: 'GET',
+      path,
+      session: this.session,
+      backend: host?.name ?? 'none',
+      client: 'sse',
+      status: CONNECT_FAILED,
+      retry: n,
+    }
     this.balancer.attempts.push(attempt)
     if (!host?.url) return Promise.resolve('no gateway up')
     const u = new URL(path, host.url)

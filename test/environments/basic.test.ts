@@ -32,7 +32,10 @@ t.test('self_hosted carries scope in config and top level', async (t) => {
 })
 
 t.test('scope is rejected for cloud', async (t) => {
-  for (const body of [{ name: 'x', scope: 'account' }, { name: 'x', config: { type: 'cloud', scope: 'account' } }]) {
+  for (const body of [
+    { name: 'x', scope: 'account' },
+    { name: 'x', config: { type: 'cloud', scope: 'account' } },
+  ]) {
     const r = await raw(s.url, 'POST', '/v1/environments', body)
     t.equal(r.status, 400)
     t.match(r.json.error.message, /scope/)
@@ -45,7 +48,10 @@ t.test('limited networking validation', async (t) => {
     config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['example.com', '*.pypi.org'] } },
   })
   t.same(ok.config.type === 'cloud' && ok.config.networking, {
-    type: 'limited', allowed_hosts: ['example.com', '*.pypi.org'], allow_mcp_servers: false, allow_package_managers: false,
+    type: 'limited',
+    allowed_hosts: ['example.com', '*.pypi.org'],
+    allow_mcp_servers: false,
+    allow_package_managers: false,
   })
   const bad: Array<[string, RegExp]> = [
     ['https://example.com', /scheme/],
@@ -57,7 +63,8 @@ t.test('limited networking validation', async (t) => {
   ]
   for (const [host, rule] of bad) {
     const r = await raw(s.url, 'POST', '/v1/environments', {
-      name: 'bad', config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: [host] } },
+      name: 'bad',
+      config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: [host] } },
     })
     t.equal(r.status, 400, host)
     t.match(r.json.error.message, /allowed_hosts\[0\]/, host)
@@ -76,9 +83,16 @@ t.test('update rules', async (t) => {
   t.equal(u.description, 'desc')
   t.same(u.config, e.config, 'omitted config keeps')
   const u2 = await envs.update(e.id, { config: { type: 'cloud', networking: { type: 'limited', allow_package_managers: true } } })
-  t.same(u2.config.type === 'cloud' && u2.config.networking, {
-    type: 'limited', allowed_hosts: ['a.com'], allow_mcp_servers: true, allow_package_managers: true,
-  }, 'per-field merge inside limited')
+  t.same(
+    u2.config.type === 'cloud' && u2.config.networking,
+    {
+      type: 'limited',
+      allowed_hosts: ['a.com'],
+      allow_mcp_servers: true,
+      allow_package_managers: true,
+    },
+    'per-field merge inside limited',
+  )
   t.same(u2.config.type === 'cloud' && u2.config.packages.pip, ['requests'], 'omitted packages keep')
   const sh = await envs.create({ name: 'sh', config: { type: 'self_hosted' }, scope: 'account' })
   const toCloud = await envs.update(sh.id, { config: { type: 'cloud' } })

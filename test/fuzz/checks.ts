@@ -36,7 +36,10 @@ export function judge(spec: Spec, outcome: Outcome, transport: HttpTransport): V
   if (outcome.kind !== 'response') {
     const bucket = outcome.kind === 'reset' ? `reset (${outcome.error})` : outcome.kind
     if (mustAnswer) {
-      problems.push({ rule: outcome.kind === 'timeout' ? 'no answer in time' : 'no answer', detail: `${bucket} after ${outcome.partial.length} bytes${preview(outcome.partial)}` })
+      problems.push({
+        rule: outcome.kind === 'timeout' ? 'no answer in time' : 'no answer',
+        detail: `${bucket} after ${outcome.partial.length} bytes${preview(outcome.partial)}`,
+      })
     }
     return { bucket, parserAnswer: false, problems }
   }

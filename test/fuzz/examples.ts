@@ -6,7 +6,12 @@ export type Json = null | boolean | number | string | Json[] | { [k: string]: Js
 
 const text = (t: string) => ({ type: 'text', text: t })
 
-const customTool = { type: 'custom', name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }
+const customTool = {
+  type: 'custom',
+  name: 'lookup',
+  description: 'looks up',
+  input_schema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+}
 const toolset = {
   type: 'agent_toolset_20260401',
   configs: [{ name: 'bash', enabled: true, permission_policy: { type: 'always_allow' } }],
@@ -97,7 +102,15 @@ function exampleEvent(rng: Rng): Json {
  * class replaces their values. `agent` is a session's agent reference (a string, or an object with `id`).
  */
 export const ID_FIELDS = new Set([
-  'environment_id', 'agent', 'id', 'vault_ids', 'tool_use_id', 'custom_tool_use_id', 'session_thread_id', 'file_id', 'skill_id',
+  'environment_id',
+  'agent',
+  'id',
+  'vault_ids',
+  'tool_use_id',
+  'custom_tool_use_id',
+  'session_thread_id',
+  'file_id',
+  'skill_id',
   'mcp_server_name',
 ])
 
@@ -105,17 +118,35 @@ export const ID_FIELDS = new Set([
 export function exampleQuery(operationId: string, v: Victims): Array<[string, string]> {
   switch (operationId) {
     case 'agents.list':
-      return [['limit', '10'], ['include_archived', 'true'], ['created_at[gte]', '2020-01-01T00:00:00Z']]
+      return [
+        ['limit', '10'],
+        ['include_archived', 'true'],
+        ['created_at[gte]', '2020-01-01T00:00:00Z'],
+      ]
     case 'agents.retrieve':
       return [['version', '1']]
     case 'agents.versions.list':
       return [['limit', '5']]
     case 'environments.list':
-      return [['limit', '10'], ['include_archived', 'false']]
+      return [
+        ['limit', '10'],
+        ['include_archived', 'false'],
+      ]
     case 'sessions.list':
-      return [['limit', '10'], ['order', 'asc'], ['agent_id', v.agents[0]!], ['agent_version', '1'], ['statuses[]', 'idle'], ['created_at[lt]', '2100-01-01T00:00:00Z']]
+      return [
+        ['limit', '10'],
+        ['order', 'asc'],
+        ['agent_id', v.agents[0]!],
+        ['agent_version', '1'],
+        ['statuses[]', 'idle'],
+        ['created_at[lt]', '2100-01-01T00:00:00Z'],
+      ]
     case 'sessions.events.list':
-      return [['limit', '10'], ['order', 'desc'], ['types[]', 'user.message']]
+      return [
+        ['limit', '10'],
+        ['order', 'desc'],
+        ['types[]', 'user.message'],
+      ]
     case 'sessions.events.stream':
       return [['event_deltas[]', 'agent.message']]
     default:

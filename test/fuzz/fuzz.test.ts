@@ -26,7 +26,12 @@ t.test(`fuzz: seed ${SEED}, ${REQUESTS} hostile requests`, async (t) => {
     const f = items[0]!
     const replay = f.index !== undefined ? `\nreplay: npm run fuzz -- --seed ${SEED} --requests ${REQUESTS} --only ${f.index}` : ''
     t.fail(`${key} ×${items.length}`, {
-      diagnostic: true, route: f.route, what: f.note, detail: `${f.detail.slice(0, 600)}${replay}`, answer: f.response?.slice(0, 600), serverLog,
+      diagnostic: true,
+      route: f.route,
+      what: f.note,
+      detail: `${f.detail.slice(0, 600)}${replay}`,
+      answer: f.response?.slice(0, 600),
+      serverLog,
     })
   }
   t.ok(result.ok, `no failures in ${result.summary.requests} requests (${result.summary.seconds.toFixed(1)} s)`)
@@ -39,18 +44,27 @@ t.test('the checks catch each rule a server can break', async (t) => {
     const rid = 'req_1'
     const json = { 'content-type': 'application/json', 'request-id': rid }
     switch (req.url) {
-      case '/ok-400': return res.writeHead(400, json).end(envelope(rid))
-      case '/500': return res.writeHead(500, json).end(envelope(rid))
-      case '/plain-400': return res.writeHead(400, { 'content-type': 'text/plain', 'request-id': rid }).end('bad')
-      case '/other-rid': return res.writeHead(404, json).end(envelope('req_2'))
-      case '/no-rid': return res.writeHead(404, { 'content-type': 'application/json' }).end(envelope(rid))
-      case '/html-400': return res.writeHead(400, { 'content-type': 'text/html' }).end('<h1>Bad Request</h1>')
+      case '/ok-400':
+        return res.writeHead(400, json).end(envelope(rid))
+      case '/500':
+        return res.writeHead(500, json).end(envelope(rid))
+      case '/plain-400':
+        return res.writeHead(400, { 'content-type': 'text/plain', 'request-id': rid }).end('bad')
+      case '/other-rid':
+        return res.writeHead(404, json).end(envelope('req_2'))
+      case '/no-rid':
+        return res.writeHead(404, { 'content-type': 'application/json' }).end(envelope(rid))
+      case '/html-400':
+        return res.writeHead(400, { 'content-type': 'text/html' }).end('<h1>Bad Request</h1>')
       case '/head-body': {
         // node:http drops a HEAD body itself: write one by hand, as a broken server would.
         const body = envelope(rid)
-        return res.socket!.end(`HTTP/1.1 405 Method Not Allowed\r\ncontent-type: application/json\r\nrequest-id: ${rid}\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
+        return res.socket!.end(
+          `HTTP/1.1 405 Method Not Allowed\r\ncontent-type: application/json\r\nrequest-id: ${rid}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+        )
       }
-      case '/hang-up': return req.socket.destroy()
+      case '/hang-up':
+        return req.socket.destroy()
     }
     res.writeHead(200, json).end('{}')
   })

@@ -78,7 +78,11 @@ export function hostileId(rng: Rng, prefix: string, real: string, otherKinds: st
  * malformed HTTP), percent-encoded, or double-encoded. Lone surrogates cannot be URI-encoded: they go raw.
  */
 export function pathSegment(rng: Rng, id: string): Labelled<string> {
-  const mode = rng.weighted([['raw', 5], ['encoded', 3], ['double', 1]] as const)
+  const mode = rng.weighted([
+    ['raw', 5],
+    ['encoded', 3],
+    ['double', 1],
+  ] as const)
   if (mode === 'raw') return { value: id, label: 'raw' }
   try {
     const once = encodeURIComponent(id)
@@ -141,12 +145,12 @@ export function wrongValue(rng: Rng): Labelled<string> {
 export const deepArrays = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth)
 
 /** `{"a":{"a":…}}` n levels deep, as text. */
-export const deepObjects = (depth: number): string => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)
+export const deepObjects = (depth: number): string => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`
 
 /** Alternating `[{"a":[{"a":…}]}]`, as text. */
 export const deepMixed = (depth: number): string => {
   const half = Math.ceil(depth / 2)
-  return '[{"a":'.repeat(half) + 'null' + '}]'.repeat(half)
+  return `${'[{"a":'.repeat(half)}null${'}]'.repeat(half)}`
 }
 
 /** Text that is not JSON, or is JSON only by a lenient reading (BOM, NaN, comments, trailing commas). */
@@ -154,12 +158,12 @@ export function malformedJson(rng: Rng, valid: string): Labelled<Buffer> {
   const cut = valid.length > 2 ? rng.between(1, valid.length - 1) : 1
   const cases: Array<Labelled<string | Buffer>> = [
     { value: valid.slice(0, cut), label: 'truncated' },
-    { value: valid + 'garbage', label: 'trailing garbage' },
+    { value: `${valid}garbage`, label: 'trailing garbage' },
     { value: valid + valid, label: 'two documents' },
-    { value: '\uFEFF' + valid, label: 'BOM' },
+    { value: `\uFEFF${valid}`, label: 'BOM' },
     { value: valid.replace(/"/g, "'"), label: 'single quotes' },
     { value: valid.replace(/}$/, ',}'), label: 'trailing comma' },
-    { value: '/* c */' + valid, label: 'comment' },
+    { value: `/* c */${valid}`, label: 'comment' },
     { value: '{"a":NaN}', label: 'NaN' },
     { value: '{"a":Infinity}', label: 'Infinity' },
     { value: '{"a":undefined}', label: 'undefined' },
@@ -182,8 +186,8 @@ export function malformedJson(rng: Rng, valid: string): Labelled<Buffer> {
     { value: Buffer.concat([Buffer.from('{"name":"'), rng.bytes(64), Buffer.from('"}')]), label: 'random bytes in a string' },
     { value: rng.bytes(rng.between(1, 512)), label: 'random bytes' },
     { value: '{"a":1}'.repeat(1000), label: 'concatenated objects' },
-    { value: '[' + '1,'.repeat(10_000) + '1', label: 'unterminated long array' },
-    { value: '{"a":"' + 'x'.repeat(100_000), label: 'unterminated long string' },
+    { value: `[${'1,'.repeat(10_000)}1`, label: 'unterminated long array' },
+    { value: `{"a":"${'x'.repeat(100_000)}`, label: 'unterminated long string' },
     { value: '['.repeat(100_000), label: '100,000 open brackets' },
     { value: '{"a":'.repeat(50_000), label: '50,000 open objects' },
   ]

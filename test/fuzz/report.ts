@@ -14,13 +14,15 @@ export function describeSpec(spec: Spec, port: number): string {
       `  bytes (${bytes.length}${split}): ${clip(JSON.stringify(bytes.toString('latin1')), 400)}`,
     ].join('\n')
   }
-  const lines = [
-    `${JSON.stringify(spec.method).slice(1, -1)} ${clip(JSON.stringify(spec.target), 300)}  [${spec.class}: ${spec.note}]`,
-  ]
-  if (spec.headers.length) lines.push(`  headers: ${spec.headers.map(([k, v]) => `${k}: ${v}`).join('; ')}${spec.chunked ? '; transfer-encoding: chunked' : ''}`)
+  const lines = [`${JSON.stringify(spec.method).slice(1, -1)} ${clip(JSON.stringify(spec.target), 300)}  [${spec.class}: ${spec.note}]`]
+  if (spec.headers.length)
+    lines.push(`  headers: ${spec.headers.map(([k, v]) => `${k}: ${v}`).join('; ')}${spec.chunked ? '; transfer-encoding: chunked' : ''}`)
   if (spec.body) lines.push(`  body (${spec.body.length} bytes): ${clip(JSON.stringify(spec.body.subarray(0, 400).toString('utf8')), 400)}`)
   const body = spec.body?.toString('utf8')
-  const curlable = wellFormed(spec) && spec.method !== 'HEAD' && !spec.chunked &&
+  const curlable =
+    wellFormed(spec) &&
+    spec.method !== 'HEAD' &&
+    !spec.chunked &&
     (body === undefined || (spec.body!.length <= 2000 && Buffer.from(body).equals(spec.body!) && !/[\0\r\n]/.test(body)))
   if (curlable) {
     const parts = ['curl -si --path-as-is', '-X', q(spec.method), q(`http://127.0.0.1:${port}${spec.target}`)]
@@ -108,7 +110,8 @@ export function formatSummary(s: Summary): string {
     out.push('parser answers (uWS answered or hung up without reaching our routes; not failures under uWS):')
     for (const [what, statuses] of s.parserByCase) out.push(`  ${clip(what, 90)}: ${statuses.join(', ')}`)
   }
-  const growth = s.rssBefore !== undefined && s.rssAfter !== undefined ? ` (${s.rssAfter >= s.rssBefore ? '+' : ''}${(s.rssAfter - s.rssBefore).toFixed(1)})` : ''
+  const growth =
+    s.rssBefore !== undefined && s.rssAfter !== undefined ? ` (${s.rssAfter >= s.rssBefore ? '+' : ''}${(s.rssAfter - s.rssBefore).toFixed(1)})` : ''
   out.push('', `server RSS: ${mib(s.rssBefore)} → ${mib(s.rssAfter)} MiB${growth}`)
   out.push(`longest event-loop stall: ${s.stallMs === undefined ? 'not measured' : `${s.stallMs} ms`}`)
   if (s.errors.size) {
@@ -126,8 +129,18 @@ export function formatSummary(s: Summary): string {
     const idx = g.items.map((f) => f.index).filter((i): i is number => i !== undefined)
     out.push('', `${g.key}  ×${g.items.length}${idx.length ? `  (requests ${idx.slice(0, 8).join(', ')}${idx.length > 8 ? ', …' : ''})` : ''}`)
     if (first.class !== 'run') {
-      out.push(`  routes: ${distinct(g.items.map((f) => f.route), 6)}`)
-      out.push(`  what:   ${distinct(g.items.map((f) => f.note), 6)}`)
+      out.push(
+        `  routes: ${distinct(
+          g.items.map((f) => f.route),
+          6,
+        )}`,
+      )
+      out.push(
+        `  what:   ${distinct(
+          g.items.map((f) => f.note),
+          6,
+        )}`,
+      )
     }
     out.push(`  ${first.detail}`)
     if (first.request) out.push(first.request.replace(/^/gm, '  '))

@@ -1,12 +1,8 @@
 import { exampleBody, exampleQuery, ID_FIELDS, type Json } from './examples.js'
-import {
-  deepArrays, deepMixed, deepObjects, hostileId, hostileString, malformedJson, pathSegment, wellFormedId, wrongValue,
-} from './generators.js'
+import { deepArrays, deepMixed, deepObjects, hostileId, hostileString, malformedJson, pathSegment, wellFormedId, wrongValue } from './generators.js'
 import { get, paths, pathString, spliced, withKey, type JsonPath } from './mutate.js'
 import type { Rng } from './rng.js'
-import {
-  fillPath, GETS, NOT_GET, otherKindIds, prefixOf, TARGETS, victimFor, WITH_BODY, WITH_PARAMS, type Target,
-} from './targets.js'
+import { fillPath, GETS, NOT_GET, otherKindIds, prefixOf, TARGETS, victimFor, WITH_BODY, WITH_PARAMS, type Target } from './targets.js'
 import type { ClassName, HttpSpec, Victims } from './types.js'
 
 type HttpClass = Exclude<ClassName, 'raw-http'>
@@ -17,15 +13,24 @@ type HttpClass = Exclude<ClassName, 'raw-http'>
  */
 export function buildHttp(cls: HttpClass, rng: Rng, occurrence: number, v: Victims): HttpSpec {
   switch (cls) {
-    case 'malformed-json': return malformed(rotate(NOT_GET, occurrence), rng, v)
-    case 'deep-json': return deep(rotate(WITH_BODY, occurrence), rng, v)
-    case 'wrong-type': return wrongType(rotate(WITH_BODY, occurrence), rng, v)
-    case 'array-for-object': return arrayForObject(rotate(WITH_BODY, occurrence), rng, v)
-    case 'hostile-path-id': return hostilePath(rotate(WITH_PARAMS, occurrence), rng, v)
-    case 'hostile-body-id': return hostileBodyId(rotate(WITH_BODY, occurrence), rng, v)
-    case 'hostile-query': return hostileQuery(rotate(GETS, occurrence), rng, v)
-    case 'odd-method': return oddMethod(rotate(TARGETS, occurrence), rng, v)
-    case 'big-body': return bigBody(rotate(WITH_BODY, occurrence), rng, v)
+    case 'malformed-json':
+      return malformed(rotate(NOT_GET, occurrence), rng, v)
+    case 'deep-json':
+      return deep(rotate(WITH_BODY, occurrence), rng, v)
+    case 'wrong-type':
+      return wrongType(rotate(WITH_BODY, occurrence), rng, v)
+    case 'array-for-object':
+      return arrayForObject(rotate(WITH_BODY, occurrence), rng, v)
+    case 'hostile-path-id':
+      return hostilePath(rotate(WITH_PARAMS, occurrence), rng, v)
+    case 'hostile-body-id':
+      return hostileBodyId(rotate(WITH_BODY, occurrence), rng, v)
+    case 'hostile-query':
+      return hostileQuery(rotate(GETS, occurrence), rng, v)
+    case 'odd-method':
+      return oddMethod(rotate(TARGETS, occurrence), rng, v)
+    case 'big-body':
+      return bigBody(rotate(WITH_BODY, occurrence), rng, v)
   }
 }
 
@@ -94,7 +99,11 @@ function arrayForObject(t: Target, rng: Rng, v: Victims): HttpSpec {
   const example = exampleBody(t.operationId, v, rng)!
   const fragment = rng.pick(['[]', '["x"]', '[{}]', '[[]]', `[${JSON.stringify(example)}]`])
   const objects = paths(example).filter((p) => isObject(get(example, p)))
-  const choice = rng.weighted([['body', 2], ['metadata', 2], ['field', 4]] as const)
+  const choice = rng.weighted([
+    ['body', 2],
+    ['metadata', 2],
+    ['field', 4],
+  ] as const)
   if (choice === 'body' || !objects.length) return spec('array-for-object', t, rng, v, `body = ${clip(fragment, 40)}`, fragment)
   if (choice === 'metadata' && 'metadata' in (example as object)) {
     return spec('array-for-object', t, rng, v, `.metadata = ${clip(fragment, 40)}`, spliced(example, ['metadata'], fragment))
@@ -141,11 +150,44 @@ function hostileBodyId(t: Target, rng: Rng, v: Victims): HttpSpec {
 function badQueryValue(rng: Rng, key: string, v: Victims): { value: string; label: string } {
   const b64 = (s: string) => Buffer.from(s).toString('base64url')
   const common = [
-    '-1', '0', '1e9', '1000000000', '1.5', 'abc', '', ' 1', '0x10', 'Infinity', 'NaN', '9'.repeat(400), 'true', '[]', 'null',
-    '%', '%ZZ', '%ED%A0%80', '%00', 'ÿ', '\uD800', '*', '>', 'a..b',
+    '-1',
+    '0',
+    '1e9',
+    '1000000000',
+    '1.5',
+    'abc',
+    '',
+    ' 1',
+    '0x10',
+    'Infinity',
+    'NaN',
+    '9'.repeat(400),
+    'true',
+    '[]',
+    'null',
+    '%',
+    '%ZZ',
+    '%ED%A0%80',
+    '%00',
+    'ÿ',
+    '\uD800',
+    '*',
+    '>',
+    'a..b',
   ]
   const byKey: Record<string, string[]> = {
-    page: ['garbage', '!!!', b64('{"f":"x","a":1}'), b64('{"f":1}'), b64('null'), b64('[]'), b64('"s"'), b64('{"a":{}}'), b64(deepArrays(10_000)), 'x'.repeat(5000)],
+    page: [
+      'garbage',
+      '!!!',
+      b64('{"f":"x","a":1}'),
+      b64('{"f":1}'),
+      b64('null'),
+      b64('[]'),
+      b64('"s"'),
+      b64('{"a":{}}'),
+      b64(deepArrays(10_000)),
+      'x'.repeat(5000),
+    ],
     'created_at[gte]': ['garbage', '2020-13-45T00:00:00Z', '99999-01-01', '2020-01-01', '-1', '1e9'],
     'created_at[lt]': ['garbage', '2020-02-30T00:00:00Z', 'T'],
     agent_id: [hostileId(rng, 'agent', v.agents[0]!, [v.environments[0]!]).value],
@@ -177,7 +219,12 @@ function encodeQuery(rng: Rng, pairs: Array<[string, string]>): string {
 function hostileQuery(t: Target, rng: Rng, v: Victims): HttpSpec {
   const pairs = exampleQuery(t.operationId, v)
   const extraKeys = ['limit', 'page', 'agent_id', 'after', 'order', 'created_at[gte]', 'statuses[]', 'types[]', 'include_archived']
-  const move = rng.weighted([['value', 6], ['repeat', 2], ['key', 2], ['shape', 1]] as const)
+  const move = rng.weighted([
+    ['value', 6],
+    ['repeat', 2],
+    ['key', 2],
+    ['shape', 1],
+  ] as const)
   let note: string
   let query: string
   if (move === 'value' || (move === 'repeat' && !pairs.length)) {
@@ -192,7 +239,19 @@ function hostileQuery(t: Target, rng: Rng, v: Victims): HttpSpec {
     query = encodeQuery(rng, [...pairs, ...Array.from({ length: times - 1 }, (_, i): [string, string] => [key, i % 2 ? val : `${val}0`])])
     note = `query ${key} repeated ${times} times`
   } else if (move === 'key') {
-    const key = rng.pick(['limit[]', 'limit[gte]', '__proto__', 'constructor', 'hasOwnProperty', 'toString', 'created_at[gte][]', 'page[]', '[]', '', 'a'.repeat(5000)])
+    const key = rng.pick([
+      'limit[]',
+      'limit[gte]',
+      '__proto__',
+      'constructor',
+      'hasOwnProperty',
+      'toString',
+      'created_at[gte][]',
+      'page[]',
+      '[]',
+      '',
+      'a'.repeat(5000),
+    ])
     query = encodeQuery(rng, [...pairs, [key, rng.pick(['1', 'x', ''])]])
     note = `query key ${clip(JSON.stringify(key), 30)}`
   } else {
@@ -205,8 +264,23 @@ function hostileQuery(t: Target, rng: Rng, v: Victims): HttpSpec {
 
 function oddMethod(t: Target, rng: Rng, v: Victims): HttpSpec {
   const method = rng.pick([
-    'HEAD', 'PUT', 'PATCH', 'OPTIONS', 'TRACE', 'CONNECT', 'get', 'post', 'delete', 'Get', 'head', 'FOO', 'BREW', 'M-SEARCH', 'PROPFIND',
-    'X'.repeat(100), 'GET\t',
+    'HEAD',
+    'PUT',
+    'PATCH',
+    'OPTIONS',
+    'TRACE',
+    'CONNECT',
+    'get',
+    'post',
+    'delete',
+    'Get',
+    'head',
+    'FOO',
+    'BREW',
+    'M-SEARCH',
+    'PROPFIND',
+    'X'.repeat(100),
+    'GET\t',
   ])
   const body = rng.chance(0.5) && t.hasBody ? exampleText(t, rng, v) : undefined
   return { ...spec('odd-method', t, rng, v, `method ${clip(JSON.stringify(method), 30)}`, body), method }
@@ -233,4 +307,4 @@ function bigBody(t: Target, rng: Rng, v: Victims): HttpSpec {
   return { ...spec('big-body', t, rng, v, `${size >> 20} MiB ${kind}`, body), chunked: rng.chance(0.3) }
 }
 
-const clip = (s: string, n: number) => (s.length > n ? s.slice(0, n) + '…' : s)
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s)

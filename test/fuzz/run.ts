@@ -27,16 +27,23 @@ try {
   const concurrency = Math.max(1, intFlag('concurrency', 8))
   const http = flag('http')
   if (http !== undefined && http !== 'uws' && http !== 'node') throw new Error(`--http must be uws or node, not ${http}`)
-  const only = flag('only')?.split(',').map((s) => {
-    const n = Number(s)
-    if (!Number.isInteger(n) || n < 0) throw new Error(`--only takes request indices, not ${s}`)
-    return n
-  })
+  const only = flag('only')
+    ?.split(',')
+    .map((s) => {
+      const n = Number(s)
+      if (!Number.isInteger(n) || n < 0) throw new Error(`--only takes request indices, not ${s}`)
+      return n
+    })
   const skip = flag('skip')?.split(',')
   for (const c of skip ?? []) if (!(CLASSES as readonly string[]).includes(c)) throw new Error(`--skip: no class ${c} (classes: ${CLASSES.join(', ')})`)
   console.log(`fuzz seed ${seed} (replay: npm run fuzz -- --seed ${seed} --requests ${requests}${http ? ` --http ${http}` : ''})`)
   const result = await runFuzz({
-    seed, requests, concurrency, http: http as HttpTransport | undefined, only, verbose: process.argv.includes('--verbose'),
+    seed,
+    requests,
+    concurrency,
+    http: http as HttpTransport | undefined,
+    only,
+    verbose: process.argv.includes('--verbose'),
     timeoutMs: intFlag('timeout-ms', 20_000),
     skip,
   })

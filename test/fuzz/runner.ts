@@ -101,12 +101,13 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
     startedAt.set(index, performance.now())
     const writes = spec.kind === 'http' ? frame(spec, server.port) : spec.writes
     const isHead = spec.method.toUpperCase() === 'HEAD'
-    const send = () => exchange(server.port, writes, {
-      method: spec.method,
-      hangUp: spec.kind === 'raw' && spec.hangUp,
-      timeoutMs: spec.kind === 'raw' ? RAW_TIMEOUT_MS : opts.timeoutMs ?? 20_000,
-      settleMs: spec.kind === 'raw' || isHead ? SETTLE_MS : 0,
-    })
+    const send = () =>
+      exchange(server.port, writes, {
+        method: spec.method,
+        hangUp: spec.kind === 'raw' && spec.hangUp,
+        timeoutMs: spec.kind === 'raw' ? RAW_TIMEOUT_MS : (opts.timeoutMs ?? 20_000),
+        settleMs: spec.kind === 'raw' || isHead ? SETTLE_MS : 0,
+      })
     let outcome = await send()
     // A 503 with a retry delay is the server asking to be asked again (a heartbeat that a loaded machine delayed,
     // a store that did not answer), and the official client does so. Do the same once: a 503 the input caused
@@ -122,7 +123,10 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
     }
     // A connection refused, reset or closed unanswered may be the server dying (this request may be what
     // killed it): then the death is the finding, and this request one of its suspects.
-    if ((outcome.kind === 'reset' || outcome.kind === 'closed') && (await exited(server, outcome.kind === 'reset' && outcome.error === 'ECONNREFUSED' ? 2000 : 500))) {
+    if (
+      (outcome.kind === 'reset' || outcome.kind === 'closed') &&
+      (await exited(server, outcome.kind === 'reset' && outcome.error === 'ECONNREFUSED' ? 2000 : 500))
+    ) {
       inFlight.delete(index)
       if (!(outcome.kind === 'reset' && outcome.error === 'ECONNREFUSED')) suspects.set(index, spec)
       tally.cutOff()
@@ -134,13 +138,26 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
     tally.record(spec, outcome, verdict)
     for (const p of verdict.problems) {
       failures.push({
-        index, class: spec.class, route: spec.route, note: spec.note, rule: p.rule, status: verdict.bucket, detail: p.detail,
-        request: describeSpec(spec, server.port), response: describeOutcome(outcome),
+        index,
+        class: spec.class,
+        route: spec.route,
+        note: spec.note,
+        rule: p.rule,
+        status: verdict.bucket,
+        detail: p.detail,
+        request: describeSpec(spec, server.port),
+        response: describeOutcome(outcome),
       })
     }
     const ms = Math.round(performance.now() - startedAt.get(index)!)
-    if (opts.only) log(`#${index} ${describeSpec(spec, server.port)}\n→ (${ms} ms) ${describeOutcome(outcome)}\n${verdict.problems.map((p) => `FAIL [${p.rule}] ${p.detail}`).join('\n') || 'ok'}\n`)
-    else if (opts.verbose) log(`#${index} ${verdict.bucket.padEnd(8)} ${String(ms).padStart(6)} ms ${spec.class} ${spec.kind === 'http' ? `${spec.method} ${spec.target.slice(0, 80)}` : ''} ${spec.note.slice(0, 80)}`)
+    if (opts.only)
+      log(
+        `#${index} ${describeSpec(spec, server.port)}\n→ (${ms} ms) ${describeOutcome(outcome)}\n${verdict.problems.map((p) => `FAIL [${p.rule}] ${p.detail}`).join('\n') || 'ok'}\n`,
+      )
+    else if (opts.verbose)
+      log(
+        `#${index} ${verdict.bucket.padEnd(8)} ${String(ms).padStart(6)} ms ${spec.class} ${spec.kind === 'http' ? `${spec.method} ${spec.target.slice(0, 80)}` : ''} ${spec.note.slice(0, 80)}`,
+      )
   }
 
   // A request left unanswered may mean the whole server is stuck: if /healthz does not answer either, stop
@@ -180,32 +197,66 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
     // With one request at a time the death names its one suspect.
     const replayOne = list.length ? `; replay them one at a time to find which: ${ctx.replay} --only ${list.join(',')} --concurrency 1` : ''
     failures.push({
-      index: list.length === 1 ? list[0] : undefined, class: 'run', route: '-', rule: 'server died',
+      index: list.length === 1 ? list[0] : undefined,
+      class: 'run',
+      route: '-',
+      rule: 'server died',
       detail: `the server ${death}; requests cut off by it, latest started first: ${list.map((i) => `#${i}`).join(', ') || 'none'}${replayOne}`,
-      request: list.slice(0, 4).map((i) => `#${i} ${describeSpec(suspects.get(i)!, server.port)}`).join('\n'),
-      response: server.troupe.logs().split('\n').filter((l) => !l.startsWith('{')).slice(-15).join('\n'),
+      request: list
+        .slice(0, 4)
+        .map((i) => `#${i} ${describeSpec(suspects.get(i)!, server.port)}`)
+        .join('\n'),
+      response: server.troupe
+        .logs()
+        .split('\n')
+        .filter((l) => !l.startsWith('{'))
+        .slice(-15)
+        .join('\n'),
     })
   } else if (unresponsive) {
     failures.push({ index: undefined, class: 'run', route: '-', rule: 'server unresponsive', detail: `${unresponsive}; the run stopped there` })
   } else {
     const ready = await get(server.url, '/readyz')
-    if (ready.status !== 200) failures.push({ index: undefined, class: 'run', route: 'GET /readyz', rule: 'not ready at the end', detail: `${ready.status} ${ready.text}` })
+    if (ready.status !== 200)
+      failures.push({ index: undefined, class: 'run', route: 'GET /readyz', rule: 'not ready at the end', detail: `${ready.status} ${ready.text}` })
     for (const c of await changedCanaries(server.url, canaries)) {
-      failures.push({ index: undefined, class: 'run', route: `GET ${c.path}`, rule: 'canary changed', detail: `before: ${c.before.slice(0, 600)}\n  after:  ${c.after.slice(0, 600)}` })
+      failures.push({
+        index: undefined,
+        class: 'run',
+        route: `GET ${c.path}`,
+        rule: 'canary changed',
+        detail: `before: ${c.before.slice(0, 600)}\n  after:  ${c.after.slice(0, 600)}`,
+      })
     }
   }
   const lines = logLines(server.troupe)
   const changes = partitionChanges(lines)
   if (changes.length > changesBefore) {
     failures.push({
-      index: undefined, class: 'run', route: '-', rule: 'partitions changed', detail: changes.slice(changesBefore).map((l) => JSON.stringify(l)).join('\n  '),
+      index: undefined,
+      class: 'run',
+      route: '-',
+      rule: 'partitions changed',
+      detail: changes
+        .slice(changesBefore)
+        .map((l) => JSON.stringify(l))
+        .join('\n  '),
     })
   }
   // An error-level line is something the server did not expect (an actor that failed on its own input, an
   // unhandled rejection): a finding even when every answer looked right, as when a 503 was retried away.
   const errors = lines.filter((l) => typeof l.level === 'number' && l.level >= 50)
   if (errors.length) {
-    failures.push({ index: undefined, class: 'run', route: '-', rule: 'server logged errors', detail: errors.slice(0, 5).map((l) => JSON.stringify(l).slice(0, 400)).join('\n  ') })
+    failures.push({
+      index: undefined,
+      class: 'run',
+      route: '-',
+      rule: 'server logged errors',
+      detail: errors
+        .slice(0, 5)
+        .map((l) => JSON.stringify(l).slice(0, 400))
+        .join('\n  '),
+    })
   }
 
   const summary: Summary = {

@@ -16,7 +16,12 @@ const paramsOf = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) =>
 
 export const TARGETS: readonly Target[] = [
   ...ROUTES.map((r) => ({
-    method: r.method, path: r.path, operationId: r.operationId, hasBody: !!r.op.body, hasQuery: !!r.op.query, params: paramsOf(r.path),
+    method: r.method,
+    path: r.path,
+    operationId: r.operationId,
+    hasBody: !!r.op.body,
+    hasQuery: !!r.op.query,
+    params: paramsOf(r.path),
   })),
   ...['/healthz', '/readyz', '/openapi.yaml'].map((p) => ({ method: 'GET', path: p, operationId: p, hasBody: false, hasQuery: false, params: [] })),
 ]
@@ -38,7 +43,9 @@ export function victimFor(rng: Rng, param: string, v: Victims): string {
 
 /** Live ids of the kinds other than this parameter's, for "a real id of the wrong kind". */
 export function otherKindIds(param: string, v: Victims): string[] {
-  return Object.entries(VICTIM_OF).filter(([p]) => p !== param).map(([, kind]) => v[kind][0]!)
+  return Object.entries(VICTIM_OF)
+    .filter(([p]) => p !== param)
+    .map(([, kind]) => v[kind][0]!)
 }
 
 /** The path with each parameter filled: `fill` may return anything (already encoded as it should be sent). */

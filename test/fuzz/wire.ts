@@ -16,7 +16,7 @@ export function frame(spec: HttpSpec, port: number): RawWrite[] {
   const body = spec.body
   if (body && spec.chunked) head.push('transfer-encoding: chunked')
   else if (body) head.push(`content-length: ${body.length}`)
-  const writes: RawWrite[] = [{ bytes: Buffer.from(head.join('\r\n') + '\r\n\r\n', 'utf8') }]
+  const writes: RawWrite[] = [{ bytes: Buffer.from(`${head.join('\r\n')}\r\n\r\n`, 'utf8') }]
   if (!body) return writes
   if (!spec.chunked) {
     // Large bodies in pieces, so an early answer (413) is read while we still send.

@@ -47,7 +47,9 @@ t.test('a body of exactly the limit whose event cannot be stored whole: 413, not
   const err = await failure(send(sid, body))
   t.equal(err.status, 413, err.message.slice(0, 300))
   t.equal(err.error?.error?.type, 'request_too_large')
-  const m = /index 0 of the request \(user\.message\) is (\d+) bytes of JSON; a stored event holds at most (\d+)\. Nothing of this request was stored/.exec(err.error?.error?.message)
+  const m = /index 0 of the request \(user\.message\) is (\d+) bytes of JSON; a stored event holds at most (\d+)\. Nothing of this request was stored/.exec(
+    err.error?.error?.message,
+  )
   t.ok(m, err.error?.error?.message)
   storedEventLimit = Number(m?.[2])
   t.ok(storedEventLimit > DEFAULT_BODY_LIMIT - 4096 && storedEventLimit < DEFAULT_BODY_LIMIT, `stored event limit ${storedEventLimit}`)
@@ -94,6 +96,12 @@ t.test('20 events of 1 MiB in one request are stored and read back whole', async
 
 t.test('the server logged no failure and answered no 500', async (t) => {
   const lines = s.troupe.logs().split('\n')
-  t.same(lines.filter((l) => /"level":(50|60)/.test(l)), [])
-  t.same(lines.filter((l) => l.includes('"msg":"request"') && l.includes('"status":500')), [])
+  t.same(
+    lines.filter((l) => /"level":(50|60)/.test(l)),
+    [],
+  )
+  t.same(
+    lines.filter((l) => l.includes('"msg":"request"') && l.includes('"status":500')),
+    [],
+  )
 })

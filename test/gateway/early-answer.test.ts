@@ -42,7 +42,8 @@ interface Outcome {
 function upload(mode: 'length' | 'chunked', size: number, stopAfter = Infinity): Promise<Outcome> {
   const sock = net.connect(gw.port, '127.0.0.1')
   const out: Outcome = { got: '', sent: 0 }
-  const head = `POST /v1/environments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n` +
+  const head =
+    `POST /v1/environments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n` +
     (mode === 'length' ? `content-length: ${size}\r\n\r\n` : 'transfer-encoding: chunked\r\n\r\n')
   sock.on('data', (d) => (out.got += d))
   sock.on('error', (e: NodeJS.ErrnoException) => {
@@ -65,7 +66,7 @@ function upload(mode: 'length' | 'chunked', size: number, stopAfter = Infinity):
     const piece = CHUNK.subarray(0, Math.min(CHUNK.length, size - out.sent))
     out.sent += piece.length
     const framed = mode === 'chunked' ? [`${piece.length.toString(16)}\r\n`, piece, '\r\n'] : [piece]
-    framed.forEach((p, i) => sock.write(p, i === framed.length - 1 ? () => setImmediate(pump) : undefined))
+    for (const [i, p] of framed.entries()) sock.write(p, i === framed.length - 1 ? () => setImmediate(pump) : undefined)
   }
   sock.write(head, pump)
   return new Promise((resolve) => {
@@ -116,7 +117,13 @@ t.test('a client that stops sending still gets the 413 at once, and the server l
 t.test("node's http client sees the 413 and its envelope", async (t) => {
   for (let run = 0; run < 5; run++) {
     const { status, body } = await new Promise<{ status?: number; body: string }>((resolve) => {
-      const req = http.request({ host: '127.0.0.1', port: gw.port, method: 'POST', path: '/v1/environments', headers: { 'content-type': 'application/json', 'content-length': OVER } })
+      const req = http.request({
+        host: '127.0.0.1',
+        port: gw.port,
+        method: 'POST',
+        path: '/v1/environments',
+        headers: { 'content-type': 'application/json', 'content-length': OVER },
+      })
       let sent = 0
       const pump = () => {
         if (req.destroyed || sent >= OVER) return void (sent >= OVER && req.end())

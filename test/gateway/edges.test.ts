@@ -8,7 +8,11 @@ const s = await stack()
 
 /** The server's `request` log lines so far, parsed. */
 const requestLines = () =>
-  s.troupe.logs().split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l))
+  s.troupe
+    .logs()
+    .split('\n')
+    .filter((l) => l.includes('"msg":"request"'))
+    .map((l) => JSON.parse(l))
 
 /** Waits until the server logged the request with this id (a line is written once the response is complete). */
 async function lineFor(rid: string, timeoutMs = 10_000): Promise<any> {
@@ -93,7 +97,10 @@ t.test('an SSE stream logs once, when it ends', async (t) => {
   const rid = res.headers.get('request-id')!
   const reader = res.body!.getReader()
   await reader.read() // the opening comment: the stream is live
-  t.notOk(requestLines().some((l) => l.rid === rid), 'nothing logged while it is open')
+  t.notOk(
+    requestLines().some((l) => l.rid === rid),
+    'nothing logged while it is open',
+  )
   ac.abort()
   await reader.closed.catch(() => undefined)
   const line = await lineFor(rid)

@@ -47,7 +47,10 @@ t.test('ids in bodies and queries: malformed is a 400 naming the field, well-for
   }
   const missingAgent = envelope(t, await raw(s.url, 'POST', '/v1/sessions', { agent: 'agent_01NOSUCHTHING', environment_id: env.id }), 404, 'missing agent')
   t.match(missingAgent?.message, /^agent: Agent agent_01NOSUCHTHING not found/)
-  for (const [field, value] of [['vault_ids', ['vlt_*']], ['resources', [{ type: 'file', file_id: 'file_a b' }]]] as const) {
+  for (const [field, value] of [
+    ['vault_ids', ['vlt_*']],
+    ['resources', [{ type: 'file', file_id: 'file_a b' }]],
+  ] as const) {
     const e = envelope(t, await raw(s.url, 'POST', '/v1/sessions', { agent: agent.id, environment_id: env.id, [field]: value }), 400, field)
     t.match(e?.message, new RegExp(`^${field}\\[0\\](\\.file_id)? must be an id like`))
   }
@@ -55,8 +58,14 @@ t.test('ids in bodies and queries: malformed is a 400 naming the field, well-for
     const e = envelope(t, await raw(s.url, 'GET', `/v1/sessions?${q}`), 400, q)
     t.match(e?.message, /must be an id like/)
   }
-  const events = (type: string, field: string, id: string) => ({ events: [{ type, [field]: id, ...(type === 'user.tool_confirmation' ? { result: 'allow' } : {}) }] })
-  for (const [type, field] of [['user.tool_confirmation', 'tool_use_id'], ['user.custom_tool_result', 'custom_tool_use_id'], ['user.interrupt', 'session_thread_id']]) {
+  const events = (type: string, field: string, id: string) => ({
+    events: [{ type, [field]: id, ...(type === 'user.tool_confirmation' ? { result: 'allow' } : {}) }],
+  })
+  for (const [type, field] of [
+    ['user.tool_confirmation', 'tool_use_id'],
+    ['user.custom_tool_result', 'custom_tool_use_id'],
+    ['user.interrupt', 'session_thread_id'],
+  ]) {
     const e = envelope(t, await raw(s.url, 'POST', `/v1/sessions/${session.id}/events`, events(type!, field!, 'x.*>')), 400, `${type} ${field}`)
     t.match(e?.message, new RegExp(`^events\\[0\\]\\.${field} must be an id like`))
   }
@@ -78,7 +87,7 @@ t.test('nesting deeper than 64 levels is a 400 naming the limit, checked without
     ['agent tool schema 5,000 deep', '/v1/agents', schema],
     ['user.message content 20,000 deep', `/v1/sessions/${session.id}/events`, message],
     ['100,000 deep', '/v1/agents', `{"name":${nest(100_000)}}`],
-    ['100,000 deep objects', '/v1/environments', '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000)],
+    ['100,000 deep objects', '/v1/environments', `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`],
   ] as const) {
     const e = envelope(t, await raw(s.url, 'POST', path, body), 400, label)
     t.equal(e?.message, 'Request body nests objects and arrays more than 64 levels deep (the limit is 64)', label)
@@ -116,10 +125,25 @@ t.test('collections past the shape bounds and __proto__ keys are a 400 before an
   const wide = Object.fromEntries(Array.from({ length: 70_000 }, (_, i) => [`k${i}`, 'v']))
   for (const [label, path, body, message] of [
     ['a 70,000-key metadata patch', `/v1/environments/${env.id}`, { metadata: wide }, 'metadata has 70000 keys; an object in a request holds at most 1000'],
-    ['500,000 unknown keys', '/v1/environments', Object.fromEntries(Array.from({ length: 500_000 }, (_, i) => [`x${i}`, 1])), 'the body has 500000 keys; an object in a request holds at most 1000'],
-    ['metadata as 2,000,000 zeros', '/v1/sessions', { agent: agent.id, environment_id: env.id, metadata: new Array(2_000_000).fill(0) }, 'metadata has 2000000 items; an array in a request holds at most 10000'],
+    [
+      '500,000 unknown keys',
+      '/v1/environments',
+      Object.fromEntries(Array.from({ length: 500_000 }, (_, i) => [`x${i}`, 1])),
+      'the body has 500000 keys; an object in a request holds at most 1000',
+    ],
+    [
+      'metadata as 2,000,000 zeros',
+      '/v1/sessions',
+      { agent: agent.id, environment_id: env.id, metadata: new Array(2_000_000).fill(0) },
+      'metadata has 2000000 items; an array in a request holds at most 10000',
+    ],
     ['__proto__ in metadata', '/v1/environments', '{"name":"p","metadata":{"__proto__":"x"}}', 'metadata.__proto__: the key __proto__ is not allowed'],
-    ['__proto__ in a tool schema', '/v1/agents', '{"name":"a","model":"claude-sonnet-4-5","tools":[{"type":"custom","name":"t","description":"d","input_schema":{"type":"object","properties":{"__proto__":{}}}}]}', 'tools[0].input_schema.properties.__proto__: the key __proto__ is not allowed'],
+    [
+      '__proto__ in a tool schema',
+      '/v1/agents',
+      '{"name":"a","model":"claude-sonnet-4-5","tools":[{"type":"custom","name":"t","description":"d","input_schema":{"type":"object","properties":{"__proto__":{}}}}]}',
+      'tools[0].input_schema.properties.__proto__: the key __proto__ is not allowed',
+    ],
   ] as const) {
     const e = envelope(t, await raw(s.url, 'POST', path, body), 400, label)
     t.equal(e?.message, message, label)
@@ -132,9 +156,11 @@ t.test('36 bodies of 5 MB, each refused after parsing, do not cost the host its 
   t.ok(body.length > 5e6, `${(body.length / 1e6).toFixed(1)} MB`)
   const statuses: number[] = []
   let next = 0
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next++ < 36) statuses.push((await raw(s.url, 'POST', `/v1/sessions/${session.id}/events`, body)).status)
-  }))
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next++ < 36) statuses.push((await raw(s.url, 'POST', `/v1/sessions/${session.id}/events`, body)).status)
+    }),
+  )
   t.same(statuses, new Array(36).fill(400))
   t.equal((await raw(s.url, 'GET', '/readyz')).status, 200, 'still ready')
 })
@@ -145,6 +171,9 @@ t.test('nothing stored changed, and the host kept its partitions', async (t) => 
   t.same(got.metadata, env.metadata)
   t.equal((await s.client.beta.sessions.retrieve(session.id)).id, session.id)
   t.notMatch(s.troupe.logs(), /"level":50/, 'no errors logged')
-  const changes = s.troupe.logs().split('\n').filter((l) => l.includes('"msg":"partitions changed"'))
+  const changes = s.troupe
+    .logs()
+    .split('\n')
+    .filter((l) => l.includes('"msg":"partitions changed"'))
   t.equal(changes.length, 1, 'partitions changed once (at start-up), never after')
 })

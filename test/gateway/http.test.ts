@@ -61,7 +61,10 @@ t.test('invalid JSON and unknown fields are 400s naming the problem', async (t) 
 })
 
 t.test('bodies over 32 MiB get 413 without being read', async (t) => {
-  const declared = await rawHttp(s.url, `POST /v1/environments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${40 * 1024 * 1024}\r\n\r\n`)
+  const declared = await rawHttp(
+    s.url,
+    `POST /v1/environments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${40 * 1024 * 1024}\r\n\r\n`,
+  )
   t.match(declared, /^HTTP\/1\.1 413/)
   t.match(declared, /request-id: req_/)
   // Chunked: no declared length, so the limit trips while reading.
@@ -110,10 +113,14 @@ t.test('openapi lists exactly the served routes', async (t) => {
   for (const p of ['/healthz', '/readyz', '/openapi.yaml']) t.ok(r.text.includes(`"${p}":`), p)
   const paths = [...r.text.matchAll(/^ {2}"([^"]+)":$/gm)].map((m) => m[1])
   const known = new Set([...ROUTES.map((x) => x.path), '/healthz', '/readyz', '/openapi.yaml'])
-  t.same(paths.filter((p) => !known.has(p!)), [], 'nothing the server lacks')
+  t.same(
+    paths.filter((p) => !known.has(p!)),
+    [],
+    'nothing the server lacks',
+  )
 })
 
 t.test('default mode accepts requests without compatibility headers', async (t) => {
-  const r = await fetch(s.url + '/v1/environments', { method: 'POST', body: JSON.stringify({ name: 'plain' }) })
+  const r = await fetch(`${s.url}/v1/environments`, { method: 'POST', body: JSON.stringify({ name: 'plain' }) })
   t.equal(r.status, 200)
 })

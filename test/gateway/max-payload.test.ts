@@ -23,7 +23,12 @@ const nats = await startEmbeddedNats(path.join(dir, 'jetstream'), () => undefine
 nats.unref()
 const nc = await connect({ servers: nats.url })
 const lines: any[] = []
-const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) })
+const sink = new Writable({
+  write: (chunk, _enc, done) => {
+    lines.push(JSON.parse(String(chunk)))
+    done()
+  },
+})
 const gw = await startGateway({ nc, actors: actorAccess(nc), log: pino({ level: 'info' }, sink), port: 0, transport: TRANSPORT, actorTimeoutMs: 500 })
 const url = `http://127.0.0.1:${gw.port}`
 t.teardown(async () => {

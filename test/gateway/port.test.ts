@@ -29,15 +29,19 @@ t.teardown(async () => {
  */
 function health(port: number): Promise<number | undefined> {
   return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/healthz', agent: false }, (res) => {
-      res.resume()
-      res.on('end', () => resolve(res.statusCode))
-    }).on('error', reject)
+    http
+      .get({ host: '127.0.0.1', port, path: '/healthz', agent: false }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode))
+      })
+      .on('error', reject)
   })
 }
 
 t.test('a second gateway on the same port fails, naming the address', async (t) => {
-  await t.rejects(startGateway({ nc, actors: actorAccess(nc), log, transport: TRANSPORT, port: first.port }), { message: `cannot listen on 127.0.0.1:${first.port}: port in use (another process is listening there; stop it or set PORT)` })
+  await t.rejects(startGateway({ nc, actors: actorAccess(nc), log, transport: TRANSPORT, port: first.port }), {
+    message: `cannot listen on 127.0.0.1:${first.port}: port in use (another process is listening there; stop it or set PORT)`,
+  })
   t.equal(await health(first.port), 200, 'the first one still serves')
 })
 
@@ -45,7 +49,9 @@ t.test('a port held by another program is in use too', async (t) => {
   const other = net.createServer()
   await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
   const { port } = other.address() as net.AddressInfo
-  await t.rejects(startGateway({ nc, actors: actorAccess(nc), log, transport: TRANSPORT, port }), { message: new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port}: port in use`) })
+  await t.rejects(startGateway({ nc, actors: actorAccess(nc), log, transport: TRANSPORT, port }), {
+    message: new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port}: port in use`),
+  })
   other.close()
 })
 

@@ -228,9 +228,12 @@ function sseReader(res: Response) {
 }
 
 async function openStream(sid: string, query = '', hdrs: Record<string, string> = {}) {
-  const res = await guard(fetch(`${base}/v1/sessions/${sid}/events/stream${query ? `?${query}` : ''}`, {
-    headers: { accept: 'application/json', ...hdrs },
-  }), 'stream headers')
+  const res = await guard(
+    fetch(`${base}/v1/sessions/${sid}/events/stream${query ? `?${query}` : ''}`, {
+      headers: { accept: 'application/json', ...hdrs },
+    }),
+    'stream headers',
+  )
   return { res, sse: sseReader(res) }
 }
 
@@ -267,11 +270,24 @@ t.test('live: stored events in order, framed with event and id, payload as store
   t.equal(res.status, 200)
   t.equal(res.headers.get('content-type'), 'text/event-stream')
   t.match(res.headers.get('request-id'), /^req_/)
-  const evs = [await store(sid, 'session.status_running'), ...(await storeMany(sid, 20, 'live')), await store(sid, 'session.status_idle', { stop_reason: { type: 'end_turn' } })]
+  const evs = [
+    await store(sid, 'session.status_running'),
+    ...(await storeMany(sid, 20, 'live')),
+    await store(sid, 'session.status_idle', { stop_reason: { type: 'end_turn' } }),
+  ]
   const got = await sse.take(evs.length)
-  t.same(ids(got), evs.map((e) => e.id))
-  t.same(got.map((m) => m.event), evs.map((e) => e.type))
-  t.same(got.map((m) => m.data), evs.map((e) => JSON.stringify(e)))
+  t.same(
+    ids(got),
+    evs.map((e) => e.id),
+  )
+  t.same(
+    got.map((m) => m.event),
+    evs.map((e) => e.type),
+  )
+  t.same(
+    got.map((m) => m.data),
+    evs.map((e) => JSON.stringify(e)),
+  )
   t.equal(got[0]!.raw, `event: session.status_running\nid: ${evs[0]!.id}\ndata: ${JSON.stringify(evs[0])}`)
   t.notOk(got.some((m) => before.some((b) => b.id === m.id)))
   await sse.cancel()
@@ -310,7 +326,10 @@ t.test('?after= replays what followed, then goes live: no gap, no duplicate, eve
   t.equal(expected.length, 109 + 10 + 60 + 5)
   const got = await sse.take(expected.length)
   t.same(ids(got), expected, 'every stored event after the cursor, in stream order, once')
-  t.notOk(got.some((m) => m.event?.startsWith('_')), 'no internal records')
+  t.notOk(
+    got.some((m) => m.event?.startsWith('_')),
+    'no internal records',
+  )
   t.equal(new Set(ids(got)).size, got.length, 'no duplicates')
   // Nothing more arrives: a fresh event is the very next message.
   const next = await store(sid)
@@ -341,7 +360,10 @@ t.test('Last-Event-ID header replays too; ?after= wins over it', async (t) => {
   const sid = session()
   const evs = await storeMany(sid, 6, 'x')
   const a = await openStream(sid, '', { 'last-event-id': evs[2]!.id })
-  t.same(ids(await a.sse.take(3)), evs.slice(3).map((e) => e.id))
+  t.same(
+    ids(await a.sse.take(3)),
+    evs.slice(3).map((e) => e.id),
+  )
   await a.sse.cancel()
   const b = await openStream(sid, `after=${evs[4]!.id}`, { 'last-event-id': 'sevt_bogus' })
   t.equal(b.res.status, 200)
@@ -372,7 +394,10 @@ t.test('an id whose mint time is after its storage time (a host clock running ah
   const ahead = await storeSkewed(sid, 60_000)
   const after = await storeMany(sid, 2, 'y')
   const a = await openStream(sid, `after=${ahead}`)
-  t.same(ids(await a.sse.take(2)), after.map((e) => e.id))
+  t.same(
+    ids(await a.sse.take(2)),
+    after.map((e) => e.id),
+  )
   await a.sse.cancel()
 
   // The time-based read sees later events but not this one: the read from the start stops where it began.
@@ -383,7 +408,10 @@ t.test('an id whose mint time is after its storage time (a host clock running ah
   await new Promise((r) => setTimeout(r, 1100))
   const late = await storeMany(sid2, 2, 'late')
   const b = await openStream(sid2, `after=${ahead2}`)
-  t.same(ids(await b.sse.take(3)), [mid, ...late].map((e) => e.id))
+  t.same(
+    ids(await b.sse.take(3)),
+    [mid, ...late].map((e) => e.id),
+  )
   await b.sse.cancel()
 })
 
@@ -441,7 +469,11 @@ t.test('event_deltas: previews only when asked, never with an id; deltas only af
   const msgId = newId('sevt')
   const thinkId = newId('sevt')
   // A delta of a preview whose start this stream never saw (joined mid-message): not forwarded.
-  preview(sid, { type: 'event_delta', event_id: newId('sevt'), delta: { type: 'content_delta', content: { type: 'text', text: 'orphan' }, index: 0 } }, 'agent.message')
+  preview(
+    sid,
+    { type: 'event_delta', event_id: newId('sevt'), delta: { type: 'content_delta', content: { type: 'text', text: 'orphan' }, index: 0 } },
+    'agent.message',
+  )
   preview(sid, { type: 'event_start', event: { type: 'agent.thinking', id: thinkId } }, 'agent.thinking')
   const thinking = await store(sid, 'agent.thinking')
   preview(sid, { type: 'event_start', event: { type: 'agent.message', id: msgId } }, 'agent.message')
@@ -456,19 +488,31 @@ t.test('event_deltas: previews only when asked, never with an id; deltas only af
   await js.publish(eventsSubject(sid), JSON.stringify(final), { headers: h })
 
   const p = await plain.sse.take(2)
-  t.same(p.map((m) => [m.event, m.id]), [['agent.thinking', thinking.id], ['agent.message', msgId]])
+  t.same(
+    p.map((m) => [m.event, m.id]),
+    [
+      ['agent.thinking', thinking.id],
+      ['agent.message', msgId],
+    ],
+  )
   const m = await msgs.sse.take(5)
-  t.same(m.map((x) => [x.event, x.id]), [
-    ['agent.thinking', thinking.id],
-    ['event_start', undefined],
-    ['event_delta', undefined],
-    ['event_delta', undefined],
-    ['agent.message', msgId],
-  ])
+  t.same(
+    m.map((x) => [x.event, x.id]),
+    [
+      ['agent.thinking', thinking.id],
+      ['event_start', undefined],
+      ['event_delta', undefined],
+      ['event_delta', undefined],
+      ['agent.message', msgId],
+    ],
+  )
   t.notOk(m[1]!.raw.includes('\nid:'), 'no id line on a preview')
   t.same(JSON.parse(m[2]!.data).delta.content.text, 'Hel')
   const b = await both.sse.take(6)
-  t.same(b.map((x) => x.event), ['event_start', 'agent.thinking', 'event_start', 'event_delta', 'event_delta', 'agent.message'])
+  t.same(
+    b.map((x) => x.event),
+    ['event_start', 'agent.thinking', 'event_start', 'event_delta', 'event_delta', 'agent.message'],
+  )
   t.same(JSON.parse(b[0]!.data), { type: 'event_start', event: { type: 'agent.thinking', id: thinkId } })
   for (const s of [plain, msgs, both]) await s.sse.cancel()
 })
@@ -497,7 +541,13 @@ t.test('deletion notice: sent as a message, then the stream ends and is cleaned 
   const notice = deletionNotice(sid, false)
   for (const s of [a, b]) {
     const all = await s.sse.toEnd()
-    t.same(all.map((m) => [m.event, m.id]), [['agent.message', ev.id], ['session.deleted', notice.id]])
+    t.same(
+      all.map((m) => [m.event, m.id]),
+      [
+        ['agent.message', ev.id],
+        ['session.deleted', notice.id],
+      ],
+    )
     t.same(JSON.parse(all[1]!.data), notice)
   }
   await until('streams to be gone', () => gw.openStreams === 0, 10_000, 10)
@@ -515,7 +565,10 @@ t.test('a deletion notice while the stream opens: no replay, the notice, the end
   const evs = await storeMany(sid, 5, 'h')
   const s = await openStream(sid, `after=${evs[0]!.id}`)
   const all = await s.sse.toEnd()
-  t.same(all.map((m) => [m.event, m.id]), [['session.deleted', notice!.id]])
+  t.same(
+    all.map((m) => [m.event, m.id]),
+    [['session.deleted', notice!.id]],
+  )
   await until('the stream to be gone', () => gw.openStreams === 0, 10_000, 10)
 })
 
@@ -558,7 +611,10 @@ t.test('the official client iterates the stream', async (t) => {
     seen.push(ev)
     if ((ev as { type: string }).type === 'session.status_idle') break
   }
-  t.same(seen.map((e) => (e as { type: string }).type), ['session.status_running', 'event_start', 'event_delta', 'session.status_idle'])
+  t.same(
+    seen.map((e) => (e as { type: string }).type),
+    ['session.status_running', 'event_start', 'event_delta', 'session.status_idle'],
+  )
   t.same(seen[0], evs[0])
   await until('the stream to close when the client stopped iterating', () => gw.openStreams === 0, 10_000, 10)
 
@@ -590,10 +646,21 @@ t.test('streams of one session share one live subscription: each gets every even
   live.push(...(await storeMany(sid, 10, 'more')))
   const liveIds = live.map((e) => e.id)
   for (const s of [a, b, c]) t.same(ids(await s.sse.take(liveIds.length)), liveIds, 'every live event once, in order')
-  t.same(ids(await replay.sse.take(2 + liveIds.length)), [...history.slice(1), ...live].map((e) => e.id), 'replay, then the same live events')
+  t.same(
+    ids(await replay.sse.take(2 + liveIds.length)),
+    [...history.slice(1), ...live].map((e) => e.id),
+    'replay, then the same live events',
+  )
   const withPreview = await deltas.sse.take(liveIds.length + 1)
-  t.same(withPreview.map((m) => m.event), [...live.slice(0, 11).map((e) => e.type), 'event_start', ...live.slice(11).map((e) => e.type)])
-  t.same(a.sse.messages.map((m) => m.raw), withPreview.filter((m) => m.event !== 'event_start').map((m) => m.raw), 'the same frames on every stream')
+  t.same(
+    withPreview.map((m) => m.event),
+    [...live.slice(0, 11).map((e) => e.type), 'event_start', ...live.slice(11).map((e) => e.type)],
+  )
+  t.same(
+    a.sse.messages.map((m) => m.raw),
+    withPreview.filter((m) => m.event !== 'event_start').map((m) => m.raw),
+    'the same frames on every stream',
+  )
 
   // A stream joining mid-message gets no delta of it; the one that saw its start does.
   const late = await openStream(sid, 'event_deltas=agent.message')
@@ -603,13 +670,30 @@ t.test('streams of one session share one live subscription: each gets every even
   h.set(EventHeaders.msgId, msgId)
   h.set(EventHeaders.type, 'agent.message')
   h.set(EventHeaders.id, msgId)
-  await js.publish(eventsSubject(sid), JSON.stringify({ type: 'agent.message', id: msgId, processed_at: null, content: [{ type: 'text', text: 'Hi' }] }), { headers: h })
-  t.same((await late.sse.take(1)).map((m) => [m.event, m.id]), [['agent.message', msgId]])
-  t.same((await deltas.sse.take(liveIds.length + 3)).slice(-2).map((m) => [m.event, m.id]), [['event_delta', undefined], ['agent.message', msgId]])
-  for (const [s, n] of [[a, 1], [b, 1], [c, 1], [replay, 3]] as const) {
+  await js.publish(eventsSubject(sid), JSON.stringify({ type: 'agent.message', id: msgId, processed_at: null, content: [{ type: 'text', text: 'Hi' }] }), {
+    headers: h,
+  })
+  t.same(
+    (await late.sse.take(1)).map((m) => [m.event, m.id]),
+    [['agent.message', msgId]],
+  )
+  t.same(
+    (await deltas.sse.take(liveIds.length + 3)).slice(-2).map((m) => [m.event, m.id]),
+    [
+      ['event_delta', undefined],
+      ['agent.message', msgId],
+    ],
+  )
+  for (const [s, n] of [
+    [a, 1],
+    [b, 1],
+    [c, 1],
+    [replay, 3],
+  ] as const) {
     t.same((await s.sse.take(liveIds.length + n)).at(-1)!.id, msgId, 'the final message reached every stream')
   }
-  for (const s of [a, b, c, deltas, replay, late]) t.equal(new Set(ids(s.sse.messages.filter((m) => m.id))).size, s.sse.messages.filter((m) => m.id).length, 'no duplicates')
+  for (const s of [a, b, c, deltas, replay, late])
+    t.equal(new Set(ids(s.sse.messages.filter((m) => m.id))).size, s.sse.messages.filter((m) => m.id).length, 'no duplicates')
 
   // Leaving one by one: the subscription stays until the last stream of the session is gone.
   for (const s of [a, b, c, deltas, replay]) await s.sse.cancel()

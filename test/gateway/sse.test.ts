@@ -184,7 +184,14 @@ t.test('without the onAbort hook, the next write notices the abort', async (t) =
 })
 
 t.test('already answered or aborted: a closed stream, the exchange untouched', async (t) => {
-  const res = new Proxy({}, { get: () => { throw new Error('exchange touched') } }) as Exchange
+  const res = new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('exchange touched')
+      },
+    },
+  ) as Exchange
   const answered = startSse(res, { aborted: false, done: true }, { requestId: 'r' })
   t.equal(answered.closed, true)
   t.equal(answered.send('x', {}), false)

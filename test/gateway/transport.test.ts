@@ -234,13 +234,13 @@ t.test('a request line split across two TCP segments, 150 ms apart', async (t) =
 const MALFORMED: Array<[string, string, number, RegExp]> = [
   [
     'bad chunked encoding',
-    request('POST', '/v1/environments', 'content-type: application/json\r\ntransfer-encoding: chunked\r\n') + 'zz\r\n{}\r\n0\r\n\r\n',
+    `${request('POST', '/v1/environments', 'content-type: application/json\r\ntransfer-encoding: chunked\r\n')}zz\r\n{}\r\n0\r\n\r\n`,
     400,
     /^Malformed HTTP request: .*\(HPE_INVALID_CHUNK_SIZE\)$/,
   ],
   [
     'duplicate content-length',
-    request('POST', '/v1/environments', 'content-type: application/json\r\ncontent-length: 2\r\ncontent-length: 2\r\n') + '{}',
+    `${request('POST', '/v1/environments', 'content-type: application/json\r\ncontent-length: 2\r\ncontent-length: 2\r\n')}{}`,
     400,
     /^Malformed HTTP request: .*\(HPE_UNEXPECTED_CONTENT_LENGTH\)$/,
   ],
@@ -284,11 +284,14 @@ t.test('TROUPE_HTTP: the start-up block names the transport; another value stops
 })
 
 t.test('uws: a repeated content-length, which its parser lets through, is refused with the envelope', async (t) => {
-  for (const lengths of [['14', '14'], ['14', '3']]) {
+  for (const lengths of [
+    ['14', '14'],
+    ['14', '3'],
+  ]) {
     const conn = new Conn(portOf('uws'))
     t.teardown(() => conn.destroy())
     const cl = lengths.map((n) => `content-length: ${n}\r\n`).join('')
-    await conn.write(request('POST', '/v1/environments', `content-type: application/json\r\n${cl}`) + '{"name":"raw"}')
+    await conn.write(`${request('POST', '/v1/environments', `content-type: application/json\r\n${cl}`)}{"name":"raw"}`)
     const r = await conn.next()
     t.equal(r.status, 400, `${lengths.join(', ')}: ${r.statusLine}`)
     // An upstream build whose parser refuses it answers in HTML: also fine, as long as nothing reaches an actor.

@@ -304,7 +304,8 @@ export async function startNatsCluster(opts: ClusterOptions = {}): Promise<NatsC
 
   // One connection for leader look-ups, made lazily: it must not exist before the nodes do.
   let nc: NatsConnection | undefined
-  const conn = async () => (nc ??= await connect({ servers: nodes.map((n) => n.url), maxReconnectAttempts: -1, reconnectTimeWait: 250, name: 'nats-cluster-helper' }))
+  const conn = async () =>
+    (nc ??= await connect({ servers: nodes.map((n) => n.url), maxReconnectAttempts: -1, reconnectTimeWait: 250, name: 'nats-cluster-helper' }))
 
   const streamLeader = async (stream: string): Promise<string | undefined> => {
     try {
@@ -342,7 +343,14 @@ export async function startNatsCluster(opts: ClusterOptions = {}): Promise<NatsC
     while (Date.now() < deadline) {
       let why = ''
       const running = nodes.filter((n) => n.state() === 'running')
-      const leaders = await Promise.all(running.map((n) => getJson(`${n.monitorUrl}/jsz`).then((j) => String(j?.meta_cluster?.leader ?? ''), () => '')))
+      const leaders = await Promise.all(
+        running.map((n) =>
+          getJson(`${n.monitorUrl}/jsz`).then(
+            (j) => String(j?.meta_cluster?.leader ?? ''),
+            () => '',
+          ),
+        ),
+      )
       if (!leaders[0] || leaders.some((l) => l !== leaders[0])) why = `meta leaders ${JSON.stringify(leaders)}`
       if (!why) {
         try {

@@ -137,8 +137,11 @@ t.test('taking a partition over resumes its actors with work; giving it away shu
   await a.acquired(p)
   const mine = ids.filter((id) => partitionOf(id) === p)
   await until('resumed', () => built.length === mine.length && built.every((b) => b.kicks === 1), 5000)
-  t.same(built.map((b) => b.id).sort(), mine.sort(), 'only the partition\'s actors with work')
+  t.same(built.map((b) => b.id).sort(), mine.sort(), "only the partition's actors with work")
   await a.released(p)
-  t.ok(built.every((b) => b.dead), 'shut down')
+  t.ok(
+    built.every((b) => b.dead),
+    'shut down',
+  )
   t.equal(a.peek(ids[0]!), undefined)
 })

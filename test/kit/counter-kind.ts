@@ -10,9 +10,13 @@ import { RecordStore } from '../../actors/kit/store.js'
 import type { ActorKindDef } from '../../actors/kit/types.js'
 
 /** A test kind: a counter per id, one op placed on the owner of the id. Everything else is the kit's. */
-export const CounterKind = defineKind('counter', { param: 'counter_id', prefix: 'ctr' }, {
-  add: { placement: 'owner', body: type({ by: 'number.integer' }), reply: returns<{ value: number; host: string; activation: number }>() },
-})
+export const CounterKind = defineKind(
+  'counter',
+  { param: 'counter_id', prefix: 'ctr' },
+  {
+    add: { placement: 'owner', body: type({ by: 'number.integer' }), reply: returns<{ value: number; host: string; activation: number }>() },
+  },
+)
 
 let activations = 0
 
@@ -23,7 +27,11 @@ export const counterKind: ActorKindDef = {
     const serves = (p: number) => ctx.serves('counter', p)
     class Counter extends MailboxActor {
       readonly activation = ++activations
-      constructor(id: string, private value: number, private revision: number) {
+      constructor(
+        id: string,
+        private value: number,
+        private revision: number,
+      ) {
         super(id, counters, { kind: 'counter', log: ctx.log, work: { kv: store.kv, key: `work.${id}` }, serves: () => serves(partitionOf(id)) })
       }
       add(by: number) {

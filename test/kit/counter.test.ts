@@ -41,15 +41,20 @@ const add = (id: string, by = 1) => client.call(CounterKind.ops.add, { id, body:
 
 t.test('both hosts serve counters: the partitions split evenly between them', async (t) => {
   const placement = await new Kvm(callerNc).open(Buckets.placement)
-  await until('partitions split evenly', async () => {
-    const counts = new Map<string, number>()
-    for await (const k of await placement.keys('counter.>')) {
-      const e = await placement.get(k)
-      const host = e?.operation === 'PUT' ? decode<{ host: string }>(e.value).host : undefined
-      if (host) counts.set(host, (counts.get(host) ?? 0) + 1)
-    }
-    return hosts.every((h) => counts.get(h.id) === PARTITIONS / 2)
-  }, 30_000, 50)
+  await until(
+    'partitions split evenly',
+    async () => {
+      const counts = new Map<string, number>()
+      for await (const k of await placement.keys('counter.>')) {
+        const e = await placement.get(k)
+        const host = e?.operation === 'PUT' ? decode<{ host: string }>(e.value).host : undefined
+        if (host) counts.set(host, (counts.get(host) ?? 0) + 1)
+      }
+      return hosts.every((h) => counts.get(h.id) === PARTITIONS / 2)
+    },
+    30_000,
+    50,
+  )
   const served = new Set<string>()
   for (let i = 0; i < 16; i++) served.add((await add(`ctr_spread${i}`)).host)
   t.same([...served].sort(), hosts.map((h) => h.id).sort())
@@ -58,7 +63,11 @@ t.test('both hosts serve counters: the partitions split evenly between them', as
 t.test('single activation: 100 adds at once, one actor, no update lost', async (t) => {
   const replies = await Promise.all(Array.from({ length: 100 }, () => add('ctr_one')))
   t.equal(new Set(replies.map((r) => `${r.host}/${r.activation}`)).size, 1, 'one host, one activation served them all')
-  t.same(replies.map((r) => r.value).sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i + 1), 'each add saw the one before it')
+  t.same(
+    replies.map((r) => r.value).sort((a, b) => a - b),
+    Array.from({ length: 100 }, (_, i) => i + 1),
+    'each add saw the one before it',
+  )
 })
 
 t.test('takeover: the owner dies, the other host carries the counter on from what was stored', async (t) => {
@@ -66,14 +75,19 @@ t.test('takeover: the owner dies, the other host carries the counter on from wha
   const owner = hosts.find((h) => h.id === before.host)!
   // Gone without a word: its connection closes, its heartbeat lapses, the other host takes the partition over.
   await owner.nc.close()
-  const after = await until('served by the other host', async () => {
-    try {
-      return await add('ctr_two', 1)
-    } catch (err) {
-      if (isApiError(err) && err.status === 503) return undefined
-      throw err
-    }
-  }, 30_000, 100)
+  const after = await until(
+    'served by the other host',
+    async () => {
+      try {
+        return await add('ctr_two', 1)
+      } catch (err) {
+        if (isApiError(err) && err.status === 503) return undefined
+        throw err
+      }
+    },
+    30_000,
+    100,
+  )
   t.not(after.host, owner.id, 'the other host serves it now')
   t.equal(after.value, before.value + 1, 'from the stored value: nothing lost, nothing counted twice')
 })

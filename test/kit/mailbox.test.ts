@@ -32,14 +32,15 @@ t.test('writes run one at a time, in the order they were queued', async (t) => {
   const { mb } = mailbox()
   const order: string[] = []
   let running = 0
-  const step = (name: string, ms: number) => mb.write(async () => {
-    running++
-    t.equal(running, 1, `${name} runs alone`)
-    await new Promise((r) => setTimeout(r, ms))
-    order.push(name)
-    running--
-    return name
-  })
+  const step = (name: string, ms: number) =>
+    mb.write(async () => {
+      running++
+      t.equal(running, 1, `${name} runs alone`)
+      await new Promise((r) => setTimeout(r, ms))
+      order.push(name)
+      running--
+      return name
+    })
   const results = await Promise.all([step('a', 20), step('b', 0), step('c', 5)])
   t.same(results, ['a', 'b', 'c'])
   t.same(order, ['a', 'b', 'c'])
@@ -59,21 +60,26 @@ t.test('a failing append stops the actor: later writes are refused with a retrya
     ran.push('queued')
   })
   await t.rejects(first, /boom/)
-  const err = await second.then(() => undefined, (e: unknown) => e)
+  const err = await second.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   t.ok(isApiError(err) && err.status === 503 && err.retryAfterMs === 500, 'the write behind the failure answers 503 with a retry hint')
   await mb.settled()
   t.same(ran, [], 'nothing queued behind the failure ran')
   t.ok(mb.dead)
-  t.same(fails, [true], 'an unexpected error is the actor\'s own failure, reported once')
+  t.same(fails, [true], "an unexpected error is the actor's own failure, reported once")
   t.throws(() => mb.alive(), /moving to another host/)
 })
 
 t.test('a lost fence steps the actor down: not its own failure', async (t) => {
   const fails: boolean[] = []
   const { mb } = mailbox((own) => fails.push(own))
-  await t.rejects(mb.write(async () => {
-    throw new FenceLost('another writer')
-  }))
+  await t.rejects(
+    mb.write(async () => {
+      throw new FenceLost('another writer')
+    }),
+  )
   await mb.settled()
   t.same(fails, [false])
 })
@@ -117,7 +123,10 @@ t.test('stop() ends the actor without counting a failure', async (t) => {
   const fails: boolean[] = []
   const { mb } = mailbox((own) => fails.push(own))
   mb.stop()
-  await t.rejects(mb.write(async () => 1), /moving to another host/)
+  await t.rejects(
+    mb.write(async () => 1),
+    /moving to another host/,
+  )
   await mb.settled()
   t.same(fails, [])
 })
@@ -125,13 +134,23 @@ t.test('stop() ends the actor without counting a failure', async (t) => {
 t.test('a host that may no longer serve writes nothing: the actor steps down', async (t) => {
   const fails: boolean[] = []
   let serving = true
-  const mb = new Mailbox({ kind: 'counter', id: 'c1', log, work: { kv: markers().kv, key: 'work.c1' }, serves: () => serving, onFail: (own) => fails.push(own) })
+  const mb = new Mailbox({
+    kind: 'counter',
+    id: 'c1',
+    log,
+    work: { kv: markers().kv, key: 'work.c1' },
+    serves: () => serving,
+    onFail: (own) => fails.push(own),
+  })
   t.equal(await mb.write(async () => 1), 1)
   serving = false
   let wrote = false
-  await t.rejects(mb.write(async () => {
-    wrote = true
-  }), /heartbeat lapsed/)
+  await t.rejects(
+    mb.write(async () => {
+      wrote = true
+    }),
+    /heartbeat lapsed/,
+  )
   t.notOk(wrote)
-  t.same(fails, [false], 'stepping down is not the actor\'s own failure')
+  t.same(fails, [false], "stepping down is not the actor's own failure")
 })

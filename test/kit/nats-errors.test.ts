@@ -83,12 +83,21 @@ t.test('CAS conflicts by API code, as a real nats-server answers them', async (t
   t.teardown(() => nc.close())
   const kv = await new Kvm(jetstream(nc)).create('cas', { history: 1 })
   const rev = await kv.create('k', new Uint8Array([1]))
-  const created = await kv.create('k', new Uint8Array([2])).then(() => undefined, (e: unknown) => e)
+  const created = await kv.create('k', new Uint8Array([2])).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   t.ok(isCasConflict(created), `kv.create of an existing key: ${String(created)}`)
   t.notOk(isTransientNatsError(created))
-  const updated = await kv.update('k', new Uint8Array([3]), rev + 5).then(() => undefined, (e: unknown) => e)
+  const updated = await kv.update('k', new Uint8Array([3]), rev + 5).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   t.ok(isCasConflict(updated), `kv.update at a stale revision: ${String(updated)}`)
-  const deleted = await kv.delete('k', { previousSeq: rev + 5 }).then(() => undefined, (e: unknown) => e)
+  const deleted = await kv.delete('k', { previousSeq: rev + 5 }).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   t.ok(isCasConflict(deleted), `kv.delete at a stale revision: ${String(deleted)}`)
 
   const store = new RecordStore<{ n: number }>(kv)
@@ -97,7 +106,12 @@ t.test('CAS conflicts by API code, as a real nats-server answers them', async (t
   t.equal(await store.delete('k', rev + 5), false, 'RecordStore.delete: false at a stale revision')
 
   // A publish nobody stores: no responders, which nats.js reports as JetStream not enabled.
-  const none = await jetstream(nc).publish('nobody.stores.this', new Uint8Array()).then(() => undefined, (e: unknown) => e)
+  const none = await jetstream(nc)
+    .publish('nobody.stores.this', new Uint8Array())
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    )
   t.ok(isTransientNatsError(none), `no stream for a subject: ${String(none)}`)
 })
 
@@ -115,16 +129,26 @@ t.test('retryWhileStarting repeats transient failures only, and names what faile
   const err = await retryWhileStarting('bucket', async () => {
     calls++
     throw refused
-  }).then(() => undefined, (e: Error) => e)
+  }).then(
+    () => undefined,
+    (e: Error) => e,
+  )
   t.equal(calls, 1, 'a refusal is not retried')
   t.equal(err?.message, 'bucket: replicas > 1 not supported in non-clustered mode')
   t.equal(err?.cause, refused, 'the NATS error is the cause')
 
   calls = 0
-  const late = await retryWhileStarting('slow', async () => {
-    calls++
-    throw new TimeoutError()
-  }, 150).then(() => undefined, (e: Error) => e)
+  const late = await retryWhileStarting(
+    'slow',
+    async () => {
+      calls++
+      throw new TimeoutError()
+    },
+    150,
+  ).then(
+    () => undefined,
+    (e: Error) => e,
+  )
   t.ok(calls >= 2, 'retried until the deadline')
   t.match(late?.message, /^slow: /)
   t.type(late?.cause, TimeoutError)

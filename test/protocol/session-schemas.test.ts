@@ -48,11 +48,11 @@ t.test('session create: good input', async (t) => {
     environment_id: 'env_1',
     title: 'T',
     metadata: { k: 'v' },
-    initial_events: [
-      um,
-      { type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_1' }, max_iterations: null },
+    initial_events: [um, { type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_1' }, max_iterations: null }],
+    resources: [
+      { type: 'file', file_id: 'file_1', mount_path: '/x' },
+      { type: 'github_repository', url: 'https://github.com/a/b' },
     ],
-    resources: [{ type: 'file', file_id: 'file_1', mount_path: '/x' }, { type: 'github_repository', url: 'https://github.com/a/b' }],
     vault_ids: ['vlt_1'],
     budget: budget('2500'),
   }
@@ -67,7 +67,10 @@ t.test('session create: bad input', async (t) => {
     [{ environment_id: 'env_e' }, /^agent must be .*\(was missing\)/],
     [{ agent: 'agent_a' }, /^environment_id must be a string \(was missing\)/],
     [{ ...ok, environment_id: '' }, /^environment_id must be an id like env_01… \(letters, digits, _ or - after env_, at most 128 characters\) \(was ""\)/],
-    ...['env_*', 'a..b', ' ', 'ÿ', 'env_\ud800', 'agent_1', `env_${'x'.repeat(125)}`].map((id): [unknown, RegExp] => [{ ...ok, environment_id: id }, /^environment_id must be an id like env_01…/]),
+    ...['env_*', 'a..b', ' ', 'ÿ', 'env_\ud800', 'agent_1', `env_${'x'.repeat(125)}`].map((id): [unknown, RegExp] => [
+      { ...ok, environment_id: id },
+      /^environment_id must be an id like env_01…/,
+    ]),
     [{ ...ok, vault_ids: ['vlt_a', 'v.x'] }, /^vault_ids\[1\] must be an id like vlt_01…/],
     [{ ...ok, resources: [{ type: 'file', file_id: 'file_a>' }] }, /^resources\[0\]\.file_id must be an id like file_01…/],
     [{ ...ok, metadata: ['x'] }, 'metadata must be an object (was an array)'],
@@ -81,7 +84,10 @@ t.test('session create: bad input', async (t) => {
     [{ ...ok, agent: { type: 'agent_with_overrides', id: 'agent_a', tools: [{ type: 'nope' }] } }, /^agent\.tools\[0\]\.type must be/],
     [{ ...ok, title: 't'.repeat(513) }, /^title must be .*512/],
     [{ ...ok, metadata: null }, /^metadata must be an object/],
-    [{ ...ok, initial_events: [sm] }, 'initial_events[0].type must be user.message or user.define_outcome, the only event types allowed in initial_events (was "system.message")'],
+    [
+      { ...ok, initial_events: [sm] },
+      'initial_events[0].type must be user.message or user.define_outcome, the only event types allowed in initial_events (was "system.message")',
+    ],
     [{ ...ok, initial_events: [{ type: 'user.interrupt' }] }, /^initial_events\[0\]\.type must be user\.message or user\.define_outcome/],
     [{ ...ok, initial_events: [{ type: 'user.message', content: [] }] }, /^initial_events\[0\]\.content must be non-empty/],
     [{ ...ok, initial_events: Array(51).fill(um) }, /^initial_events must be at most length 50/],
@@ -205,27 +211,69 @@ t.test('events send: bad input', async (t) => {
     [ev({ type: 'user.message', content: [text()], session_thread_id: 's' }), /^events\[0\]\.session_thread_id is not a known field/],
     [ev({ type: 'user.message', content: [{ type: 'video' }] }), /^events\[0\]\.content\[0\]\.type must be "document", "image" or "text"/],
     [ev({ type: 'user.message', content: [{ type: 'text', text: 'x', cache_control: {} }] }), /^events\[0\]\.content\[0\]\.cache_control is not a known field/],
-    [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'base64', data: '', media_type: 'image/png' } }] }), /^events\[0\]\.content\[0\]\.source\.data must be non-empty/],
-    [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'base64', data: 'A', media_type: 'image/bmp' } }] }), /^events\[0\]\.content\[0\]\.source\.media_type must be/],
-    [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'url', url: 'ftp://x' } }] }), /^events\[0\]\.content\[0\]\.source\.url must be an http or https URL/],
-    [ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'file', file_id: '' } }] }), /^events\[0\]\.content\[0\]\.source\.file_id must be an id like file_01…/],
-    [ev({ type: 'user.message', content: [{ type: 'document', source: { type: 'base64', data: 'A', media_type: 'image/png' } }] }), /^events\[0\]\.content\[0\]\.source\.media_type must be "application\/pdf"/],
-    [ev({ type: 'user.message', content: [{ type: 'search_result', source: 's', title: 't', content: [] }] }), /^events\[0\]\.content\[0\]\.type must be "document", "image" or "text"/],
+    [
+      ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'base64', data: '', media_type: 'image/png' } }] }),
+      /^events\[0\]\.content\[0\]\.source\.data must be non-empty/,
+    ],
+    [
+      ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'base64', data: 'A', media_type: 'image/bmp' } }] }),
+      /^events\[0\]\.content\[0\]\.source\.media_type must be/,
+    ],
+    [
+      ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'url', url: 'ftp://x' } }] }),
+      /^events\[0\]\.content\[0\]\.source\.url must be an http or https URL/,
+    ],
+    [
+      ev({ type: 'user.message', content: [{ type: 'image', source: { type: 'file', file_id: '' } }] }),
+      /^events\[0\]\.content\[0\]\.source\.file_id must be an id like file_01…/,
+    ],
+    [
+      ev({ type: 'user.message', content: [{ type: 'document', source: { type: 'base64', data: 'A', media_type: 'image/png' } }] }),
+      /^events\[0\]\.content\[0\]\.source\.media_type must be "application\/pdf"/,
+    ],
+    [
+      ev({ type: 'user.message', content: [{ type: 'search_result', source: 's', title: 't', content: [] }] }),
+      /^events\[0\]\.content\[0\]\.type must be "document", "image" or "text"/,
+    ],
     [ev({ type: 'user.interrupt', session_thread_id: 5 }), /^events\[0\]\.session_thread_id must be a string or null/],
-    [ev({ type: 'user.tool_confirmation', tool_use_id: 'sevt_x', result: 'allow', deny_message: 'no' }), 'events[0].deny_message is only allowed when result is "deny"'],
+    [
+      ev({ type: 'user.tool_confirmation', tool_use_id: 'sevt_x', result: 'allow', deny_message: 'no' }),
+      'events[0].deny_message is only allowed when result is "deny"',
+    ],
     [ev({ type: 'user.tool_confirmation', tool_use_id: 'sevt_x', result: 'maybe' }), /^events\[0\]\.result must be "allow" or "deny"/],
     [ev({ type: 'user.tool_confirmation', result: 'allow' }), /^events\[0\]\.tool_use_id must be a string \(was missing\)/],
     [ev({ type: 'user.custom_tool_result', custom_tool_use_id: '' }), /^events\[0\]\.custom_tool_use_id must be an id like sevt_01…/],
-    [ev({ type: 'user.tool_result', tool_use_id: 'sevt_x', content: [{ type: 'search_result', source: 's', title: 't', content: [], citations: {} }] }), /^events\[0\]\.content\[0\]\.citations\.enabled must be boolean/],
-    [ev({ type: 'user.tool_result', tool_use_id: 'sevt_x', content: [{ type: 'search_result', source: 's', title: 't', content: [{ type: 'image' }] }] }), /^events\[0\]\.content\[0\]\.content\[0\]\.type must be "text" \(was "image"\)/],
+    [
+      ev({ type: 'user.tool_result', tool_use_id: 'sevt_x', content: [{ type: 'search_result', source: 's', title: 't', content: [], citations: {} }] }),
+      /^events\[0\]\.content\[0\]\.citations\.enabled must be boolean/,
+    ],
+    [
+      ev({ type: 'user.tool_result', tool_use_id: 'sevt_x', content: [{ type: 'search_result', source: 's', title: 't', content: [{ type: 'image' }] }] }),
+      /^events\[0\]\.content\[0\]\.content\[0\]\.type must be "text" \(was "image"\)/,
+    ],
     [ev({ type: 'user.tool_result', tool_use_id: 'sevt_x', is_error: 'yes' }), /^events\[0\]\.is_error must be/],
     [ev({ type: 'user.define_outcome', description: '', rubric: { type: 'text', content: 'r' } }), /^events\[0\]\.description must be non-empty/],
-    [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'text', content: 'r'.repeat(262145) } }), /^events\[0\]\.rubric\.content must be at most length 262144/],
-    [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'url', url: 'x' } }), /^events\[0\]\.rubric\.type must be ("file" or "text"|"text" or "file") \(was "url"\)/],
-    [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_f' }, max_iterations: 21 }), /^events\[0\]\.max_iterations must be at most 20/],
-    [ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_f' }, max_iterations: 0 }), /^events\[0\]\.max_iterations must be at least 1/],
+    [
+      ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'text', content: 'r'.repeat(262145) } }),
+      /^events\[0\]\.rubric\.content must be at most length 262144/,
+    ],
+    [
+      ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'url', url: 'x' } }),
+      /^events\[0\]\.rubric\.type must be ("file" or "text"|"text" or "file") \(was "url"\)/,
+    ],
+    [
+      ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_f' }, max_iterations: 21 }),
+      /^events\[0\]\.max_iterations must be at most 20/,
+    ],
+    [
+      ev({ type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_f' }, max_iterations: 0 }),
+      /^events\[0\]\.max_iterations must be at least 1/,
+    ],
     [ev({ type: 'system.message', content: [] }), /^events\[0\]\.content must be non-empty/],
-    [ev({ type: 'system.message', content: [{ type: 'image', source: { type: 'file', file_id: 'file_f' } }] }), 'events[0].content[0].type must be "text" (was "image")'],
+    [
+      ev({ type: 'system.message', content: [{ type: 'image', source: { type: 'file', file_id: 'file_f' } }] }),
+      'events[0].content[0].type must be "text" (was "image")',
+    ],
     [ev(sm), 'events[0] is a system.message, which must directly follow a user.message, user.tool_result or user.custom_tool_result'],
     [ev({ type: 'user.interrupt' }, sm), /^events\[1\] is a system\.message, which must directly follow/],
     [ev(um, sm, um), 'events[1] is a system.message, which must be the last event of the request'],
@@ -250,7 +298,10 @@ t.test('events list query', async (t) => {
 
 t.test('events stream query', async (t) => {
   t.same(parse(EventsStreamQuery, { event_deltas: 'agent.message' }), { event_deltas: ['agent.message'] })
-  t.same(parse(EventsStreamQuery, { event_deltas: ['agent.message', 'agent.thinking'], after: 'sevt_1', x: 'y' }).event_deltas, ['agent.message', 'agent.thinking'])
+  t.same(parse(EventsStreamQuery, { event_deltas: ['agent.message', 'agent.thinking'], after: 'sevt_1', x: 'y' }).event_deltas, [
+    'agent.message',
+    'agent.thinking',
+  ])
   rejects(t, EventsStreamQuery, [
     [{ event_deltas: ['agent.tool_use'] }, /^event_deltas\[0\] must be "agent\.message" or "agent\.thinking"/],
     [{ after: '' }, /^after must be non-empty/],

@@ -5,10 +5,7 @@ import type { Test } from 'tap'
 import { createHostSandbox, type Sandbox, type SandboxOptions, type ToolResult } from '../../sandbox/index.js'
 
 /** A sandbox in its own temp dir, closed and removed when the test ends. */
-export async function sandboxFor(
-  t: Test,
-  opts: Partial<SandboxOptions> = {},
-): Promise<{ sb: Sandbox; dir: string }> {
+export async function sandboxFor(t: Test, opts: Partial<SandboxOptions> = {}): Promise<{ sb: Sandbox; dir: string }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'troupe-sandbox-test-'))
   const sb = createHostSandbox({ workdir: dir, ...opts })
   t.teardown(async () => {

@@ -44,15 +44,21 @@ t.test('shell env does not inherit server secrets by default, and env option rep
 
 t.test('builtinToolDefinitions', async (t) => {
   const all = builtinToolDefinitions(BUILTIN_TOOL_NAMES)
-  t.same(all.map((d) => d.name), ['bash', 'read', 'write', 'edit', 'glob', 'grep'])
+  t.same(
+    all.map((d) => d.name),
+    ['bash', 'read', 'write', 'edit', 'glob', 'grep'],
+  )
   for (const d of all) {
     t.ok(d.description.length > 20, `${d.name} has a description`)
     t.equal((d.input_schema as { type: string }).type, 'object')
   }
-  t.same(builtinToolDefinitions(['grep', 'web_search', 'read', 'grep']).map((d) => d.name), ['grep', 'read'])
-  const read = builtinToolDefinitions(['read'])[0]
-  t.same((read?.input_schema as { required: string[] }).required, ['file_path'])
+  t.same(
+    builtinToolDefinitions(['grep', 'web_search', 'read', 'grep']).map((d) => d.name),
+    ['grep', 'read'],
+  )
+  const read = builtinToolDefinitions(['read'])[0]!
+  t.same((read.input_schema as { required: string[] }).required, ['file_path'])
   // Returned objects are copies.
-  ;(read?.input_schema as { required: string[] }).required.push('x')
-  t.same((builtinToolDefinitions(['read'])[0]?.input_schema as { required: string[] }).required, ['file_path'])
+  ;(read.input_schema as { required: string[] }).required.push('x')
+  t.same((builtinToolDefinitions(['read'])[0]!.input_schema as { required: string[] }).required, ['file_path'])
 })

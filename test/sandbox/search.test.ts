@@ -32,7 +32,13 @@ t.test('glob matches recursively, relative to the root, newest first', async (t)
   t.equal(text(all), 'src/deep/c.ts\nsrc/b.ts\na.ts')
 
   t.equal(text(await sb.run('glob', { pattern: '*.ts' })), 'a.ts')
-  t.equal(text(await sb.run('glob', { pattern: 'src/**/*.{ts,js}' })).split('\n').sort().join(','), 'src/b.ts,src/deep/c.ts,src/deep/d.js')
+  t.equal(
+    text(await sb.run('glob', { pattern: 'src/**/*.{ts,js}' }))
+      .split('\n')
+      .sort()
+      .join(','),
+    'src/b.ts,src/deep/c.ts,src/deep/d.js',
+  )
   t.equal(text(await sb.run('glob', { pattern: '*.ts', path: 'src/deep' })), 'c.ts')
   t.equal(text(await sb.run('glob', { pattern: 'node_modules/**/*.ts' })), 'node_modules/pkg/e.ts', 'named dirs are searched')
   t.match(text(await sb.run('glob', { pattern: '**/*.py' })), /No files matched/)

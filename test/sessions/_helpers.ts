@@ -61,7 +61,12 @@ export function reader(stream: AsyncIterable<any>) {
         const left = deadline - Date.now()
         const r = await Promise.race([
           it.next(),
-          new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no matching event within ${timeoutMs} ms; got ${got.map((e) => e.type).join(', ')}`)), Math.max(0, left)).unref()),
+          new Promise<never>((_, reject) =>
+            setTimeout(
+              () => reject(new Error(`no matching event within ${timeoutMs} ms; got ${got.map((e) => e.type).join(', ')}`)),
+              Math.max(0, left),
+            ).unref(),
+          ),
         ])
         if (r.done) throw new Error(`stream ended; got ${got.map((e) => e.type).join(', ')}`)
         got.push(r.value)

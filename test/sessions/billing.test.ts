@@ -55,7 +55,7 @@ t.test('rounding: nearest cent, half up, once at the end', async (t) => {
   t.equal(cents('claude-haiku-4-5', {}), 0)
 
   // Cases where float arithmetic lands just under the half and would round down.
-  t.equal(950_000 * 0.3 / 1e6 * 100, 28.499999999999996, 'float drift exists')
+  t.equal(((950_000 * 0.3) / 1e6) * 100, 28.499999999999996, 'float drift exists')
   t.equal(cents('claude-sonnet-4-6', { cache_read_input_tokens: 950_000 }), 29, '28.5 exactly → 29')
   t.equal(cents('claude-opus-4-5', { cache_creation_input_tokens: 23_200 }), 15, '14.5 exactly → 15')
   t.equal(cents('claude-3-5-haiku-20241022', { cache_read_input_tokens: 1_812_500 }), 15, '14.5 exactly → 15')

@@ -30,7 +30,10 @@ async function step(id: string, act: () => Promise<unknown>, until: (e: any, all
   await act()
   return collect(stream, until)
 }
-const send = (id: string, ...events: any[]) => () => s.client.beta.sessions.events.send(id, { events } as any)
+const send =
+  (id: string, ...events: any[]) =>
+  () =>
+    s.client.beta.sessions.events.send(id, { events } as any)
 const say = (text: string) => ({ type: 'user.message', content: [{ type: 'text', text }] })
 const history = async (id: string) => (await s.client.beta.sessions.events.list(id, { limit: 1000 } as any)).data as any[]
 
@@ -63,7 +66,10 @@ t.test('usage sums every model request and list_cost follows the price table', a
 
   // Each request's usage is on its span end, as the model reported it.
   const spans = [...first, ...second].filter((e) => e.type === 'span.model_request_end')
-  t.match(spans.map((e) => e.model_usage), scripted.map((u) => ({ ...u, speed: 'standard' })))
+  t.match(
+    spans.map((e) => e.model_usage),
+    scripted.map((u) => ({ ...u, speed: 'standard' })),
+  )
 
   const got = await s.client.beta.sessions.retrieve(session.id)
   const sum = (k: keyof Counts) => scripted.reduce((n, u) => n + u[k], 0)
@@ -90,16 +96,25 @@ t.test('a budget pauses the turn before the next model request: session.usage, t
   const { session, events } = await pausedAtBudget(t)
   const types = events.map((e) => e.type)
   t.same(types, [
-    'user.message', 'session.status_running',
-    'span.model_request_start', 'agent.tool_use', 'span.model_request_end', 'agent.tool_result',
-    'session.usage', 'session.status_idle',
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.tool_use',
+    'span.model_request_end',
+    'agent.tool_result',
+    'session.usage',
+    'session.status_idle',
   ])
   const usage = events.at(-2)
   t.same(usage.budget, limit(1))
   t.equal(usage.usage.input_tokens, 10_000)
   t.equal(usage.usage.list_cost.amount, '3')
   const stored = await history(session.id)
-  t.same(stored.slice(-2).map((e) => e.type), ['session.usage', 'session.status_idle'], 'history ends the same way')
+  t.same(
+    stored.slice(-2).map((e) => e.type),
+    ['session.usage', 'session.status_idle'],
+    'history ends the same way',
+  )
   const got = await s.client.beta.sessions.retrieve(session.id)
   t.equal(got.status, 'idle')
 })
@@ -108,9 +123,10 @@ t.test('raising the budget resumes the paused turn', async (t) => {
   const { session, base } = await pausedAtBudget(t)
   s.model.enqueue({ steps: [{ type: 'text', text: 'resumed' }] })
   const events = await step(session.id, () => s.client.beta.sessions.update(session.id, { budget: limit(100_000) } as any))
-  t.same(events.map((e) => e.type), [
-    'session.updated', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle',
-  ])
+  t.same(
+    events.map((e) => e.type),
+    ['session.updated', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'],
+  )
   t.same(events[0].budget, limit(100_000))
   t.same(events.at(-1).stop_reason, { type: 'end_turn' })
   t.equal(s.model.requests.length, base + 2)
@@ -186,11 +202,20 @@ t.test('requires_action takes precedence over budget_reached', async (t) => {
   const events = await step(session.id, send(session.id, say('look up')))
   const use = events.find((e) => e.type === 'agent.custom_tool_use')
   t.same(events.at(-1).stop_reason, { type: 'requires_action', event_ids: [use.id] })
-  t.notOk(events.some((e) => e.type === 'session.usage'), 'no budget pause while a tool use waits')
+  t.notOk(
+    events.some((e) => e.type === 'session.usage'),
+    'no budget pause while a tool use waits',
+  )
 
   // The budget is checked again before the next model request, once the result is in.
-  const resumed = await step(session.id, send(session.id, { type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [{ type: 'text', text: 'v' }] }))
-  t.same(resumed.map((e) => e.type), ['user.custom_tool_result', 'session.status_running', 'session.usage', 'session.status_idle'])
+  const resumed = await step(
+    session.id,
+    send(session.id, { type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [{ type: 'text', text: 'v' }] }),
+  )
+  t.same(
+    resumed.map((e) => e.type),
+    ['user.custom_tool_result', 'session.status_running', 'session.usage', 'session.status_idle'],
+  )
   t.same(resumed.at(-1).stop_reason, { type: 'budget_reached' })
   t.equal(s.model.requests.length, base + 1)
 })

@@ -64,9 +64,12 @@ t.test('agent_with_overrides replaces model, system, tools, mcp_servers for the 
   t.equal(session.agent.id, agent.id)
   t.equal(session.agent.version, 1)
   t.equal(session.agent.model.id, 'claude-haiku-4-5')
-  t.same(session.agent.model.effort, { type: 'high' }, 'effort stays the agent\'s setting')
+  t.same(session.agent.model.effort, { type: 'high' }, "effort stays the agent's setting")
   t.equal(session.agent.system, 'session system')
-  t.same(session.agent.tools.map((x: any) => x.type), ['agent_toolset_20260401', 'mcp_toolset'])
+  t.same(
+    session.agent.tools.map((x: any) => x.type),
+    ['agent_toolset_20260401', 'mcp_toolset'],
+  )
   t.same(session.agent.mcp_servers, [{ type: 'url', name: 'docs', url: 'https://mcp.example.com/sse' }])
   const after = await agents.retrieve(agent.id)
   t.equal(after.version, 1, 'the agent is not renumbered')
@@ -79,32 +82,48 @@ t.test('agent_with_overrides replaces model, system, tools, mcp_servers for the 
   await agents.update(agent.id, { version: 1, system: 'agent system v2' } as any)
   const old = await create({ agent: { type: 'agent_with_overrides', id: agent.id, version: 1, model: 'claude-haiku-4-5' }, environment_id: env.id })
   t.equal(old.agent.version, 1)
-  t.equal(old.agent.system, 'agent system', 'not overridden: version 1\'s own')
+  t.equal(old.agent.system, 'agent system', "not overridden: version 1's own")
   t.equal(old.agent.model.id, 'claude-haiku-4-5')
 
-  const err = await failure(create({
-    agent: { type: 'agent_with_overrides', id: agent.id, model: { id: 'claude-haiku-4-5', effort: 'low' } },
-    environment_id: env.id,
-  }))
+  const err = await failure(
+    create({
+      agent: { type: 'agent_with_overrides', id: agent.id, model: { id: 'claude-haiku-4-5', effort: 'low' } },
+      environment_id: env.id,
+    }),
+  )
   isError(t, err, 400, 'invalid_request_error', /effort/)
-  const bad = await failure(create({
-    agent: { type: 'agent_with_overrides', id: agent.id, tools: [{ type: 'mcp_toolset', mcp_server_name: 'nowhere' }] },
-    environment_id: env.id,
-  }))
+  const bad = await failure(
+    create({
+      agent: { type: 'agent_with_overrides', id: agent.id, tools: [{ type: 'mcp_toolset', mcp_server_name: 'nowhere' }] },
+      environment_id: env.id,
+    }),
+  )
   isError(t, bad, 400, 'invalid_request_error', /agent\./, undefined)
 })
 
 t.test('a coordinator roster is captured as full definitions; self reflects the overrides', async (t) => {
   const { agent: worker, env } = await agentAndEnv(s.client, { name: 'worker', system: 'worker system' })
   const coord = await agents.create({
-    name: 'coord', model: 'claude-sonnet-4-5', system: 'coord system',
+    name: 'coord',
+    model: 'claude-sonnet-4-5',
+    system: 'coord system',
     multiagent: { type: 'coordinator', agents: [worker.id, { type: 'self' }] },
   } as any)
   const session = await create({ agent: { type: 'agent_with_overrides', id: coord.id, system: 'overridden' }, environment_id: env.id })
   const roster = (session.agent.multiagent as any)?.agents as any[]
   t.equal(session.agent.multiagent?.type, 'coordinator')
   t.equal(roster.length, 2)
-  t.match(roster[0], { type: 'agent', id: worker.id, version: 1, name: 'worker', system: 'worker system', model: { id: 'claude-sonnet-4-5' }, tools: [], mcp_servers: [], skills: [] })
+  t.match(roster[0], {
+    type: 'agent',
+    id: worker.id,
+    version: 1,
+    name: 'worker',
+    system: 'worker system',
+    model: { id: 'claude-sonnet-4-5' },
+    tools: [],
+    mcp_servers: [],
+    skills: [],
+  })
   t.match(roster[1], { type: 'agent', id: coord.id, version: 1, name: 'coord', system: 'overridden' }, 'self copy reflects the override')
   for (const m of roster) t.notOk('multiagent' in m, `${m.name} carries no multiagent of its own`)
 })
@@ -112,7 +131,9 @@ t.test('a coordinator roster is captured as full definitions; self reflects the 
 t.test('a roster member pinned to an older version is captured at that version', async (t) => {
   const { agent: worker, env } = await agentAndEnv(s.client, { name: 'worker', system: 'w v1' })
   const coord = await agents.create({
-    name: 'coord', model: 'claude-sonnet-4-5', multiagent: { type: 'coordinator', agents: [worker.id] },
+    name: 'coord',
+    model: 'claude-sonnet-4-5',
+    multiagent: { type: 'coordinator', agents: [worker.id] },
   } as any)
   await agents.update(worker.id, { version: 1, system: 'w v2' } as any)
   const session = await create({ agent: coord.id, environment_id: env.id })
@@ -123,7 +144,10 @@ t.test('a roster member pinned to an older version is captured at that version',
 t.test('the snapshot is immutable: later agent updates and archive do not change it', async (t) => {
   const { agent: worker, env } = await agentAndEnv(s.client, { name: 'w', system: 'w1' })
   const coord = await agents.create({
-    name: 'c', model: 'claude-sonnet-4-5', system: 'c1', multiagent: { type: 'coordinator', agents: [worker.id] },
+    name: 'c',
+    model: 'claude-sonnet-4-5',
+    system: 'c1',
+    multiagent: { type: 'coordinator', agents: [worker.id] },
   } as any)
   const session = await create({ agent: coord.id, environment_id: env.id })
   await agents.update(worker.id, { version: 1, system: 'w2' } as any)
@@ -138,13 +162,26 @@ t.test('an archived agent cannot start a new session (400)', async (t) => {
   const { agent, env } = await agentAndEnv(s.client)
   await agents.archive(agent.id)
   isError(t, await failure(create({ agent: agent.id, environment_id: env.id })), 400, 'invalid_request_error', new RegExp(agent.id), 'agent_archived')
-  isError(t, await failure(create({ agent: { type: 'agent', id: agent.id, version: 1 }, environment_id: env.id })), 400, 'invalid_request_error', /archived/, 'agent_archived')
+  isError(
+    t,
+    await failure(create({ agent: { type: 'agent', id: agent.id, version: 1 }, environment_id: env.id })),
+    400,
+    'invalid_request_error',
+    /archived/,
+    'agent_archived',
+  )
 })
 
 t.test('an unknown agent is a 404', async (t) => {
   const { env } = await agentAndEnv(s.client)
   isError(t, await failure(create({ agent: 'agent_01NOPE0000000000000000000', environment_id: env.id })), 404, 'not_found_error', /agent_01NOPE/)
-  isError(t, await failure(create({ agent: { type: 'agent', id: 'agent_01NOPE0000000000000000000' }, environment_id: env.id })), 404, 'not_found_error', /agent_01NOPE/)
+  isError(
+    t,
+    await failure(create({ agent: { type: 'agent', id: 'agent_01NOPE0000000000000000000' }, environment_id: env.id })),
+    404,
+    'not_found_error',
+    /agent_01NOPE/,
+  )
 })
 
 t.test('an unknown environment is a 404', async (t) => {
@@ -206,7 +243,8 @@ t.test('non-empty initial_events: running at once, and the turn runs', async (t)
   const before = s.model.requests.length
   s.model.enqueue({ steps: [{ type: 'text', text: 'answer from the model' }] })
   const session = await create({
-    agent: agent.id, environment_id: env.id,
+    agent: agent.id,
+    environment_id: env.id,
     initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'first question' }] }],
   })
   t.equal(session.status, 'running')
@@ -227,15 +265,27 @@ t.test('non-empty initial_events: running at once, and the turn runs', async (t)
 t.test('initial_events: more than 50 is a 400', async (t) => {
   const { agent, env } = await agentAndEnv(s.client)
   const msg = { type: 'user.message', content: [{ type: 'text', text: 'x' }] }
-  isError(t, await failure(create({ agent: agent.id, environment_id: env.id, initial_events: Array(51).fill(msg) })), 400, 'invalid_request_error', /initial_events/)
+  isError(
+    t,
+    await failure(create({ agent: agent.id, environment_id: env.id, initial_events: Array(51).fill(msg) })),
+    400,
+    'invalid_request_error',
+    /initial_events/,
+  )
 })
 
 t.test('initial_events: system.message is a 400', async (t) => {
   const { agent, env } = await agentAndEnv(s.client)
-  const err = await failure(create({
-    agent: agent.id, environment_id: env.id,
-    initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'x' }] }, { type: 'system.message', content: [{ type: 'text', text: 'note' }] }],
-  }))
+  const err = await failure(
+    create({
+      agent: agent.id,
+      environment_id: env.id,
+      initial_events: [
+        { type: 'user.message', content: [{ type: 'text', text: 'x' }] },
+        { type: 'system.message', content: [{ type: 'text', text: 'note' }] },
+      ],
+    }),
+  )
   isError(t, err, 400, 'invalid_request_error', /initial_events\[1\]/)
 })
 
@@ -258,7 +308,13 @@ t.test('resources: every kind is a 422 on this server', async (t) => {
 t.test('vault_ids: refused (422); duplicates are a 400', async (t) => {
   const { agent, env } = await agentAndEnv(s.client)
   isError(t, await failure(create({ agent: agent.id, environment_id: env.id, vault_ids: ['vlt_01A'] })), 422, 'invalid_request_error', /vault_ids/)
-  isError(t, await failure(create({ agent: agent.id, environment_id: env.id, vault_ids: ['vlt_01A', 'vlt_01A'] })), 400, 'invalid_request_error', /vault_ids\[1\]/)
+  isError(
+    t,
+    await failure(create({ agent: agent.id, environment_id: env.id, vault_ids: ['vlt_01A', 'vlt_01A'] })),
+    400,
+    'invalid_request_error',
+    /vault_ids\[1\]/,
+  )
   const ok = await create({ agent: agent.id, environment_id: env.id, vault_ids: [] })
   t.same(ok.vault_ids, [], 'an empty list is the default')
 })
@@ -274,14 +330,25 @@ t.test('budget: a priced model is budgetable; bad amounts and unpriced models ar
     const err = await failure(create({ agent: agent.id, environment_id: env.id, budget: { type: 'limit', max_list_cost: { amount, currency: 'USD' } } }))
     isError(t, err, 400, 'invalid_request_error', /budget\.max_list_cost\.amount/)
   }
-  isError(t, await failure(create({ agent: agent.id, environment_id: env.id, budget: { type: 'limit', max_list_cost: { amount: '100', currency: 'EUR' } } })),
-    400, 'invalid_request_error', /budget\.max_list_cost\.currency/)
+  isError(
+    t,
+    await failure(create({ agent: agent.id, environment_id: env.id, budget: { type: 'limit', max_list_cost: { amount: '100', currency: 'EUR' } } })),
+    400,
+    'invalid_request_error',
+    /budget\.max_list_cost\.currency/,
+  )
 
   const unpriced = await agents.create({ name: 'opaque', model: 'router-alias-made-up-7' } as any)
   isError(t, await failure(create({ agent: unpriced.id, environment_id: env.id, budget })), 400, 'invalid_request_error', /budget/, 'model_not_budgetable')
   // The override's model counts, not the agent's.
-  isError(t, await failure(create({ agent: { type: 'agent_with_overrides', id: agent.id, model: 'router-alias-made-up-7' }, environment_id: env.id, budget })),
-    400, 'invalid_request_error', /budget/, 'model_not_budgetable')
+  isError(
+    t,
+    await failure(create({ agent: { type: 'agent_with_overrides', id: agent.id, model: 'router-alias-made-up-7' }, environment_id: env.id, budget })),
+    400,
+    'invalid_request_error',
+    /budget/,
+    'model_not_budgetable',
+  )
   // So does every roster member's.
   const coord = await agents.create({ name: 'c', model: 'claude-sonnet-4-5', multiagent: { type: 'coordinator', agents: [unpriced.id] } } as any)
   isError(t, await failure(create({ agent: coord.id, environment_id: env.id, budget })), 400, 'invalid_request_error', /budget/, 'model_not_budgetable')

@@ -12,7 +12,11 @@ import { eventsSubject } from '../../protocol/subjects.js'
 import { raw } from '../helpers/troupe.js'
 import { agentAndEnv, sessionStack, until } from './_helpers.js'
 
-interface Rec { type: string; body: Record<string, any>; processed?: string[] }
+interface Rec {
+  type: string
+  body: Record<string, any>
+  processed?: string[]
+}
 
 /** A deterministic generator, so a failure replays. */
 function rng(seed: number) {
@@ -106,7 +110,10 @@ t.test('pages of a long, interleaved history join up to the whole history, folde
     return js.publish(subject, enc.encode(JSON.stringify(r.body)), { headers: h })
   }
   const t0 = Date.now()
-  const noise = (n: number) => Array.from({ length: n }, () => publish(eventsSubject(other), { type: 'agent.message', body: { type: 'agent.message', id: newId('sevt'), processed_at: new Date(BASE).toISOString() } }))
+  const noise = (n: number) =>
+    Array.from({ length: n }, () =>
+      publish(eventsSubject(other), { type: 'agent.message', body: { type: 'agent.message', id: newId('sevt'), processed_at: new Date(BASE).toISOString() } }),
+    )
   // Dense stretches, sparse ones, and one long gap of another session's records, so desc windows must grow.
   for (let i = 0; i < recs.length; i += 50) {
     await Promise.all(recs.slice(i, i + 50).map((r) => publish(eventsSubject(session.id), r)))
@@ -153,12 +160,26 @@ t.test('pages of a long, interleaved history join up to the whole history, folde
     ['desc, limit 100', { order: 'desc', limit: '100' }, [...expected].reverse(), true],
     ['desc, limit 53', { order: 'desc', limit: '53' }, [...expected].reverse(), true],
     ['user.message only, asc', { 'types[]': 'user.message', limit: '30' }, expected.filter((e) => e.type === 'user.message'), false],
-    ['user.message and interrupts, desc', { 'types[]': ['user.message', 'user.interrupt'], order: 'desc', limit: '29' },
-      [...expected].reverse().filter((e) => e.type === 'user.message' || e.type === 'user.interrupt'), false],
+    [
+      'user.message and interrupts, desc',
+      { 'types[]': ['user.message', 'user.interrupt'], order: 'desc', limit: '29' },
+      [...expected].reverse().filter((e) => e.type === 'user.message' || e.type === 'user.interrupt'),
+      false,
+    ],
     ['a time range, asc', { 'created_at[gte]': mid, 'created_at[lt]': late, limit: '50' }, expected.filter((e) => inTime(e, mid, late)), false],
-    ['a time range, desc', { 'created_at[gte]': mid, 'created_at[lt]': late, order: 'desc', limit: '50' }, [...expected].reverse().filter((e) => inTime(e, mid, late)), false],
+    [
+      'a time range, desc',
+      { 'created_at[gte]': mid, 'created_at[lt]': late, order: 'desc', limit: '50' },
+      [...expected].reverse().filter((e) => inTime(e, mid, late)),
+      false,
+    ],
     ['a rare type, asc', { 'types[]': 'session.updated', limit: '5' }, expected.filter((e) => e.type === 'session.updated'), false],
-    ['a rare type, desc', { 'types[]': 'session.updated', order: 'desc', limit: '5' }, [...expected].reverse().filter((e) => e.type === 'session.updated'), false],
+    [
+      'a rare type, desc',
+      { 'types[]': 'session.updated', order: 'desc', limit: '5' },
+      [...expected].reverse().filter((e) => e.type === 'session.updated'),
+      false,
+    ],
   ]
   for (const [name, q, want, full] of cases) {
     const t0 = Date.now()
@@ -166,9 +187,16 @@ t.test('pages of a long, interleaved history join up to the whole history, folde
     t.comment(`${name}: ${got.pages.length} pages in ${Date.now() - t0} ms`)
     const limit = Number(q.limit ?? 100)
     t.same(got.events, want, `${name}: ${want.length} events, processed_at folded as from the whole history`)
-    t.ok(got.pages.every((p) => p.length <= limit), `${name}: no page over the limit`)
+    t.ok(
+      got.pages.every((p) => p.length <= limit),
+      `${name}: no page over the limit`,
+    )
     // Without a filter every page but the last is full, as before; a rare filter answers short pages with a cursor.
-    if (full) t.ok(got.pages.slice(0, -1).every((p) => p.length === limit), `${name}: every page but the last is full`)
+    if (full)
+      t.ok(
+        got.pages.slice(0, -1).every((p) => p.length === limit),
+        `${name}: every page but the last is full`,
+      )
   }
   const forged = await raw(s.url, 'GET', url({ page: encodeCursor(`session_events:${session.id}`, { order: 'asc' }, 'x') }))
   t.equal(forged.status, 400, 'a cursor that is not a sequence is refused, not a 500')

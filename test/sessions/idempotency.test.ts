@@ -42,10 +42,18 @@ t.test('events sent twice with one key are stored once; both answers name the sa
   const second = await send(session.id, body, 'key-1')
   t.equal(first.status, 200)
   t.equal(second.status, 200)
-  t.same(second.json.data.map((e: any) => e.id), first.json.data.map((e: any) => e.id), 'the retry names the stored events')
+  t.same(
+    second.json.data.map((e: any) => e.id),
+    first.json.data.map((e: any) => e.id),
+    'the retry names the stored events',
+  )
   await untilIdle(session.id)
   const users = (await history(session.id)).filter((e) => e.type === 'user.message')
-  t.same(users.map((e) => e.id), first.json.data.map((e: any) => e.id), 'stored once, in order')
+  t.same(
+    users.map((e) => e.id),
+    first.json.data.map((e: any) => e.id),
+    'stored once, in order',
+  )
   // The same body without a key, or with another key, is a new request.
   model.enqueue({ steps: [{ type: 'text', text: 'twice' }] })
   const third = await send(session.id, message('hello'), 'key-2')
@@ -59,7 +67,10 @@ t.test('the official client carries the key through its own retries', async (t) 
   const opts = { headers: { 'Idempotency-Key': 'sdk-key' } }
   const a = await client().beta.sessions.events.send(session.id, message('hi') as any, opts)
   const b = await client().beta.sessions.events.send(session.id, message('hi') as any, opts)
-  t.same(b.data?.map((e) => e.id), a.data?.map((e) => e.id))
+  t.same(
+    b.data?.map((e) => e.id),
+    a.data?.map((e) => e.id),
+  )
   await untilIdle(session.id)
   t.equal((await history(session.id)).filter((e) => e.type === 'user.message').length, 1)
 })
@@ -120,7 +131,10 @@ t.test('a retry reaching the host that took the session over is recognised from 
     again = await send(session.id, message('survive'), 'takeover-key')
   }
   t.equal(again.status, 200)
-  t.same(again.json.data.map((e: any) => e.id), first.json.data.map((e: any) => e.id))
+  t.same(
+    again.json.data.map((e: any) => e.id),
+    first.json.data.map((e: any) => e.id),
+  )
   t.equal((await history(session.id)).filter((e) => e.type === 'user.message').length, 1)
 })
 
@@ -135,13 +149,19 @@ t.test('two attempts with one key that arrive together, while the actor loads, s
     await new Promise((r) => setTimeout(r, 100))
     answers = await Promise.all([send(session.id, interrupt, 'together'), send(session.id, interrupt, 'together')])
   }
-  t.same(answers.map((a) => a.status), [200, 200])
+  t.same(
+    answers.map((a) => a.status),
+    [200, 200],
+  )
   t.equal(answers[0]!.json.data[0].id, answers[1]!.json.data[0].id, 'both answers name one event')
   t.equal((await history(session.id)).filter((e) => e.type === 'user.interrupt').length, 1, 'stored once')
 })
 
 t.test('agents and environments created twice with one key are created once', async (t) => {
-  for (const [path, body] of [['/v1/agents', { name: 'keyed', model: 'claude-sonnet-4-5' }], ['/v1/environments', { name: 'keyed' }]] as const) {
+  for (const [path, body] of [
+    ['/v1/agents', { name: 'keyed', model: 'claude-sonnet-4-5' }],
+    ['/v1/environments', { name: 'keyed' }],
+  ] as const) {
     const a = await raw(host.url, 'POST', path, body, { 'idempotency-key': `same-${path}` })
     const b = await raw(host.url, 'POST', path, body, { 'idempotency-key': `same-${path}` })
     t.equal(a.status, 200, path)

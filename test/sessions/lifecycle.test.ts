@@ -94,7 +94,10 @@ t.test('archived sessions are hidden from the list unless include_archived', asy
   await sessions.archive(session.id)
   t.same((await sessions.list({ agent_id: agent.id })).data, [])
   const all = await sessions.list({ agent_id: agent.id, include_archived: true } as any)
-  t.same(all.data.map((x) => [x.id, x.status]), [[session.id, 'terminated']])
+  t.same(
+    all.data.map((x) => [x.id, x.status]),
+    [[session.id, 'terminated']],
+  )
 })
 
 t.test('an archived session accepts no events (409) and no updates (409)', async (t) => {
@@ -151,11 +154,14 @@ t.test('delete returns {id, type: session_deleted}; afterwards the session is go
   isError(t, await failure(sessions.events.send(session.id, message('still there?'))), 404, 'not_found_error', new RegExp(session.id))
   isError(t, await failure(sessions.update(session.id, { title: 'x' } as any)), 404, 'not_found_error', new RegExp(session.id))
   isError(t, await failure(sessions.archive(session.id)), 404, 'not_found_error', new RegExp(session.id))
-  isError(t, await failure(sessions.delete(session.id)), 404, 'not_found_error', new RegExp(session.id), )
+  isError(t, await failure(sessions.delete(session.id)), 404, 'not_found_error', new RegExp(session.id))
   const r = await raw(s.url, 'GET', `/v1/sessions/${session.id}/events/stream`)
   t.equal(r.status, 404, 'no stream either')
   t.equal(r.json?.error?.type, 'not_found_error')
-  t.notOk((await sessions.list({ include_archived: true } as any)).data.some((x) => x.id === session.id), 'not listed')
+  t.notOk(
+    (await sessions.list({ include_archived: true } as any)).data.some((x) => x.id === session.id),
+    'not listed',
+  )
 })
 
 t.test('delete while running is a 409 (x-should-retry: false)', async (t) => {
@@ -188,13 +194,22 @@ t.test('an open stream receives session.deleted, then ends', async (t) => {
   })()
   // Something stored first, so the stream is known to be live before the delete.
   await sessions.update(session.id, { title: 'before delete' } as any)
-  await within(10_000, 'the update on the stream', (async () => {
-    while (!seen.some((e) => e.type === 'session.updated')) await new Promise((r) => setTimeout(r, 20))
-  })(), () => stream.controller.abort())
+  await within(
+    10_000,
+    'the update on the stream',
+    (async () => {
+      while (!seen.some((e) => e.type === 'session.updated')) await new Promise((r) => setTimeout(r, 20))
+    })(),
+    () => stream.controller.abort(),
+  )
 
   await sessions.delete(session.id)
   await within(10_000, 'the stream to end after session.deleted', reading, () => stream.controller.abort())
-  t.same(seen.map((e) => e.type), ['session.updated', 'session.deleted'], 'session.deleted is the last event')
+  t.same(
+    seen.map((e) => e.type),
+    ['session.updated', 'session.deleted'],
+    'session.deleted is the last event',
+  )
   const deleted = seen[seen.length - 1]
   t.match(deleted.id, /^sevt_/)
   t.ok(deleted.processed_at)
@@ -205,10 +220,18 @@ t.test('several open streams, on a session with no events yet, all receive sessi
   // A stream's headers arrive only once it is subscribed, so each stream is live when this resolves.
   const streams = await Promise.all([1, 2, 3].map(() => sessions.events.stream(session.id)))
   const seen: any[][] = streams.map(() => [])
-  const reading = streams.map((st, i) => (async () => {
-    for await (const e of st) seen[i]!.push(e)
-  })())
+  const reading = streams.map((st, i) =>
+    (async () => {
+      for await (const e of st) seen[i]!.push(e)
+    })(),
+  )
   await sessions.delete(session.id)
-  await within(10_000, 'every stream to end', Promise.all(reading), () => streams.forEach((st) => st.controller.abort()))
-  for (const x of seen) t.same(x.map((e) => e.type), ['session.deleted'])
+  await within(10_000, 'every stream to end', Promise.all(reading), () => {
+    for (const st of streams) st.controller.abort()
+  })
+  for (const x of seen)
+    t.same(
+      x.map((e) => e.type),
+      ['session.deleted'],
+    )
 })

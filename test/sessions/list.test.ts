@@ -99,8 +99,10 @@ t.test('statuses[] filters by public status: idle vs running', async (t) => {
     await sessions.events.send(busy.id, { events: [{ type: 'user.interrupt' }] } as any)
     await collect(stream, isIdle)
   }
-  await until('the interrupted session to be listed as idle', async () =>
-    (await sessions.list({ agent_id: agent.id, statuses: ['idle'] } as any)).data.length === 3)
+  await until(
+    'the interrupted session to be listed as idle',
+    async () => (await sessions.list({ agent_id: agent.id, statuses: ['idle'] } as any)).data.length === 3,
+  )
   t.pass('idle again after the interrupt')
 })
 
@@ -135,17 +137,40 @@ t.test('created_at bounds: gt, gte, lt, lte', async (t) => {
   const mid = all[2].created_at
   const expect = (keep: (c: string) => boolean) => all.filter((x) => keep(x.created_at)).map((x) => x.id)
   const q = (bounds: Record<string, string>) => sessions.list({ agent_id: agent.id, order: 'asc', ...bounds } as any).then(ids)
-  t.same(await q({ 'created_at[gte]': mid }), expect((c) => c >= mid), 'gte includes the bound')
-  t.same(await q({ 'created_at[gt]': mid }), expect((c) => c > mid), 'gt excludes it')
-  t.same(await q({ 'created_at[lte]': mid }), expect((c) => c <= mid), 'lte includes it')
-  t.same(await q({ 'created_at[lt]': mid }), expect((c) => c < mid), 'lt excludes it')
-  t.same(await q({ 'created_at[gte]': all[1].created_at, 'created_at[lte]': all[3].created_at }),
-    expect((c) => c >= all[1].created_at && c <= all[3].created_at), 'a window')
+  t.same(
+    await q({ 'created_at[gte]': mid }),
+    expect((c) => c >= mid),
+    'gte includes the bound',
+  )
+  t.same(
+    await q({ 'created_at[gt]': mid }),
+    expect((c) => c > mid),
+    'gt excludes it',
+  )
+  t.same(
+    await q({ 'created_at[lte]': mid }),
+    expect((c) => c <= mid),
+    'lte includes it',
+  )
+  t.same(
+    await q({ 'created_at[lt]': mid }),
+    expect((c) => c < mid),
+    'lt excludes it',
+  )
+  t.same(
+    await q({ 'created_at[gte]': all[1].created_at, 'created_at[lte]': all[3].created_at }),
+    expect((c) => c >= all[1].created_at && c <= all[3].created_at),
+    'a window',
+  )
   t.ok((await q({ 'created_at[gte]': mid })).includes(all[2].id))
   t.notOk((await q({ 'created_at[gt]': mid })).includes(all[2].id))
   // An equivalent RFC 3339 spelling with an offset means the same instant.
   const offset = new Date(Date.parse(mid) + 3_600_000).toISOString().replace('Z', '+01:00')
-  t.same(await q({ 'created_at[gte]': offset }), expect((c) => c >= mid), 'bounds compare instants, not strings')
+  t.same(
+    await q({ 'created_at[gte]': offset }),
+    expect((c) => c >= mid),
+    'bounds compare instants, not strings',
+  )
   const r = await list('/v1/sessions?created_at[gt]=yesterday')
   t.equal(r.status, 400)
   t.match(r.json?.error?.message, /created_at\[gt\]/)
@@ -157,7 +182,10 @@ t.test('archived sessions are listed only with include_archived=true', async (t)
   t.same(ids(await sessions.list({ agent_id: agent.id, order: 'asc' } as any)), [made[0].id, made[2].id], 'hidden by default')
   t.same(ids(await sessions.list({ agent_id: agent.id, order: 'asc', include_archived: false } as any)), [made[0].id, made[2].id])
   const withArchived = await sessions.list({ agent_id: agent.id, order: 'asc', include_archived: true } as any)
-  t.same(ids(withArchived), made.map((x) => x.id))
+  t.same(
+    ids(withArchived),
+    made.map((x) => x.id),
+  )
   const archived: any = withArchived.data[1]
   t.equal(archived.status, 'terminated', 'an archived session reports terminated')
   t.ok(archived.archived_at)
@@ -186,7 +214,11 @@ t.test('next_page walks every session once; prev_page leads back to the previous
       page = await sessions.list({ agent_id: agent.id, limit: 3, order, page: page.next_page } as any)
       pages.push(page)
     }
-    t.same(pages.map((p) => p.data.length), [3, 3, 3, 2], `${order}: page sizes`)
+    t.same(
+      pages.map((p) => p.data.length),
+      [3, 3, 3, 2],
+      `${order}: page sizes`,
+    )
     t.same(pages.flatMap(ids), expected, `${order}: all, in order, no duplicates, no gaps`)
     t.equal(pages[0]!.prev_page, null, `${order}: the first page has no prev_page`)
     t.equal(pages[3]!.next_page, null, `${order}: the last page has no next_page`)
@@ -205,7 +237,13 @@ t.test('a cursor reused with other filters is a 400', async (t) => {
   const cursor = encodeURIComponent(first.next_page!)
   const same = await list(`/v1/sessions?agent_id=${agent.id}&limit=2&page=${cursor}`)
   t.equal(same.status, 200, 'a different limit is fine: it is no filter')
-  for (const other of [`agent_id=${agent.id}&order=asc`, `agent_id=${agent.id}&include_archived=true`, `agent_id=${agent.id}&statuses[]=idle`, '', `agent_id=${agent.id}&agent_version=1`]) {
+  for (const other of [
+    `agent_id=${agent.id}&order=asc`,
+    `agent_id=${agent.id}&include_archived=true`,
+    `agent_id=${agent.id}&statuses[]=idle`,
+    '',
+    `agent_id=${agent.id}&agent_version=1`,
+  ]) {
     const r = await list(`/v1/sessions?${other}&limit=1&page=${cursor}`)
     t.equal(r.status, 400, `page with ${other || 'no filters'}`)
     t.equal(r.json?.error?.type, 'invalid_request_error')
@@ -226,7 +264,13 @@ t.test('the official client auto-paginates sessions.list()', async (t) => {
   const { agent, made } = await fixture(8)
   const seen: string[] = []
   for await (const x of sessions.list({ agent_id: agent.id, limit: 3 })) seen.push(x.id)
-  t.same(seen, [...made].sort(byCreated).reverse().map((x) => x.id))
+  t.same(
+    seen,
+    [...made]
+      .sort(byCreated)
+      .reverse()
+      .map((x) => x.id),
+  )
   const pages: number[] = []
   for await (const p of (await sessions.list({ agent_id: agent.id, limit: 5, order: 'asc' } as any)).iterPages()) pages.push(p.data.length)
   t.same(pages, [5, 3])

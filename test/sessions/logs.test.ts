@@ -32,11 +32,20 @@ t.test('turns log one line each; the deprecation warning is one JSON line per mo
   })
   t.equal(ended.length, 3, 'one line per turn')
   t.match(ended[0], { level: 30, session: a.id, stop_reason: 'end_turn', input_tokens: 11, output_tokens: 3, model_requests: 1, tool_uses: 0 })
-  t.same(ended.map((l) => l.session), [a.id, a.id, b.id])
-  t.ok(ended.every((l) => typeof l.duration_ms === 'number' && l.duration_ms >= 0), 'each says how long it ran')
+  t.same(
+    ended.map((l) => l.session),
+    [a.id, a.id, b.id],
+  )
+  t.ok(
+    ended.every((l) => typeof l.duration_ms === 'number' && l.duration_ms >= 0),
+    'each says how long it ran',
+  )
   // Each turn names the request that stored its message, as the gateway's request line does.
   const posts = parsed(s.troupe.logs()).filter((l) => l.msg === 'request' && l.method === 'POST' && l.route === '/v1/sessions/{session_id}/events')
-  t.ok(ended.every((l) => /^req_/.test(l.rid) && posts.some((p) => p.rid === l.rid)), 'each turn line carries the rid of its POST')
+  t.ok(
+    ended.every((l) => /^req_/.test(l.rid) && posts.some((p) => p.rid === l.rid)),
+    'each turn line carries the rid of its POST',
+  )
 
   const stderr = s.troupe.logs()
   t.doesNotThrow(() => parsed(stderr), 'every stderr line is JSON')

@@ -35,8 +35,20 @@ t.test('the model request carries the agent snapshot: system, model, speed, infe
     system: 'You are a careful tester.',
     model: { id: 'claude-opus-4-6', speed: 'fast', inference_geo: 'us' },
     tools: [
-      { type: 'agent_toolset_20260401', default_config: { enabled: false }, configs: [{ name: 'bash', enabled: true }, { name: 'read', enabled: true }] },
-      { type: 'custom', name: 'lookup', description: 'Looks a thing up', input_schema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } },
+      {
+        type: 'agent_toolset_20260401',
+        default_config: { enabled: false },
+        configs: [
+          { name: 'bash', enabled: true },
+          { name: 'read', enabled: true },
+        ],
+      },
+      {
+        type: 'custom',
+        name: 'lookup',
+        description: 'Looks a thing up',
+        input_schema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+      },
     ],
   })
   // The session keeps the agent as it was at creation: a later agent version changes nothing here.
@@ -54,13 +66,22 @@ t.test('the model request carries the agent snapshot: system, model, speed, infe
   t.equal(body.max_tokens, 8192, 'the default max_tokens')
   t.equal(body.stream, true)
   t.same(body.messages, [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }])
-  t.same(body.tools.map((x: any) => x.name), ['bash', 'read', 'lookup'], 'enabled built-ins, then custom tools')
+  t.same(
+    body.tools.map((x: any) => x.name),
+    ['bash', 'read', 'lookup'],
+    'enabled built-ins, then custom tools',
+  )
   const bash = body.tools.find((x: any) => x.name === 'bash')
   t.type(bash.description, 'string')
   t.equal(bash.input_schema?.type, 'object', 'built-ins carry their full definition')
-  t.same(body.tools.find((x: any) => x.name === 'lookup'), {
-    name: 'lookup', description: 'Looks a thing up', input_schema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
-  })
+  t.same(
+    body.tools.find((x: any) => x.name === 'lookup'),
+    {
+      name: 'lookup',
+      description: 'Looks a thing up',
+      input_schema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+    },
+  )
 })
 
 t.test('speed, inference_geo and system are left out when the agent has none', async (t) => {
@@ -87,12 +108,21 @@ t.test('all built-in tools are offered when the toolset is enabled by default', 
 t.test('a turn emits running, the span with thinking and message, usage as scripted, then idle end_turn', async (t) => {
   const { session } = await newSession()
   s.model.enqueue({
-    steps: [{ type: 'thinking', thinking: 'hmm, let me see' }, { type: 'text', text: 'The answer is 4.' }],
+    steps: [
+      { type: 'thinking', thinking: 'hmm, let me see' },
+      { type: 'text', text: 'The answer is 4.' },
+    ],
     usage: { input_tokens: 123, output_tokens: 45, cache_read_input_tokens: 7, cache_creation_input_tokens: 11 },
   })
   const { events } = await run(session.id, 'what is 2+2?')
   t.same(types(events), [
-    'user.message', 'session.status_running', 'span.model_request_start', 'agent.thinking', 'agent.message', 'span.model_request_end', 'session.status_idle',
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.thinking',
+    'agent.message',
+    'span.model_request_end',
+    'session.status_idle',
   ])
   const [, , start, , message, end, idle] = events
   t.same(message.content, [{ type: 'text', text: 'The answer is 4.' }])
@@ -109,7 +139,12 @@ t.test('a turn emits running, the span with thinking and message, usage as scrip
 
 t.test('the conversation goes back to the model: the next request holds the earlier turn', async (t) => {
   const { session } = await newSession()
-  s.model.enqueue({ steps: [{ type: 'thinking', thinking: 'private' }, { type: 'text', text: 'first answer' }] })
+  s.model.enqueue({
+    steps: [
+      { type: 'thinking', thinking: 'private' },
+      { type: 'text', text: 'first answer' },
+    ],
+  })
   await run(session.id, 'first question')
   const before = s.model.requests.length
   await run(session.id, 'second question')
@@ -141,9 +176,17 @@ t.test('529 overloaded once: session.error retrying, rescheduled, then a success
   s.model.enqueue({ error: { status: 529, type: 'overloaded_error' } }, { steps: [{ type: 'text', text: 'made it' }] })
   const { events } = await run(session.id, 'try hard')
   t.same(types(events), [
-    'user.message', 'session.status_running',
-    'span.model_request_start', 'span.model_request_end', 'session.error', 'session.status_rescheduled',
-    'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle',
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'span.model_request_end',
+    'session.error',
+    'session.status_rescheduled',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.message',
+    'span.model_request_end',
+    'session.status_idle',
   ])
   const failedEnd = events[3]
   t.equal(failedEnd.is_error, true)
@@ -180,7 +223,10 @@ t.test('persistent 529: retries run out, session.error exhausted, idle retries_e
   t.equal(s.model.requests.length, before + 5, 'one request and four retries')
   t.equal(s.model.queued, 0)
   const errors = events.filter((e) => e.type === 'session.error')
-  t.same(errors.map((e) => e.error.retry_status.type), ['retrying', 'retrying', 'retrying', 'retrying', 'exhausted'])
+  t.same(
+    errors.map((e) => e.error.retry_status.type),
+    ['retrying', 'retrying', 'retrying', 'retrying', 'exhausted'],
+  )
   t.ok(errors.every((e) => e.error.type === 'model_overloaded_error'))
   t.equal(events.filter((e) => e.type === 'session.status_rescheduled').length, 4)
   t.equal(events.filter((e) => e.type === 'span.model_request_end' && e.is_error === true).length, 5)
@@ -202,7 +248,12 @@ t.test('a 400 from the model is not retried: exhausted at once', async (t) => {
   const { events } = await run(session.id, 'malformed')
   t.equal(s.model.requests.length, before + 1, 'one request only')
   t.same(types(events), [
-    'user.message', 'session.status_running', 'span.model_request_start', 'span.model_request_end', 'session.error', 'session.status_idle',
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'span.model_request_end',
+    'session.error',
+    'session.status_idle',
   ])
   const err = events[4].error
   t.equal(err.type, 'model_request_failed_error')
@@ -229,19 +280,33 @@ t.test('a message sent during a turn waits for it, then runs its own turn', asyn
   const events = await collect(stream, (_e, all) => all.filter(isIdle).length === 2, 15_000)
 
   t.same(types(events), [
-    'user.message', 'session.status_running', 'span.model_request_start', 'user.message', 'agent.message', 'span.model_request_end', 'session.status_idle',
-    'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle',
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'user.message',
+    'agent.message',
+    'span.model_request_end',
+    'session.status_idle',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.message',
+    'span.model_request_end',
+    'session.status_idle',
   ])
   t.equal(events[3].id, second.id)
   t.same(events[4].content, [{ type: 'text', text: 'slow answer' }])
   t.same(events[9].content, [{ type: 'text', text: 'fast answer' }])
   t.equal(s.model.requests.length, before + 2, 'two model requests')
   t.same(s.model.requests[before]!.body.messages, [{ role: 'user', content: [{ type: 'text', text: 'first' }] }])
-  t.same(s.model.requests[before + 1]!.body.messages, [
-    { role: 'user', content: [{ type: 'text', text: 'first' }] },
-    { role: 'assistant', content: [{ type: 'text', text: 'slow answer' }] },
-    { role: 'user', content: [{ type: 'text', text: 'second' }] },
-  ], 'the second request holds both messages, in order')
+  t.same(
+    s.model.requests[before + 1]!.body.messages,
+    [
+      { role: 'user', content: [{ type: 'text', text: 'first' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'slow answer' }] },
+      { role: 'user', content: [{ type: 'text', text: 'second' }] },
+    ],
+    'the second request holds both messages, in order',
+  )
 
   const history = (await s.client.beta.sessions.events.list(session.id)).data as any[]
   const at = (id: string) => history.find((e) => e.id === id)!.processed_at as string
@@ -263,11 +328,19 @@ t.test('an interrupt aborts a hanging model request; the session goes idle and w
   await s.model.waitForAborted(aborted + 1)
   const events = await collect(stream, isIdle)
   t.same(types(events), [
-    'user.message', 'session.status_running', 'span.model_request_start', 'user.interrupt', 'span.model_request_end', 'session.status_idle',
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'user.interrupt',
+    'span.model_request_end',
+    'session.status_idle',
   ])
   t.equal(events[4].is_error, true, 'the span ends as an error')
   t.same(events.at(-1).stop_reason, { type: 'end_turn' })
-  t.notOk(events.some((e) => e.type === 'session.error'), 'an interrupt is not an error')
+  t.notOk(
+    events.some((e) => e.type === 'session.error'),
+    'an interrupt is not an error',
+  )
   const history = (await s.client.beta.sessions.events.list(session.id)).data as any[]
   t.ok(history.find((e) => e.id === interrupt.id)?.processed_at, 'the interrupt is processed')
   t.equal((await s.client.beta.sessions.retrieve(session.id)).status, 'idle')
@@ -300,19 +373,34 @@ t.test('an interrupt mid-message leaves no final agent.message and keeps the par
   await send(session.id, { type: 'user.interrupt' })
   await s.model.waitForAborted(aborted + 1)
   const events = await collect(rest, isIdle)
-  t.notOk(events.some((e) => e.type === 'agent.message'), 'no final event for the preview')
+  t.notOk(
+    events.some((e) => e.type === 'agent.message'),
+    'no final event for the preview',
+  )
   const end = events.find((e) => e.type === 'span.model_request_end')
   t.equal(end?.is_error, true, 'the span end closes the preview as an error')
   t.same(events.at(-1).stop_reason, { type: 'end_turn' })
   const history = (await s.client.beta.sessions.events.list(session.id)).data as any[]
-  t.notOk(history.some((e) => e.id === preview.event.id), 'the previewed id never enters the history')
+  t.notOk(
+    history.some((e) => e.id === preview.event.id),
+    'the previewed id never enters the history',
+  )
 
   await run(session.id, 'again')
-  t.same(s.model.requests[before + 1]!.body.messages, [
-    { role: 'user', content: [{ type: 'text', text: 'talk' }, { type: 'text', text: 'again' }] },
-  ], 'the partial answer is not part of the conversation')
+  t.same(
+    s.model.requests[before + 1]!.body.messages,
+    [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'talk' },
+          { type: 'text', text: 'again' },
+        ],
+      },
+    ],
+    'the partial answer is not part of the conversation',
+  )
 })
-
 
 t.test('an interrupt sent together with a message never leaves a turn running', async (t) => {
   // Message and interrupt go out at once, so the session meets them in either order and at any point of
@@ -328,17 +416,22 @@ t.test('an interrupt sent together with a message never leaves a turn running', 
   let second = 0
   let taken = 0
   for (let i = 0; i < 15; i++) {
-    const session = i === 0 ? first : (await s.client.beta.sessions.create({ agent: first.agent.id, environment_id: env.id } as any))
+    const session = i === 0 ? first : await s.client.beta.sessions.create({ agent: first.agent.id, environment_id: env.id } as any)
     // Staggered by 0–4 ms across runs to meet the message at different points (coverage only, not correctness).
     const [m, x] = await Promise.all([
       send(session.id, text(`go ${i}`)),
       new Promise((r) => setTimeout(r, i % 5)).then(() => send(session.id, { type: 'user.interrupt' })),
     ])
     const list = () => s.client.beta.sessions.events.list(session.id).then((p) => p.data as any[])
-    const history = await until('the interrupt to be processed', async () => {
-      const h = await list()
-      return h.find((e) => e.id === x.data![0]!.id)?.processed_at ? h : undefined
-    }, 5000, 20)
+    const history = await until(
+      'the interrupt to be processed',
+      async () => {
+        const h = await list()
+        return h.find((e) => e.id === x.data![0]!.id)?.processed_at ? h : undefined
+      },
+      5000,
+      20,
+    )
     const order = history.findIndex((e) => e.id === m.data![0]!.id) < history.findIndex((e) => e.id === x.data![0]!.id)
     if (order) {
       second++

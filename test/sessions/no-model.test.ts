@@ -12,13 +12,18 @@ const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-data-'))
 const s = await stack({ env: { TROUPE_MODEL_BASE_URL: '', ANTHROPIC_API_KEY: '', TROUPE_DATA_DIR: dataDir } })
 
 t.test('start-up logs a warning naming TROUPE_MODEL_BASE_URL', async (t) => {
-  const warning = s.troupe.logs().split('\n').filter(Boolean).map((l) => {
-    try {
-      return JSON.parse(l)
-    } catch {
-      return { msg: l }
-    }
-  }).find((l) => typeof l.msg === 'string' && l.msg.includes('TROUPE_MODEL_BASE_URL'))
+  const warning = s.troupe
+    .logs()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      try {
+        return JSON.parse(l)
+      } catch {
+        return { msg: l }
+      }
+    })
+    .find((l) => typeof l.msg === 'string' && l.msg.includes('TROUPE_MODEL_BASE_URL'))
   t.ok(warning, 'a log line names TROUPE_MODEL_BASE_URL')
   t.match(warning?.msg, 'ANTHROPIC_API_KEY')
   if (typeof warning?.level === 'number') t.equal(warning.level, 40, 'at warn level')
@@ -30,7 +35,10 @@ t.test('a message ends with session.error exhausted and idle retries_exhausted',
   const stream = await s.client.beta.sessions.events.stream(session.id)
   await s.client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'anyone?' }] }] } as any)
   const events = await collect(stream, isIdle)
-  t.same(events.map((e) => e.type), ['user.message', 'session.status_running', 'session.error', 'session.status_idle'])
+  t.same(
+    events.map((e) => e.type),
+    ['user.message', 'session.status_running', 'session.error', 'session.status_idle'],
+  )
   const err = events[2].error
   t.same(err.retry_status, { type: 'exhausted' })
   t.type(err.type, 'string')

@@ -9,7 +9,10 @@ import { fail } from '../../protocol/errors/fail.js'
 import { RecordStore } from '../../actors/kit/store.js'
 import { startNats } from '../helpers/nats.js'
 
-interface Counter { n: number; closed: boolean }
+interface Counter {
+  n: number
+  closed: boolean
+}
 
 /** A KV bucket on a nats-server of the test's own. */
 async function bucket(t: Test) {
@@ -28,37 +31,65 @@ t.test('mutations batch on one host and stay exact against another', async (t) =
   const missing = (): never => {
     throw new Error('missing')
   }
-  const bump = (s: RecordStore<Counter>) => s.mutate('c', ({ value }) => {
-    if (value.closed) throw fail('invalid_request', 'closed')
-    return { next: { ...value, n: value.n + 1 }, result: value.n + 1 }
-  }, missing)
+  const bump = (s: RecordStore<Counter>) =>
+    s.mutate(
+      'c',
+      ({ value }) => {
+        if (value.closed) throw fail('invalid_request', 'closed')
+        return { next: { ...value, n: value.n + 1 }, result: value.n + 1 }
+      },
+      missing,
+    )
   // A refusal in the middle of a batch: only its own caller sees it.
-  const refuse = a.mutate('c', () => {
-    throw fail('invalid_request', 'not this one')
-  }, missing)
+  const refuse = a.mutate(
+    'c',
+    () => {
+      throw fail('invalid_request', 'not this one')
+    },
+    missing,
+  )
 
   const [fromA, fromB, refused] = await Promise.all([
     Promise.all(Array.from({ length: 60 }, () => bump(a))),
     Promise.all(Array.from({ length: 40 }, () => bump(b))),
-    refuse.then(() => 'resolved', (err) => err.message),
+    refuse.then(
+      () => 'resolved',
+      (err) => err.message,
+    ),
   ])
   t.equal(refused, 'not this one')
   const results = [...fromA, ...fromB].sort((x, y) => x - y)
-  t.same(results, Array.from({ length: 100 }, (_, i) => i + 1), 'every increment saw the value before it and no other')
+  t.same(
+    results,
+    Array.from({ length: 100 }, (_, i) => i + 1),
+    'every increment saw the value before it and no other',
+  )
   const stored = (await b.get('c'))!
   t.equal(stored.value.n, 100)
   t.ok(stored.revision < 50, `100 changes took ${stored.revision - 1} writes: those waiting for a write share the next`)
 
   // b wrote last: a's guess of the value is stale, and a refusal must come from the stored value.
   await b.mutate('c', ({ value }) => ({ next: { ...value, closed: true }, result: undefined }), missing)
-  const late = await bump(a).then(() => 'resolved', (err) => err.message)
+  const late = await bump(a).then(
+    () => 'resolved',
+    (err) => err.message,
+  )
   t.equal(late, 'closed', 'a refusal is judged on the current record, not on what this host last wrote')
   // A change judged on a stale guess is retried on the stored value.
   await b.mutate('c', ({ value }) => ({ next: { ...value, closed: false }, result: undefined }), missing)
   t.equal(await bump(a), 101)
-  t.equal(await a.mutate('gone', () => ({ result: 1 }), () => {
-    throw new Error('no such record')
-  }).catch((err) => err.message), 'no such record')
+  t.equal(
+    await a
+      .mutate(
+        'gone',
+        () => ({ result: 1 }),
+        () => {
+          throw new Error('no such record')
+        },
+      )
+      .catch((err) => err.message),
+    'no such record',
+  )
 })
 
 t.test('a copying cache hands every reader its own record and forgets on request', async (t) => {
@@ -67,7 +98,7 @@ t.test('a copying cache hands every reader its own record and forgets on request
   const rev = await store.create('c', { n: 1, closed: false })
   const first = await store.get('c')
   first!.value.n = 99
-  t.same((await store.get('c'))!.value, { n: 1, closed: false }, 'a reader changing its copy changes no one else\'s')
+  t.same((await store.get('c'))!.value, { n: 1, closed: false }, "a reader changing its copy changes no one else's")
   t.equal((await store.get('c'))!.revision, rev)
   // Written behind the cache's back (another owner, after a hand-over): served from memory until forgotten.
   await kv.put('c', encode({ n: 7, closed: false }))

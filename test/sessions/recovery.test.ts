@@ -31,10 +31,17 @@ t.test('the store pauses mid-turn: the actor fails, is rebuilt once the store an
   const all: any[] = []
   for await (const e of client.beta.sessions.events.list(session.id, { limit: 1000 } as any)) all.push(e)
   t.equal(all.filter((e) => e.type === 'user.message').length, 1, 'the message is stored once')
-  t.ok(all.some((e) => e.type === 'session.status_rescheduled'), 'the rebuilt actor rescheduled the turn')
+  t.ok(
+    all.some((e) => e.type === 'session.status_rescheduled'),
+    'the rebuilt actor rescheduled the turn',
+  )
   t.same(all.at(-1).type, 'session.status_idle')
   const starts = all.filter((e) => e.type === 'span.model_request_start').map((e) => e.id)
-  t.same(all.filter((e) => e.type === 'span.model_request_end').map((e) => e.model_request_start_id), starts, 'every request span is closed')
+  t.same(
+    all.filter((e) => e.type === 'span.model_request_end').map((e) => e.model_request_start_id),
+    starts,
+    'every request span is closed',
+  )
   t.match(s.troupe.logs(), /will be rebuilt from its history/)
 })
 
@@ -49,16 +56,26 @@ t.test('another writer slips an append in mid-turn (a paused host resuming): the
   const nc = await connect({ servers: nats.url })
   const h = headers()
   h.set(EventHeaders.type, '_processed')
-  await jetstream(nc).publish(eventsSubject(session.id), JSON.stringify({ type: '_processed', ids: [], processed_at: new Date().toISOString() }), { headers: h })
+  await jetstream(nc).publish(eventsSubject(session.id), JSON.stringify({ type: '_processed', ids: [], processed_at: new Date().toISOString() }), {
+    headers: h,
+  })
   await nc.close()
   // Watched through the event list, which never wakes an actor: the host alone must carry the turn on.
   let all: any[] = []
-  await until('the turn ends', async () => {
-    all = []
-    for await (const e of client.beta.sessions.events.list(session.id, { limit: 1000 } as any)) all.push(e)
-    return all.at(-1)?.type === 'session.status_idle'
-  }, 30_000)
-  t.same(all.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text), ['after the rebuild'], 'the fenced response was not stored; the rebuilt actor asked again')
+  await until(
+    'the turn ends',
+    async () => {
+      all = []
+      for await (const e of client.beta.sessions.events.list(session.id, { limit: 1000 } as any)) all.push(e)
+      return all.at(-1)?.type === 'session.status_idle'
+    },
+    30_000,
+  )
+  t.same(
+    all.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text),
+    ['after the rebuild'],
+    'the fenced response was not stored; the rebuilt actor asked again',
+  )
   t.ok(all.some((e) => e.type === 'session.status_rescheduled'))
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
   t.match(s.troupe.logs(), /session actor stepping down/)

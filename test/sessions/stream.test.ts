@@ -24,7 +24,10 @@ async function turn(id: string, msg: string) {
 
 /** Expects the promise to fail with a 400 invalid_request_error whose message names `field`. */
 async function expect400(t: Test, p: Promise<unknown>, field: string) {
-  const err = await p.then(() => undefined, (e: unknown) => e)
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   t.type(err, APIError, 'the request failed')
   const e = err as APIError
   t.equal(e.status, 400)
@@ -48,10 +51,12 @@ async function rawStream(path: string, headers: Record<string, string> = {}) {
       body += dec.decode(value, { stream: true })
       for (const w of [...waiters]) w()
     }
-  })().catch(() => undefined).finally(() => {
-    ended = true
-    for (const w of [...waiters]) w()
-  })
+  })()
+    .catch(() => undefined)
+    .finally(() => {
+      ended = true
+      for (const w of [...waiters]) w()
+    })
   return {
     res,
     get text() {
@@ -120,7 +125,10 @@ t.test('an accepted event is durable before the POST answers', async (t) => {
   const stream = await s.client.beta.sessions.events.stream(session.id)
   const sent = await send(session.id, text('keep me'))
   const list = await listAll(session.id)
-  t.ok(list.some((e) => e.id === sent.data![0]!.id), 'the list right after the POST shows the event')
+  t.ok(
+    list.some((e) => e.id === sent.data![0]!.id),
+    'the list right after the POST shows the event',
+  )
   t.same(list.find((e) => e.id === sent.data![0]!.id)?.content, [{ type: 'text', text: 'keep me' }])
   await send(session.id, { type: 'user.interrupt' })
   await s.model.waitForAborted(aborted + 1)
@@ -158,11 +166,22 @@ t.test('bad events are refused with a 400 naming the field, and nothing is store
     t.match(r.json?.error?.message, 'user.message', 'the message lists the allowed types')
   })
   await t.test('system.message not last', (t) =>
-    expect400(t, send(session.id, text('a'), { type: 'system.message', content: [{ type: 'text', text: 'note' }] }, text('b')), 'events[1]'))
+    expect400(t, send(session.id, text('a'), { type: 'system.message', content: [{ type: 'text', text: 'note' }] }, text('b')), 'events[1]'),
+  )
   await t.test('custom tool result for an unknown tool use id', (t) =>
-    expect400(t, send(session.id, { type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_01HZZZZZZZZZZZZZZZZZZZZZZZ', content: [] }), 'events[0].custom_tool_use_id'))
+    expect400(
+      t,
+      send(session.id, { type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_01HZZZZZZZZZZZZZZZZZZZZZZZ', content: [] }),
+      'events[0].custom_tool_use_id',
+    ),
+  )
   await t.test('tool confirmation for an unknown tool use id', (t) =>
-    expect400(t, send(session.id, text('fine'), { type: 'user.tool_confirmation', tool_use_id: 'sevt_01HZZZZZZZZZZZZZZZZZZZZZZZ', result: 'allow' }), 'events[1].tool_use_id'))
+    expect400(
+      t,
+      send(session.id, text('fine'), { type: 'user.tool_confirmation', tool_use_id: 'sevt_01HZZZZZZZZZZZZZZZZZZZZZZZ', result: 'allow' }),
+      'events[1].tool_use_id',
+    ),
+  )
   t.same(await listAll(session.id), before, 'no refused batch left an event behind')
   t.equal((await s.client.beta.sessions.retrieve(session.id)).status, 'idle')
 })
@@ -181,17 +200,36 @@ t.test('the history list', async (t) => {
   t.equal(all.length, 12)
 
   t.test('is oldest first by default, with the ids the stream showed', async (t) => {
-    t.same(all.map((e) => e.id), streamed.map((e) => e.id))
-    t.same(all.map((e) => e.type), [
-      'user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle',
-      'user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle',
-    ])
+    t.same(
+      all.map((e) => e.id),
+      streamed.map((e) => e.id),
+    )
+    t.same(
+      all.map((e) => e.type),
+      [
+        'user.message',
+        'session.status_running',
+        'span.model_request_start',
+        'agent.message',
+        'span.model_request_end',
+        'session.status_idle',
+        'user.message',
+        'session.status_running',
+        'span.model_request_start',
+        'agent.message',
+        'span.model_request_end',
+        'session.status_idle',
+      ],
+    )
     for (const e of all) t.ok(e.processed_at, `${e.type} has a processed_at`)
   })
 
   t.test('order=desc is newest first', async (t) => {
     const desc = await listAll(session.id, { order: 'desc' })
-    t.same(desc.map((e) => e.id), [...all].reverse().map((e) => e.id))
+    t.same(
+      desc.map((e) => e.id),
+      [...all].reverse().map((e) => e.id),
+    )
   })
 
   t.test('pages with limit, in both orders', async (t) => {
@@ -211,7 +249,11 @@ t.test('the history list', async (t) => {
     }
     const iterated: string[] = []
     for await (const e of s.client.beta.sessions.events.list(session.id, { limit: 3 })) iterated.push(e.id)
-    t.same(iterated, all.map((e) => e.id), 'the client auto-pages through the whole history')
+    t.same(
+      iterated,
+      all.map((e) => e.id),
+      'the client auto-pages through the whole history',
+    )
   })
 
   t.test('limit 1000 is allowed, 1001 is a 400 naming limit', async (t) => {
@@ -223,9 +265,15 @@ t.test('the history list', async (t) => {
 
   t.test('types[] filters by type', async (t) => {
     const got = await listAll(session.id, { types: ['agent.message', 'session.status_idle'] })
-    t.same(got.map((e) => e.id), all.filter((e) => e.type === 'agent.message' || e.type === 'session.status_idle').map((e) => e.id))
+    t.same(
+      got.map((e) => e.id),
+      all.filter((e) => e.type === 'agent.message' || e.type === 'session.status_idle').map((e) => e.id),
+    )
     const one = await listAll(session.id, { types: ['user.message'] })
-    t.same(one.map((e) => e.id), [all[0].id, all[6].id])
+    t.same(
+      one.map((e) => e.id),
+      [all[0].id, all[6].id],
+    )
     const r = await raw(s.url, 'GET', `/v1/sessions/${session.id}/events?types[]=agent.shout`)
     t.equal(r.status, 400)
     t.match(r.json?.error?.message, 'types')
@@ -241,18 +289,37 @@ t.test('the history list', async (t) => {
     ]
     for (const [key, keep] of cases) {
       const got = await listAll(session.id, { [key]: idle1 })
-      t.same(got.map((e) => e.id), all.filter(keep).map((e) => e.id), key)
+      t.same(
+        got.map((e) => e.id),
+        all.filter(keep).map((e) => e.id),
+        key,
+      )
     }
-    t.same((await listAll(session.id, { 'created_at[lte]': idle1 })).map((e) => e.id), first.map((e) => e.id), 'lte the first idle: the first turn')
-    t.same((await listAll(session.id, { 'created_at[gt]': idle1 })).map((e) => e.id), second.map((e) => e.id), 'after it: the second turn')
+    t.same(
+      (await listAll(session.id, { 'created_at[lte]': idle1 })).map((e) => e.id),
+      first.map((e) => e.id),
+      'lte the first idle: the first turn',
+    )
+    t.same(
+      (await listAll(session.id, { 'created_at[gt]': idle1 })).map((e) => e.id),
+      second.map((e) => e.id),
+      'after it: the second turn',
+    )
     const both = await listAll(session.id, { 'created_at[gte]': at(all[1]), 'created_at[lt]': at(all[10]), types: ['session.status_idle'] })
-    t.same(both.map((e) => e.id), [all[5].id], 'bounds combine with each other and with types[]')
+    t.same(
+      both.map((e) => e.id),
+      [all[5].id],
+      'bounds combine with each other and with types[]',
+    )
   })
 
   t.test('replay hands out the same ids as list and stream', async (t) => {
     const replay = await s.client.beta.sessions.events.stream(session.id, { after: all[0].id } as any)
     const got = await collect(replay, (e) => e.id === all[11].id)
-    t.same(got.map((e) => e.id), all.slice(1).map((e) => e.id))
+    t.same(
+      got.map((e) => e.id),
+      all.slice(1).map((e) => e.id),
+    )
   })
 })
 
@@ -278,7 +345,11 @@ t.test('every SSE message is framed event:, id:, data:', async (t) => {
     t.equal(match[2], data.id, 'id: is the event id')
   }
   const list = await listAll(session.id)
-  t.same(framed.map((m) => /\nid: ([^\n]+)/.exec(m)![1]), list.map((e) => e.id), 'the same ids as the history')
+  t.same(
+    framed.map((m) => /\nid: ([^\n]+)/.exec(m)![1]),
+    list.map((e) => e.id),
+    'the same ids as the history',
+  )
 })
 
 t.test('headers go out at once, before any event', async (t) => {
@@ -289,7 +360,10 @@ t.test('headers go out at once, before any event', async (t) => {
   t.match(sse.res.headers.get('content-type'), /^text\/event-stream/)
   t.match(sse.res.headers.get('request-id'), /^req_/)
   await sse.until((text) => text.length > 0)
-  t.ok(messages(sse.text).every((m) => m.startsWith(':')), 'only comments so far')
+  t.ok(
+    messages(sse.text).every((m) => m.startsWith(':')),
+    'only comments so far',
+  )
   await sse.close()
 })
 
@@ -324,7 +398,10 @@ t.test('event_deltas[] previews', async (t) => {
   const [a, b, c, d] = await Promise.all([withMsg, plain, withThinking, withBoth].map((st) => collect(st, isIdle)))
   const msg = a!.find((e) => e.type === 'agent.message')
   const thinking = a!.find((e) => e.type === 'agent.thinking')
-  t.same(msg.content, [{ type: 'text', text: 'Hello there, friend' }, { type: 'text', text: 'second block' }])
+  t.same(msg.content, [
+    { type: 'text', text: 'Hello there, friend' },
+    { type: 'text', text: 'second block' },
+  ])
 
   t.test('agent.message: event_start, event_deltas with index, then the final event with the same id', async (t) => {
     const previews = a!.filter((e) => e.type === 'event_start' || e.type === 'event_delta')
@@ -332,17 +409,27 @@ t.test('event_deltas[] previews', async (t) => {
     const deltas = previews.slice(1)
     t.equal(deltas.length, 5, 'three deltas for the first block, two for the second')
     t.ok(deltas.every((e) => e.type === 'event_delta' && e.event_id === msg.id && e.delta.type === 'content_delta'))
-    t.same(deltas.map((e) => e.delta.index), [0, 0, 0, 1, 1])
+    t.same(
+      deltas.map((e) => e.delta.index),
+      [0, 0, 0, 1, 1],
+    )
     const joined: string[] = []
     for (const e of deltas) joined[e.delta.index] = (joined[e.delta.index] ?? '') + e.delta.content.text
     t.same(joined, ['Hello there, friend', 'second block'], 'the deltas add up to the final content')
     t.ok(a!.indexOf(previews.at(-1)) < a!.indexOf(msg), 'the final event comes after its deltas')
-    t.notOk(a!.some((e) => e.type === 'event_start' && e.event.type === 'agent.thinking'), 'no thinking preview unless asked')
+    t.notOk(
+      a!.some((e) => e.type === 'event_start' && e.event.type === 'agent.thinking'),
+      'no thinking preview unless asked',
+    )
   })
 
   t.test('without event_deltas there are no previews', async (t) => {
     t.notOk(b!.some((e) => e.type === 'event_start' || e.type === 'event_delta'))
-    t.same(b!.map((e) => e.id), a!.filter((e) => e.id).map((e) => e.id), 'the same stored events')
+    t.same(
+      b!.map((e) => e.id),
+      a!.filter((e) => e.id).map((e) => e.id),
+      'the same stored events',
+    )
   })
 
   t.test('agent.thinking previews are start-only', async (t) => {
@@ -354,7 +441,10 @@ t.test('event_deltas[] previews', async (t) => {
 
   t.test('both types: both previews', async (t) => {
     const starts = d!.filter((e) => e.type === 'event_start').map((e) => e.event)
-    t.same(starts, [{ type: 'agent.thinking', id: thinking.id }, { type: 'agent.message', id: msg.id }])
+    t.same(starts, [
+      { type: 'agent.thinking', id: thinking.id },
+      { type: 'agent.message', id: msg.id },
+    ])
     t.equal(d!.filter((e) => e.type === 'event_delta').length, 5)
   })
 })
@@ -370,7 +460,11 @@ t.test('replay after an event id, then live, without duplicates', async (t) => {
     t.equal(new Set(ids).size, ids.length, 'no duplicates')
     const all = await listAll(session.id)
     const i = all.findIndex((e) => e.id === from.id)
-    t.same(ids, all.slice(i + 1).map((e) => e.id), 'exactly what came after the id, in order')
+    t.same(
+      ids,
+      all.slice(i + 1).map((e) => e.id),
+      'exactly what came after the id, in order',
+    )
     return got
   }
 
@@ -379,9 +473,15 @@ t.test('replay after an event id, then live, without duplicates', async (t) => {
     const live = check(t, stream, 2)
     await send(session.id, text('two'))
     const got = await live
-    t.same(got.slice(0, 4).map((e) => e.type), ['span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'])
+    t.same(
+      got.slice(0, 4).map((e) => e.type),
+      ['span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'],
+    )
     t.equal(got.at(-1).type, 'session.status_idle')
-    t.ok(got.some((e) => e.type === 'user.message' && e.content[0].text === 'two'), 'the live part carries the new turn')
+    t.ok(
+      got.some((e) => e.type === 'user.message' && e.content[0].text === 'two'),
+      'the live part carries the new turn',
+    )
   })
 
   await t.test('Last-Event-ID header', async (t) => {
@@ -399,5 +499,8 @@ t.test('replay after an event id, then live, without duplicates', async (t) => {
 
 t.test('keepalive comments arrive on a quiet stream', async (t) => {
   await keepalive.until((text) => text.includes(': keepalive\n\n'), 10_000)
-  t.ok(messages(keepalive.text).every((m) => m.startsWith(':')), 'only comments on an idle session')
+  t.ok(
+    messages(keepalive.text).every((m) => m.startsWith(':')),
+    'only comments on an idle session',
+  )
 })

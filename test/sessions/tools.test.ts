@@ -48,13 +48,25 @@ t.test('built-in tools run in a cloud session and their results go to the next m
     { steps: [{ type: 'text', text: 'done' }] },
   )
   const events = await step(session.id, [say('make a file')])
-  t.same(events.map((e) => e.type), [
-    'user.message', 'session.status_running',
-    'span.model_request_start', 'agent.tool_use', 'span.model_request_end', 'agent.tool_result',
-    'span.model_request_start', 'agent.tool_use', 'span.model_request_end', 'agent.tool_result',
-    'span.model_request_start', 'agent.message', 'span.model_request_end',
-    'session.status_idle',
-  ])
+  t.same(
+    events.map((e) => e.type),
+    [
+      'user.message',
+      'session.status_running',
+      'span.model_request_start',
+      'agent.tool_use',
+      'span.model_request_end',
+      'agent.tool_result',
+      'span.model_request_start',
+      'agent.tool_use',
+      'span.model_request_end',
+      'agent.tool_result',
+      'span.model_request_start',
+      'agent.message',
+      'span.model_request_end',
+      'session.status_idle',
+    ],
+  )
   const [bash, read] = of(events, 'agent.tool_use')
   const [bashOut, readOut] = of(events, 'agent.tool_result')
   t.match(bash, { name: 'bash', input: { command: 'echo hi > f.txt && pwd' }, evaluated_permission: 'allow' })
@@ -73,7 +85,10 @@ t.test('built-in tools run in a cloud session and their results go to the next m
   t.match(assistant, { role: 'assistant', content: [{ type: 'tool_use', id: bash.id, name: 'bash' }] })
   t.same(lastUser(s.model.requests[base + 1]!), [{ type: 'tool_result', tool_use_id: bash.id, content: bashOut.content }])
   t.same(lastUser(s.model.requests[base + 2]!), [{ type: 'tool_result', tool_use_id: read.id, content: readOut.content }])
-  t.ok(second.tools.some((d: any) => d.name === 'bash'), 'built-in tools are offered to the model')
+  t.ok(
+    second.tools.some((d: any) => d.name === 'bash'),
+    'built-in tools are offered to the model',
+  )
 })
 
 t.test('the working directory of a session is TROUPE_DATA_DIR/sessions/<id>', async (t) => {
@@ -144,8 +159,14 @@ t.test('write, edit with replace_all, read with view_range, glob and grep', asyn
   // All results of one response go back together, in order, in one user message.
   const uses = of(events, 'agent.tool_use')
   const blocks = lastUser(s.model.requests[base + 2]!)
-  t.same(blocks.map((b) => b.tool_use_id), uses.slice(2).map((u) => u.id))
-  t.same(blocks.map((b) => b.type), Array(5).fill('tool_result'))
+  t.same(
+    blocks.map((b) => b.tool_use_id),
+    uses.slice(2).map((u) => u.id),
+  )
+  t.same(
+    blocks.map((b) => b.type),
+    Array(5).fill('tool_result'),
+  )
   t.equal(blocks[0].is_error, true)
 })
 
@@ -181,9 +202,10 @@ t.test('a custom tool use parks the session with requires_action and is not run 
   const base = s.model.requests.length
   s.model.enqueue({ steps: [{ type: 'tool_use', name: 'lookup', input: { key: 'answer' } }] })
   const events = await step(session.id, [say('look it up')])
-  t.same(events.map((e) => e.type), [
-    'user.message', 'session.status_running', 'span.model_request_start', 'agent.custom_tool_use', 'span.model_request_end', 'session.status_idle',
-  ])
+  t.same(
+    events.map((e) => e.type),
+    ['user.message', 'session.status_running', 'span.model_request_start', 'agent.custom_tool_use', 'span.model_request_end', 'session.status_idle'],
+  )
   const use = of(events, 'agent.custom_tool_use')[0]
   t.match(use, { name: 'lookup', input: { key: 'answer' } })
   t.same(events.at(-1).stop_reason, { type: 'requires_action', event_ids: [use.id] })
@@ -194,13 +216,18 @@ t.test('a custom tool use parks the session with requires_action and is not run 
 
   s.model.enqueue({ steps: [{ type: 'text', text: 'the answer is 42' }] })
   const resumed = await step(session.id, [{ type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [{ type: 'text', text: '42' }] }])
-  t.same(resumed.map((e) => e.type), [
-    'user.custom_tool_result', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle',
-  ])
+  t.same(
+    resumed.map((e) => e.type),
+    ['user.custom_tool_result', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'],
+  )
   t.same(resumed.at(-1).stop_reason, { type: 'end_turn' })
   t.equal(s.model.requests.length, base + 2)
   const req = s.model.requests[base + 1]!
-  t.same(req.body.messages.map((m: any) => m.role), ['user', 'assistant', 'user'], 'the same turn continues')
+  t.same(
+    req.body.messages.map((m: any) => m.role),
+    ['user', 'assistant', 'user'],
+    'the same turn continues',
+  )
   t.same(lastUser(req), [{ type: 'tool_result', tool_use_id: use.id, content: [{ type: 'text', text: '42' }] }])
 })
 
@@ -227,7 +254,13 @@ t.test('resolving one of two custom tool uses re-emits requires_action with the 
   t.same(done.at(-1).stop_reason, { type: 'end_turn' })
   t.equal(s.model.requests.length, base + 2)
   const blocks = lastUser(s.model.requests[base + 1]!)
-  t.same(blocks.map((x) => [x.tool_use_id, x.content[0].text, !!x.is_error]).sort(), [[a.id, 'A', true], [b.id, 'B', false]].sort())
+  t.same(
+    blocks.map((x) => [x.tool_use_id, x.content[0].text, !!x.is_error]).sort(),
+    [
+      [a.id, 'A', true],
+      [b.id, 'B', false],
+    ].sort(),
+  )
 })
 
 t.test('a custom tool result for an unknown or already answered id is refused naming custom_tool_use_id', async (t) => {
@@ -236,27 +269,33 @@ t.test('a custom tool result for an unknown or already answered id is refused na
   const events = await step(session.id, [say('look')])
   const use = of(events, 'agent.custom_tool_use')[0]
 
-  const unknown = await failure(s.client.beta.sessions.events.send(session.id, {
-    events: [{ type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_01NOPE', content: [] }],
-  } as any))
+  const unknown = await failure(
+    s.client.beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_01NOPE', content: [] }],
+    } as any),
+  )
   t.equal(unknown.status, 400)
   t.equal(unknown.error.error.type, 'invalid_request_error')
   t.match(unknown.error.error.message, /events\[0\]\.custom_tool_use_id/)
 
-  const twice = await failure(s.client.beta.sessions.events.send(session.id, {
-    events: [
-      { type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [] },
-      { type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [] },
-    ],
-  } as any))
+  const twice = await failure(
+    s.client.beta.sessions.events.send(session.id, {
+      events: [
+        { type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [] },
+        { type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [] },
+      ],
+    } as any),
+  )
   t.equal(twice.status, 400, 'twice in one request')
   t.match(twice.error.error.message, /events\[1\]\.custom_tool_use_id/)
 
   s.model.enqueue({})
   await step(session.id, [{ type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [{ type: 'text', text: 'x' }] }])
-  const again = await failure(s.client.beta.sessions.events.send(session.id, {
-    events: [{ type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [] }],
-  } as any))
+  const again = await failure(
+    s.client.beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [] }],
+    } as any),
+  )
   t.equal(again.status, 400, 'already answered')
   t.match(again.error.error.message, /custom_tool_use_id/)
   t.match(again.error.error.message, use.id)
@@ -283,9 +322,11 @@ t.test('in a self_hosted environment a built-in tool use parks with requires_act
 
 t.test('user.tool_result is refused in a cloud session', async (t) => {
   const session = await newSession({ tools: TOOLSET })
-  const err = await failure(s.client.beta.sessions.events.send(session.id, {
-    events: [{ type: 'user.tool_result', tool_use_id: 'sevt_01X', content: [] }],
-  } as any))
+  const err = await failure(
+    s.client.beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.tool_result', tool_use_id: 'sevt_01X', content: [] }],
+    } as any),
+  )
   t.equal(err.status, 400)
   t.equal(err.error.error.type, 'invalid_request_error')
   t.match(err.error.error.message, /events\[0\].*user\.tool_result.*self_hosted/)
@@ -307,10 +348,18 @@ t.test('always_ask: the tool use waits for confirmation; allow runs it and the t
 
   s.model.enqueue({ steps: [{ type: 'text', text: 'written' }] })
   const resumed = await step(session.id, [{ type: 'user.tool_confirmation', tool_use_id: use.id, result: 'allow' }])
-  t.same(resumed.map((e) => e.type), [
-    'user.tool_confirmation', 'session.status_running', 'agent.tool_result',
-    'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle',
-  ])
+  t.same(
+    resumed.map((e) => e.type),
+    [
+      'user.tool_confirmation',
+      'session.status_running',
+      'agent.tool_result',
+      'span.model_request_start',
+      'agent.message',
+      'span.model_request_end',
+      'session.status_idle',
+    ],
+  )
   const result = of(resumed, 'agent.tool_result')[0]
   t.equal(result.tool_use_id, use.id)
   t.equal(textOf(result).trim(), 'wrote')
@@ -318,9 +367,11 @@ t.test('always_ask: the tool use waits for confirmation; allow runs it and the t
   t.same(resumed.at(-1).stop_reason, { type: 'end_turn' })
   t.same(lastUser(s.model.requests[base + 1]!), [{ type: 'tool_result', tool_use_id: use.id, content: result.content }])
 
-  const again = await failure(s.client.beta.sessions.events.send(session.id, {
-    events: [{ type: 'user.tool_confirmation', tool_use_id: use.id, result: 'allow' }],
-  } as any))
+  const again = await failure(
+    s.client.beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.tool_confirmation', tool_use_id: use.id, result: 'allow' }],
+    } as any),
+  )
   t.equal(again.status, 400, 'a second confirmation is refused')
   t.match(again.error.error.message, /events\[0\]\.tool_use_id/)
 })
@@ -368,7 +419,10 @@ t.test('user.interrupt kills a running bash tool and the next message works', as
   await s.client.beta.sessions.events.send(session.id, { events: [say('sleep')] } as any)
   const before = await upTo((e) => e.type === 'agent.tool_use')
   t.equal(before.at(-1).type, 'agent.tool_use')
-  const running = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.trim() === marker)
+  const running = () =>
+    execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+      .split('\n')
+      .some((l) => l.trim() === marker)
   for (let i = 0; i < 50 && !running(); i++) await new Promise((r) => setTimeout(r, 100))
   t.ok(running(), 'the command is running')
 
@@ -383,10 +437,7 @@ t.test('user.interrupt kills a running bash tool and the next message works', as
   t.notOk(running(), 'the command was killed')
 
   const base = s.model.requests.length
-  s.model.enqueue(
-    { steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo awake' } }] },
-    { steps: [{ type: 'text', text: 'awake' }] },
-  )
+  s.model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo awake' } }] }, { steps: [{ type: 'text', text: 'awake' }] })
   const next = await step(session.id, [say('still there?')])
   t.same(next.at(-1).stop_reason, { type: 'end_turn' })
   t.equal(textOf(of(next, 'agent.tool_result')[0]).trim(), 'awake', 'the shell works after the kill')
@@ -395,5 +446,11 @@ t.test('user.interrupt kills a running bash tool and the next message works', as
   const first = s.model.requests[base]!.body.messages as any[]
   const use = before.at(-1)
   t.match(first.at(-2), { role: 'assistant', content: [{ type: 'tool_use', id: use.id }] })
-  t.match(first.at(-1), { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, is_error: true }, { type: 'text', text: 'still there?' }] })
+  t.match(first.at(-1), {
+    role: 'user',
+    content: [
+      { type: 'tool_result', tool_use_id: use.id, is_error: true },
+      { type: 'text', text: 'still there?' },
+    ],
+  })
 })

@@ -18,7 +18,12 @@ const updates = async (id: string) => (await sessions.events.list(id, { types: [
 /** An update event without its envelope: only the fields it carries. */
 const fieldsOf = ({ id: _id, type: _type, processed_at: _at, ...rest }: any) => rest
 
-const lookupTool = { type: 'custom', name: 'lookup', description: 'Looks a word up', input_schema: { type: 'object', properties: { word: { type: 'string' } } } }
+const lookupTool = {
+  type: 'custom',
+  name: 'lookup',
+  description: 'Looks a word up',
+  input_schema: { type: 'object', properties: { word: { type: 'string' } } },
+}
 
 t.test('title: a string sets it, null clears it; each change is one session.updated with only the title', async (t) => {
   const session = await newSession({ title: 'first' })
@@ -68,7 +73,10 @@ t.test('agent.tools and agent.mcp_servers replace the lists, session-locally, fr
   const session = await sessions.create({ agent: agent.id, environment_id: env.id } as any)
   const mcp = { type: 'url', name: 'docs', url: 'https://mcp.example.com/sse' }
   const u = await update(session.id, { agent: { tools: [lookupTool, { type: 'mcp_toolset', mcp_server_name: 'docs' }], mcp_servers: [mcp] } })
-  t.same(u.agent.tools.map((x: any) => x.name ?? x.type), ['lookup', 'mcp_toolset'])
+  t.same(
+    u.agent.tools.map((x: any) => x.name ?? x.type),
+    ['lookup', 'mcp_toolset'],
+  )
   t.same(u.agent.mcp_servers, [mcp])
   t.equal(u.agent.version, agent.version, 'the snapshot keeps its version')
   const after = await s.client.beta.agents.retrieve(agent.id)
@@ -85,11 +93,17 @@ t.test('agent.tools and agent.mcp_servers replace the lists, session-locally, fr
   const stream = await sessions.events.stream(session.id)
   await sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] } as any)
   await collect(stream, isIdle)
-  t.same(s.model.requests[before]!.body.tools?.map((x: any) => x.name), ['lookup'])
+  t.same(
+    s.model.requests[before]!.body.tools?.map((x: any) => x.name),
+    ['lookup'],
+  )
 
   // An omitted list is kept; [] clears.
   const kept = await update(session.id, { agent: { tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs' }] } })
-  t.same(kept.agent.tools.map((x: any) => x.type), ['mcp_toolset'])
+  t.same(
+    kept.agent.tools.map((x: any) => x.type),
+    ['mcp_toolset'],
+  )
   t.same(kept.agent.mcp_servers, [mcp], 'omitted mcp_servers kept')
   const cleared = await update(session.id, { agent: { tools: [], mcp_servers: [] } })
   t.same(cleared.agent.tools, [])
@@ -117,13 +131,23 @@ t.test('agent changes need an idle session: 409 while running, accepted after an
   await sessions.events.send(session.id, { events: [{ type: 'user.interrupt' }] } as any)
   await collect(stream, isIdle)
   const u = await update(session.id, { agent: { tools: [lookupTool] } })
-  t.same(u.agent.tools.map((x: any) => x.name), ['lookup'])
-  t.same((await updates(session.id)).map((e) => Object.keys(fieldsOf(e))), [['title'], ['agent']])
+  t.same(
+    u.agent.tools.map((x: any) => x.name),
+    ['lookup'],
+  )
+  t.same(
+    (await updates(session.id)).map((e) => Object.keys(fieldsOf(e))),
+    [['title'], ['agent']],
+  )
 })
 
 t.test('agent.model, agent.system and agent.skills are rejected (400)', async (t) => {
   const session = await newSession()
-  for (const [field, value] of [['model', 'claude-haiku-4-5'], ['system', 'new'], ['skills', []]] as const) {
+  for (const [field, value] of [
+    ['model', 'claude-haiku-4-5'],
+    ['system', 'new'],
+    ['skills', []],
+  ] as const) {
     const r = await raw(s.url, 'POST', `/v1/sessions/${session.id}`, { agent: { [field]: value } })
     t.equal(r.status, 400, `${field}: ${r.text}`)
     t.equal(r.json?.error?.type, 'invalid_request_error')

@@ -7,7 +7,10 @@ model.setHandler((req) => {
   const last = req.body?.messages?.at(-1)
   const blocks = Array.isArray(last?.content) ? last.content : [{ type: 'text', text: String(last?.content ?? '') }]
   if (blocks.some((b: any) => b.type === 'tool_result')) return { steps: [{ type: 'text', text: 'ran it' }] }
-  const text = blocks.filter((b: any) => b.type === 'text').map((b: any) => b.text).join(' ')
+  const text = blocks
+    .filter((b: any) => b.type === 'text')
+    .map((b: any) => b.text)
+    .join(' ')
   const tag = /bash (\S+)/.exec(text)?.[1]
   if (tag) return { steps: [{ type: 'tool_use', name: 'bash', input: { command: `echo ${tag} >> ../runs.log` } }] }
   return undefined

@@ -66,7 +66,9 @@ if (IDLE_SECONDS > 0) {
   const [t0, n0] = [cpuSeconds(pid), cpuSeconds(natsPid)]
   await sleep(IDLE_SECONDS * 1000)
   const [t1, n1] = [cpuSeconds(pid), cpuSeconds(natsPid)]
-  console.log(`idle CPU over ${IDLE_SECONDS} s: troupe ${((100 * (t1 - t0)) / IDLE_SECONDS).toFixed(2)} % of a core, nats-server ${((100 * (n1 - n0)) / IDLE_SECONDS).toFixed(2)} %`)
+  console.log(
+    `idle CPU over ${IDLE_SECONDS} s: troupe ${((100 * (t1 - t0)) / IDLE_SECONDS).toFixed(2)} % of a core, nats-server ${((100 * (n1 - n0)) / IDLE_SECONDS).toFixed(2)} %`,
+  )
 }
 
 const client = clientFor(troupe.url, { maxRetries: 0 })
@@ -125,21 +127,31 @@ async function drive(s: { id: string; bash: boolean }, n: number): Promise<void>
 }
 
 let hogs: ChildProcess[] = []
-const hogAt = setTimeout(() => {
-  hogs = [0, 1].map(() => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }))
-  children.push(...hogs)
-  console.log(`  ${((Date.now() - start) / 1000).toFixed(0)} s: two CPU hogs started`)
-}, ((SECONDS - HOG_SECONDS) / 2) * 1000)
-const unhogAt = setTimeout(() => {
-  for (const h of hogs) h.kill('SIGKILL')
-  console.log(`  ${((Date.now() - start) / 1000).toFixed(0)} s: CPU hogs stopped`)
-}, ((SECONDS + HOG_SECONDS) / 2) * 1000)
+const hogAt = setTimeout(
+  () => {
+    hogs = [0, 1].map(() => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }))
+    children.push(...hogs)
+    console.log(`  ${((Date.now() - start) / 1000).toFixed(0)} s: two CPU hogs started`)
+  },
+  ((SECONDS - HOG_SECONDS) / 2) * 1000,
+)
+const unhogAt = setTimeout(
+  () => {
+    for (const h of hogs) h.kill('SIGKILL')
+    console.log(`  ${((Date.now() - start) / 1000).toFixed(0)} s: CPU hogs stopped`)
+  },
+  ((SECONDS + HOG_SECONDS) / 2) * 1000,
+)
 const ticker = setInterval(() => console.log(`  ${((Date.now() - start) / 1000).toFixed(0)} s: ${turns} turns`), 15_000)
 
-await Promise.all(sessions.map((s, i) => drive(s, i).catch((err) => {
-  failures++
-  console.log(`session ${s.id} driver failed: ${err.message}`)
-})))
+await Promise.all(
+  sessions.map((s, i) =>
+    drive(s, i).catch((err) => {
+      failures++
+      console.log(`session ${s.id} driver failed: ${err.message}`)
+    }),
+  ),
+)
 clearInterval(ticker)
 clearTimeout(hogAt)
 clearTimeout(unhogAt)
@@ -159,19 +171,25 @@ do {
 } while (stuck.length && Date.now() < settleEnd)
 const rssAfter = rssMb(pid)
 
-const logs = troupe.logs().split('\n').filter(Boolean).map((l) => {
-  try {
-    return JSON.parse(l)
-  } catch {
-    return { msg: l }
-  }
-})
+const logs = troupe
+  .logs()
+  .split('\n')
+  .filter(Boolean)
+  .map((l) => {
+    try {
+      return JSON.parse(l)
+    } catch {
+      return { msg: l }
+    }
+  })
 const partitionsLost = logs.filter((l) => l.msg === 'partitions changed' && Object.keys(l.lost ?? {}).length).length
 const fenceLost = logs.filter((l) => /fence lost/.test(l.msg ?? '')).length
 const fivexx = [...statuses].filter(([s]) => s >= 500 || s === 0).reduce((n, [, c]) => n + c, 0)
 let runs = 0
 try {
-  runs = readFileSync(path.join(dataDir, 'sessions', 'runs.log'), 'utf8').split('\n').filter(Boolean).length
+  runs = readFileSync(path.join(dataDir, 'sessions', 'runs.log'), 'utf8')
+    .split('\n')
+    .filter(Boolean).length
 } catch {}
 
 console.log(`

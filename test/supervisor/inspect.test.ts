@@ -102,12 +102,15 @@ const session = await s.client.beta.sessions.create({ agent: agent.id, environme
   await collect(stream, isIdle)
 }
 
-const LINE = /^(\S+Z)  (sevt_\w+)  (\S+)\s*(.*)$/
+const LINE = /^(\S+Z) {2}(sevt_\w+) {2}(\S+)\s*(.*)$/
 
 t.test('tail prints the stored events as lines, from the start', async (t) => {
   const r = await run(['tail', session.id])
   t.equal(r.code, 0, r.stderr)
-  const lines = r.stdout.trim().split('\n').map((l) => LINE.exec(l))
+  const lines = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => LINE.exec(l))
   t.ok(lines.every(Boolean), `every line is "<time>  <id>  <type>  <summary>":\n${r.stdout}`)
   const types = lines.map((m) => m![3])
   t.same(types, ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'])
@@ -154,7 +157,11 @@ t.test('sub prints each message as one decoded JSON line, headers included', asy
   // An actor request as the gateway sends it: msgpack, decoded.
   await s.client.beta.sessions.retrieve(session.id)
   await c.waitFor(/"subject":"troupe\.session\.p\d\d\.sesn_\w+\.get"/)
-  const lines = c.stdout().trim().split('\n').map((l) => JSON.parse(l))
+  const lines = c
+    .stdout()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
   const by = (subject: string) => lines.find((l) => l.subject === subject)
   t.same(by('inspect.test.msgpack'), {
     subject: 'inspect.test.msgpack',
@@ -182,22 +189,30 @@ t.test('sub refuses a malformed subject', async (t) => {
 t.test('status lists the host, its partitions when placed, and the sessions', async (t) => {
   // The host writes its placement records shortly after it starts: wait for them rather than assume.
   let report!: StatusReport
-  await until('one live host', async () => {
-    const r = await run(['status', '--json'])
-    t.equal(r.code, 0, r.stderr)
-    report = JSON.parse(r.stdout)
-    return report.hosts.filter((h) => !h.stale).length === 1
-  }, 20_000)
+  await until(
+    'one live host',
+    async () => {
+      const r = await run(['status', '--json'])
+      t.equal(r.code, 0, r.stderr)
+      report = JSON.parse(r.stdout)
+      return report.hosts.filter((h) => !h.stale).length === 1
+    },
+    20_000,
+  )
   const [host] = report.hosts
   t.equal(report.nats.url, s.nats.url)
   t.match(host!.id, /^host_/)
   // Beats carry the process's details since placement was rewritten; older beats carry only `at`.
   if (host!.pid !== undefined) t.equal(host!.pid, s.troupe.proc.pid, 'the beat names the troupe process')
   if (report.partitions) {
-    report = await until('every partition held', async () => {
-      const r = JSON.parse((await run(['status', '--json'])).stdout) as StatusReport
-      return ['agent', 'session'].every((k) => r.partitions?.[k as 'agent'].held[host!.id]?.length === PARTITIONS) && r
-    }, 20_000)
+    report = await until(
+      'every partition held',
+      async () => {
+        const r = JSON.parse((await run(['status', '--json'])).stdout) as StatusReport
+        return ['agent', 'session'].every((k) => r.partitions?.[k as 'agent'].held[host!.id]?.length === PARTITIONS) && r
+      },
+      20_000,
+    )
     t.same(report.partitions!.session.unheld, [])
   } else t.comment('no troupe_placement bucket on this build: partitions not checked')
   t.ok(report.sessions.total >= 1)

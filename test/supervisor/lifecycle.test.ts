@@ -30,7 +30,10 @@ t.test('one data directory, one server: a second start refuses at once, naming t
   const dir = dataDir()
   const first = await start({ TROUPE_DATA_DIR: dir })
   const t0 = Date.now()
-  const err = await start({ TROUPE_DATA_DIR: dir }).then(() => undefined, (e: Error) => e)
+  const err = await start({ TROUPE_DATA_DIR: dir }).then(
+    () => undefined,
+    (e: Error) => e,
+  )
   t.ok(err, 'the second start fails')
   t.match(err!.message, new RegExp(`in use by troupe start \\(pid ${first.proc.pid}`))
   t.ok(Date.now() - t0 < 10_000, 'at once')
@@ -57,8 +60,19 @@ t.test('restart after SIGKILL: the stale lock is taken over, the old nats-server
   // Ready as soon as it says so, and then every partition answers (it took back what it held before).
   await until('ready', async () => (await raw(second.url, 'GET', '/readyz')).status === 200, 10_000)
   const c2 = clientFor(second.url)
-  const got = await Promise.all(agents.map((a) => c2.beta.agents.retrieve(a.id).then((x) => x.id, (e) => `error ${e.status}`)))
-  t.same(got, agents.map((a) => a.id), 'every agent answers on the first try')
+  const got = await Promise.all(
+    agents.map((a) =>
+      c2.beta.agents.retrieve(a.id).then(
+        (x) => x.id,
+        (e) => `error ${e.status}`,
+      ),
+    ),
+  )
+  t.same(
+    got,
+    agents.map((a) => a.id),
+    'every agent answers on the first try',
+  )
   await second.stop()
 })
 
@@ -130,7 +144,18 @@ t.test('SIGTERM of one of two hosts hands its partitions to the other at once', 
   await a.stop()
   const stopped = Date.now() - t0
   t.ok(stopped < 3000, `stopped in ${stopped} ms`)
-  const got = await Promise.all(agents.map((x) => cb.beta.agents.retrieve(x.id).then((r) => r.id, (e) => `error ${e.status}`)))
-  t.same(got, agents.map((x) => x.id), 'every agent answers at once on the survivor, no 503 while waiting for a TTL')
+  const got = await Promise.all(
+    agents.map((x) =>
+      cb.beta.agents.retrieve(x.id).then(
+        (r) => r.id,
+        (e) => `error ${e.status}`,
+      ),
+    ),
+  )
+  t.same(
+    got,
+    agents.map((x) => x.id),
+    'every agent answers at once on the survivor, no 503 while waiting for a TTL',
+  )
   t.equal((await raw(b.url, 'GET', '/readyz')).status, 200)
 })

@@ -23,7 +23,8 @@ function slowed(kv: KV, delay: { ms: number }): KV {
   return new Proxy(kv, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver)
-      if (prop === 'put' || prop === 'update' || prop === 'create') return (...args: unknown[]) => later(() => (v as Function).apply(target, args))
+      if (prop === 'put' || prop === 'update' || prop === 'create')
+        return (...args: unknown[]) => later(() => (v as (...a: unknown[]) => Promise<unknown>).apply(target, args))
       return typeof v === 'function' ? v.bind(target) : v
     },
   })
@@ -39,7 +40,15 @@ async function host(id: string, delay = { ms: 0 }) {
   const gainedAt = new Map<string, number>()
   const events: string[] = []
   const lines: any[] = []
-  const log = pino({ level: 'info' }, new Writable({ write(c, _e, cb) { lines.push(JSON.parse(String(c))); cb() } }))
+  const log = pino(
+    { level: 'info' },
+    new Writable({
+      write(c, _e, cb) {
+        lines.push(JSON.parse(String(c)))
+        cb()
+      },
+    }),
+  )
   const p = new Placement({
     hosts: slowed(hosts, delay),
     placement: slowed(placement, delay),
@@ -62,7 +71,6 @@ async function host(id: string, delay = { ms: 0 }) {
   await p.start()
   return { p, held, gainedAt, events, lines, nc }
 }
-
 
 t.test('plan: the same for every caller, capped at a fair share, and stable for hosts that stay', async (t) => {
   const two = plan('session', ['host_b', 'host_a'])

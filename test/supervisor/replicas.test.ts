@@ -36,7 +36,10 @@ t.test('on a 3-node cluster every stream and bucket has 3 replicas, and an exist
   t.match(await replicasFact(first), /replicas\s+1 \(one copy of every stream and bucket\)/)
   const before = await replicasOf(cluster.url)
   t.ok(Object.keys(before).length >= 6, `streams created: ${Object.keys(before).join(', ')}`)
-  t.ok(Object.values(before).every((n) => n === 1), 'R1 by default')
+  t.ok(
+    Object.values(before).every((n) => n === 1),
+    'R1 by default',
+  )
   await first.stop()
 
   const second = await startTroupe({ natsUrl: cluster.url, env: { TROUPE_REPLICAS: '3' } })
@@ -44,7 +47,11 @@ t.test('on a 3-node cluster every stream and bucket has 3 replicas, and an exist
   t.match(await replicasFact(second), /replicas\s+3 \(every stream and bucket on 3 servers\)/)
   const after = await replicasOf(cluster.url)
   t.same(Object.keys(after).sort(), Object.keys(before).sort(), 'the same streams')
-  t.same(Object.values(after), Object.values(after).map(() => 3), `every stream at 3: ${JSON.stringify(after)}`)
+  t.same(
+    Object.values(after),
+    Object.values(after).map(() => 3),
+    `every stream at 3: ${JSON.stringify(after)}`,
+  )
   t.match(second.logs(), /"msg":"stream replicas changed"/)
 })
 
@@ -52,14 +59,29 @@ t.test('a replica count NATS cannot give fails the start, saying what to do', as
   const nats = await startNats()
   t.teardown(() => nats.stopNow())
   const err = await startTroupe({ natsUrl: nats.url, env: { TROUPE_REPLICAS: '3' } }).then(
-    (p) => (p.killNow(), undefined),
+    (p) => {
+      p.killNow()
+      return undefined
+    },
     (e: Error) => e,
   )
   t.ok(err, 'the start failed')
   t.match(err?.message, /NATS refused 3 replicas .*TROUPE_REPLICAS needs a JetStream cluster of at least that many servers/)
 
-  const embedded = await startTroupe({ role: 'start', env: { TROUPE_REPLICAS: '3' } }).then((p) => (p.killNow(), undefined), (e: Error) => e)
+  const embedded = await startTroupe({ role: 'start', env: { TROUPE_REPLICAS: '3' } }).then(
+    (p) => {
+      p.killNow()
+      return undefined
+    },
+    (e: Error) => e,
+  )
   t.match(embedded?.message, /TROUPE_REPLICAS=3 needs a JetStream cluster of at least 3 servers \(set NATS_URL\); the embedded nats-server keeps one copy/)
-  const bad = await startTroupe({ natsUrl: nats.url, env: { TROUPE_REPLICAS: '7' } }).then((p) => (p.killNow(), undefined), (e: Error) => e)
+  const bad = await startTroupe({ natsUrl: nats.url, env: { TROUPE_REPLICAS: '7' } }).then(
+    (p) => {
+      p.killNow()
+      return undefined
+    },
+    (e: Error) => e,
+  )
   t.match(bad?.message, /TROUPE_REPLICAS must be at most 5, NATS's limit \(was 7\)/)
 })

@@ -34,7 +34,6 @@ const leases = await new Kvm(nc).open(Buckets.placement)
 
 const hostOf = (p: TroupeProcess) => /"host":"(host_[A-Za-z0-9]+)"/.exec(p.logs())?.[1]
 
-
 async function ownerOf(sessionId: string): Promise<string | undefined> {
   const e = await leases.get(`session.${partitionToken(partitionOf(sessionId))}`)
   return e && e.operation === 'PUT' ? decode<{ host: string }>(e.value).host : undefined
@@ -49,17 +48,22 @@ async function twoHosts(t: Tap) {
     a.killNow()
     b.killNow()
   })
-  await until('partitions split evenly', async () => {
-    const counts = new Map<string, number>()
-    for await (const k of await leases.keys('session.>')) {
-      const e = await leases.get(k)
-      if (e?.operation === 'PUT') {
-        const h = decode<{ host: string }>(e.value).host
-        counts.set(h, (counts.get(h) ?? 0) + 1)
+  await until(
+    'partitions split evenly',
+    async () => {
+      const counts = new Map<string, number>()
+      for await (const k of await leases.keys('session.>')) {
+        const e = await leases.get(k)
+        if (e?.operation === 'PUT') {
+          const h = decode<{ host: string }>(e.value).host
+          counts.set(h, (counts.get(h) ?? 0) + 1)
+        }
       }
-    }
-    return counts.get(hostOf(a)!) === PARTITIONS / 2 && counts.get(hostOf(b)!) === PARTITIONS / 2
-  }, 60_000, 50)
+      return counts.get(hostOf(a)!) === PARTITIONS / 2 && counts.get(hostOf(b)!) === PARTITIONS / 2
+    },
+    60_000,
+    50,
+  )
   return [a, b] as const
 }
 
@@ -81,14 +85,19 @@ async function setup(t: Tap, tools: unknown[] = []) {
  * own retries.
  */
 async function afterTakeover<T>(call: () => Promise<T>): Promise<T> {
-  const got = await until('the session to be served again', async () => {
-    try {
-      return { value: await call() }
-    } catch (err) {
-      if ((err as { status?: number })?.status === 503) return undefined
-      throw err
-    }
-  }, 30_000, 200)
+  const got = await until(
+    'the session to be served again',
+    async () => {
+      try {
+        return { value: await call() }
+      } catch (err) {
+        if ((err as { status?: number })?.status === 503) return undefined
+        throw err
+      }
+    },
+    30_000,
+    200,
+  )
   return got.value
 }
 
@@ -107,18 +116,32 @@ t.test('the owner dies during a model request: another host reschedules the turn
   await model.waitForRequests(before + 1)
   await owner.kill()
   const seen = await stream.next((e) => e.type === 'session.status_idle')
-  t.ok(seen.some((e) => e.type === 'session.status_rescheduled'), 'rescheduled on the new host')
+  t.ok(
+    seen.some((e) => e.type === 'session.status_rescheduled'),
+    'rescheduled on the new host',
+  )
   const all = await history(client, session.id)
   const ids = all.map((e) => e.id)
   t.equal(new Set(ids).size, ids.length, 'no event twice')
   t.equal(all.filter((e) => e.type === 'user.message').length, 1)
   const messages = all.filter((e) => e.type === 'agent.message')
-  t.same(messages.map((m) => m.content[0].text), ['finished elsewhere'])
+  t.same(
+    messages.map((m) => m.content[0].text),
+    ['finished elsewhere'],
+  )
   const starts = all.filter((e) => e.type === 'span.model_request_start').map((e) => e.id)
   const ends = all.filter((e) => e.type === 'span.model_request_end')
-  t.same(ends.map((e) => e.model_request_start_id), starts, 'every stored request span is closed')
+  t.same(
+    ends.map((e) => e.model_request_start_id),
+    starts,
+    'every stored request span is closed',
+  )
   // The request starts beside its span event: when the host died before storing it, that attempt left no trace.
-  t.same(ends.map((e) => e.is_error), [...ends.slice(1).map(() => true), false], 'the dead request closed as an error, the retry succeeded')
+  t.same(
+    ends.map((e) => e.is_error),
+    [...ends.slice(1).map(() => true), false],
+    'the dead request closed as an error, the retry succeeded',
+  )
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
   for (const e of seen) t.ok(ids.includes(e.id), `streamed ${e.type} is in history with the same id`)
   t.equal((await client.beta.sessions.retrieve(session.id)).status, 'idle')
@@ -127,10 +150,7 @@ t.test('the owner dies during a model request: another host reschedules the turn
 t.test('the owner dies while a built-in tool runs: the tool is not run again, the turn continues', async (t) => {
   const { owner, session, client } = await setup(t, [{ type: 'agent_toolset_20260401' }])
   const marker = path.join(os.tmpdir(), `troupe-chaos-${session.id}`)
-  model.enqueue(
-    { steps: [{ type: 'tool_use', name: 'bash', input: { command: `sleep 5 && touch ${marker}` } }] },
-    { steps: [{ type: 'text', text: 'noted' }] },
-  )
+  model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: `sleep 5 && touch ${marker}` } }] }, { steps: [{ type: 'text', text: 'noted' }] })
   const stream = reader(await client.beta.sessions.events.stream(session.id))
   await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }] } as any)
   await stream.next((e) => e.type === 'agent.tool_use')
@@ -143,7 +163,10 @@ t.test('the owner dies while a built-in tool runs: the tool is not run again, th
   t.equal(results[0].tool_use_id, use.id)
   t.equal(results[0].is_error, true)
   t.match(results[0].content[0].text, /not run again/)
-  t.same(all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text), ['noted'])
+  t.same(
+    all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text),
+    ['noted'],
+  )
 })
 
 t.test('the owner dies after storing a tool use but before closing its model request: the conversation keeps the tool use', async (t) => {
@@ -170,12 +193,22 @@ t.test('the owner dies after storing a tool use but before closing its model req
   await until('the turn ends on the new owner', async () => (await history(client, session.id)).at(-1)?.type === 'session.status_idle', 30_000, 100)
   const all = await history(client, session.id)
   const results = all.filter((e) => e.type === 'agent.tool_result')
-  t.same(results.map((r) => [r.tool_use_id, r.is_error]), [[use.id, true]], 'the tool use got its one error result, and was not run')
+  t.same(
+    results.map((r) => [r.tool_use_id, r.is_error]),
+    [[use.id, true]],
+    'the tool use got its one error result, and was not run',
+  )
   // The fake Messages API refuses a tool_result whose tool_use is not in the message before it, as the real one does.
   const asked = model.requests.slice(before).map((r) => r.body as { messages: Array<{ role: string; content: Array<{ type: string; id?: string }> }> })
   t.equal(asked.length, 1, 'the model was asked once more')
-  t.ok(asked[0]!.messages.some((m) => m.role === 'assistant' && m.content.some((b) => b.type === 'tool_use' && b.id === use.id)), 'the tool use is in the conversation')
-  t.same(all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text), ['understood'])
+  t.ok(
+    asked[0]!.messages.some((m) => m.role === 'assistant' && m.content.some((b) => b.type === 'tool_use' && b.id === use.id)),
+    'the tool use is in the conversation',
+  )
+  t.same(
+    all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text),
+    ['understood'],
+  )
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
 })
 
@@ -211,7 +244,10 @@ t.test('the owner is paused (SIGSTOP) past its heartbeat while a tool runs: the 
   t.equal(results[0].tool_use_id, use.id)
   t.match(results[0].content[0].text, /not run again/)
   t.equal(readFileSync(marker, 'utf8'), 'ran\n', 'the tool ran once')
-  t.same(all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text), ['noted'])
+  t.same(
+    all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text),
+    ['noted'],
+  )
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
   // Both hosts answer reads with the stored truth once the resumed one is back.
   for (const p of [owner, survivor]) t.equal((await clientFor(p.url, { maxRetries: 6 }).beta.sessions.retrieve(session.id)).status, 'idle')
@@ -227,9 +263,11 @@ t.test('an archive whose record write was lost is still an archive: the history 
   const stale = decode<any>(cur.value)
   stale.session.archived_at = null
   await sessions.put(`session.${session.id}`, encode(stale))
-  const err = await afterTakeover(() => clientFor(survivor.url, { maxRetries: 6 }).beta.sessions.events
-    .send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'too late' }] }] } as any))
-    .catch((e) => e)
+  const err = await afterTakeover(() =>
+    clientFor(survivor.url, { maxRetries: 6 }).beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'too late' }] }],
+    } as any),
+  ).catch((e) => e)
   t.equal(err?.status, 409, 'the replayed history refuses input to an archived session')
   t.equal(err?.error?.error?.details?.error_code, 'session_archived')
   const got = await client.beta.sessions.retrieve(session.id)
@@ -261,7 +299,10 @@ t.test('a parked session stays parked on the new host and still takes its tool r
   } as any)
   const rest = await stream.next((e) => e.type === 'session.status_idle')
   t.same(rest.at(-1).stop_reason, { type: 'end_turn' })
-  t.notOk(rest.some((e) => e.type === 'session.status_rescheduled'), 'an idle session is not rescheduled')
+  t.notOk(
+    rest.some((e) => e.type === 'session.status_rescheduled'),
+    'an idle session is not rescheduled',
+  )
   const last = model.requests.at(-1)!.body.messages.at(-1)
   t.equal(last.content[0].type, 'tool_result')
   t.equal(last.content[0].tool_use_id, use.id)
@@ -270,7 +311,7 @@ t.test('a parked session stays parked on the new host and still takes its tool r
 t.test('the owner is stopped (SIGTERM) during a model request: the turn is handed over at once and finished', async (t) => {
   const { owner, session, client } = await setup(t)
   // An idle session on the same host: handing it over must leave no trace in its history.
-  let idle
+  let idle: Awaited<ReturnType<typeof client.beta.sessions.create>>
   do idle = await client.beta.sessions.create({ agent: session.agent.id, environment_id: session.environment_id } as any)
   while ((await ownerOf(idle.id)) !== (await ownerOf(session.id)))
   const before = model.requests.length
@@ -283,10 +324,19 @@ t.test('the owner is stopped (SIGTERM) during a model request: the turn is hande
   t.ok(Date.now() - t0 < 3000, 'the owner stopped within 3 s')
   const seen = await stream.next((e) => e.type === 'session.status_idle')
   t.ok(Date.now() - t0 < 5000, `finished elsewhere ${Date.now() - t0} ms after the stop began`)
-  t.ok(seen.some((e) => e.type === 'session.status_rescheduled'), 'the turn in flight is rescheduled, as after a crash')
+  t.ok(
+    seen.some((e) => e.type === 'session.status_rescheduled'),
+    'the turn in flight is rescheduled, as after a crash',
+  )
   const all = await history(client, session.id)
-  t.same(all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text), ['handed over'])
+  t.same(
+    all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text),
+    ['handed over'],
+  )
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
   const quiet = await history(client, idle.id)
-  t.notOk(quiet.some((e) => e.type === 'session.status_rescheduled'), 'an idle session handed over is not rescheduled')
+  t.notOk(
+    quiet.some((e) => e.type === 'session.status_rescheduled'),
+    'an idle session handed over is not rescheduled',
+  )
 })

@@ -27,7 +27,10 @@ async function ask(base: string, method: string, path: string, body?: unknown, h
   const res = await fetch(base + path, init)
   const json = (await res.json().catch(() => undefined)) as any
   return {
-    status: res.status, retryAfter: res.headers.get('retry-after-ms'), type: json?.error?.type, message: json?.error?.message,
+    status: res.status,
+    retryAfter: res.headers.get('retry-after-ms'),
+    type: json?.error?.type,
+    message: json?.error?.message,
     shouldRetry: res.headers.get('x-should-retry'),
   }
 }
@@ -94,16 +97,24 @@ t.test('quorum lost: 503 with retry-after-ms, never 500; back to normal once the
     const statuses: number[] = []
     seen.set(name, statuses)
     let last: Answer | undefined
-    await until(`${name} answers 503`, async () => {
-      last = await ask(server.url, method, path, body, headers)
-      statuses.push(last.status)
-      return last.status === 503
-    }, 60_000, 200).catch((err) => {
+    await until(
+      `${name} answers 503`,
+      async () => {
+        last = await ask(server.url, method, path, body, headers)
+        statuses.push(last.status)
+        return last.status === 503
+      },
+      60_000,
+      200,
+    ).catch((err) => {
       throw new Error(`${err.message}: ${statuses.join(' ')}, last ${JSON.stringify(last)}\n${server.logs().slice(logsBefore).slice(-4000)}`)
     })
   }
   for (const [name, statuses] of seen) {
-    t.ok(statuses.every((s) => s === 503 || (s === 200 && name.startsWith('get'))), `${name}: only 503 (or a cached 200) (${statuses.join(' ')})`)
+    t.ok(
+      statuses.every((s) => s === 503 || (s === 200 && name.startsWith('get'))),
+      `${name}: only 503 (or a cached 200) (${statuses.join(' ')})`,
+    )
   }
 
   // Steady outage: every request, again, is a 503 the client can retry.
@@ -120,7 +131,10 @@ t.test('quorum lost: 503 with retry-after-ms, never 500; back to normal once the
     t.ok(a.status === 200 || (a.status === 503 && a.retryAfter), `${name}: 200 from a replica or 503 (${a.status} ${a.message ?? ''})`)
   }
   // Without a key, a create whose write got no answer may be stored: a 504 the client must not retry blindly.
-  for (const [name, path, body] of [['agent', '/v1/agents', { name: 'unkeyed', model: 'claude-sonnet-4-5' }], ['environment', '/v1/environments', { name: 'unkeyed' }]] as const) {
+  for (const [name, path, body] of [
+    ['agent', '/v1/agents', { name: 'unkeyed', model: 'claude-sonnet-4-5' }],
+    ['environment', '/v1/environments', { name: 'unkeyed' }],
+  ] as const) {
     const a = await ask(server.url, 'POST', path, body)
     if (a.status === 504) {
       t.equal(a.type, 'timeout_error', `unkeyed ${name} create: timeout_error`)
@@ -137,11 +151,16 @@ t.test('quorum lost: 503 with retry-after-ms, never 500; back to normal once the
   // Back: each request succeeds again, with no 500 on the way.
   for (const [name, method, path, body, headers] of [...requests, ...readable] as typeof requests) {
     const statuses: number[] = []
-    await until(`${name} succeeds again`, async () => {
-      const a = await ask(server.url, method, path, body, headers)
-      statuses.push(a.status)
-      return a.status >= 200 && a.status < 300
-    }, 90_000, 200)
+    await until(
+      `${name} succeeds again`,
+      async () => {
+        const a = await ask(server.url, method, path, body, headers)
+        statuses.push(a.status)
+        return a.status >= 200 && a.status < 300
+      },
+      90_000,
+      200,
+    )
     t.notOk(statuses.includes(500), `${name}: no 500 while recovering (${statuses.join(' ')})`)
   }
   const back = await client.beta.agents.retrieve(agent.id)

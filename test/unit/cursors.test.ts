@@ -89,7 +89,11 @@ t.test('a well-formed cursor of another resource or filters: cursor_filter_misma
   const filters = { agent_id: 'agent_1', limit: 10, include_archived: false, types: ['user.message', 'agent.message'] }
   const page = encodeCursor('sessions', filters, 7)
   t.equal(decodeCursor('sessions', filters, page, isSeq), 7, 'the same query: accepted')
-  t.equal(decodeCursor('sessions', { types: filters.types, include_archived: false, limit: 10, agent_id: 'agent_1' }, page, isSeq), 7, 'key order does not matter')
+  t.equal(
+    decodeCursor('sessions', { types: filters.types, include_archived: false, limit: 10, agent_id: 'agent_1' }, page, isSeq),
+    7,
+    'key order does not matter',
+  )
   t.equal(decodeCursor('sessions', { ...filters, order: undefined }, page, isSeq), 7, 'an undefined filter is an absent one')
   otherFilters(t, () => decodeCursor('agents', filters, page, isSeq), 'another resource')
   otherFilters(t, () => decodeCursor('sessions', { ...filters, agent_id: 'agent_2' }, page, isSeq), 'another value')
@@ -126,7 +130,7 @@ t.test('tampering: the fingerprint is a checksum, so positions are checked for s
     notACursor(t, () => decodeCursor('agent_versions', { agent_id: 'agent_1' }, forge(a), isSeq), `seq ${what}`)
   }
   // A changed fingerprint is another query's cursor.
-  const bumped = b64(JSON.stringify({ f: f + '0', a: 4 }))
+  const bumped = b64(JSON.stringify({ f: `${f}0`, a: 4 }))
   otherFilters(t, () => decodeCursor('agent_versions', { agent_id: 'agent_1' }, bumped, isSeq), 'fingerprint changed')
   // Extra keys ride along unread.
   t.equal(decodeCursor('agent_versions', { agent_id: 'agent_1' }, b64(JSON.stringify({ f, a: 4, x: 'y' })), isSeq), 4)
@@ -136,7 +140,10 @@ t.test('record positions: the bounds of id and created_at', async (t) => {
   const filters = { order: 'desc' }
   const f = json(encodeCursor('agents', filters, 0)).f
   const forge = (a: unknown) => b64(JSON.stringify({ f, a }))
-  t.same(decodeCursor('agents', filters, forge({ id: 'i'.repeat(256), created_at: 'c'.repeat(64) }), isRecordPosition), { id: 'i'.repeat(256), created_at: 'c'.repeat(64) })
+  t.same(decodeCursor('agents', filters, forge({ id: 'i'.repeat(256), created_at: 'c'.repeat(64) }), isRecordPosition), {
+    id: 'i'.repeat(256),
+    created_at: 'c'.repeat(64),
+  })
   for (const [a, what] of [
     [{ id: 'i'.repeat(257), created_at: 'c' }, 'id of 257 characters'],
     [{ id: 'i', created_at: 'c'.repeat(65) }, 'created_at of 65 characters'],
@@ -158,7 +165,7 @@ t.test('record positions: the bounds of id and created_at', async (t) => {
 t.test('the validators on their own', async (t) => {
   for (const ok of [0, 1, Number.MAX_SAFE_INTEGER]) t.ok(isSeq(ok), `isSeq(${ok})`)
   for (const bad of [-1, -0.5, 0.5, Number.MAX_SAFE_INTEGER + 1, NaN, Infinity, -Infinity, '1', null, undefined, {}, [1], 1n]) {
-    t.notOk(isSeq(bad), `isSeq(${typeof bad === 'bigint' ? '1n' : JSON.stringify(bad) ?? String(bad)})`)
+    t.notOk(isSeq(bad), `isSeq(${typeof bad === 'bigint' ? '1n' : (JSON.stringify(bad) ?? String(bad))})`)
   }
   t.ok(isSeq(-0), '-0 is a safe integer ≥ 0')
   t.ok(isRecordPosition({ id: '', created_at: '' }))

@@ -82,9 +82,18 @@ const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
 }
 
 const TYPE_OF_STATUS: Record<number, string> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 404: 'not_found_error', 405: 'invalid_request_error',
-  408: 'invalid_request_error', 409: 'conflict_error', 413: 'request_too_large', 422: 'invalid_request_error',
-  431: 'invalid_request_error', 500: 'api_error', 503: 'overloaded_error', 504: 'timeout_error',
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  408: 'invalid_request_error',
+  409: 'conflict_error',
+  413: 'request_too_large',
+  422: 'invalid_request_error',
+  431: 'invalid_request_error',
+  500: 'api_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
 }
 
 const make = <C extends ErrorCode>(code: C) => fail(code, ...SAMPLES[code])
@@ -111,12 +120,30 @@ t.test('every code: status and type agree, the code is sent exactly when the cat
 
 t.test('codes sent on the wire today stay sent, with the same status', async (t) => {
   const sent: Record<string, number> = {
-    cursor_filter_mismatch: 400, agent_archived: 400, environment_archived: 400, budget_create_only: 400,
-    budget_not_raised: 400, model_not_budgetable: 400, agent_not_found: 404, agent_version_not_found: 404,
-    environment_not_found: 404, session_not_found: 404, session_archived: 409, session_running: 409,
-    environment_in_use: 409, agent_version_conflict: 409, idempotency_key_reused: 422, vendor_skills_unsupported: 422,
-    skills_unavailable: 422, multiagent_topology_unsupported: 422, outcomes_unavailable: 422, resource_unavailable: 422,
-    resource_unsupported: 422, vaults_unavailable: 422, networking_unenforceable: 422, packages_unsupported: 422,
+    cursor_filter_mismatch: 400,
+    agent_archived: 400,
+    environment_archived: 400,
+    budget_create_only: 400,
+    budget_not_raised: 400,
+    model_not_budgetable: 400,
+    agent_not_found: 404,
+    agent_version_not_found: 404,
+    environment_not_found: 404,
+    session_not_found: 404,
+    session_archived: 409,
+    session_running: 409,
+    environment_in_use: 409,
+    agent_version_conflict: 409,
+    idempotency_key_reused: 422,
+    vendor_skills_unsupported: 422,
+    skills_unavailable: 422,
+    multiagent_topology_unsupported: 422,
+    outcomes_unavailable: 422,
+    resource_unavailable: 422,
+    resource_unsupported: 422,
+    vaults_unavailable: 422,
+    networking_unenforceable: 422,
+    packages_unsupported: 422,
   }
   const wire = (Object.keys(catalog) as ErrorCode[]).filter((c) => catalog[c].wire)
   t.same(wire.sort(), Object.keys(sent).sort(), 'exactly these codes are sent')
@@ -168,11 +195,15 @@ t.test('toEnvelope: headers and details by status and code', async (t) => {
   t.notOk('details' in quiet.body.error, 'a code kept to the catalog sends no details')
 
   const bug = toEnvelope(new Error('secret path /etc/x'), 'req_5')
-  t.same(bug, {
-    status: 500,
-    headers: {},
-    body: { type: 'error', error: { type: 'api_error', message: 'Internal server error' }, request_id: 'req_5' },
-  }, 'anything else is a 500 that reveals nothing')
+  t.same(
+    bug,
+    {
+      status: 500,
+      headers: {},
+      body: { type: 'error', error: { type: 'api_error', message: 'Internal server error' }, request_id: 'req_5' },
+    },
+    'anything else is a 500 that reveals nothing',
+  )
 
   for (const code of Object.keys(catalog) as ErrorCode[]) {
     const env = toEnvelope(make(code), 'r')
@@ -191,9 +222,16 @@ t.test('an error survives the hop between actor and gateway', async (t) => {
 })
 
 t.test('inField names the body field of a 404 and passes anything else through', async (t) => {
-  const named = await Promise.reject(fail('environment_not_found', 'env_1')).catch(inField('environment_id')).catch((e) => e)
+  const named = await Promise.reject(fail('environment_not_found', 'env_1'))
+    .catch(inField('environment_id'))
+    .catch((e) => e)
   t.equal(named.message, 'environment_id: Environment env_1 not found')
   t.equal(named.code, 'environment_not_found')
   const other = fail('environment_archived', 'env_1')
-  t.equal(await Promise.reject(other).catch(inField('environment_id')).catch((e) => e), other)
+  t.equal(
+    await Promise.reject(other)
+      .catch(inField('environment_id'))
+      .catch((e) => e),
+    other,
+  )
 })

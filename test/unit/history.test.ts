@@ -24,8 +24,17 @@ function record(envType: 'cloud' | 'self_hosted' = 'cloud', session: Partial<Ses
     type: 'session',
     status: 'idle',
     agent: {
-      id: 'agent_01TEST', type: 'agent', version: 1, name: 'a', description: null, system: null,
-      model: { id: MODEL }, tools: [], mcp_servers: [], skills: [], multiagent: null,
+      id: 'agent_01TEST',
+      type: 'agent',
+      version: 1,
+      name: 'a',
+      description: null,
+      system: null,
+      model: { id: MODEL },
+      tools: [],
+      mcp_servers: [],
+      skills: [],
+      multiagent: null,
       execution_identity: { type: 'service_account' },
     },
     environment_id: 'env_01TEST',
@@ -43,9 +52,10 @@ function record(envType: 'cloud' | 'self_hosted' = 'cloud', session: Partial<Ses
     archived_at: null,
     ...session,
   } as Session
-  const env: SessionRecord['env'] = envType === 'cloud'
-    ? ({ type: 'cloud', networking: { type: 'unrestricted' }, packages: {} } as unknown as SessionRecord['env'])
-    : { type: 'self_hosted', scope: 'account' }
+  const env: SessionRecord['env'] =
+    envType === 'cloud'
+      ? ({ type: 'cloud', networking: { type: 'unrestricted' }, packages: {} } as unknown as SessionRecord['env'])
+      : { type: 'self_hosted', scope: 'account' }
   return { session: s, env, totals: emptyUsage(), budget_created: false, budget_removed: false, running_since: null }
 }
 
@@ -59,8 +69,14 @@ const client = (type: string, fields: Record<string, unknown> = {}, id = nextId(
 const service = (type: string, ms: number, fields: Record<string, unknown> = {}, id = nextId()): SessionEvent =>
   ({ type, id, ...fields, processed_at: at(ms) }) as SessionEvent
 const userMessage = (text: string, id?: string) => client('user.message', { content: [{ type: 'text', text }] }, id)
-const usage = (input: number, output: number, extra: Record<string, unknown> = {}) =>
-  ({ input_tokens: input, output_tokens: output, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null, ...extra })
+const usage = (input: number, output: number, extra: Record<string, unknown> = {}) => ({
+  input_tokens: input,
+  output_tokens: output,
+  cache_creation_input_tokens: 0,
+  cache_read_input_tokens: 0,
+  speed: null,
+  ...extra,
+})
 const ZERO_USAGE = usage(0, 0)
 
 /** Tool results that answer no tool_use of the assistant message right before them (the API refuses those). */
@@ -70,9 +86,7 @@ function danglingToolResults(messages: MessageParam[]): string[] {
     if (m.role !== 'user' || !Array.isArray(m.content)) return
     const prev = messages[i - 1]
     const uses = new Set(
-      prev && prev.role === 'assistant' && Array.isArray(prev.content)
-        ? prev.content.flatMap((b) => (b.type === 'tool_use' ? [b.id] : []))
-        : [],
+      prev && prev.role === 'assistant' && Array.isArray(prev.content) ? prev.content.flatMap((b) => (b.type === 'tool_use' ? [b.id] : [])) : [],
     )
     for (const b of m.content) if (b.type === 'tool_result' && !uses.has(b.tool_use_id)) out.push(b.tool_use_id)
   })
@@ -80,10 +94,19 @@ function danglingToolResults(messages: MessageParam[]): string[] {
 }
 
 /** The parts of History worth comparing between two rebuilds. */
-const snapshot = (h: History) => JSON.parse(JSON.stringify({
-  status: h.status, stopReason: h.stopReason, messages: h.messages, pending: [...h.pending.keys()],
-  open: [...h.open.values()], turnOpen: h.turnOpen, openSpan: h.openSpan, rec: h.rec,
-}))
+const snapshot = (h: History) =>
+  JSON.parse(
+    JSON.stringify({
+      status: h.status,
+      stopReason: h.stopReason,
+      messages: h.messages,
+      pending: [...h.pending.keys()],
+      open: [...h.open.values()],
+      turnOpen: h.turnOpen,
+      openSpan: h.openSpan,
+      rec: h.rec,
+    }),
+  )
 
 t.test('a fresh history takes its status from the record and holds nothing', async (t) => {
   const h = new History(record('cloud', { status: 'terminated' }))
@@ -95,7 +118,7 @@ t.test('a fresh history takes its status from the record and holds nothing', asy
   t.equal(h.turnOpen, false)
   t.equal(h.openSpan, null)
   t.equal(h.needsModel(), false)
-  t.equal(h.session, h.rec.session, 'session is the record\'s session object')
+  t.equal(h.session, h.rec.session, "session is the record's session object")
 })
 
 t.test('one whole turn: message stored, handled, answered; idle end_turn', async (t) => {
@@ -109,7 +132,7 @@ t.test('one whole turn: message stored, handled, answered; idle end_turn', async
 
   h.apply(service('session.status_running', 1000), [msg.id])
   t.equal(h.status, 'running')
-  t.equal(h.session.status, 'running', 'the record\'s session follows')
+  t.equal(h.session.status, 'running', "the record's session follows")
   t.equal(h.turnOpen, true)
   t.equal(h.rec.running_since, T0 + 1000)
   t.equal(h.session.updated_at, at(1000))
@@ -121,11 +144,29 @@ t.test('one whole turn: message stored, handled, answered; idle end_turn', async
   h.apply(start)
   t.equal(h.openSpan, start.id)
   h.apply(service('agent.thinking', 1200))
-  h.apply(service('agent.message', 1300, { content: [{ type: 'text', text: 'hi' }, { type: 'image', source: {} }, { type: 'text', text: 'there' }] }))
+  h.apply(
+    service('agent.message', 1300, {
+      content: [
+        { type: 'text', text: 'hi' },
+        { type: 'image', source: {} },
+        { type: 'text', text: 'there' },
+      ],
+    }),
+  )
   t.same(h.messages.length, 1, 'the answer is a draft until its span ends')
   h.apply(service('span.model_request_end', 1400, { model_request_start_id: start.id, is_error: false, model_usage: usage(10, 5) }))
   t.equal(h.openSpan, null)
-  t.same(h.messages[1], { role: 'assistant', content: [{ type: 'text', text: 'hi' }, { type: 'text', text: 'there' }] }, 'text blocks only')
+  t.same(
+    h.messages[1],
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'hi' },
+        { type: 'text', text: 'there' },
+      ],
+    },
+    'text blocks only',
+  )
   t.equal(h.needsModel(), false)
   t.equal(h.session.updated_at, at(1000), 'agent and span events do not touch updated_at')
 
@@ -221,10 +262,26 @@ t.test('usage totals: per model request, summed; cache writes split; errors coun
   h.apply(service('session.status_running', 0))
   const s1 = service('span.model_request_start', 1)
   h.apply(s1)
-  h.apply(service('span.model_request_end', 2, { model_request_start_id: s1.id, is_error: false, model_usage: usage(100, 20, { cache_read_input_tokens: 7, cache_creation_input_tokens: 30, cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 15 } }) }))
+  h.apply(
+    service('span.model_request_end', 2, {
+      model_request_start_id: s1.id,
+      is_error: false,
+      model_usage: usage(100, 20, {
+        cache_read_input_tokens: 7,
+        cache_creation_input_tokens: 30,
+        cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 15 },
+      }),
+    }),
+  )
   const s2 = service('span.model_request_start', 3)
   h.apply(s2)
-  h.apply(service('span.model_request_end', 4, { model_request_start_id: s2.id, is_error: false, model_usage: usage(1, 2, { cache_creation_input_tokens: 4, server_tool_use: { web_search_requests: 2, web_fetch_requests: 1 } }) }))
+  h.apply(
+    service('span.model_request_end', 4, {
+      model_request_start_id: s2.id,
+      is_error: false,
+      model_usage: usage(1, 2, { cache_creation_input_tokens: 4, server_tool_use: { web_search_requests: 2, web_fetch_requests: 1 } }),
+    }),
+  )
   const s3 = service('span.model_request_start', 5)
   h.apply(s3)
   h.apply(service('span.model_request_end', 6, { model_request_start_id: s3.id, is_error: true, model_usage: ZERO_USAGE }))
@@ -233,18 +290,26 @@ t.test('usage totals: per model request, summed; cache writes split; errors coun
   h.apply(service('span.model_request_end', 8, { model_request_start_id: s4.id, is_error: true }))
   t.equal(h.rec.totals.entries.length, 1, 'one model, one tier')
   t.same(h.rec.totals.entries[0], {
-    model: MODEL, speed: 'standard', long_context: false, us_only: false,
+    model: MODEL,
+    speed: 'standard',
+    long_context: false,
+    us_only: false,
     requests: 3, // the failed request with ZERO_USAGE counts; the one without model_usage does not
-    input_tokens: 101, output_tokens: 22, cache_read_input_tokens: 7,
+    input_tokens: 101,
+    output_tokens: 22,
+    cache_read_input_tokens: 7,
     cache_creation_5m_input_tokens: 10 + 5 + 4, // 30 − 10 − 15 unaccounted for counts as 5-minute writes
     cache_creation_1h_input_tokens: 15,
-    web_search_requests: 2, web_fetch_requests: 1,
+    web_search_requests: 2,
+    web_fetch_requests: 1,
   })
 
   // A fast request and a US-only one are their own tiers.
   const s5 = service('span.model_request_start', 9)
   h.apply(s5)
-  h.apply(service('span.model_request_end', 10, { model_request_start_id: s5.id, is_error: false, model_usage: usage(1, 1, { speed: 'fast', inference_geo: 'us' }) }))
+  h.apply(
+    service('span.model_request_end', 10, { model_request_start_id: s5.id, is_error: false, model_usage: usage(1, 1, { speed: 'fast', inference_geo: 'us' }) }),
+  )
   t.equal(h.rec.totals.entries.length, 2)
   t.match(h.rec.totals.entries[1], { speed: 'fast', us_only: true, requests: 1 })
 
@@ -253,7 +318,10 @@ t.test('usage totals: per model request, summed; cache writes split; errors coun
   const s6 = service('span.model_request_start', 12)
   h.apply(s6)
   h.apply(service('span.model_request_end', 13, { model_request_start_id: s6.id, is_error: false, model_usage: usage(3, 3) }))
-  t.same(h.rec.totals.entries.map((e) => e.model), [MODEL, MODEL, 'other-model'])
+  t.same(
+    h.rec.totals.entries.map((e) => e.model),
+    [MODEL, MODEL, 'other-model'],
+  )
 })
 
 t.test('liveTotals adds the running stretch so far, never a negative one', async (t) => {
@@ -279,10 +347,13 @@ t.test('built-in tool use (cloud): open until its agent.tool_result, which joins
   h.apply(use)
   h.apply(ask)
   h.apply(service('span.model_request_end', 3, { model_request_start_id: s.id, is_error: false, model_usage: usage(1, 1) }))
-  t.same([...h.open.values()], [
-    { eventId: use.id, kind: 'builtin', name: 'bash', input: { command: 'ls' }, ask: false },
-    { eventId: ask.id, kind: 'builtin', name: 'write', input: { path: 'x' }, ask: true },
-  ])
+  t.same(
+    [...h.open.values()],
+    [
+      { eventId: use.id, kind: 'builtin', name: 'bash', input: { command: 'ls' }, ask: false },
+      { eventId: ask.id, kind: 'builtin', name: 'write', input: { path: 'x' }, ask: true },
+    ],
+  )
   t.same(h.messages[1], {
     role: 'assistant',
     content: [
@@ -294,7 +365,11 @@ t.test('built-in tool use (cloud): open until its agent.tool_result, which joins
 
   h.apply(service('agent.tool_result', 4, { tool_use_id: use.id, content: [{ type: 'text', text: 'a\nb' }], is_error: false }))
   t.same([...h.open.keys()], [ask.id])
-  t.same(h.messages[2], { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: [{ type: 'text', text: 'a\nb' }] }] }, 'is_error only when true')
+  t.same(
+    h.messages[2],
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: [{ type: 'text', text: 'a\nb' }] }] },
+    'is_error only when true',
+  )
 
   h.apply(service('session.status_idle', 5, { stop_reason: { type: 'requires_action', event_ids: [ask.id] } }))
   t.equal(h.turnOpen, true, 'parked on the confirmation')
@@ -307,13 +382,17 @@ t.test('built-in tool use (cloud): open until its agent.tool_result, which joins
   t.same(h.open.get(ask.id)!.confirmation, { result: 'deny', deny_message: 'no writes' })
   h.apply(service('agent.tool_result', 7, { tool_use_id: ask.id, content: [{ type: 'text', text: 'no writes' }], is_error: true }))
   t.equal(h.open.size, 0)
-  t.same(h.messages[2], {
-    role: 'user',
-    content: [
-      { type: 'tool_result', tool_use_id: use.id, content: [{ type: 'text', text: 'a\nb' }] },
-      { type: 'tool_result', tool_use_id: ask.id, content: [{ type: 'text', text: 'no writes' }], is_error: true },
-    ],
-  }, 'results of one response go into one user message')
+  t.same(
+    h.messages[2],
+    {
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: use.id, content: [{ type: 'text', text: 'a\nb' }] },
+        { type: 'tool_result', tool_use_id: ask.id, content: [{ type: 'text', text: 'no writes' }], is_error: true },
+      ],
+    },
+    'results of one response go into one user message',
+  )
   t.equal(h.needsModel(), true)
   t.same(danglingToolResults(h.messages), [])
 
@@ -324,7 +403,7 @@ t.test('built-in tool use (cloud): open until its agent.tool_result, which joins
   t.same(snapshot(h), before)
 })
 
-t.test('a self-hosted session: every agent.tool_use is the client\'s, never asks', async (t) => {
+t.test("a self-hosted session: every agent.tool_use is the client's, never asks", async (t) => {
   const h = new History(record('self_hosted'))
   const s = service('span.model_request_start', 1)
   h.apply(s)
@@ -354,14 +433,22 @@ t.test('custom tools park the turn until user.custom_tool_result is handled', as
   t.same(h.open.get(use.id), { eventId: use.id, kind: 'custom', name: 'get_weather', input: { city: 'Oslo' }, ask: false })
   t.same(h.messages[1], {
     role: 'assistant',
-    content: [{ type: 'text', text: 'checking' }, { type: 'tool_use', id: use.id, name: 'get_weather', input: { city: 'Oslo' } }],
+    content: [
+      { type: 'text', text: 'checking' },
+      { type: 'tool_use', id: use.id, name: 'get_weather', input: { city: 'Oslo' } },
+    ],
   })
   h.apply(service('session.status_idle', 5, { stop_reason: { type: 'requires_action', event_ids: [use.id] } }))
   t.equal(h.status, 'idle')
   t.equal(h.turnOpen, true)
 
   const result = client('user.custom_tool_result', { custom_tool_use_id: use.id, content: [{ type: 'text', text: 'sunny' }], is_error: null })
-  const note = client('system.message', { content: [{ type: 'text', text: 'line 1' }, { type: 'text', text: 'line 2' }] })
+  const note = client('system.message', {
+    content: [
+      { type: 'text', text: 'line 1' },
+      { type: 'text', text: 'line 2' },
+    ],
+  })
   h.apply(result)
   h.apply(note)
   t.same([...h.pending.keys()], [result.id, note.id])
@@ -423,7 +510,11 @@ t.test('user.interrupt handled: open tool uses get error results, the draft is d
   h.apply(service('span.model_request_end', 6, { model_request_start_id: s2.id, is_error: true, model_usage: ZERO_USAGE }), [stop.id])
   t.equal(h.open.size, 0)
   t.equal(h.openSpan, null)
-  t.same(h.messages.map((m) => m.role), ['assistant', 'user'], 'the interrupted draft never became a message')
+  t.same(
+    h.messages.map((m) => m.role),
+    ['assistant', 'user'],
+    'the interrupted draft never became a message',
+  )
   t.match(h.messages[1]!.content, [{ type: 'tool_result', tool_use_id: use.id, is_error: true }])
 })
 
@@ -455,7 +546,15 @@ t.test('handled(): ids in the order given, unknown or repeated ids ignored; cons
   h.apply(m2)
   h.handled(['sevt_nope', m2.id, m1.id, m2.id])
   t.equal(h.pending.size, 0)
-  t.same(h.messages, [{ role: 'user', content: [{ type: 'text', text: 'two' }, { type: 'text', text: 'one' }] }])
+  t.same(h.messages, [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'two' },
+        { type: 'text', text: 'one' },
+      ],
+    },
+  ])
   // apply(ev, processed) handles before applying ev.
   const m3 = userMessage('three')
   h.apply(m3)

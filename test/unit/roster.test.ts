@@ -15,9 +15,23 @@ const SELF = 'agent_SELF'
 
 function agent(id: string, version: number, extra: Partial<Agent> = {}): Agent {
   return {
-    id, type: 'agent', version, name: id, description: null, system: null, model: { id: 'm' }, tools: [], mcp_servers: [],
-    skills: [], multiagent: null, execution_identity: { type: 'service_account' }, metadata: {},
-    created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z', archived_at: null, ...extra,
+    id,
+    type: 'agent',
+    version,
+    name: id,
+    description: null,
+    system: null,
+    model: { id: 'm' },
+    tools: [],
+    mcp_servers: [],
+    skills: [],
+    multiagent: null,
+    execution_identity: { type: 'service_account' },
+    metadata: {},
+    created_at: '2026-01-01T00:00:00Z',
+    updated_at: '2026-01-01T00:00:00Z',
+    archived_at: null,
+    ...extra,
   }
 }
 
@@ -70,21 +84,27 @@ async function refuses(t: Test, p: Promise<unknown>, message: string, status = 4
   t.equal(e.code, code)
 }
 
-const world = () => fakeStore({
-  agent_W1: [{}, { model: { id: 'm', inference_geo: 'eu' } }],
-  agent_W2: [{}],
-  agent_W3: [{}, {}, {}],
-  agent_COORD: [{}, { multiagent: { type: 'coordinator', agents: [{ type: 'agent', id: 'agent_W2', version: 1 }] } }],
-  agent_GONE: [{}],
-  agent_HOLE: [{}, {}, {}],
-  [SELF]: [{}],
-}, { archived: ['agent_GONE'], unreadable: ['agent_HOLE@2'] })
+const world = () =>
+  fakeStore(
+    {
+      agent_W1: [{}, { model: { id: 'm', inference_geo: 'eu' } }],
+      agent_W2: [{}],
+      agent_W3: [{}, {}, {}],
+      agent_COORD: [{}, { multiagent: { type: 'coordinator', agents: [{ type: 'agent', id: 'agent_W2', version: 1 }] } }],
+      agent_GONE: [{}],
+      agent_HOLE: [{}, {}, {}],
+      [SELF]: [{}],
+    },
+    { archived: ['agent_GONE'], unreadable: ['agent_HOLE@2'] },
+  )
 
 t.test('entries resolve to concrete references in order; self is SELF_VERSION; the advisor stays last', async (t) => {
   const { store } = world()
-  const r = await resolveRoster(roster([
-    'agent_W1', { type: 'agent', id: 'agent_W2' }, { type: 'agent', id: 'agent_W3', version: 1 }, self, advisor('adv-model'),
-  ]), SELF, store)
+  const r = await resolveRoster(
+    roster(['agent_W1', { type: 'agent', id: 'agent_W2' }, { type: 'agent', id: 'agent_W3', version: 1 }, self, advisor('adv-model')]),
+    SELF,
+    store,
+  )
   t.equal(SELF_VERSION, 0)
   t.same(r.multiagent, {
     type: 'coordinator',
@@ -96,11 +116,15 @@ t.test('entries resolve to concrete references in order; self is SELF_VERSION; t
       { type: 'advisor', model: 'adv-model' },
     ],
   })
-  t.same(r.members, [
-    { index: 0, id: 'agent_W1', version: 2, geo: 'eu' },
-    { index: 1, id: 'agent_W2', version: 1, geo: undefined },
-    { index: 2, id: 'agent_W3', version: 1, geo: undefined },
-  ], 'members: the independently referenced agents, not self, not the advisor')
+  t.same(
+    r.members,
+    [
+      { index: 0, id: 'agent_W1', version: 2, geo: 'eu' },
+      { index: 1, id: 'agent_W2', version: 1, geo: undefined },
+      { index: 2, id: 'agent_W3', version: 1, geo: undefined },
+    ],
+    'members: the independently referenced agents, not self, not the advisor',
+  )
 })
 
 t.test('a roster of self alone, or self and an advisor, needs no store', async (t) => {
@@ -108,7 +132,10 @@ t.test('a roster of self alone, or self and an advisor, needs no store', async (
   const a = await resolveRoster(roster([self]), SELF, store)
   t.same(a, { multiagent: { type: 'coordinator', agents: [{ type: 'agent', id: SELF, version: 0 }] }, members: [] })
   const b = await resolveRoster(roster([self, advisor()]), SELF, store)
-  t.same(b.multiagent.agents, [{ type: 'agent', id: SELF, version: 0 }, { type: 'advisor', model: 'claude-opus-4-8' }])
+  t.same(b.multiagent.agents, [
+    { type: 'agent', id: SELF, version: 0 },
+    { type: 'advisor', model: 'claude-opus-4-8' },
+  ])
   t.same(reads, [])
   // A self id that is not stored yet (a create) is fine: self is never read.
   const c = await resolveRoster(roster(['agent_W2', self]), 'agent_NEW', store)
@@ -135,9 +162,18 @@ t.test('shape rules, with the exact messages, checked before anything is read', 
     [[advisor(), 'agent_MISSING'], 'multiagent.agents[0]: the advisor entry must be the last entry of the roster'],
     [['agent_MISSING', advisor(), self], 'multiagent.agents[1]: the advisor entry must be the last entry of the roster'],
     [[self, 'agent_MISSING', self], 'multiagent.agents[2]: {"type":"self"} may appear at most once (already at multiagent.agents[0])'],
-    [['agent_MISSING', 'agent_W1', { type: 'agent', id: 'agent_W1', version: 1 }], 'multiagent.agents[2]: agent agent_W1 is already in the roster (multiagent.agents[1]); roster entries must be distinct agents'],
-    [['agent_MISSING', { type: 'agent', id: 'agent_W1', version: 1 }, { type: 'agent', id: 'agent_W1', version: 2 }], 'multiagent.agents[2]: agent agent_W1 is already in the roster (multiagent.agents[1]); roster entries must be distinct agents'],
-    [['agent_MISSING', self, SELF], `multiagent.agents[2]: agent ${SELF} is already in the roster (multiagent.agents[1]); roster entries must be distinct agents`],
+    [
+      ['agent_MISSING', 'agent_W1', { type: 'agent', id: 'agent_W1', version: 1 }],
+      'multiagent.agents[2]: agent agent_W1 is already in the roster (multiagent.agents[1]); roster entries must be distinct agents',
+    ],
+    [
+      ['agent_MISSING', { type: 'agent', id: 'agent_W1', version: 1 }, { type: 'agent', id: 'agent_W1', version: 2 }],
+      'multiagent.agents[2]: agent agent_W1 is already in the roster (multiagent.agents[1]); roster entries must be distinct agents',
+    ],
+    [
+      ['agent_MISSING', self, SELF],
+      `multiagent.agents[2]: agent ${SELF} is already in the roster (multiagent.agents[1]); roster entries must be distinct agents`,
+    ],
     [['agent_MISSING', { type: 'agent', id: SELF, version: 1 }], `multiagent.agents[1]: ${SELF} is this agent; reference it with {"type":"self"}`],
     [['agent_MISSING', SELF, self], `multiagent.agents[1]: ${SELF} is this agent; reference it with {"type":"self"}`],
     [[advisor()], 'multiagent.agents: a coordinator roster needs at least one agent besides the advisor'],
@@ -152,8 +188,13 @@ t.test('shape rules, with the exact messages, checked before anything is read', 
 t.test('the multiagent_20261001 topology is a 422 with its code', async (t) => {
   const { store, reads } = world()
   const input = parse(MultiagentParams, { type: 'multiagent_20261001' }) as MultiagentParamsT
-  await refuses(t, resolveRoster(input, SELF, store),
-    'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}', 422, 'multiagent_topology_unsupported')
+  await refuses(
+    t,
+    resolveRoster(input, SELF, store),
+    'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',
+    422,
+    'multiagent_topology_unsupported',
+  )
   t.same(reads, [])
 })
 
@@ -167,7 +208,10 @@ t.test('resolution against the store: missing, archived, unknown or unreadable v
     [[self, { type: 'agent', id: 'agent_W3', version: 9 }], 'multiagent.agents[1]: agent agent_W3 has no version 9 (latest is 3)'],
     [[{ type: 'agent', id: 'agent_HOLE', version: 2 }], 'multiagent.agents[0]: version 2 of agent agent_HOLE is not readable'],
     [['agent_COORD'], 'multiagent.agents[0]: agent agent_COORD version 2 is itself a coordinator (it has multiagent); rosters are one level deep'],
-    [[{ type: 'agent', id: 'agent_COORD', version: 2 }, advisor()], 'multiagent.agents[0]: agent agent_COORD version 2 is itself a coordinator (it has multiagent); rosters are one level deep'],
+    [
+      [{ type: 'agent', id: 'agent_COORD', version: 2 }, advisor()],
+      'multiagent.agents[0]: agent agent_COORD version 2 is itself a coordinator (it has multiagent); rosters are one level deep',
+    ],
   ]
   for (const [entries, message] of cases) {
     const { store } = world()
@@ -181,9 +225,22 @@ t.test('the coordinator rule is about the version referenced, not the head', asy
   t.same(r.multiagent.agents, [{ type: 'agent', id: 'agent_COORD', version: 1 }])
   t.same(reads, ['head agent_COORD', 'version agent_COORD 1'])
   // Versions other than the unreadable one resolve.
-  const hole = await resolveRoster(roster([{ type: 'agent', id: 'agent_HOLE', version: 1 }, { type: 'agent', id: 'agent_W3', version: 3 }]), SELF, store)
-  t.same(hole.multiagent.agents, [{ type: 'agent', id: 'agent_HOLE', version: 1 }, { type: 'agent', id: 'agent_W3', version: 3 }])
-  t.same(hole.members.map((m) => m.version), [1, 3])
+  const hole = await resolveRoster(
+    roster([
+      { type: 'agent', id: 'agent_HOLE', version: 1 },
+      { type: 'agent', id: 'agent_W3', version: 3 },
+    ]),
+    SELF,
+    store,
+  )
+  t.same(hole.multiagent.agents, [
+    { type: 'agent', id: 'agent_HOLE', version: 1 },
+    { type: 'agent', id: 'agent_W3', version: 3 },
+  ])
+  t.same(
+    hole.members.map((m) => m.version),
+    [1, 3],
+  )
 })
 
 t.test('the geo of a member is the version referenced', async (t) => {
@@ -202,7 +259,10 @@ t.test('geoBreach: every member must agree with the coordinator on inference_geo
   t.equal(geoBreach({ id: 'm' }, [{ index: 0, id: 'agent_A', version: 1, geo: undefined }]), undefined)
   t.equal(geoBreach({ id: 'm', inference_geo: 'eu' }, [{ index: 0, id: 'agent_A', version: 1, geo: 'eu' }]), undefined)
   t.equal(
-    geoBreach({ id: 'm', inference_geo: 'eu' }, [{ index: 0, id: 'agent_A', version: 1, geo: 'eu' }, { index: 2, id: 'agent_B', version: 3, geo: 'us' }]),
+    geoBreach({ id: 'm', inference_geo: 'eu' }, [
+      { index: 0, id: 'agent_A', version: 1, geo: 'eu' },
+      { index: 2, id: 'agent_B', version: 3, geo: 'us' },
+    ]),
     'multiagent.agents[2]: agent agent_B version 3 pins model.inference_geo "us" but this coordinator pins "eu"; every referenced agent must agree on inference_geo',
   )
   t.equal(
@@ -214,8 +274,12 @@ t.test('geoBreach: every member must agree with the coordinator on inference_geo
     'multiagent.agents[0]: agent agent_A version 1 pins model.inference_geo "us" but this coordinator leaves it unset; every referenced agent must agree on inference_geo',
   )
   t.match(
-    geoBreach({ id: 'm' }, [{ index: 0, id: 'agent_A', version: 1, geo: 'us' }, { index: 1, id: 'agent_B', version: 1, geo: 'eu' }]),
-    /^multiagent\.agents\[0\]/, 'the first breach is named',
+    geoBreach({ id: 'm' }, [
+      { index: 0, id: 'agent_A', version: 1, geo: 'us' },
+      { index: 1, id: 'agent_B', version: 1, geo: 'eu' },
+    ]),
+    /^multiagent\.agents\[0\]/,
+    'the first breach is named',
   )
 })
 
@@ -223,12 +287,20 @@ t.test('stampSelf: self entries take the version being written; nothing else mov
   t.equal(stampSelf(null, SELF, 3), null)
   const m: Multiagent = {
     type: 'coordinator',
-    agents: [{ type: 'agent', id: 'agent_W1', version: 2 }, { type: 'agent', id: SELF, version: SELF_VERSION }, { type: 'advisor', model: 'a' }],
+    agents: [
+      { type: 'agent', id: 'agent_W1', version: 2 },
+      { type: 'agent', id: SELF, version: SELF_VERSION },
+      { type: 'advisor', model: 'a' },
+    ],
   }
   const stamped = stampSelf(m, SELF, 7)
   t.same(stamped, {
     type: 'coordinator',
-    agents: [{ type: 'agent', id: 'agent_W1', version: 2 }, { type: 'agent', id: SELF, version: 7 }, { type: 'advisor', model: 'a' }],
+    agents: [
+      { type: 'agent', id: 'agent_W1', version: 2 },
+      { type: 'agent', id: SELF, version: 7 },
+      { type: 'advisor', model: 'a' },
+    ],
   })
   t.equal(m.agents[1]!.type === 'agent' && m.agents[1]!.version, SELF_VERSION, 'the input is not changed')
   // Stamping is idempotent and what material-change detection relies on: two resolutions stamp the same.
@@ -236,7 +308,7 @@ t.test('stampSelf: self entries take the version being written; nothing else mov
   t.same(stampSelf(m, 'agent_OTHER', 7), m, 'another id: no self entry')
 })
 
-t.test('storedMembers: the stored roster\'s referenced agents, without self and the advisor', async (t) => {
+t.test("storedMembers: the stored roster's referenced agents, without self and the advisor", async (t) => {
   const { store } = world()
   const m: Multiagent = {
     type: 'coordinator',
@@ -248,10 +320,14 @@ t.test('storedMembers: the stored roster\'s referenced agents, without self and 
       { type: 'advisor', model: 'a' },
     ],
   }
-  t.same(await storedMembers(m, SELF, store), [
-    { index: 0, id: 'agent_W1', version: 2, geo: 'eu' },
-    { index: 2, id: 'agent_W1x', version: 1, geo: undefined },
-    { index: 3, id: 'agent_W1', version: 1, geo: undefined },
-  ], 'a member that no longer reads has no geo; indexes are the stored ones')
+  t.same(
+    await storedMembers(m, SELF, store),
+    [
+      { index: 0, id: 'agent_W1', version: 2, geo: 'eu' },
+      { index: 2, id: 'agent_W1x', version: 1, geo: undefined },
+      { index: 3, id: 'agent_W1', version: 1, geo: undefined },
+    ],
+    'a member that no longer reads has no geo; indexes are the stored ones',
+  )
   t.same(await storedMembers({ type: 'coordinator', agents: [{ type: 'agent', id: SELF, version: 1 }] }, SELF, store), [])
 })

@@ -70,7 +70,7 @@ t.test('a trailing slash is the same path; a second one is an empty segment', as
 })
 
 t.test('ids may be any well-formed id of the kind, up to the length limit', async (t) => {
-  for (const id of ['agent_x', 'agent_a-b_c', 'agent_' + 'A'.repeat(ID_MAX_LENGTH - 'agent_'.length), 'agent_0']) {
+  for (const id of ['agent_x', 'agent_a-b_c', `agent_${'A'.repeat(ID_MAX_LENGTH - 'agent_'.length)}`, 'agent_0']) {
     t.same(router.match('GET', `/v1/agents/${id}`)?.params, { agent_id: id }, `${id.length} chars: ${id.slice(0, 20)}`)
   }
   // Percent-encoded characters are decoded before the check.
@@ -90,9 +90,24 @@ t.test('literal segments win over parameters: …/events/stream is the stream, n
 
 t.test('unknown paths: no match and no methods (the server answers 404)', async (t) => {
   const paths = [
-    '', '/', '/v1', '/v1/', '/v2/agents', '/V1/agents', '/v1/Agents', '/v1/agent', '/v1/nope',
-    '/v1/agents/agent_1/nope', '/v1/agents/agent_1/versions/1', '/v1/sessions/sesn_1/events/stream/more',
-    '/v1/sessions/sesn_1/threads', '/v1//agents', '//v1/agents', 'v1/agents', '/healthz', '/openapi.yaml',
+    '',
+    '/',
+    '/v1',
+    '/v1/',
+    '/v2/agents',
+    '/V1/agents',
+    '/v1/Agents',
+    '/v1/agent',
+    '/v1/nope',
+    '/v1/agents/agent_1/nope',
+    '/v1/agents/agent_1/versions/1',
+    '/v1/sessions/sesn_1/events/stream/more',
+    '/v1/sessions/sesn_1/threads',
+    '/v1//agents',
+    '//v1/agents',
+    'v1/agents',
+    '/healthz',
+    '/openapi.yaml',
   ]
   for (const path of paths) {
     for (const method of ['GET', 'POST', 'DELETE', 'PUT']) t.equal(router.match(method, path), undefined, `${method} ${JSON.stringify(path)}`)
@@ -130,7 +145,10 @@ t.test('known paths under other methods: the methods they have (the server answe
   // In table order: the order in which each method first appears in the route table.
   const firstSeen = [...new Set(ROUTES.map((r) => r.method))]
   const got = router.methodsFor(concrete('/v1/sessions/{session_id}'))
-  t.same(got, firstSeen.filter((m) => got.includes(m)))
+  t.same(
+    got,
+    firstSeen.filter((m) => got.includes(m)),
+  )
 })
 
 t.test('methodsFor does not look at ids: a malformed id under the wrong method is still a 405, not a 404', async (t) => {
@@ -186,13 +204,13 @@ t.test('malformed percent-encoding is a 404 for the id as sent, never a URIError
 })
 
 t.test('a long id is cut to 64 characters in the 404 message; one over the length limit is a 404', async (t) => {
-  const long = 'agent_' + 'x'.repeat(ID_MAX_LENGTH - 'agent_'.length + 1)
+  const long = `agent_${'x'.repeat(ID_MAX_LENGTH - 'agent_'.length + 1)}`
   t.equal(long.length, ID_MAX_LENGTH + 1)
   expect404(t, 'GET', `/v1/agents/${long}`, `Agent ${long.slice(0, 64)}… not found`)
-  const wrong = 'env_' + 'y'.repeat(100)
+  const wrong = `env_${'y'.repeat(100)}`
   const e = thrown(() => router.match('GET', `/v1/agents/${wrong}`)) as ApiError
   t.equal(e.message, `Agent ${wrong.slice(0, 64)}… not found`)
-  const exactly64 = 'env_' + 'z'.repeat(60)
+  const exactly64 = `env_${'z'.repeat(60)}`
   t.equal((thrown(() => router.match('GET', `/v1/agents/${exactly64}`)) as ApiError).message, `Agent ${exactly64} not found`, '64 characters: not cut')
 })
 

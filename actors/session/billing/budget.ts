@@ -28,17 +28,13 @@ export type BudgetErrorCode = 'budget_create_only' | 'budget_not_raised' | 'mode
 /** Spend so far: whole cents (the rounded list cost) or the exact usage, compared without rounding. */
 export type Consumed = number | UsageTotals
 
-const consumedUnits = (c: Consumed): bigint =>
-  typeof c === 'number' ? BigInt(Math.max(0, Math.ceil(c))) * UNITS_PER_CENT : listCostUnits(c)
+const consumedUnits = (c: Consumed): bigint => (typeof c === 'number' ? BigInt(Math.max(0, Math.ceil(c))) * UNITS_PER_CENT : listCostUnits(c))
 
 /** The first model (coordinator and every resolved roster member) without a list price, if any. */
 const unbudgetable = (models: readonly ModelRef[]) => models.find((m) => !isBudgetable(m))
 
 /** Session or deployment create: a budget requires every runnable model to be budgetable. */
-export function checkBudgetCreate(input: {
-  budget: number | null
-  models: readonly ModelRef[]
-}): BudgetErrorCode | undefined {
+export function checkBudgetCreate(input: { budget: number | null; models: readonly ModelRef[] }): BudgetErrorCode | undefined {
   if (input.budget === null) return undefined
   return unbudgetable(input.models) === undefined ? undefined : 'model_not_budgetable'
 }

@@ -38,14 +38,12 @@ function entryUnits(e: UsageEntry): bigint {
     BigInt(e.cache_creation_1h_input_tokens) * microUsd(r.cacheWrite1h)
   const tokens = picoUsd * percent * MS_PER_HOUR
   // A search costs (USD per 1000) / 1000; in units: micro-USD × 1e8 × 3.6e6 / 1000.
-  const search =
-    (BigInt(e.web_search_requests) * microUsd(WEB_SEARCH_USD_PER_1000_REQUESTS) * 10n ** 8n * MS_PER_HOUR) / 1000n
+  const search = (BigInt(e.web_search_requests) * microUsd(WEB_SEARCH_USD_PER_1000_REQUESTS) * 10n ** 8n * MS_PER_HOUR) / 1000n
   return tokens + search
 }
 
 /** Runtime charge in units: ms × (micro-USD per hour) × 1e8 × 3.6e6 / 3.6e6. */
-const runtimeUnits = (ms: number): bigint =>
-  BigInt(Math.max(0, Math.round(ms))) * microUsd(RUNTIME_USD_PER_ACTIVE_HOUR) * 10n ** 8n
+const runtimeUnits = (ms: number): bigint => BigInt(Math.max(0, Math.round(ms))) * microUsd(RUNTIME_USD_PER_ACTIVE_HOUR) * 10n ** 8n
 
 /**
  * The exact, unrounded list cost in units (UNITS_PER_CENT to the cent): tokens priced per model, web searches,

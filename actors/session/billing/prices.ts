@@ -45,9 +45,7 @@ export interface Price extends TokenRates {
 }
 
 /** A model as an agent configuration carries it: an id string or `{id, speed?, inference_geo?}`. */
-export type ModelRef =
-  | string
-  | { readonly id: string; readonly speed?: 'standard' | 'fast' | null; readonly inference_geo?: string | null }
+export type ModelRef = string | { readonly id: string; readonly speed?: 'standard' | 'fast' | null; readonly inference_geo?: string | null }
 
 /** Web search tool: USD 10 per 1,000 searches, on top of the tokens. Web fetch has no per-request charge. */
 export const WEB_SEARCH_USD_PER_1000_REQUESTS = 10

@@ -27,7 +27,6 @@ export function toWireUsage(totals: UsageTotals, opts: ListCostOptions = {}): Se
     cache_creation: { ephemeral_5m_input_tokens: write5m, ephemeral_1h_input_tokens: write1h },
     active_seconds: totals.active_ms / 1000,
     list_cost: { amount: formatAmount(listCostCents(totals, opts)), currency: 'USD' },
-    server_tool_use:
-      webSearch === 0 && webFetch === 0 ? null : { web_search_requests: webSearch, web_fetch_requests: webFetch },
+    server_tool_use: webSearch === 0 && webFetch === 0 ? null : { web_search_requests: webSearch, web_fetch_requests: webFetch },
   }
 }

@@ -23,11 +23,11 @@ export function answerClientError(err: ClientError, socket: Duplex, inFlight: In
   if (answered.has(socket)) return
   answered.add(socket)
   const busy = inFlight.get(socket)
-  if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || !socket.writable || busy?.res.headersSent && !busy.req.complete) {
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || !socket.writable || (busy?.res.headersSent && !busy.req.complete)) {
     socket.destroy()
     return
   }
-  if (busy && busy.req.complete) {
+  if (busy?.req.complete) {
     busy.res.once('close', () => answer(err, socket, maxHeaderBytes))
     return
   }

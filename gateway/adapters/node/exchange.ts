@@ -12,7 +12,10 @@ export class NodeExchange implements Exchange {
   private readonly life: Life = { aborted: false, ended: false, hooks: new Set() }
   private userAbort: (() => void) | undefined
 
-  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse) {
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+  ) {
     // 'close' also follows a completed response: only one that did not finish means the client left.
     res.once('close', () => {
       if (!res.writableFinished) gone(this.life)
@@ -51,7 +54,10 @@ export class NodeExchange implements Exchange {
   onAbort(fn: () => void): void {
     if (this.userAbort) this.life.hooks.delete(this.userAbort)
     this.userAbort = fn
-    if (this.life.aborted) return fn()
+    if (this.life.aborted) {
+      fn()
+      return
+    }
     this.life.hooks.add(fn)
   }
 

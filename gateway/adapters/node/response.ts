@@ -8,7 +8,10 @@ const writable = (life: Life) => !life.aborted && !life.ended
 export function send(res: ServerResponse, life: Life, status: number, headers: Headers, body: Uint8Array, after: After): void {
   if (!writable(life)) return
   const h: Headers = { ...headers, 'content-length': String(body.byteLength) }
-  if (typeof after === 'object' && !after.ended) return linger(res, life, status, h, body, after)
+  if (typeof after === 'object' && !after.ended) {
+    linger(res, life, status, h, body, after)
+    return
+  }
   if (after === 'close') h.connection = 'close'
   res.writeHead(status, h)
   res.end(body)

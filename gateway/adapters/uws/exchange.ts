@@ -13,7 +13,10 @@ export class UwsExchange implements Exchange {
   private userAbort: (() => void) | undefined
 
   /** Call it synchronously in the uWS handler: it registers onAborted and copies what `req` holds before uWS drops it. */
-  constructor(private readonly res: HttpResponse, req: HttpRequest) {
+  constructor(
+    private readonly res: HttpResponse,
+    req: HttpRequest,
+  ) {
     res.onAborted(() => gone(this.life))
     // Repeated headers are joined as node joins them, so a duplicated content-length (which uWS accepts, framing
     // the body by the first) reads as malformed rather than as the last value.
@@ -49,7 +52,10 @@ export class UwsExchange implements Exchange {
   onAbort(fn: () => void): void {
     if (this.userAbort) this.life.hooks.delete(this.userAbort)
     this.userAbort = fn
-    if (this.life.aborted) return fn()
+    if (this.life.aborted) {
+      fn()
+      return
+    }
     this.life.hooks.add(fn)
   }
 

@@ -25,9 +25,7 @@ export async function editTool(input: unknown, ctx: ToolContext): Promise<ToolRe
     )
   }
   // split/join rather than String.replace: a replacement string would interpret "$&", "$1", ….
-  const after = replaceAll
-    ? before.split(oldString).join(newString)
-    : spliceFirst(before, oldString, newString)
+  const after = replaceAll ? before.split(oldString).join(newString) : spliceFirst(before, oldString, newString)
   await writeFile(abs, after, 'utf8')
   return textResult(`Replaced ${count} occurrence${count === 1 ? '' : 's'} in ${filePath}.`)
 }

@@ -46,9 +46,7 @@ export async function globTool(input: unknown, ctx: ToolContext): Promise<ToolRe
     matches.push({ shown: e.isDir ? `${shown}/` : shown, abs: e.abs })
   }
 
-  const withTimes = await Promise.all(
-    matches.map(async (m) => ({ ...m, mtime: (await stat(m.abs).catch(() => null))?.mtimeMs ?? 0 })),
-  )
+  const withTimes = await Promise.all(matches.map(async (m) => ({ ...m, mtime: (await stat(m.abs).catch(() => null))?.mtimeMs ?? 0 })))
   // Newest first: the files an agent just touched are usually the ones it is looking for.
   withTimes.sort((a, b) => b.mtime - a.mtime || (a.shown < b.shown ? -1 : 1))
 

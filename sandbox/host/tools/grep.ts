@@ -65,4 +65,3 @@ export async function grepTool(input: unknown, ctx: ToolContext): Promise<ToolRe
   if (stats.truncated) out.push(`[search stopped after ${MAX_VISITED} entries; narrow the path]`)
   return textResult(capOutput(out.join('\n'), ctx.maxOutputChars))
 }
-

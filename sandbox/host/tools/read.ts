@@ -56,9 +56,7 @@ export async function readTool(input: unknown, ctx: ToolContext): Promise<ToolRe
   const partial = cutAt === start
   const shown = partial ? `line ${cutAt} is longer than the limit and was cut` : `lines ${start}-${cutAt - 1}`
   const next = partial ? cutAt + 1 : cutAt
-  return textResult(
-    `${text}\n[output truncated: showed ${text.length} characters (${shown}); use view_range starting at line ${next} to read more]`,
-  )
+  return textResult(`${text}\n[output truncated: showed ${text.length} characters (${shown}); use view_range starting at line ${next} to read more]`)
 }
 
 function viewRange(o: Fields): [number, number] {
@@ -86,9 +84,7 @@ async function startsBinary(abs: string): Promise<boolean> {
 
 async function listDirectory(abs: string, ctx: ToolContext): Promise<ToolResult> {
   const entries = await readdir(abs, { withFileTypes: true })
-  const names = entries
-    .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
-    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  const names = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   if (names.length === 0) return textResult(`${abs} is an empty directory.`)
   return textResult(capOutput(names.join('\n'), ctx.maxOutputChars))
 }
