@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { partitionOf } from '../../protocol/subjects.js'
 import { OwnedPartitions } from './owned.js'
+import { intervalAfter, rebuildRetry, type RetryPolicy } from './retry-policy.js'
 
 /** What activation needs of an actor of a partitioned kind. */
 export interface Activatable {
@@ -35,10 +36,7 @@ export interface ActivationOptions<A extends Activatable> {
   idleMs: number
   /** An actor that fails this many times in a row on its own has its work abandoned. Default 5. */
   maxRebuilds?: number
-  /**
-   * The longest pause between attempts to rebuild an actor or list a partition's work (ms). A store outage (a NATS
-   * election takes up to about 15 s) should not leave actors waiting much longer than it lasted. Default 5000.
-   */
+  /** The longest pause between attempts to rebuild an actor or list a partition's work (ms). Default 5000 (`rebuildRetry`). */
   rebuildMaxWaitMs?: number
 }
 
@@ -57,12 +55,12 @@ export class Activations<A extends Activatable> {
   private readonly failures = new Map<string, number>()
   private readonly sweep: NodeJS.Timeout
   private readonly maxRebuilds: number
-  private readonly maxWaitMs: number
+  private readonly policy: RetryPolicy
   private sweeping = false
 
   constructor(private readonly o: ActivationOptions<A>) {
     this.maxRebuilds = o.maxRebuilds ?? 5
-    this.maxWaitMs = o.rebuildMaxWaitMs ?? 5000
+    this.policy = { ...rebuildRetry, maximumIntervalMs: o.rebuildMaxWaitMs ?? rebuildRetry.maximumIntervalMs }
     this.sweep = setInterval(() => void this.passivateIdle(), Math.max(50, Math.min(o.idleMs / 2, 5000)))
     this.sweep.unref()
   }
@@ -181,8 +179,9 @@ export class Activations<A extends Activatable> {
     }
   }
 
+  /** Attempt 0 at once, then the policy's pauses. */
   private backoff(attempt: number): number {
-    return attempt === 0 ? 0 : Math.min(this.maxWaitMs, 250 * 2 ** attempt)
+    return attempt === 0 ? 0 : intervalAfter(this.policy, attempt)
   }
 
   /** Passivation: idle actors leave memory (their state is what was stored). One pass at a time. */

@@ -44,6 +44,13 @@ export const casRetry = retryPolicy({ initialIntervalMs: 0, maximumIntervalMs: 0
  */
 export const modelRetry = retryPolicy({ initialIntervalMs: 1000, maximumIntervalMs: 30_000, maximumAttempts: 5 })
 
+/**
+ * Rebuilding an actor that failed, or listing a partition's work after a takeover, while the store cannot answer:
+ * at once the first time, then 500 ms doubling up to 5 s, for as long as the partition is served here (a NATS
+ * election takes up to about 15 s, and the actor must not wait much longer than the outage lasted).
+ */
+export const rebuildRetry = retryPolicy({ initialIntervalMs: 500, maximumIntervalMs: 5000 })
+
 /** The pause after the `failures`-th failure (1 for the first), before any deadline shortens it. */
 export function intervalAfter(policy: RetryPolicy, failures: number): number {
   const ms = policy.initialIntervalMs * policy.backoffCoefficient ** (failures - 1)
