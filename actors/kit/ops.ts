@@ -37,7 +37,7 @@ type Erased = (input: OpInput<unknown, unknown>) => Promise<unknown>
  * kind's queue group (`any`), or on the partition of `id` (`owner`, id from the subject). An op only runs where its
  * contract places it, so nothing placed on an owner runs anywhere else.
  */
-export function dispatch(table: OpTable, req: ActorRequest, placed: { placement: 'any' } | { placement: 'owner'; id: string }): Promise<unknown> {
+export async function dispatch(table: OpTable, req: ActorRequest, placed: { placement: 'any' } | { placement: 'owner'; id: string }): Promise<unknown> {
   const op: Op | undefined = Object.hasOwn(table.contract.ops, req.op) ? table.contract.ops[req.op] : undefined
   if (!op || op.placement !== placed.placement)
     throw fail('operation_not_placed', req.op, table.contract.kind, placed.placement === 'any' ? 'any host' : 'the owner')
