@@ -69,7 +69,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
 
   const subs: Subscription[] = []
   const closers: Array<() => Promise<void>> = []
-  const partitioned = new Map<string, { rt: KindRuntime; subs: Map<number, Subscription> }>()
+  const partitioned = new Map<string, { rt: KindRuntime; subs: Map<number, { sub: Subscription; state: { handedOver: boolean } }> }>()
 
   const reply = (m: Msg, r: ActorReply) => {
     if (m.reply) m.respond(encode(r))
@@ -129,6 +129,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     events: {
       gained: async (kind, p) => {
         const k = partitioned.get(kind)!
+        const state = { handedOver: false }
         const sub = nc.subscribe(partitionWildcard(kind, p), {
           callback: (_e, m) => {
             const id = parsePartitionedSubject(m.subject)?.id ?? ''
@@ -138,6 +139,9 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
               // after that settles, so the new owner, subscribed too, answers first. A partition already given up
               // (its subscription draining) is answered as late, for the same reason.
               if (!placement.serves(kind, p) && !(await placement.whenServing(kind, p, SETTLE_MS))) {
+                // Handed over: the next owner is named only once this subscription has drained, so it cannot have
+                // this request; the caller's wire sends it again at once.
+                if (state.handedOver) throw fail('handed_over')
                 if (!placement.holds(kind, p)) await new Promise((r) => setTimeout(r, SETTLE_MS))
                 throw fail('failing_over')
               }
@@ -145,13 +149,14 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
             })
           },
         })
-        k.subs.set(p, sub)
+        k.subs.set(p, { sub, state })
         await k.rt.acquired?.(p)
       },
-      lost: async (kind, p) => {
+      lost: async (kind, p, handOver) => {
         const k = partitioned.get(kind)!
-        const sub = k.subs.get(p)
+        const { sub, state } = k.subs.get(p) ?? {}
         k.subs.delete(p)
+        if (state) state.handedOver = handOver
         // Drained, not just unsubscribed: requests the server routed here before it saw the unsubscribe are still
         // answered (503, the partition is no longer served: the client retries and reaches the new owner) instead
         // of being dropped unanswered, which left their callers waiting out their whole timeout. The new owner

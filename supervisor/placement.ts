@@ -21,8 +21,11 @@ export const TICK_MS = 250
 export interface PlacementEvents {
   /** This host now owns the partition: start serving it (and resume work left there). */
   gained(kind: KindName, p: number): Promise<void>
-  /** This host no longer serves the partition: stop, and stop writing, before anyone else may start. */
-  lost(kind: KindName, p: number): Promise<void>
+  /**
+   * This host no longer serves the partition: stop, and stop writing, before anyone else may start. `handOver`: the
+   * next owner is named only after this resolves, so nothing sent to the partition until then reached it.
+   */
+  lost(kind: KindName, p: number, handOver: boolean): Promise<void>
 }
 
 export interface PlacementOptions {
@@ -271,10 +274,10 @@ export class Placement {
     await this.o.events.gained(kind, p)
   }
 
-  private async drop(kind: KindName, p: number): Promise<void> {
+  private async drop(kind: KindName, p: number, handOver = false): Promise<void> {
     if (!this.owned.delete(keyOf(kind, p))) return
     this.version++
-    await this.o.events.lost(kind, p)
+    await this.o.events.lost(kind, p, handOver)
   }
 
   /** Stop serving first, then name the next owner, who starts at once. */
@@ -282,7 +285,7 @@ export class Placement {
     const key = keyOf(kind, p)
     const rev = this.owned.get(key)
     if (rev === undefined) return
-    await this.drop(kind, p)
+    await this.drop(kind, p, true)
     await this.store.update(key, this.record(to), rev)
   }
 

@@ -61,6 +61,12 @@ export async function askActorEncoded<T = unknown>(
     try {
       const msg = await nc.request(subject, data, { timeout: timeoutMs, headers: h })
       reply = decode<ActorReply>(msg.data)
+      // Not served by a host that was handing the partition over: as certain as "no responders", and as safe to send
+      // again, to the next owner.
+      if (!reply.ok && reply.error.reason === 'handed_over' && Date.now() + wait <= giveUpAt) {
+        reply = undefined
+        await new Promise((r) => setTimeout(r, wait))
+      }
     } catch (err) {
       if (!(err instanceof RequestError && err.isNoResponders())) throw classify(err, uncertainOnTimeout)
       if (Date.now() + wait > giveUpAt) throw fail('failing_over')

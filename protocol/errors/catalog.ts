@@ -191,6 +191,12 @@ export const catalog = {
   store_unavailable: entry(503, () => 'The store is temporarily unavailable (NATS JetStream); retry shortly', { retryAfterMs: 1000 }),
   contention: entry(503, () => 'Too many concurrent changes to the same record; retry shortly', { retryAfterMs: 500 }),
   failing_over: entry(503, () => 'The owner of this resource is failing over; retry shortly', { retryAfterMs: 1000 }),
+  /**
+   * Between host and caller: the partition was being handed over and its next owner cannot have received the
+   * request, which was not served. The actor wire sends it again (as after "no responders"); the client sees
+   * `failing_over`'s answer only if the hand-over outlasts that.
+   */
+  handed_over: entry(503, () => 'The owner of this resource is failing over; retry shortly', { retryAfterMs: 1000 }),
   owner_timeout: entry(503, () => 'The owner of this resource did not answer in time; retry shortly', { retryAfterMs: 1000 }),
   actor_moving: entry(503, (kind: string) => `This ${kind} is moving to another host; retry shortly`, { retryAfterMs: 500 }),
   parse_pool_busy: entry(503, () => 'Too many large request bodies are being parsed; retry shortly', { retryAfterMs: 500 }),

@@ -71,6 +71,7 @@ const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
   store_unavailable: [],
   contention: [],
   failing_over: [],
+  handed_over: [],
   owner_timeout: [],
   actor_moving: ['session'],
   parse_pool_busy: [],
