@@ -66,7 +66,7 @@ const ID_BODY = /^[A-Za-z0-9][A-Za-z0-9_-]*$/
  * ID_MAX_LENGTH characters. The one check every id from a request passes before it becomes part of a NATS
  * subject or key; a well-formed id that does not exist is then a 404, a malformed one never reaches the store.
  */
-export const isId = (prefix: IdPrefix, id: string): boolean =>
+export const isId = (prefix: IdPrefix | (string & {}), id: string): boolean =>
   id.length <= ID_MAX_LENGTH &&
   id.length > prefix.length + 1 &&
   id.startsWith(prefix) &&

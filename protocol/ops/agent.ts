@@ -13,7 +13,7 @@ export const AgentResolve = type({ 'version?': 'number | null' })
  */
 export const AgentKind = defineKind(
   'agent',
-  { param: 'agent_id', prefix: 'agent' },
+  { param: 'agent_id', prefix: 'agent', noun: 'Agent' },
   {
     create: { placement: 'any', body: AgentCreate, reply: returns<Agent>() },
     list: { placement: 'any', query: AgentListQuery, reply: returns<Page<Agent>>() },

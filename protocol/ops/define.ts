@@ -38,6 +38,8 @@ export interface OpSpec<B, Q, R> {
 /** The id that names one actor of a kind: the path parameter that carries it and its prefix. */
 export interface IdSpec {
   param: string
+  /** What a 404 calls the resource: `Agent agent_x not found`. */
+  noun: string
   /** One of ours (IdPrefix) for the API's kinds; any prefix for a kind of one's own (a test kind). */
   prefix: IdPrefix | (string & {})
 }

@@ -5,7 +5,7 @@ import { defineKind, returns } from './define.js'
 /** Environments: any host serves any environment; every write is a compare-and-set on its record. */
 export const EnvironmentKind = defineKind(
   'environment',
-  { param: 'environment_id', prefix: 'env' },
+  { param: 'environment_id', prefix: 'env', noun: 'Environment' },
   {
     create: { placement: 'any', body: EnvironmentCreate, reply: returns<Environment>() },
     list: { placement: 'any', query: EnvironmentListQuery, reply: returns<Page<Environment>>() },

@@ -11,7 +11,7 @@ import { defineKind, returns } from './define.js'
  */
 export const SessionKind = defineKind(
   'session',
-  { param: 'session_id', prefix: 'sesn' },
+  { param: 'session_id', prefix: 'sesn', noun: 'Session' },
   {
     create: { placement: 'owner', mint: true, body: SessionCreate, reply: returns<Session>() },
     list: { placement: 'any', query: SessionListQuery, reply: returns<Page<Session>>() },

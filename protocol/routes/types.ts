@@ -1,4 +1,3 @@
-import type { IdPrefix } from '../ids.js'
 import type { Op } from '../ops/define.js'
 
 export type Method = 'GET' | 'POST' | 'DELETE'
@@ -26,11 +25,4 @@ export interface Route {
   once?: boolean
   /** Served as a server-sent event stream rather than one JSON reply. */
   stream?: boolean
-}
-
-/** Path parameter names and the id prefix they must carry; anything else is a 404 before any actor is asked. */
-export const PATH_ID_PREFIX: Record<string, { prefix: IdPrefix; kind: string }> = {
-  agent_id: { prefix: 'agent', kind: 'Agent' },
-  environment_id: { prefix: 'env', kind: 'Environment' },
-  session_id: { prefix: 'sesn', kind: 'Session' },
 }

@@ -78,17 +78,7 @@ export function rssMiB(pid: number): number | undefined {
   }
 }
 
-/** The server's JSON log lines so far (stderr), parsed; other lines are skipped. */
-export function logLines(troupe: TroupeProcess): Array<Record<string, unknown>> {
-  const out: Array<Record<string, unknown>> = []
-  for (const line of troupe.logs().split('\n')) {
-    if (!line.startsWith('{')) continue
-    try {
-      out.push(JSON.parse(line) as Record<string, unknown>)
-    } catch {}
-  }
-  return out
-}
+export { logLines } from '../helpers/troupe.js'
 
 /** How many times placement logged a change: with one host this must not move once the host is ready. */
 export const partitionChanges = (lines: Array<Record<string, unknown>>) => lines.filter((l) => l.msg === 'partitions changed')

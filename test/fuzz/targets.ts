@@ -55,8 +55,5 @@ export function fillPath(t: Target, fill: (param: string) => string): string {
 
 /** The id prefix a path parameter must carry (`agent`, `env`, `sesn`). */
 export function prefixOf(param: string): string {
-  // Read loosely: the table has held both `'agent_'` and `{ prefix: 'agent' }` shapes.
-  const entry: unknown = PATH_ID_PREFIX[param]
-  const p = typeof entry === 'string' ? entry : (entry as { prefix?: string } | undefined)?.prefix
-  return (p ?? 'x').replace(/_$/, '')
+  return PATH_ID_PREFIX[param]?.prefix ?? 'x'
 }

@@ -102,3 +102,18 @@ export async function raw(url: string, method: string, path: string, body?: unkn
   }
   return { status: res.status, headers: res.headers, json, text }
 }
+
+/** The process's log lines so far (stderr): JSON lines parsed, any other line as `{ msg: line }`. */
+export function logLines(troupe: Pick<TroupeProcess, 'logs'>): Array<Record<string, unknown>> {
+  return troupe
+    .logs()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      try {
+        return JSON.parse(l) as Record<string, unknown>
+      } catch {
+        return { msg: l }
+      }
+    })
+}

@@ -12,7 +12,7 @@ import type { ActorKindDef } from '../../actors/kit/types.js'
 /** A test kind: a counter per id, one op placed on the owner of the id. Everything else is the kit's. */
 export const CounterKind = defineKind(
   'counter',
-  { param: 'counter_id', prefix: 'ctr' },
+  { param: 'counter_id', prefix: 'ctr', noun: 'Counter' },
   {
     add: { placement: 'owner', body: type({ by: 'number.integer' }), reply: returns<{ value: number; host: string; activation: number }>() },
   },

@@ -8,7 +8,7 @@ import type { ActorWire } from '../../protocol/wire.js'
 
 const Echo = defineKind(
   'echo',
-  { param: 'echo_id', prefix: 'echo' },
+  { param: 'echo_id', prefix: 'echo', noun: 'Echo' },
   {
     list: { placement: 'any', query: type({ 'limit?': 'number' }), reply: returns<{ id: string; limit?: number }>() },
     poke: { placement: 'owner', body: type({ n: 'number' }), reply: returns<{ id: string; n: number; rid: string }>() },

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { clientFor, startTroupe } from '../helpers/troupe.js'
+import { clientFor, logLines, startTroupe } from '../helpers/troupe.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const arg = (name: string, dflt: number) => {
@@ -171,19 +171,9 @@ do {
 } while (stuck.length && Date.now() < settleEnd)
 const rssAfter = rssMb(pid)
 
-const logs = troupe
-  .logs()
-  .split('\n')
-  .filter(Boolean)
-  .map((l) => {
-    try {
-      return JSON.parse(l)
-    } catch {
-      return { msg: l }
-    }
-  })
-const partitionsLost = logs.filter((l) => l.msg === 'partitions changed' && Object.keys(l.lost ?? {}).length).length
-const fenceLost = logs.filter((l) => /fence lost/.test(l.msg ?? '')).length
+const logs = logLines(troupe)
+const partitionsLost = logs.filter((l) => l.msg === 'partitions changed' && Object.keys((l.lost as object | undefined) ?? {}).length).length
+const fenceLost = logs.filter((l) => /fence lost/.test(String(l.msg ?? ''))).length
 const fivexx = [...statuses].filter(([s]) => s >= 500 || s === 0).reduce((n, [, c]) => n + c, 0)
 let runs = 0
 try {
