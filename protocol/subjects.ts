@@ -49,6 +49,12 @@ export function parsePartitionedSubject(subject: string): { kind: string; partit
   return m ? { kind: m[1]!, partition: Number(m[2]), id: m[3]!, op: m[4]! } : undefined
 }
 
+/** The kind and op of a subject from `actorSubject` (`troupe.<kind>.<op>`); undefined for anything else. */
+export function parseActorSubject(subject: string): { kind: string; op: string } | undefined {
+  const m = /^troupe\.([^.]+)\.(.+)$/.exec(subject)
+  return m && !parsePartitionedSubject(subject) ? { kind: m[1]!, op: m[2]! } : undefined
+}
+
 /** What the owner of partition `p` subscribes to. */
 export const partitionWildcard = (kind: KindName, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
 

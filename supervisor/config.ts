@@ -30,6 +30,11 @@ export interface Config {
    * (default 8192). Unset keys take the defaults.
    */
   session: { retries?: number; retryBaseMs?: number; idleMs?: number; maxTokens?: number }
+  /**
+   * Serve a call in-process when this host serves its subject: no NATS round trip, no msgpack. `TROUPE_LOCAL_CALLS`,
+   * default on; `0` (or `off`, `false`) sends every call over NATS, so `troupe sub` sees each one (debugging).
+   */
+  localCalls: boolean
   /** Comment keepalive interval of SSE streams. `TROUPE_SSE_KEEPALIVE_MS`, default 15000; 0 disables. */
   sseKeepaliveMs?: number
   /** Log level. `LOG_LEVEL`, default info. */
@@ -62,6 +67,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     port,
     session,
     sseKeepaliveMs: count('TROUPE_SSE_KEEPALIVE_MS', 0),
+    localCalls: onOff('TROUPE_LOCAL_CALLS', blank(env.TROUPE_LOCAL_CALLS), true),
     host: blank(env.HOST) ?? '127.0.0.1',
     http: httpTransport(blank(env.TROUPE_HTTP)),
     natsUrl: blank(env.NATS_URL),
@@ -83,6 +89,15 @@ function replicas(n: number | undefined, natsUrl: string | undefined): number {
     throw new Error(`TROUPE_REPLICAS=${n} needs a JetStream cluster of at least ${n} servers (set NATS_URL); the embedded nats-server keeps one copy`)
   }
   return n
+}
+
+/** A switch: `1`, `on`, `true` or `0`, `off`, `false` (any case); unset takes the default. */
+function onOff(name: string, v: string | undefined, byDefault: boolean): boolean {
+  if (v === undefined) return byDefault
+  const s = v.trim().toLowerCase()
+  if (['1', 'on', 'true'].includes(s)) return true
+  if (['0', 'off', 'false'].includes(s)) return false
+  throw new Error(`${name} must be 1 or 0 (on/off, true/false) (was ${JSON.stringify(v)})`)
 }
 
 function logFormat(v: string | undefined): 'json' | 'pretty' {

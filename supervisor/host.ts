@@ -7,12 +7,13 @@ import { decode, encode } from '../protocol/codec.js'
 import type { ActorReply, ActorRequest } from '../protocol/envelope.js'
 import { isApiError } from '../protocol/errors/api-error.js'
 import { fail } from '../protocol/errors/fail.js'
-import { Buckets, HOST_PING, actorQueue, actorSubject, parsePartitionedSubject, partitionWildcard } from '../protocol/subjects.js'
+import { Buckets, HOST_PING, actorQueue, actorSubject, parseActorSubject, parsePartitionedSubject, partitionWildcard } from '../protocol/subjects.js'
 import { ACTOR_KINDS } from '../actors/index.js'
 import type { ActorKindDef, HostContext, HostSettings, KindRuntime } from '../actors/kit/types.js'
 import { actorClient } from '../actors/kit/client.js'
 import { dispatch, type OpTable } from '../actors/kit/ops.js'
-import { actorWire } from '../actors/kit/wire.js'
+import { actorWire, localFirst, type LocalActors } from '../actors/kit/wire.js'
+import type { ActorWire } from '../protocol/wire.js'
 import { HOST_TTL_MS, Placement } from './placement.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
 import { openBucket } from '../actors/kit/buckets.js'
@@ -23,6 +24,11 @@ const SETTLE_MS = 1000
 
 export interface ActorHost {
   id: string
+  /**
+   * The actor wire of this process: a request whose subject this host serves (its kind runs here; for an op placed on
+   * an owner, this host serves the id's partition now) runs in-process, the rest goes over NATS.
+   */
+  wire: ActorWire
   /** Sets what the heartbeat says about this process (the gateway's URL once it listens). */
   describe(info: { http_url?: string }): void
   /** Hands every partition over to the remaining hosts, then stops every kind. */
@@ -52,6 +58,55 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   // Kinds start before placement exists, and serve nothing before it does.
   let serving: HostContext['serves'] = () => false
   const tables = new Map<string, OpTable>()
+  const [hostsKv, placementKv] = await Promise.all([openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS }), openBucket(kvm, storage, Buckets.placement)])
+
+  const subs: Subscription[] = []
+  const closers: Array<() => Promise<void>> = []
+  const partitioned = new Map<string, { rt: KindRuntime; subs: Map<number, { sub: Subscription; state: { handedOver: boolean } }> }>()
+
+  /** Runs one request to its reply envelope: the handler's answer, or its error as the caller must see it. */
+  const answer = async (req: ActorRequest, subject: string, fn: (req: ActorRequest) => Promise<unknown>): Promise<ActorReply> => {
+    try {
+      return { ok: true, body: await fn(req) }
+    } catch (err) {
+      if (isApiError(err)) return { ok: false, error: err.toData() }
+      // NATS or JetStream unavailable for a moment (quorum lost, an election, a node restarting): a 503 the client
+      // retries, logged without a stack since it is no bug of ours. Anything else is one: a 500 that reveals nothing.
+      const unavailableNow = storeUnavailable(err)
+      if (unavailableNow) log.warn({ rid: req.rid, subject, cause: String((err as Error).message) }, 'store temporarily unavailable')
+      else log.error({ err, rid: req.rid, subject }, 'actor failed')
+      const error = (unavailableNow ?? fail('internal')).toData()
+      // A write that got no answer may be stored: the gateway must not invite a blind retry of a create.
+      if (unavailableNow && isOutcomeUnknown(err)) error.outcomeUnknown = true
+      return { ok: false, error }
+    }
+  }
+  /** A request off NATS: decoded, answered, the reply encoded. */
+  const run = async (m: Msg, fn: (req: ActorRequest) => Promise<unknown>) => {
+    let r: ActorReply
+    try {
+      r = await answer(decode<ActorRequest>(m.data), m.subject, fn)
+    } catch {
+      r = { ok: false, error: fail('undecodable_request').toData() }
+    }
+    if (m.reply) m.respond(encode(r))
+  }
+
+  /** The runner of a subject served in this process right now, as its NATS subscription would serve it. */
+  const local: LocalActors = (subject) => {
+    const owned = parsePartitionedSubject(subject)
+    if (owned) {
+      const k = partitioned.get(owned.kind)
+      // Only while the partition is subscribed here and served: anything unsettled (a heartbeat gap, a hand-over)
+      // goes over NATS, where the partition's subscription decides as it does for every other caller.
+      if (!k?.subs.has(owned.partition) || !serving(owned.kind, owned.partition)) return undefined
+      return (req) => answer(req, subject, (r) => dispatch(k.rt.ops, r, { placement: 'owner', id: owned.id }))
+    }
+    const shared = parseActorSubject(subject)
+    const table = shared && tables.get(shared.kind)
+    return table ? (req) => answer(req, subject, (r) => dispatch(table, r, { placement: 'any' })) : undefined
+  }
+  const wire: ActorWire = settings.localCalls === false ? actorWire(nc) : localFirst(nc, actorWire(nc), local)
   const ctx: HostContext = {
     nc,
     js,
@@ -62,39 +117,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     hostId,
     settings,
     serves: (kind, p) => serving(kind, p),
-    client: actorClient({ wire: actorWire(nc), local: (kind) => tables.get(kind) }),
-  }
-
-  const [hostsKv, placementKv] = await Promise.all([openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS }), openBucket(kvm, storage, Buckets.placement)])
-
-  const subs: Subscription[] = []
-  const closers: Array<() => Promise<void>> = []
-  const partitioned = new Map<string, { rt: KindRuntime; subs: Map<number, { sub: Subscription; state: { handedOver: boolean } }> }>()
-
-  const reply = (m: Msg, r: ActorReply) => {
-    if (m.reply) m.respond(encode(r))
-  }
-  const run = async (m: Msg, fn: (req: ActorRequest) => Promise<unknown>) => {
-    let req: ActorRequest
-    try {
-      req = decode<ActorRequest>(m.data)
-    } catch {
-      return reply(m, { ok: false, error: fail('undecodable_request').toData() })
-    }
-    try {
-      reply(m, { ok: true, body: await fn(req) })
-    } catch (err) {
-      if (isApiError(err)) return reply(m, { ok: false, error: err.toData() })
-      // NATS or JetStream unavailable for a moment (quorum lost, an election, a node restarting): a 503 the client
-      // retries, logged without a stack since it is no bug of ours. Anything else is one: a 500 that reveals nothing.
-      const unavailableNow = storeUnavailable(err)
-      if (unavailableNow) log.warn({ rid: req.rid, subject: m.subject, cause: String((err as Error).message) }, 'store temporarily unavailable')
-      else log.error({ err, rid: req.rid, subject: m.subject }, 'actor failed')
-      const error = (unavailableNow ?? fail('internal')).toData()
-      // A write that got no answer may be stored: the gateway must not invite a blind retry of a create.
-      if (unavailableNow && isOutcomeUnknown(err)) error.outcomeUnknown = true
-      reply(m, { ok: false, error })
-    }
+    client: actorClient({ wire, local: (kind) => tables.get(kind) }),
   }
 
   // One kind after the other: on a cluster that has just formed, creating every stream at once makes JetStream
@@ -178,6 +201,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   let stopping: Promise<void> | undefined
   return {
     id: hostId,
+    wire,
     describe(info) {
       described = { ...described, ...info }
     },

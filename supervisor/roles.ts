@@ -65,13 +65,20 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       host = await startActorHost(
         nc,
         log,
-        { modelBaseUrl: cfg.modelBaseUrl, anthropicApiKey: cfg.anthropicApiKey, dataDir: cfg.dataDir, replicas: cfg.replicas, session: cfg.session },
+        {
+          modelBaseUrl: cfg.modelBaseUrl,
+          anthropicApiKey: cfg.anthropicApiKey,
+          dataDir: cfg.dataDir,
+          replicas: cfg.replicas,
+          localCalls: cfg.localCalls,
+          session: cfg.session,
+        },
         { hostId: lock!.hostId, role },
       )
       gateway = await startGateway({
         nc,
         log,
-        actors: actorAccess(nc),
+        actors: actorAccess(nc, host.wire),
         port: cfg.port,
         host: cfg.host,
         transport: cfg.http,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { partitionOf } from '../../protocol/subjects.js'
 import { OwnedPartitions } from './owned.js'
+import { WorkMarks, type Taking } from './work-marks.js'
 import { intervalAfter, rebuildRetry, type RetryPolicy } from './retry-policy.js'
 
 /** What activation needs of an actor of a partitioned kind. */
@@ -49,6 +50,8 @@ export interface ActivationOptions<A extends Activatable> {
 export class Activations<A extends Activatable> {
   /** Partitions this host serves: only their actors are rebuilt after a failure. */
   readonly owned = new OwnedPartitions()
+  /** The work markers of those partitions, as their owner knows them (reads of idle actors ask it first). */
+  readonly marks = new WorkMarks()
   private readonly live = new Map<string, A>()
   private readonly loading = new Map<string, Promise<A | undefined>>()
   /** Consecutive own failures per actor, for the rebuild back-off and the give-up bound. */
@@ -117,12 +120,13 @@ export class Activations<A extends Activatable> {
   /** This host serves partition p from now: resume its actors that have work in flight. */
   async acquired(p: number): Promise<void> {
     this.owned.add(p)
-    await this.resumeWork(p)
+    await this.resumeWork(p, this.marks.begin(p))
   }
 
   /** Partition p goes to another host: its actors stop here, without writing. */
   async released(p: number): Promise<void> {
     this.owned.delete(p)
+    this.marks.drop(p)
     for (const a of [...this.live.values()]) {
       if (partitionOf(a.id) !== p) continue
       this.live.delete(a.id)
@@ -169,13 +173,16 @@ export class Activations<A extends Activatable> {
    * store: while it cannot answer (the partition was taken over during a NATS fault), the listing is tried again,
    * backing off, as long as the partition stays ours.
    */
-  private async resumeWork(p: number, attempt = 0): Promise<void> {
+  private async resumeWork(p: number, taking: Taking, attempt = 0): Promise<void> {
     try {
-      for (const id of await this.o.listWork(p)) this.rebuild(id, 0)
+      const ids = await this.o.listWork(p)
+      if (!this.owned.has(p)) return
+      this.marks.listed(p, taking, ids)
+      for (const id of ids) this.rebuild(id, 0)
     } catch (err) {
       if (!this.owned.has(p)) return
       this.o.log.warn({ err, partition: p }, `${this.o.kind}s with work in flight could not be listed yet`)
-      setTimeout(() => void this.resumeWork(p, attempt + 1), this.backoff(attempt + 1)).unref()
+      setTimeout(() => void this.resumeWork(p, taking, attempt + 1), this.backoff(attempt + 1)).unref()
     }
   }
 

@@ -1,9 +1,12 @@
 import type { Activatable } from './activation.js'
 import { Mailbox, type MailboxOptions } from './mailbox.js'
+import type { WorkMarks } from './work-marks.js'
 
 /** Where an actor reports that it failed: its kind's Activations, which rebuild it. */
 export interface Supervisor<A> {
   crashed(actor: A, own: boolean): void
+  /** Where the owner keeps what it knows of its work markers (Activations' `marks`); the mailbox keeps it current. */
+  readonly marks?: WorkMarks
 }
 
 /**
@@ -22,6 +25,7 @@ export abstract class MailboxActor implements Activatable {
   ) {
     this.mb = new Mailbox({
       ...opts,
+      work: { ...opts.work, marks: supervisor.marks },
       id,
       onFail: (own) => {
         this.stopped()

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { isApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
 import { isTransientNatsError } from './nats-errors.js'
+import type { WorkMarks } from './work-marks.js'
 
 /** Another writer got in first (a fenced append or record write was refused): this host no longer owns the actor. */
 export class FenceLost extends Error {}
@@ -19,7 +20,7 @@ export interface MailboxOptions {
   id: string
   log: Logger
   /** The bucket and key of this actor's work marker: present while it has work a takeover must resume. */
-  work: { kv: Pick<KV, 'put' | 'delete'>; key: string }
+  work: { kv: Pick<KV, 'put' | 'delete'>; key: string; marks?: WorkMarks }
   /** The marker is known to be present already (a takeover found it): the next unmark clears it. */
   workMarked?: boolean
   /**
@@ -105,6 +106,8 @@ export class Mailbox {
   /** Sets the work marker (once): from here a takeover resumes this actor. */
   async markWork(): Promise<void> {
     if (this.workMarked) return
+    // Known before it is stored: a reader told "work in flight" too early only takes the slower, exact path.
+    this.o.work.marks?.mark(this.o.id)
     await this.o.work.kv.put(this.o.work.key, new Uint8Array())
     this.workMarked = true
   }
@@ -113,6 +116,7 @@ export class Mailbox {
   async unmarkWork(force = false): Promise<void> {
     if (!this.workMarked && !force) return
     this.workMarked = false
+    this.o.work.marks?.unmark(this.o.id)
     // A delete marker, not a purge: on nats-server 2.9 a KV purge (a subject rollup) that races a write to another
     // key makes push consumers (a projection's watch) skip that write, so lists showed a stale status.
     await this.o.work.kv.delete(this.o.work.key).catch(() => undefined)

@@ -35,6 +35,11 @@ export interface HostSettings {
   dataDir: string
   /** Copies of every stream and bucket (`TROUPE_REPLICAS`). Default 1. */
   replicas?: number
+  /**
+   * Serve a call in this process when its subject is served here (`TROUPE_LOCAL_CALLS`, default true): no NATS round
+   * trip, no msgpack. False sends every call over NATS, so `troupe sub` sees them all (debugging).
+   */
+  localCalls?: boolean
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
   session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; maxTokens: number }>
 }

@@ -14,7 +14,8 @@ import { budgetReached } from './billing/budget.js'
 import { emptyUsage, type ModelUsage, type UsageTotals } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { createHostSandbox, type Sandbox } from '../../sandbox/index.js'
-import { live, type RecordStore } from '../kit/store.js'
+import type { RecordStore } from '../kit/store.js'
+import type { WorkMarks } from '../kit/work-marks.js'
 import { storeUnavailable } from '../kit/nats-errors.js'
 import { MailboxActor, type Supervisor } from '../kit/actor.js'
 import { intervalAfter, type RetryPolicy } from '../kit/retry-policy.js'
@@ -25,7 +26,7 @@ import type { AgentResolver } from './admission.js'
 import type { EnvironmentRefs } from './references.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
 import { classifyFailure, streamModel, type Model, type ModelResponse } from './model.js'
-import { sessionKey, workKey, type SessionRecord } from './state.js'
+import { hasWork, sessionKey, workKey, type SessionRecord } from './state.js'
 import { permissionFields, routeTool, toolDefinitions } from './tools.js'
 
 export interface SessionSettings {
@@ -52,7 +53,7 @@ export interface ActorDeps {
   /** How a failed model request is retried: `modelRetry` with the settings' retries and first pause. */
   modelRetry: RetryPolicy
   /** The kind's activations: told when an actor leaves memory (deleted) or failed (it is rebuilt). */
-  actors: Supervisor<SessionActor> & { gone(actor: SessionActor): void }
+  actors: Supervisor<SessionActor> & { gone(actor: SessionActor): void; readonly marks: WorkMarks }
 }
 
 const eventLog = (deps: ActorDeps, id: string, lastSeq: number) =>
@@ -124,7 +125,7 @@ export class SessionActor extends MailboxActor {
 
   /** Rebuilds a session from its record and its history; undefined when it does not exist. */
   static async load(deps: ActorDeps, id: string): Promise<SessionActor | undefined> {
-    const [cur, work] = await Promise.all([deps.store.get(sessionKey(id)), deps.kv.get(workKey(id))])
+    const [cur, work] = await Promise.all([deps.store.get(sessionKey(id)), hasWork(deps, id)])
     if (!cur) return undefined
     const rec = cur.value
     // The record holds the latest snapshot; replay re-derives what the events say from a clean start.
@@ -136,7 +137,7 @@ export class SessionActor extends MailboxActor {
     await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed, r.request))
     const recovering = h.status === 'running' || h.status === 'rescheduling'
     // A marker left by a host that died after its last turn ended is cleared when this actor's mailbox empties.
-    const actor = new SessionActor(deps, h, eventLog(deps, id, last), cur.revision, recovering || live(work))
+    const actor = new SessionActor(deps, h, eventLog(deps, id, last), cur.revision, recovering || work)
     actor.recovering = recovering
     return actor
   }

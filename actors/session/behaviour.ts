@@ -18,8 +18,7 @@ import type { ActorDeps } from './actor.js'
 import { checkFits, lastSequence } from './log.js'
 import { listEvents } from './pages.js'
 import { checkClientEvents } from './rules.js'
-import { sessionKey, workKey, type SessionRecord } from './state.js'
-import { live as present } from '../kit/store.js'
+import { hasWork, sessionKey, type SessionRecord } from './state.js'
 
 export interface Actors {
   /** The live actor of a session, loading it (replaying its history) when needed; undefined if none exists. */
@@ -129,12 +128,12 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     async get({ id }) {
       const a = actors.peek(id)
       if (a) return a.view()
-      const [cur, work] = await Promise.all([store.get(sessionKey(id)), deps.kv.get(workKey(id))])
+      const [cur, work] = await Promise.all([store.get(sessionKey(id)), hasWork(deps, id)])
       if (!cur) throw fail('session_not_found', id)
       // The record trails the history (it is written once the events it sums up are stored): a host that died
       // in between left it stale. A session with work in flight, or whose record says it had, is answered from
       // its replayed history, and its actor, now awake here, is driven.
-      if (cur.value.session.status === 'idle' && !present(work)) return viewOf(cur.value, cur.value.totals)
+      if (cur.value.session.status === 'idle' && !work) return viewOf(cur.value, cur.value.totals)
       const actor = await live(id)
       actor.kick()
       return actor.view()

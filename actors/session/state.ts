@@ -1,7 +1,8 @@
 import type { KV } from '@nats-io/kv'
 import type { CapturedEnvironment, Session } from '../../protocol/session.js'
 import type { UsageTotals } from './billing/usage.js'
-import { RecordStore } from '../kit/store.js'
+import { live, RecordStore } from '../kit/store.js'
+import type { WorkMarks } from '../kit/work-marks.js'
 import { partitionOfKey, type OwnedPartitions } from '../kit/owned.js'
 
 /**
@@ -35,6 +36,14 @@ export const SESSION_PREFIX = 'session.'
 export const sessionKey = (id: string) => `${SESSION_PREFIX}${id}`
 export const WORK_PREFIX = 'work.'
 export const workKey = (id: string) => `${WORK_PREFIX}${id}`
+
+/**
+ * Whether a session has a work marker: what its owner knows (no round trip) once it has listed the partition's
+ * markers; the store otherwise.
+ */
+export async function hasWork(deps: { kv: KV; actors: { marks: WorkMarks } }, id: string): Promise<boolean> {
+  return deps.actors.marks.has(id) ?? live(await deps.kv.get(workKey(id)))
+}
 
 const partitionOfRecord = partitionOfKey(SESSION_PREFIX)
 

@@ -6,7 +6,6 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startNats, type TestNats } from '../helpers/nats.js'
 import { startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -101,7 +100,8 @@ async function startModel(): Promise<{ url: string; proc: ChildProcess }> {
 }
 
 export interface Bed {
-  nats: TestNats
+  /** The embedded nats-server of `troupe start` (what `npm start` runs). */
+  nats: { url: string }
   troupe: TroupeProcess
   model: { url: string; proc: ChildProcess }
   dataDir: string
@@ -115,7 +115,24 @@ process.on('exit', () => {
   for (const stop of running) stop()
 })
 
-/** A real nats-server, the fake model in its own process and one `troupe serve` on both. */
+/**
+ * The server exactly as `npm start` runs it (`troupe start`: its embedded nats-server, the default log level, logs
+ * on a pipe that is read), on a free port and its own data directory; `env` adds settings.
+ */
+export async function startAsNpmStart(env: Record<string, string> = {}): Promise<{ troupe: TroupeProcess; natsUrl: string; dataDir: string }> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-data-'))
+  const troupe = await startTroupe({ role: 'start', keepLogChars: 1 << 20, env: { TROUPE_DATA_DIR: dataDir, NATS_URL: '', LOG_LEVEL: '', ...env } })
+  // The start-up block (printed right after "listening on") names the embedded server.
+  const deadline = Date.now() + 5000
+  let m: RegExpExecArray | null
+  while (!(m = /^\s+NATS\s+(nats:\/\/\S+)/m.exec(troupe.stdout()))) {
+    if (Date.now() > deadline) throw new Error(`no NATS line in the start-up block:\n${troupe.stdout()}`)
+    await sleep(20)
+  }
+  return { troupe, natsUrl: m[1]!, dataDir }
+}
+
+/** The fake model in its own process and one `troupe start` (as `npm start` runs it) using it. */
 export async function bed(env: Record<string, string> = {}): Promise<Bed> {
   const stops: Array<() => void> = []
   const stop = () => {
@@ -124,20 +141,15 @@ export async function bed(env: Record<string, string> = {}): Promise<Bed> {
   }
   running.add(stop)
   try {
-    const nats = await startNats()
-    stops.push(() => nats.stopNow())
     const model = await startModel()
     stops.push(() => void model.proc.kill('SIGKILL'))
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-data-'))
+    const { troupe, natsUrl, dataDir } = await startAsNpmStart({ TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'fake-key', ...env })
     stops.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    const troupe = await startTroupe({
-      natsUrl: nats.url,
-      env: { LOG_LEVEL: 'warn', TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'fake-key', TROUPE_DATA_DIR: dataDir, ...env },
-    })
+    // SIGKILL leaves the embedded nats-server to its watchdog, which stops it once our pipe to it closes.
     stops.push(() => troupe.killNow())
     const agent = new http.Agent({ keepAlive: true, maxSockets: CREATE_CONCURRENCY })
     stops.push(() => agent.destroy())
-    return { nats, troupe, model, dataDir, agent, stop }
+    return { nats: { url: natsUrl }, troupe, model, dataDir, agent, stop }
   } catch (err) {
     stop()
     throw err

@@ -1,16 +1,20 @@
 // A closed-loop HTTP load generator in its own process, so it does not share an event loop with the
-// server it measures. Prints one JSON line: {requests, rps, p50, p99, errors}.
+// server it measures. Prints one JSON line: {requests, rps, p50, p99, errors}. A body holding `__N__` gets a
+// counter there, so each request writes something new (an update that changes nothing stores nothing).
 import http from 'node:http'
 
 const [url, method, bodyArg, durationMs, connections] = process.argv.slice(2)
 const target = new URL(url!)
-const body = bodyArg && bodyArg !== '-' ? Buffer.from(bodyArg) : undefined
+const template = bodyArg && bodyArg !== '-' ? bodyArg : undefined
+let n = 0
+const nextBody = () => (template === undefined ? undefined : Buffer.from(template.includes('__N__') ? template.replaceAll('__N__', String(n++)) : template))
 const agent = new http.Agent({ keepAlive: true, maxSockets: Number(connections) })
 const latencies: number[] = []
 let errors = 0
 const end = Date.now() + Number(durationMs)
 
 function once(): Promise<void> {
+  const body = nextBody()
   return new Promise((resolve) => {
     const t0 = process.hrtime.bigint()
     const req = http.request(

@@ -1,23 +1,31 @@
-// `npm run bench`: GET /v1/agents/{id} and POST /v1/agents through the whole stack (a real `troupe serve`
-// on a real nats-server), once over each HTTP transport (TROUPE_HTTP=uws, the default, and node), and the same load
-// against raw uWebSockets.js + raw NATS request/reply in the same run, printed side by side as figures and ratios.
-// Targets (for the default transport): GET ≥ 60 %, POST ≥ 25 % of the baseline.
+// `npm run bench`: GET /v1/agents/{id} and POST /v1/agents through the whole stack, the server run exactly as
+// `npm start` runs it (`troupe start`: its embedded nats-server, the default log level), once over each HTTP transport
+// (TROUPE_HTTP=uws, the default, and node), beside the raw hop in the same run: raw uWebSockets.js answering each
+// request with one raw NATS request/reply on the same nats-server (plus a raw KV put for POST). Then two hosts (a
+// `troupe serve` joined to the first one's NATS): the calls that cross NATS to the other host's agents, and the
+// ones served where they arrive. Ratios are of the raw GET hop, medians of per-round ratios (the machine is shared).
 // Then the session benchmarks (sessions.ts). Arguments pick what runs: `agents`, `sessions`, or one session
 // benchmark (`sessions.turn`, `sessions.streams`, `sessions.idle`, `sessions.calls`, `sessions.events`), or `bodies` (the
 // event loop while large bodies arrive, test/bench/big-bodies.ts); none runs everything.
+import { Kvm } from '@nats-io/kv'
+import { connect } from '@nats-io/transport-node'
+import { decode } from '../../protocol/codec.js'
+import { Buckets, partitionOf, partitionToken } from '../../protocol/subjects.js'
 import { runBodyBench } from './big-bodies.js'
-import { startNats, type TestNats } from '../helpers/nats.js'
-import { clientFor, startTroupe } from '../helpers/troupe.js'
+import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
-import { load as runLoad, sleep, startBaseline, type LoadResult } from './bed.js'
+import { load as runLoad, sleep, startAsNpmStart, startBaseline, type LoadResult } from './bed.js'
 import { runSessionBenches, SESSION_BENCHES, type SessionBench } from './sessions.js'
 
 const DURATION = Number(process.env.BENCH_MS ?? 5000)
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const TRANSPORTS: readonly TransportName[] = ['uws', 'node']
 
 const load = (url: string, method: string, body?: string) => runLoad(url, method, body, DURATION, CONNECTIONS)
 const createBody = JSON.stringify({ name: 'bench', model: 'claude-sonnet-4-5', system: 'You are a benchmark.' })
+const updateBody = JSON.stringify({ metadata: { n: '__N__' } })
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
 
 /** Waits until the server says it is ready (a host that just started takes its partitions first). */
 async function ready(url: string): Promise<void> {
@@ -33,50 +41,128 @@ async function ready(url: string): Promise<void> {
   }
 }
 
-/** One `troupe serve` over `transport`, measured alone on the shared nats-server, then stopped. */
-async function measure(nats: TestNats, transport: TransportName): Promise<{ get: LoadResult; post: LoadResult }> {
-  const troupe = await startTroupe({ natsUrl: nats.url, env: { LOG_LEVEL: 'warn', TROUPE_HTTP: transport } })
+/** Runs of one call, one per round, and their ratio to the raw hop of the same round. */
+interface Row {
+  name: string
+  runs: LoadResult[]
+  target?: number
+}
+
+function print(title: string, rows: Row[], hop: Row): void {
+  console.log(`\n${title}: ${CONNECTIONS} connections, ${DURATION} ms per run, median of ${ROUNDS} rounds (each round's req/s in brackets)`)
+  for (const r of rows) {
+    const rps = median(r.runs.map((x) => x.rps))
+    const p99 = median(r.runs.map((x) => x.p99))
+    const ratio = median(r.runs.map((x, i) => x.rps / hop.runs[i]!.rps))
+    const errors = r.runs.reduce((n, x) => n + x.errors, 0)
+    const verdict = r.target === undefined ? '' : `  target ≥ ${r.target}× ${ratio >= r.target ? 'ok' : 'MISSED'}`
+    console.log(
+      `  ${r.name.padEnd(34)} ${rps.toFixed(0).padStart(6)} req/s  p99 ${p99.toFixed(2).padStart(6)} ms  ${ratio.toFixed(2)}× of the hop${verdict}` +
+        `  (${r.runs.map((x) => x.rps.toFixed(0)).join(' / ')})${errors ? `  ${errors} errors` : ''}`,
+    )
+  }
+}
+
+/** Runs each row's call once per round, the raw hop first in each round. */
+function measureRounds(calls: Array<[Row, () => LoadResult]>): void {
+  for (let i = 0; i < ROUNDS; i++) for (const [row, call] of calls) row.runs.push(call())
+}
+
+/** One `troupe start` over `transport`, with the raw hop on its own nats-server. */
+async function singleHost(transport: TransportName): Promise<void> {
+  const { troupe, natsUrl } = await startAsNpmStart({ TROUPE_HTTP: transport })
+  const baseline = await startBaseline(natsUrl)
   try {
     await ready(troupe.url)
     const agent = await clientFor(troupe.url).beta.agents.create({ name: 'bench', model: 'claude-sonnet-4-5' })
     // Warm (JIT, connections, caches), then measure.
     load(`${troupe.url}/v1/agents/${agent.id}`, 'GET')
-    return { get: load(`${troupe.url}/v1/agents/${agent.id}`, 'GET'), post: load(`${troupe.url}/v1/agents`, 'POST', createBody) }
+    load(`${baseline.url}/get`, 'GET')
+    const hop: Row = { name: 'raw hop (uWS + NATS req/reply)', runs: [] }
+    const rows: Row[] = [
+      hop,
+      { name: 'raw POST (hop + KV put)', runs: [] },
+      { name: 'GET /v1/agents/{id}', runs: [], target: 1.0 },
+      { name: 'POST /v1/agents', runs: [], target: 0.45 },
+    ]
+    measureRounds([
+      [rows[0]!, () => load(`${baseline.url}/get`, 'GET')],
+      [rows[1]!, () => load(`${baseline.url}/put`, 'POST', createBody)],
+      [rows[2]!, () => load(`${troupe.url}/v1/agents/${agent.id}`, 'GET')],
+      [rows[3]!, () => load(`${troupe.url}/v1/agents`, 'POST', createBody)],
+    ])
+    print(`agents, one host (troupe start, TROUPE_HTTP=${transport})`, rows, hop)
   } finally {
+    baseline.stop()
     await troupe.stop()
   }
 }
 
-async function agentBenches(): Promise<void> {
-  const nats = await startNats()
-  const baseline = await startBaseline(nats.url)
+/** The host id a `troupe start|serve` printed in its start-up block. */
+const hostIdOf = (t: TroupeProcess) => /^\s+host\s+(host_\S+)/m.exec(t.stdout())?.[1]
+
+/** Agents created through `url` until there is one whose partition `hostId` holds and one it does not. */
+async function agentsOnEachSide(url: string, natsUrl: string, hostId: string): Promise<{ there: string; here: string }> {
+  const nc = await connect({ servers: natsUrl })
   try {
-    load(`${baseline.url}/get`, 'GET')
-    const base = { get: load(`${baseline.url}/get`, 'GET'), post: load(`${baseline.url}/put`, 'POST', createBody) }
-    const troupe = {} as Record<TransportName, { get: LoadResult; post: LoadResult }>
-    for (const transport of TRANSPORTS) troupe[transport] = await measure(nats, transport)
-    const rows = [
-      ['GET /v1/agents/{id}', 'get', 0.6],
-      ['POST /v1/agents', 'post', 0.25],
-    ] as const
-    const cell = (r: LoadResult) => `${r.rps.toFixed(0).padStart(8)} ${r.p99.toFixed(2).padStart(7)}`
-    const ratio = (r: LoadResult, b: LoadResult) => `${((r.rps / b.rps) * 100).toFixed(0).padStart(4)} %`
-    console.log(`\n${CONNECTIONS} connections, ${DURATION} ms per run, loopback, nats-server ${nats.url}`)
-    console.log('route                 |   uws rps  p99 ms |  node rps  p99 ms | baseline rps  p99 ms |    uws   node  target (uws)')
-    for (const [name, key, target] of rows) {
-      const u = troupe.uws[key]
-      const n = troupe.node[key]
-      const b = base[key]
-      const errors = u.errors + n.errors + b.errors
-      console.log(
-        `${name.padEnd(21)} | ${cell(u)} | ${cell(n)} | ${cell(b).padStart(20)} | ${ratio(u, b)} ${ratio(n, b)}  ≥ ${target * 100} % ${u.rps / b.rps >= target ? 'ok' : 'MISSED'}` +
-          (errors ? `  (errors: uws ${u.errors}, node ${n.errors}, baseline ${b.errors})` : ''),
-      )
+    const placement = await new Kvm(nc).open(Buckets.placement)
+    const client = clientFor(url)
+    let there: string | undefined
+    let here: string | undefined
+    for (let i = 0; i < 200 && (!there || !here); i++) {
+      const { id } = await client.beta.agents.create({ name: `bench-${i}`, model: 'claude-sonnet-4-5' })
+      const rec = await placement.get(`agent.${partitionToken(partitionOf(id))}`)
+      const holder = rec?.value.length ? decode<{ host: string }>(rec.value).host : undefined
+      if (holder === hostId) there ??= id
+      else here ??= id
     }
+    if (!there || !here) throw new Error('could not find agents on both hosts')
+    return { there, here }
+  } finally {
+    await nc.close()
+  }
+}
+
+/** Two hosts: calls through the first host for agents the second one owns (they cross NATS), and for its own. */
+async function twoHosts(): Promise<void> {
+  const { troupe: a, natsUrl } = await startAsNpmStart()
+  const baseline = await startBaseline(natsUrl)
+  let b: TroupeProcess | undefined
+  try {
+    b = await startTroupe({ role: 'serve', natsUrl, keepLogChars: 1 << 20, env: { LOG_LEVEL: '' } })
+    await ready(a.url)
+    await ready(b.url)
+    // Both hosts hold their share of the partitions once the second one has joined.
+    await sleep(2000)
+    const { there, here } = await agentsOnEachSide(a.url, natsUrl, hostIdOf(b)!)
+    load(`${a.url}/v1/agents/${there}`, 'GET')
+    load(`${baseline.url}/get`, 'GET')
+    const hop: Row = { name: 'raw hop (uWS + NATS req/reply)', runs: [] }
+    const rows: Row[] = [
+      hop,
+      { name: 'GET agent, owner on the other host', runs: [], target: 0.6 },
+      { name: 'POST agent update, owner elsewhere', runs: [], target: 0.3 },
+      { name: 'GET agent, owner here', runs: [] },
+      { name: 'POST agent update, owner here', runs: [] },
+    ]
+    measureRounds([
+      [rows[0]!, () => load(`${baseline.url}/get`, 'GET')],
+      [rows[1]!, () => load(`${a.url}/v1/agents/${there}`, 'GET')],
+      [rows[2]!, () => load(`${a.url}/v1/agents/${there}`, 'POST', updateBody)],
+      [rows[3]!, () => load(`${a.url}/v1/agents/${here}`, 'GET')],
+      [rows[4]!, () => load(`${a.url}/v1/agents/${here}`, 'POST', updateBody)],
+    ])
+    print('agents, two hosts (troupe start + troupe serve, uws), every call through the first', rows, hop)
   } finally {
     baseline.stop()
-    nats.stopNow()
+    await b?.stop()
+    await a.stop()
   }
+}
+
+async function agentBenches(): Promise<void> {
+  for (const transport of TRANSPORTS) await singleHost(transport)
+  await twoHosts()
 }
 
 const args = process.argv.slice(2)

@@ -2,7 +2,7 @@
 // beside their nearest peers, POST and GET /v1/agents, and the raw baseline (uWebSockets.js + one NATS
 // request/reply, plus a KV put for POST) in the same run. The machine is shared, so each figure is the median of
 // BENCH_ROUNDS rounds, the calls compared taking turns within a round, and ratios are medians of the per-round
-// ratios. Targets: create ≥ 1,000 req/s; session GET within 10 % of agent GET. Also prints the NATS round trips of
+// ratios. Targets: create ≥ 0.2× of the raw GET hop; session GET, in memory or not, within 10 % of agent GET. Also prints the NATS round trips of
 // one call of each (hops.ts).
 import { load, startBaseline, agentAndEnvironment, bed, request, sleep, type LoadResult } from './bed.js'
 import { countHops, hopLine } from './hops.js'
@@ -83,14 +83,17 @@ export async function sessionCalls(): Promise<string[]> {
 
     const getRatio = ratio(rows.sessionGet, rows.agentGet)
     const idleRatio = ratio(rows.idleGet, rows.agentGet)
-    const createRps = median(rows.create.runs.map((x) => x.rps))
+    const createHop = ratio(rows.create, rows.rawGet)
     return [
       `sessions.calls: ${CONNECTIONS} connections, ${DURATION} ms per run, median of ${ROUNDS} rounds (each round's runs in brackets)`,
       line(rows.agentGet, `  ${pct(ratio(rows.agentGet, rows.rawGet))} of raw`),
       line(rows.sessionGet, `  ${pct(getRatio)} of agent GET — target ≥ 90 % ${getRatio >= 0.9 ? 'ok' : 'MISSED'}`),
       line(rows.idleGet, `  ${pct(idleRatio)} of agent GET (not in memory) — target ≥ 90 % ${idleRatio >= 0.9 ? 'ok' : 'MISSED'}`),
       line(rows.rawGet),
-      line(rows.create, `  ${pct(ratio(rows.create, rows.agentCreate))} of agent POST — target ≥ 1,000 req/s ${createRps >= 1000 ? 'ok' : 'MISSED'}`),
+      line(
+        rows.create,
+        `  ${pct(ratio(rows.create, rows.agentCreate))} of agent POST, ${createHop.toFixed(2)}× of the raw hop — target ≥ 0.2× ${createHop >= 0.2 ? 'ok' : 'MISSED'}`,
+      ),
       line(rows.agentCreate),
       line(rows.rawPut),
       `  one create: ${hopLine(createHops)}`,

@@ -28,6 +28,11 @@ export interface StartOptions {
   natsUrl?: string
   strict?: boolean
   env?: Record<string, string>
+  /**
+   * Keep only about this many characters of the latest stderr (a benchmark's server logs a line per request, more
+   * than a string may hold). Default: everything.
+   */
+  keepLogChars?: number
 }
 
 /** Starts `troupe <role>` the way a user does, on a free port, and waits for its "listening on" line. */
@@ -40,7 +45,11 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
   let stdout = ''
-  proc.stderr!.on('data', (d) => (stderr += d))
+  const keep = opts.keepLogChars
+  proc.stderr!.on('data', (d) => {
+    stderr += d
+    if (keep !== undefined && stderr.length > 2 * keep) stderr = stderr.slice(-keep)
+  })
   const exited = new Promise<void>((r) => proc.once('exit', () => r()))
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`troupe did not start in time:\n${stdout}\n${stderr}`)), 30_000)
