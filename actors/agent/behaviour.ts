@@ -106,7 +106,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         if (raced) return raced
         throw fail('id_collision', 'agent', id)
       }
-      await store.versions.put(versionKey(id, 1), agent)
+      // The head is version 1: its own record is written once a later version supersedes it (update).
       return agent
     },
 
@@ -209,12 +209,12 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
 
         const version = isMaterial ? a.version + 1 : a.version
         const next: Agent = { ...candidate, version, multiagent: stampSelf(multiagent, id, version), updated_at: now() }
-        // The head first: its compare-and-set is the fence. Losing it means someone else wrote; start over.
+        // A new version supersedes the head: the head's version gets its own record first, so no crash can leave a
+        // version without one (re-putting it after a lost race writes what that version was at some moment, and the
+        // winner's write of it follows).
+        if (isMaterial) await store.versions.put(versionKey(id, a.version), a)
+        // Then the head, whose compare-and-set is the fence. Losing it means someone else wrote; start over.
         if ((await store.heads.update(headKey(id), { agent: next }, cur.revision)) === false) return LOST
-        const writes = [store.versions.put(versionKey(id, version), next)]
-        // Re-put the version we fenced against: repairs a version key a crash left missing.
-        if (isMaterial) writes.push(store.versions.put(versionKey(id, a.version), a))
-        await Promise.all(writes)
         return next
       })
     },

@@ -13,8 +13,9 @@ import { AgentStore, HEAD_PREFIX, type StoredHead } from './state.js'
  * Agents. Creates, lists and resolves run on any host; the head key's compare-and-set keeps writers honest (see
  * state.ts), and lists come from a projection of the head keys. Get, update, archive and versions of agent X run
  * on the one host that holds X's partition: as the only writer of those heads it keeps them in a write-through
- * cache, so reads cost no KV round trip; writes stay compare-and-set, so a host that lost its partition without
- * noticing still cannot overwrite the new owner's work.
+ * cache, so reads cost no KV round trip (a resolve on that host too: a session created where its agent's owner is
+ * reads the agent from memory); writes stay compare-and-set, so a host that lost its partition without noticing
+ * still cannot overwrite the new owner's work.
  */
 export const agentKind: ActorKindDef = {
   contract: AgentKind,
@@ -24,12 +25,15 @@ export const agentKind: ActorKindDef = {
     await projection.start()
     const owned = new OwnedPartitions()
     const partitionOfHead = partitionOfKey(HEAD_PREFIX)
-    const cached = new AgentStore(kv, (key) => owned.has(partitionOfHead(key)))
-    owned.onChange = (p) => cached.heads.forget((key) => partitionOfHead(key) === p)
-    const anyHost = agentOps(new AgentStore(kv), projection)
-    const owner = agentOps(cached, projection)
+    // Served from memory only while this host may serve the partition: a host back from a pause reads KV until its
+    // records say the partition is still its own (and drop the cache when it is not).
+    const store = new AgentStore(kv, (key) => {
+      const p = partitionOfHead(key)
+      return owned.has(p) && ctx.serves('agent', p)
+    })
+    owned.onChange = (p) => store.heads.forget((key) => partitionOfHead(key) === p)
     return {
-      ops: implement(AgentKind, { ...anyHost, get: owner.get, update: owner.update, archive: owner.archive, versions: owner.versions }),
+      ops: implement(AgentKind, agentOps(store, projection)),
       async acquired(p) {
         owned.add(p)
       },

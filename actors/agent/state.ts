@@ -7,13 +7,12 @@ import { RecordStore, type Versioned } from '../kit/store.js'
  * How agents sit in the `troupe_agents` bucket:
  *
  *   agent.<id>           the head: the latest version's full record, with archived_at. Every write goes
- *                        through a compare-and-set on this key first; it is the fence that orders writers.
- *   version.<id>.<n>     each version's record, written after the head. Versions are dense (1..head.version),
- *                        so the versions list pages by number with plain gets and never scans keys.
- *
- * A crash between the head write and the version write leaves `version.<id>.<head.version>` missing; readers
- * never need it, because the head *is* that version. The next material update re-puts the previous
- * version's record from the head it fenced against, which repairs the gap for good.
+ *                        through a compare-and-set on this key; it is the fence that orders writers.
+ *   version.<id>.<n>     the record of each version the head has moved past, written just before the head moves
+ *                        on (so a create is one write, and a crash leaves no version without a record). Versions
+ *                        are dense (1..head.version: records below, the head itself at head.version), so the
+ *                        versions list pages by number with plain gets and never scans keys. Agents stored before
+ *                        this layout also hold a record of their head's version, which readers never read.
  *
  * archived_at is agent-wide: it lives on the head only and is laid over every version a reader returns.
  */

@@ -18,6 +18,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { agentAndEnvironment, bed, CREATE_CONCURRENCY, ms, pool, request, sleep, summary, userMessage, Waiter, type Bed } from './bed.js'
+import { countHops, hopLine } from './hops.js'
 import { sessionCalls } from './session-calls.js'
 import { sessionEvents } from './session-events.js'
 import { openSse, streamAgent, type SseConnection, type SseMessage } from './sse-client.js'
@@ -91,6 +92,12 @@ async function turnOverhead(): Promise<string> {
       await waiter.until(() => idles > n, `session.status_idle of turn ${i}`)
       if (i >= WARMUP_TURNS) wholeTurns.push(lastIdleAt - t0)
     }
+    // What one more turn sends to NATS, with nothing else in flight.
+    const idlesBefore = idles
+    const turnHops = await countHops(b.nats.url, async () => {
+      await request(b.agent, b.troupe.url, 'POST', `/v1/sessions/${sid}/events`, userMessage('counted turn'))
+      await waiter.until(() => idles > idlesBefore, 'session.status_idle of the counted turn')
+    })
 
     // Baselines: the model's own round trip, as the session actor makes it (official client, streaming, to the end).
     const client = new Anthropic({ baseURL: b.model.url, apiKey: 'fake-key', maxRetries: 0 })
@@ -134,7 +141,8 @@ async function turnOverhead(): Promise<string> {
       `sessions: turn overhead p50 ${ms(t.p50)} p99 ${ms(t.p99)} over ${t.n} turns ` +
       `(model round trip p50 ${ms(m.p50)}; raw NATS req p50 ${ms(r.p50)}; raw JetStream publish p50 ${ms(j.p50)}) — ` +
       `Troupe overhead p50 ${ms(t.p50 - m.p50)}, ${(t.p50 / m.p50).toFixed(1)}× the model round trip — target p50 < 5 ms ${t.p50 < 5 ? 'ok' : 'MISSED'}\n` +
-      `sessions: whole turn (POST user.message to session.status_idle on the stream) p50 ${ms(w.p50)} p99 ${ms(w.p99)} — target p50 ≤ 4 ms ${w.p50 <= 4 ? 'ok' : 'MISSED'}`
+      `sessions: whole turn (POST user.message to session.status_idle on the stream) p50 ${ms(w.p50)} p99 ${ms(w.p99)} — target p50 ≤ 4 ms ${w.p50 <= 4 ? 'ok' : 'MISSED'}\n` +
+      `  one turn: ${hopLine(turnHops)}${process.env.BENCH_HOPS_VERBOSE ? `\n  turn subjects: ${turnHops.subjects.join(' ')}` : ''}`
     )
   } finally {
     stream?.close()
