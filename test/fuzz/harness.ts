@@ -78,7 +78,7 @@ export function rssMiB(pid: number): number | undefined {
   }
 }
 
-export { logLines } from '../helpers/troupe.js'
+export { logLines, settledLogLines } from '../helpers/troupe.js'
 
 /** How many times placement logged a change: with one host this must not move once the host is ready. */
 export const partitionChanges = (lines: Array<Record<string, unknown>>) => lines.filter((l) => l.msg === 'partitions changed')

@@ -1,7 +1,7 @@
 import { changedCanaries, createCanaries, createVictims } from './canaries.js'
 import { judge } from './checks.js'
 import { readLoopStall } from '../helpers/loop-stall.js'
-import { problemLines, get, logLines, partitionChanges, rssMiB, startServer, waitReady, type Server } from './harness.js'
+import { problemLines, get, logLines, partitionChanges, rssMiB, settledLogLines, startServer, waitReady, type Server } from './harness.js'
 import { describeOutcome, describeSpec, formatSummary, type Summary } from './report.js'
 import { buildSpec, schedule } from './schedule.js'
 import { Tally } from './tally.js'
@@ -229,7 +229,7 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
       })
     }
   }
-  const lines = logLines(server.troupe)
+  const lines = await settledLogLines(server.troupe)
   const changes = partitionChanges(lines)
   if (changes.length > changesBefore) {
     failures.push({

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { DEFAULT_BODY_LIMIT } from '../../gateway/server.js'
+import { settledLogLines } from '../helpers/troupe.js'
 import { agentAndEnv, failure, sessionStack } from '../sessions/_helpers.js'
 
 // Bodies up to the documented 32 MiB reach their actor and are stored whole, through the repository's nats.conf
@@ -95,7 +96,7 @@ t.test('20 events of 1 MiB in one request are stored and read back whole', async
 })
 
 t.test('the server logged no failure and answered no 500', async (t) => {
-  const lines = s.troupe.logs().split('\n')
+  const lines = (await settledLogLines(s.troupe)).map((l) => JSON.stringify(l))
   t.same(
     lines.filter((l) => /"level":(50|60)/.test(l)),
     [],

@@ -2,7 +2,7 @@ import t from 'tap'
 import { connect, type Msg } from '@nats-io/transport-node'
 import { REQUEST_ID_HEADER } from '../../protocol/wire.js'
 import { stack } from '../helpers/stack.js'
-import { raw } from '../helpers/troupe.js'
+import { raw, startTroupe } from '../helpers/troupe.js'
 
 const s = await stack()
 
@@ -108,13 +108,27 @@ t.test('an SSE stream logs once, when it ends', async (t) => {
   t.ok(line.bytes_out > 0)
 })
 
-t.test('the request id rides in a NATS header of the actor request', async (t) => {
+t.test('a call this host serves never reaches NATS; one that crosses carries the request id in a NATS header', async (t) => {
   const nc = await connect({ servers: s.nats.url })
   t.teardown(() => nc.close())
   const seen: Msg[] = []
   nc.subscribe('troupe.environment.>', { callback: (_err, m) => void seen.push(m) })
   await nc.flush()
-  const r = await raw(s.url, 'POST', '/v1/environments', { name: 'traced' })
+  const local = await raw(s.url, 'POST', '/v1/environments', { name: 'local' })
+  t.equal(local.status, 200)
+  // What went over NATS would have reached this subscription before a request sent after it.
+  await nc.request('troupe.host.ping', undefined, { timeout: 5000 })
+  await nc.flush()
+  t.same(
+    seen.map((m) => m.subject),
+    [],
+    'served in-process (TROUPE_LOCAL_CALLS defaults to on)',
+  )
+
+  // A server that sends every call over NATS, as calls between hosts go.
+  const remote = await startTroupe({ natsUrl: s.nats.url, env: { TROUPE_LOCAL_CALLS: '0' } })
+  t.teardown(() => remote.stop())
+  const r = await raw(remote.url, 'POST', '/v1/environments', { name: 'traced' })
   t.equal(r.status, 200)
   const rid = r.headers.get('request-id')
   // The copy on this connection may trail the reply the gateway got on its own.

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Anthropic from '@anthropic-ai/sdk'
+import { LOG_FLUSH_MS } from '../../supervisor/logger.js'
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/troupe.mjs')
 
@@ -110,6 +111,15 @@ export async function raw(url: string, method: string, path: string, body?: unkn
     json = undefined
   }
   return { status: res.status, headers: res.headers, json, text }
+}
+
+/**
+ * The process's log lines once every line logged before this call has been written: the server writes its lines in
+ * batches, at most LOG_FLUSH_MS after they are logged (supervisor/logger.ts).
+ */
+export async function settledLogLines(troupe: Pick<TroupeProcess, 'logs'>): Promise<Array<Record<string, unknown>>> {
+  await new Promise((r) => setTimeout(r, 2 * LOG_FLUSH_MS))
+  return logLines(troupe)
 }
 
 /** The process's log lines so far (stderr): JSON lines parsed, any other line as `{ msg: line }`. */

@@ -4,6 +4,7 @@ import path from 'node:path'
 import t from 'tap'
 import { stack } from '../helpers/stack.js'
 import { logLines } from '../helpers/troupe.js'
+import { until } from '../helpers/wait.js'
 import { agentAndEnv, collect, isIdle } from './_helpers.js'
 
 // A server started without a model endpoint (no TROUPE_MODEL_BASE_URL, no ANTHROPIC_API_KEY) says so at
@@ -13,7 +14,7 @@ const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-data-'))
 const s = await stack({ env: { TROUPE_MODEL_BASE_URL: '', ANTHROPIC_API_KEY: '', TROUPE_DATA_DIR: dataDir } })
 
 t.test('start-up logs a warning naming TROUPE_MODEL_BASE_URL', async (t) => {
-  const warning = logLines(s.troupe).find((l) => typeof l.msg === 'string' && l.msg.includes('TROUPE_MODEL_BASE_URL'))
+  const warning = await until('the warning', () => logLines(s.troupe).find((l) => typeof l.msg === 'string' && l.msg.includes('TROUPE_MODEL_BASE_URL')))
   t.ok(warning, 'a log line names TROUPE_MODEL_BASE_URL')
   t.match(warning?.msg, 'ANTHROPIC_API_KEY')
   if (typeof warning?.level === 'number') t.equal(warning.level, 40, 'at warn level')

@@ -42,7 +42,7 @@ t.test('the store pauses mid-turn: the actor fails, is rebuilt once the store an
     starts,
     'every request span is closed',
   )
-  t.match(s.troupe.logs(), /will be rebuilt from its history/)
+  await until('the rebuild logged', () => /will be rebuilt from its history/.test(s.troupe.logs()))
 })
 
 t.test('another writer slips an append in mid-turn (a paused host resuming): the owner steps down, rebuilds, and finishes the turn', async (t) => {
@@ -78,5 +78,5 @@ t.test('another writer slips an append in mid-turn (a paused host resuming): the
   )
   t.ok(all.some((e) => e.type === 'session.status_rescheduled'))
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
-  t.match(s.troupe.logs(), /session actor stepping down/)
+  await until('the step-down logged', () => /session actor stepping down/.test(s.troupe.logs()))
 })

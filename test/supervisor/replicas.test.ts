@@ -6,6 +6,7 @@ import { jetstreamManager } from '@nats-io/jetstream'
 import { startNatsCluster } from '../helpers/nats-cluster.js'
 import { startNats } from '../helpers/nats.js'
 import { startTroupe } from '../helpers/troupe.js'
+import { until } from '../helpers/wait.js'
 import '../helpers/keepalive.js'
 
 /** The start-up block's replicas line, once printed (it follows the "listening on" line). */
@@ -52,7 +53,7 @@ t.test('on a 3-node cluster every stream and bucket has 3 replicas, and an exist
     Object.values(after).map(() => 3),
     `every stream at 3: ${JSON.stringify(after)}`,
   )
-  t.match(second.logs(), /"msg":"stream replicas changed"/)
+  await until('the change logged', () => /"msg":"stream replicas changed"/.test(second.logs()))
 })
 
 t.test('a replica count NATS cannot give fails the start, saying what to do', async (t) => {

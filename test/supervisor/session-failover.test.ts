@@ -32,7 +32,8 @@ const nc = await connect({ servers: nats.url })
 t.teardown(() => void nc.close())
 const leases = await new Kvm(nc).open(Buckets.placement)
 
-const hostOf = (p: TroupeProcess) => /"host":"(host_[A-Za-z0-9]+)"/.exec(p.logs())?.[1]
+/** The host id in the start-up block. */
+const hostOf = (p: TroupeProcess) => /^\s+host\s+(host_[A-Za-z0-9]+)/m.exec(p.stdout())?.[1]
 
 async function ownerOf(sessionId: string): Promise<string | undefined> {
   const e = await leases.get(`session.${partitionToken(partitionOf(sessionId))}`)
