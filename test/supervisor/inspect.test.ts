@@ -14,7 +14,8 @@ import { findNats } from '../../supervisor/lockfile-info.js'
 import { agentAndEnv, collect, isIdle, sessionStack, until } from '../sessions/_helpers.js'
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/troupe.mjs')
-const s = await sessionStack()
+// Every call over NATS, as docs/debugging.md says to start a server whose calls `troupe sub` should show.
+const s = await sessionStack({ TROUPE_LOCAL_CALLS: '0' })
 
 /** The environment of a user who set NATS_URL (or, with `natsUrl: undefined`, who did not). */
 const envWith = (more: Record<string, string | undefined> = {}) => {
