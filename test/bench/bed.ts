@@ -121,7 +121,9 @@ process.on('exit', () => {
  */
 export async function startAsNpmStart(env: Record<string, string> = {}): Promise<{ troupe: TroupeProcess; natsUrl: string; dataDir: string }> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-data-'))
-  const troupe = await startTroupe({ role: 'start', keepLogChars: 1 << 20, env: { TROUPE_DATA_DIR: dataDir, NATS_URL: '', LOG_LEVEL: '', ...env } })
+  const profile = process.env.BENCH_PROFILE_DIR
+  const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []
+  const troupe = await startTroupe({ role: 'start', keepLogChars: 1 << 20, nodeArgs, env: { TROUPE_DATA_DIR: dataDir, NATS_URL: '', LOG_LEVEL: '', ...env } })
   // The start-up block (printed right after "listening on") names the embedded server.
   const deadline = Date.now() + 5000
   let m: RegExpExecArray | null
@@ -145,8 +147,9 @@ export async function bed(env: Record<string, string> = {}): Promise<Bed> {
     stops.push(() => void model.proc.kill('SIGKILL'))
     const { troupe, natsUrl, dataDir } = await startAsNpmStart({ TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'fake-key', ...env })
     stops.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    // SIGKILL leaves the embedded nats-server to its watchdog, which stops it once our pipe to it closes.
-    stops.push(() => troupe.killNow())
+    // SIGKILL leaves the embedded nats-server to its watchdog, which stops it once our pipe to it closes. A server
+    // being profiled is stopped instead, so that it writes its profile.
+    stops.push(() => (process.env.BENCH_PROFILE_DIR ? troupe.proc.kill('SIGTERM') : troupe.killNow()))
     const agent = new http.Agent({ keepAlive: true, maxSockets: CREATE_CONCURRENCY })
     stops.push(() => agent.destroy())
     return { nats: { url: natsUrl }, troupe, model, dataDir, agent, stop }

@@ -6,7 +6,8 @@
 // ones served where they arrive. Ratios are of the raw GET hop, medians of per-round ratios (the machine is shared).
 // Then the session benchmarks (sessions.ts). Arguments pick what runs: `agents`, `sessions`, or one session
 // benchmark (`sessions.turn`, `sessions.streams`, `sessions.idle`, `sessions.calls`, `sessions.events`), or `bodies` (the
-// event loop while large bodies arrive, test/bench/big-bodies.ts); none runs everything.
+// event loop while large bodies arrive, test/bench/big-bodies.ts); none runs everything. BENCH_PROFILE_DIR=<dir> has
+// the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
 import { decode } from '../../protocol/codec.js'

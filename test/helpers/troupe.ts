@@ -34,11 +34,13 @@ export interface StartOptions {
    * than a string may hold). Default: everything.
    */
   keepLogChars?: number
+  /** Arguments for node before the script (`--cpu-prof`, …). Default none. */
+  nodeArgs?: string[]
 }
 
 /** Starts `troupe <role>` the way a user does, on a free port, and waits for its "listening on" line. */
 export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
-  const args = [BIN, opts.role ?? 'serve', ...(opts.strict ? ['--strict'] : [])]
+  const args = [...(opts.nodeArgs ?? []), BIN, opts.role ?? 'serve', ...(opts.strict ? ['--strict'] : [])]
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', LOG_LEVEL: 'info', ...opts.env }
   if (opts.natsUrl) env.NATS_URL = opts.natsUrl
   // One data directory per server (a server locks its own); never the checkout's ./.troupe.
