@@ -1,7 +1,7 @@
-import { pino, type Logger } from 'pino'
+import { pino, type DestinationStream, type Logger } from 'pino'
 
-/** Lines are written once this many bytes are queued. */
-const LOG_BUFFER_BYTES = 32 * 1024
+/** Lines are handed to the writer once this many characters are queued... */
+const LOG_BATCH_CHARS = 32 * 1024
 /** ...or this long after they were logged, whichever comes first (ms). */
 export const LOG_FLUSH_MS = 250
 
@@ -11,11 +11,7 @@ export const LOG_FLUSH_MS = 250
  * Lines about a request carry its `rid` explicitly (an AsyncLocalStorage would do it for every line, but its
  * promise hooks cost about 2 ms of a 7 ms turn).
  *
- * JSON lines are buffered and written asynchronously: a write per line, synchronous or handed to libuv's thread
- * pool, took a third of the request path's CPU under load (one line per request); in 32 KiB batches, 2.5 %. A
- * synchronous write also blocks the loop whenever a pipe reader falls behind. Lines go out once 32 KiB are queued or within 250 ms, and what is
- * queued is written synchronously when the process exits, a fatal error included (pino registers that for
- * asynchronous destinations); a SIGKILL loses at most those 250 ms of lines.
+ * JSON lines are batched and written asynchronously (`batchedStderr`).
  */
 export async function createLogger(level: string, role: string, format: 'json' | 'pretty' = 'json'): Promise<Logger> {
   const opts = { level, base: { role, pid: process.pid } }
@@ -23,21 +19,38 @@ export async function createLogger(level: string, role: string, format: 'json' |
     const { default: pretty } = await import('pino-pretty')
     return pino(opts, pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,role,hostname' }))
   }
-  const dest = pino.destination({ dest: 2, sync: false, minLength: LOG_BUFFER_BYTES, maxWrite: 4 * LOG_BUFFER_BYTES })
-  // Flushed while lines arrive, and once more after the last: a flush that found a write in flight leaves what
-  // was queued behind it for the next one.
-  let logged = 0
-  let flushedAt = 0
-  let again = false
-  setInterval(() => {
-    if (logged === flushedAt && !again) return
-    again = logged !== flushedAt
-    flushedAt = logged
-    dest.flush()
-  }, LOG_FLUSH_MS).unref()
-  const streamWrite = (line: string) => {
-    logged++
-    return line
+  return pino(opts, batchedStderr())
+}
+
+/**
+ * Stderr for a line per request. A write per line, synchronous or handed to libuv's thread pool, took a third of the
+ * request path's CPU under load, and a synchronous one blocks the loop whenever a pipe reader falls behind. Batching
+ * inside sonic-boom (its `minLength`) costs as much again: it measures the whole queued string at every line. So
+ * lines are joined here, in batches of 32 KiB or whatever 250 ms gathered, and each batch goes to sonic-boom, which
+ * writes asynchronously. What is queued is written synchronously when the process exits, a fatal error included;
+ * a SIGKILL loses at most those 250 ms of lines.
+ */
+function batchedStderr(): DestinationStream {
+  const dest = pino.destination({ dest: 2, sync: false })
+  let lines: string[] = []
+  let chars = 0
+  const flush = () => {
+    if (!lines.length) return
+    const batch = lines.join('')
+    lines = []
+    chars = 0
+    dest.write(batch)
   }
-  return pino({ ...opts, hooks: { streamWrite } }, dest)
+  setInterval(flush, LOG_FLUSH_MS).unref()
+  process.on('exit', () => {
+    flush()
+    dest.flushSync()
+  })
+  return {
+    write(line: string) {
+      lines.push(line)
+      chars += line.length
+      if (chars >= LOG_BATCH_CHARS) flush()
+    },
+  }
 }
