@@ -22,7 +22,7 @@ export function watchConnection(nc: NatsConnection, log: Logger): ConnectionStat
         lostAt = performance.now()
         log.warn(
           { server: redact(s.server) },
-          `lost the connection to NATS at ${redact(s.server)}; reconnecting until it answers (meanwhile /readyz answers 503 and API requests 503)`,
+          `lost the connection to NATS at ${redact(s.server)}; reconnecting until it is back (until then /readyz and API requests answer 503)`,
         )
       } else if (s.type === 'reconnect' && !state.connected) {
         state.connected = true
