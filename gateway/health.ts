@@ -9,16 +9,19 @@ export interface Readiness {
 }
 
 /**
- * Ready only when NATS and JetStream answer, and an actor host says its store answers (its heartbeat was
- * acknowledged within the liveness TTL) and every partition has a live owner, each within a short bound.
+ * Ready only when NATS answers a ping, JetStream answers, and an actor host says its store answers (its heartbeat
+ * was acknowledged within the liveness TTL) and every partition has a live owner, each within a short bound.
  */
 export async function readiness(nc: NatsConnection, timeoutMs = 1000): Promise<Readiness> {
-  const checks = { nats: !nc.isClosed() && !nc.isDraining(), jetstream: false, actor_host: false, placement: false }
-  if (checks.nats) {
-    const [js, host] = await Promise.allSettled([
+  const checks = { nats: false, jetstream: false, actor_host: false, placement: false }
+  if (!nc.isClosed() && !nc.isDraining()) {
+    // A connection that is reconnecting is not closed: only a round trip tells that the server is there.
+    const [ping, js, host] = await Promise.allSettled([
+      within(nc.rtt(), timeoutMs),
       jetstreamManager(nc, { timeout: timeoutMs }).then((m) => m.getAccountInfo()),
       nc.request(HOST_PING, undefined, { timeout: timeoutMs }),
     ])
+    checks.nats = ping.status === 'fulfilled'
     checks.jetstream = js.status === 'fulfilled'
     checks.actor_host = host.status === 'fulfilled'
     if (host.status === 'fulfilled') {
@@ -28,4 +31,10 @@ export async function readiness(nc: NatsConnection, timeoutMs = 1000): Promise<R
     }
   }
   return { ready: checks.nats && checks.jetstream && checks.actor_host && checks.placement, checks }
+}
+
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)))
+  return Promise.race([p, late]).finally(() => clearTimeout(timer))
 }

@@ -24,13 +24,18 @@ const USAGE = `usage: troupe <start|serve|orchestrate> [-strict|--strict]
 
   start        all in one: embedded nats-server (unless NATS_URL is set), gateway and actor host
   serve        gateway and actor host, joining the NATS at NATS_URL
-  orchestrate  the worker role (deployment schedules, webhook deliveries), joining NATS_URL
+  orchestrate  joins NATS_URL as the worker role; nothing runs there yet (deployments and webhooks are not built)
+
+  -strict, --strict  require the compatibility headers (also TROUPE_STRICT=1); through npm: npm start -- --strict
 
 ${INSPECT_USAGE}
 
-Environment: PORT (8080), HOST (127.0.0.1), NATS_URL, TROUPE_DATA_DIR (./.troupe), TROUPE_MODEL_BASE_URL,
-ANTHROPIC_API_KEY, TROUPE_VAULT_KEYRING_FILE, LOG_LEVEL (info), LOG_FORMAT (json|pretty).
-The full list, with defaults: README.md.`
+Environment: PORT (8080), HOST (127.0.0.1), NATS_URL, TROUPE_NATS_PORT, TROUPE_NATS_HOST (127.0.0.1),
+TROUPE_DATA_DIR (./.troupe), TROUPE_STRICT, TROUPE_MODEL_BASE_URL, ANTHROPIC_API_KEY, LOG_LEVEL (info),
+LOG_FORMAT (json|pretty). The full list, with defaults: README.md.`
+
+const ROLES: readonly string[] = ['start', 'serve', 'orchestrate']
+const STRICT_FLAGS: readonly string[] = ['-strict', '--strict']
 
 async function main(argv: string[]): Promise<void> {
   if (argv[0] && Object.hasOwn(INSPECT_COMMANDS, argv[0])) process.exit(await runInspect(argv[0], argv.slice(1)))
@@ -41,20 +46,27 @@ async function main(argv: string[]): Promise<void> {
     console.log(USAGE)
     return
   }
-  const unknown = flags.filter((f) => f !== '-strict' && f !== '--strict')
-  if (!['start', 'serve', 'orchestrate'].includes(role) || words.length > 1 || unknown.length) {
-    console.error(USAGE)
+  // Anything not understood stops here, named: an option dropped on the way (a misspelt --strict) must not go unnoticed.
+  const unknown = flags.filter((f) => !STRICT_FLAGS.includes(f))
+  const problem = unknown.length
+    ? `unknown option ${unknown.join(' ')}`
+    : !ROLES.includes(role)
+      ? `unknown command ${role}`
+      : words.length > 1
+        ? `unexpected argument ${words.slice(1).join(' ')}`
+        : undefined
+  if (problem) {
+    console.error(`troupe: ${problem}\n\n${USAGE}`)
     process.exit(2)
   }
-  const strict = flags.length > 0
-  const cfg = readConfig(process.env, strict)
+  const cfg = readConfig(process.env, flags.length > 0)
   const log = await createLogger(cfg.logLevel, role, cfg.logFormat)
   // Loaded here, not above: the server's modules take seconds to load, which `troupe sub|tail|status` need not wait for.
   // Before loading the server: a second start on a locked data directory refuses at once.
   const lock = role === 'orchestrate' ? undefined : lockDataDir(cfg.dataDir, role)
   const { startRole } = await import('./roles.js')
   const running = await startRole(role, cfg, log, VERSION, lock)
-  if (running.url) console.log(`troupe ${role} listening on ${running.url}${strict ? ' (strict mode)' : ''}`)
+  if (running.url) console.log(`troupe ${role} listening on ${running.url}${cfg.strict ? ' (strict mode)' : ''}`)
   else console.log(`troupe ${role} ready`)
   const width = Math.max(...running.facts.map(([k]) => k.length))
   console.log(running.facts.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n'))

@@ -12,6 +12,13 @@ export interface Config {
   /** External NATS; unset means `start` launches an embedded nats-server. `NATS_URL`. */
   natsUrl?: string
   /**
+   * The embedded nats-server's client port. `TROUPE_NATS_PORT`; default: the port it had last time on this data
+   * directory while that is free, else a free one. Unused with `NATS_URL`.
+   */
+  natsPort?: number
+  /** The interface the embedded nats-server listens on. `TROUPE_NATS_HOST`, default 127.0.0.1. Unused with `NATS_URL`. */
+  natsHost: string
+  /**
    * Copies of every stream and bucket, on that many servers of a JetStream cluster. `TROUPE_REPLICAS`,
    * default 1, at most 5; more than 1 needs an external cluster (`NATS_URL`) of at least that many servers.
    */
@@ -41,12 +48,12 @@ export interface Config {
   logLevel: string
   /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
   logFormat: 'json' | 'pretty'
+  /** Compatibility headers required: the `-strict`/`--strict` flag, `TROUPE_STRICT=1` or `npm start -strict`. Default off. */
   strict: boolean
 }
 
 export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
-  const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT)
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be an integer from 0 to 65535 (was ${JSON.stringify(env.PORT)})`)
+  const port = portNumber('PORT', env.PORT, 0) ?? 8080
   const blank = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v)
   const count = (name: string, min: number): number | undefined => {
     const v = blank(env[name])
@@ -67,10 +74,12 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     port,
     session,
     sseKeepaliveMs: count('TROUPE_SSE_KEEPALIVE_MS', 0),
-    localCalls: onOff('TROUPE_LOCAL_CALLS', blank(env.TROUPE_LOCAL_CALLS), true),
+    localCalls: onOff('TROUPE_LOCAL_CALLS', env.TROUPE_LOCAL_CALLS, true),
     host: blank(env.HOST) ?? '127.0.0.1',
     http: httpTransport(blank(env.TROUPE_HTTP)),
     natsUrl: blank(env.NATS_URL),
+    natsPort: portNumber('TROUPE_NATS_PORT', env.TROUPE_NATS_PORT, 1),
+    natsHost: blank(env.TROUPE_NATS_HOST) ?? '127.0.0.1',
     replicas: replicas(count('TROUPE_REPLICAS', 1), blank(env.NATS_URL)),
     dataDir: path.resolve(blank(env.TROUPE_DATA_DIR) ?? './.troupe'),
     modelBaseUrl: blank(env.TROUPE_MODEL_BASE_URL),
@@ -78,8 +87,28 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
     logLevel: blank(env.LOG_LEVEL) ?? 'info',
     logFormat: logFormat(blank(env.LOG_FORMAT)),
-    strict,
+    strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),
   }
+}
+
+function portNumber(name: string, v: string | undefined, min: 0 | 1): number | undefined {
+  if (v === undefined || v.trim() === '') return undefined
+  const n = Number(v)
+  if (!Number.isInteger(n) || n < min || n > 65535) throw new Error(`${name} must be an integer from ${min} to 65535 (was ${JSON.stringify(v)})`)
+  return n
+}
+
+/**
+ * A switch: `1`/`true`/`on` or `0`/`false`/`off`. Anything else stops start-up: a safety switch (strict mode) must never
+ * be read as off by mistake. `npm start -strict` reaches us as `npm_config_strict=true`: npm takes `-strict` as a
+ * setting of its own and passes it to the script in the environment, not as an argument.
+ */
+function onOff(name: string, v: string | undefined, byDefault = false): boolean {
+  const s = v?.trim().toLowerCase() ?? ''
+  if (s === '') return byDefault
+  if (['1', 'true', 'on'].includes(s)) return true
+  if (['0', 'false', 'off'].includes(s)) return false
+  throw new Error(`${name} must be 1 or 0 (was ${JSON.stringify(v)})`)
 }
 
 function replicas(n: number | undefined, natsUrl: string | undefined): number {
@@ -89,15 +118,6 @@ function replicas(n: number | undefined, natsUrl: string | undefined): number {
     throw new Error(`TROUPE_REPLICAS=${n} needs a JetStream cluster of at least ${n} servers (set NATS_URL); the embedded nats-server keeps one copy`)
   }
   return n
-}
-
-/** A switch: `1`, `on`, `true` or `0`, `off`, `false` (any case); unset takes the default. */
-function onOff(name: string, v: string | undefined, byDefault: boolean): boolean {
-  if (v === undefined) return byDefault
-  const s = v.trim().toLowerCase()
-  if (['1', 'on', 'true'].includes(s)) return true
-  if (['0', 'off', 'false'].includes(s)) return false
-  throw new Error(`${name} must be 1 or 0 (on/off, true/false) (was ${JSON.stringify(v)})`)
 }
 
 function logFormat(v: string | undefined): 'json' | 'pretty' {

@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino'
+import { isTransientNatsError } from '../actors/kit/nats-errors.js'
 
 /** Lines are handed to the writer once this many characters are queued... */
 const LOG_BATCH_CHARS = 32 * 1024
@@ -14,7 +15,7 @@ export const LOG_FLUSH_MS = 250
  * JSON lines are batched and written asynchronously (`batchedStderr`).
  */
 export async function createLogger(level: string, role: string, format: 'json' | 'pretty' = 'json'): Promise<Logger> {
-  const opts = { level, base: { role, pid: process.pid } }
+  const opts = { level, base: { role, pid: process.pid }, serializers: { err: serializeError } }
   if (format === 'pretty') {
     const { default: pretty } = await import('pino-pretty')
     return pino(opts, pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,role,hostname' }))
@@ -53,4 +54,10 @@ function batchedStderr(): DestinationStream {
       if (chars >= LOG_BATCH_CHARS) flush()
     },
   }
+}
+
+/** NATS or JetStream unavailable for a moment is no bug of ours: its type and message say it all, a stack only adds noise. */
+function serializeError(err: unknown) {
+  if (err instanceof Error && isTransientNatsError(err)) return { type: err.name, message: err.message }
+  return pino.stdSerializers.err(err as Error)
 }

@@ -1,6 +1,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from '@nats-io/transport-node'
@@ -13,7 +14,10 @@ export const NATS_CONF = path.resolve(here, existsSync(path.resolve(here, '..', 
 export const MIN_NATS_SERVER = [2, 9, 0]
 
 export interface EmbeddedNats {
+  /** Where this process connects. */
   url: string
+  /** Where other processes join it: this machine's name when it listens on every interface, else `url`. */
+  joinUrl: string
   port: number
   /** The monitoring endpoint (`/varz`, `/jsz`, …), on loopback. */
   monitorUrl: string
@@ -39,37 +43,67 @@ export function natsServerBinary(): string {
   )
 }
 
-/** A free loopback port: never assume 4222, machines often run a NATS there already. */
-export function freePort(): Promise<number> {
+/** A free port on `host` (default loopback): never assume 4222, machines often run a NATS there already. */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return (await bind(0, host))!
+}
+
+/** Binds `port` on `host` and lets it go: the port bound, or undefined when it is in use. */
+function bind(port: number, host: string): Promise<number | undefined> {
   return new Promise((resolve, reject) => {
     const s = createServer()
     s.unref()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
+    s.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(undefined) : reject(err)))
+    s.listen(port, host, () => {
+      const bound = (s.address() as { port: number }).port
+      s.close(() => resolve(bound))
     })
   })
 }
 
+export interface EmbeddedNatsOptions {
+  /** The configuration file. Default: nats.conf at the package root. */
+  conf?: string
+  /** The interface clients connect on. Default 127.0.0.1: nothing outside this machine reaches the server. */
+  host?: string
+  /** The client port, exactly: a port in use fails the start, saying so. Default: see `portFile`, else a free port. */
+  port?: number
+  /**
+   * A file keeping the client port across restarts: the port it names is used again while it is free (so processes
+   * joined to this server find it after a restart), a free one otherwise (with a warning), and the one used is
+   * written back. Default: none.
+   */
+  portFile?: string
+}
+
 /** Starts nats-server from nats.conf with JetStream under `storeDir`, waits until it accepts connections. */
-export async function startEmbeddedNats(storeDir: string, onWarning: (msg: string) => void, conf = NATS_CONF): Promise<EmbeddedNats> {
+export async function startEmbeddedNats(storeDir: string, onWarning: (msg: string) => void, opts: EmbeddedNatsOptions = {}): Promise<EmbeddedNats> {
   const bin = natsServerBinary()
+  const host = opts.host ?? '127.0.0.1'
   mkdirSync(storeDir, { recursive: true })
-  conf = configForVersion(conf, binaryVersion(bin), storeDir, onWarning)
+  const conf = configForVersion(opts.conf ?? NATS_CONF, binaryVersion(bin), storeDir, onWarning)
+  const kept = opts.port === undefined && opts.portFile ? readPort(opts.portFile) : undefined
   for (let attempt = 0; ; attempt++) {
-    const [port, monitorPort] = await Promise.all([freePort(), freePort()])
-    const args = ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir]
+    const port = await clientPort(host, opts.port ?? (attempt === 0 ? kept : undefined), opts.port !== undefined)
+    if (kept !== undefined && attempt === 0 && port !== kept) {
+      onWarning(
+        `the embedded nats-server's port of the last run, ${kept}, is in use: it listens on ${port} now; processes joined to the old port must be given the new URL (TROUPE_NATS_PORT fixes the port)`,
+      )
+    }
+    const monitorPort = await freePort()
+    const args = ['-c', conf, '-a', host, '-p', String(port), '-m', String(monitorPort), '-sd', storeDir]
     // Its own process group, so a Ctrl-C at the terminal reaches only us and we stop the server last; the
     // watchdog stops it when our end of its stdin closes, which also happens when we are SIGKILLed.
     const child = spawn('/bin/sh', ['-c', WATCHDOG, bin, ...args], { stdio: ['pipe', 'ignore', 'pipe'], detached: true })
     let stderr = ''
     child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)))
-    const url = `nats://127.0.0.1:${port}`
+    const url = `nats://${WILDCARD.includes(host) ? '127.0.0.1' : bracketed(host)}:${port}`
     try {
       await waitForNats(url, child)
+      if (opts.portFile) writeFileSync(opts.portFile, `${port}\n`)
       return {
         url,
+        joinUrl: WILDCARD.includes(host) ? `nats://${os.hostname()}:${port}` : url,
         port,
         monitorUrl: `http://127.0.0.1:${monitorPort}`,
         pgid: child.pid!,
@@ -82,12 +116,32 @@ export async function startEmbeddedNats(storeDir: string, onWarning: (msg: strin
       }
     } catch (err) {
       await stopChild(child)
-      // Another process may have taken the port between our probe and the bind: try another.
-      if (attempt < 3) continue
+      // Another process may have taken the port between our probe and the bind: try another (unless it was given).
+      if (attempt < 3 && opts.port === undefined) continue
       throw new Error(`nats-server did not start: ${(err as Error).message}\n${stderr}`)
     }
   }
 }
+
+/** `wanted` when it is free; else a free port, or, when `wanted` was required, an error saying who to ask. */
+async function clientPort(host: string, wanted: number | undefined, required: boolean): Promise<number> {
+  if (wanted !== undefined && (await bind(wanted, host)) !== undefined) return wanted
+  if (required) throw new Error(`port ${wanted} on ${host} is in use: stop what listens there (ss -ltnp 'sport = :${wanted}' names it), or choose another port`)
+  return freePort(host)
+}
+
+function readPort(file: string): number | undefined {
+  try {
+    const port = Number(readFileSync(file, 'utf8').trim())
+    return Number.isInteger(port) && port > 0 && port <= 65535 ? port : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Addresses that mean every interface: this process reaches the server on loopback. */
+const WILDCARD = ['0.0.0.0', '::', '']
+const bracketed = (host: string) => (host.includes(':') ? `[${host}]` : host)
 
 async function waitForNats(url: string, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 15_000

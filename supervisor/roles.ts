@@ -9,6 +9,7 @@ import { connectNats, redact } from './nats-connect.js'
 import { startActorHost, type ActorHost } from './host.js'
 import { actorAccess } from './actor-access.js'
 import { checkServerVersion, startEmbeddedNats, type EmbeddedNats } from './nats-server.js'
+import { watchConnection, type ConnectionState } from './nats-status.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate'
 
@@ -40,10 +41,14 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   if (!lock && role !== 'orchestrate') throw new Error(`troupe ${role} needs its data directory locked`)
   let nats: EmbeddedNats | undefined
   let nc: NatsConnection | undefined
+  let connection: ConnectionState | undefined
   let host: ActorHost | undefined
   let gateway: Gateway | undefined
   const teardown = async () => {
     gateway?.close()
+    // With NATS gone there is nobody to hand over to and nothing to flush: closing first fails what waits on it at
+    // once (a heartbeat, a hand-over write) instead of after its timeout, so the stop still fits its budget.
+    if (connection && !connection.connected) await nc?.close().catch(() => undefined)
     await host?.stop().catch((err) => log.warn({ err }, 'actor host stop failed'))
     await nc?.drain().catch(() => undefined)
     await nats?.stop()
@@ -52,12 +57,19 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   try {
     let natsUrl = cfg.natsUrl
     if (!natsUrl) {
-      nats = await startEmbeddedNats(path.join(cfg.dataDir, 'jetstream'), (msg) => log.warn(msg))
+      nats = await startEmbeddedNats(path.join(cfg.dataDir, 'jetstream'), (msg) => log.warn(msg), {
+        host: cfg.natsHost,
+        port: cfg.natsPort,
+        portFile: path.join(cfg.dataDir, NATS_PORT_FILE),
+      }).catch((err: Error) => {
+        throw cfg.natsPort ? new Error(`TROUPE_NATS_PORT=${cfg.natsPort}: ${err.message}`, { cause: err }) : err
+      })
       natsUrl = nats.url
       lock?.update({ nats_pgid: nats.pgid, nats_url: nats.url, nats_monitor_url: nats.monitorUrl })
       log.info({ url: natsUrl, monitor: nats.monitorUrl, dataDir: cfg.dataDir }, 'embedded nats-server started')
     } else lock?.update({ nats_url: natsUrl })
     nc = await joinNats(natsUrl, log)
+    connection = watchConnection(nc, log)
     if (role === 'start' || role === 'serve') {
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
@@ -89,7 +101,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       host.describe({ http_url: url })
       lock?.update({ http_url: url })
     }
-    if (role === 'orchestrate') log.info('orchestrator ready (deployment schedules and webhook deliveries run here)')
+    if (role === 'orchestrate') log.info('orchestrator joined NATS; it has nothing to run yet (deployment schedules and webhook deliveries are not built)')
   } catch (err) {
     await teardown()
     throw err
@@ -98,6 +110,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   const facts: Array<[string, string]> = []
   if (url) facts.push(['HTTP', `${url} (${TRANSPORT_LABEL[gateway!.transport]}, request bodies up to ${mib(gateway!.bodyLimit)})`])
   facts.push(['NATS', nats ? `${nats.url} (embedded; monitoring ${nats.monitorUrl})` : redact(cfg.natsUrl!)])
+  if (nats) facts.push(['scale', joinHint(cfg, nats)])
   facts.push([
     'replicas',
     cfg.replicas === 1 ? '1 (one copy of every stream and bucket)' : `${cfg.replicas} (every stream and bucket on ${cfg.replicas} servers)`,
@@ -114,6 +127,16 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
   facts.push(['version', version])
   return { url, facts, stop: teardown }
+}
+
+/** The file in the data directory that keeps the embedded server's port across restarts. */
+const NATS_PORT_FILE = 'nats-port'
+
+/** How another host joins this embedded server, and whether the command still works after a restart. */
+function joinHint(cfg: Config, nats: EmbeddedNats): string {
+  const port = cfg.natsPort ? 'port set by TROUPE_NATS_PORT' : 'port kept across restarts while free; TROUPE_NATS_PORT fixes it'
+  const reach = cfg.natsHost === '127.0.0.1' ? '; this machine only, TROUPE_NATS_HOST opens it' : ''
+  return `NATS_URL=${nats.joinUrl} PORT=0 TROUPE_DATA_DIR=./.troupe-2 npx troupe serve (${port}${reach})`
 }
 
 const mib = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / 1024 / 1024} MiB` : `${(bytes / 1024).toFixed(0)} KiB`)

@@ -60,6 +60,10 @@ export class Activations<A extends Activatable> {
   private readonly maxRebuilds: number
   private readonly policy: RetryPolicy
   private sweeping = false
+  /** Listing work to resume failed and has not succeeded since: said once, not per partition and attempt. */
+  private listingFails = false
+  /** Actors whose rebuild could not load them and has not since: said once per actor, not per attempt. */
+  private readonly loadFails = new Set<string>()
 
   constructor(private readonly o: ActivationOptions<A>) {
     this.maxRebuilds = o.maxRebuilds ?? 5
@@ -148,11 +152,15 @@ export class Activations<A extends Activatable> {
   private rebuild(id: string, attempt: number): void {
     const t = setTimeout(() => {
       const p = partitionOf(id)
-      if (!this.owned.has(p)) return this.failures.delete(id)
+      if (!this.owned.has(p)) {
+        this.loadFails.delete(id)
+        return this.failures.delete(id)
+      }
       // The heartbeat lapsed: wait until the records say whether the partition is still ours.
       if (!this.o.serves(p)) return this.rebuild(id, attempt + 1)
       this.get(id).then(
         (a) => {
+          this.loadFails.delete(id)
           if (!a) return this.failures.delete(id)
           const n = this.failures.get(id) ?? 0
           if (n < this.maxRebuilds) return a.kick()
@@ -160,7 +168,9 @@ export class Activations<A extends Activatable> {
           a.abandon(`The ${this.o.kind}'s actor failed ${n} times in a row while running this turn; the turn was ended. Send a message to continue.`)
         },
         (err) => {
-          this.o.log.warn({ err, [this.o.kind]: id }, `${this.o.kind} could not be rebuilt yet`)
+          // The store may stay away for a while (NATS restarting): the retries go on, the line is not repeated.
+          if (!this.loadFails.has(id)) this.o.log.warn({ err, [this.o.kind]: id }, `${this.o.kind} could not be rebuilt yet; trying again until it is`)
+          this.loadFails.add(id)
           this.rebuild(id, attempt + 1)
         },
       )
@@ -177,11 +187,15 @@ export class Activations<A extends Activatable> {
     try {
       const ids = await this.o.listWork(p)
       if (!this.owned.has(p)) return
+      this.listingFails = false
       this.marks.listed(p, taking, ids)
       for (const id of ids) this.rebuild(id, 0)
     } catch (err) {
       if (!this.owned.has(p)) return
-      this.o.log.warn({ err, partition: p }, `${this.o.kind}s with work in flight could not be listed yet`)
+      if (!this.listingFails) {
+        this.listingFails = true
+        this.o.log.warn({ err, partition: p }, `${this.o.kind}s with work in flight could not be listed yet; trying again until they are`)
+      }
       setTimeout(() => void this.resumeWork(p, taking, attempt + 1), this.backoff(attempt + 1)).unref()
     }
   }

@@ -66,7 +66,7 @@ const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, cache_creation_input_tok
 const NOT_RERUN =
   'The host running this tool stopped before the tool finished. It was not run again, so that it never runs twice; run it again if that is safe.'
 const NO_MODEL =
-  'No model endpoint is configured on this server: set TROUPE_MODEL_BASE_URL (and ANTHROPIC_API_KEY when the endpoint needs one) on the serving hosts.'
+  'No model endpoint is configured on this server: set TROUPE_MODEL_BASE_URL or ANTHROPIC_API_KEY on the serving hosts (the key alone calls https://api.anthropic.com; a base URL that needs a key takes both).'
 
 const isResult = (e: SessionEvent) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
 

@@ -163,7 +163,7 @@ export const catalog = {
     WIRE,
   ),
   resource_unsupported: entry(422, (index: number, kind: string) => `resources[${index}]: ${kind} resources are not supported on sessions`, WIRE),
-  vaults_unavailable: entry(422, () => 'vault_ids: vaults are not available on this server yet (no vault keyring configured)', WIRE),
+  vaults_unavailable: entry(422, () => 'vault_ids: vaults are not available on this server yet', WIRE),
   networking_unenforceable: entry(
     422,
     (environmentId: string) =>

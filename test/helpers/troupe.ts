@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Anthropic from '@anthropic-ai/sdk'
+import { groupAlive } from '../../supervisor/datadir.js'
 import { LOG_FLUSH_MS } from '../../supervisor/logger.js'
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/troupe.mjs')
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const BIN = path.join(ROOT, 'bin/troupe.mjs')
 
 export interface TroupeProcess {
   url: string
@@ -36,16 +38,29 @@ export interface StartOptions {
   keepLogChars?: number
   /** Arguments for node before the script (`--cpu-prof`, …). Default none. */
   nodeArgs?: string[]
+  /**
+   * Run this in the checkout instead of `node bin/troupe.mjs <role>`, e.g. `['npm', 'start', '--', '--strict']`. It
+   * runs in a process group of its own, signalled as a whole as a terminal's Ctrl-C is: npm does not pass a signal on.
+   */
+  command?: string[]
 }
 
 /** Starts `troupe <role>` the way a user does, on a free port, and waits for its "listening on" line. */
 export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
-  const args = [...(opts.nodeArgs ?? []), BIN, opts.role ?? 'serve', ...(opts.strict ? ['--strict'] : [])]
+  const [cmd, ...args] = opts.command ?? [process.execPath, ...(opts.nodeArgs ?? []), BIN, opts.role ?? 'serve', ...(opts.strict ? ['--strict'] : [])]
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', LOG_LEVEL: 'info', ...opts.env }
   if (opts.natsUrl) env.NATS_URL = opts.natsUrl
   // One data directory per server (a server locks its own); never the checkout's ./.troupe.
   if (!opts.env?.TROUPE_DATA_DIR) env.TROUPE_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'troupe-data-'))
-  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const group = opts.command !== undefined
+  const proc = spawn(cmd!, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: group })
+  const signal = (sig: NodeJS.Signals) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return
+    if (!group) return void proc.kill(sig)
+    try {
+      process.kill(-proc.pid!, sig)
+    } catch {}
+  }
   let stderr = ''
   let stdout = ''
   const keep = opts.keepLogChars
@@ -77,16 +92,16 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
         stdout: () => stdout,
         async kill() {
           proc.ref()
-          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
+          signal('SIGKILL')
           await exited
         },
-        killNow() {
-          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
-        },
+        killNow: () => signal('SIGKILL'),
         async stop() {
           proc.ref()
-          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM')
+          signal('SIGTERM')
           await exited
+          // npm leaves at once; troupe, in the same group, takes its stop's time.
+          for (let i = 0; group && i < 250 && groupAlive(proc.pid!); i++) await new Promise((r) => setTimeout(r, 20))
         },
       })
     })

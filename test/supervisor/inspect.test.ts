@@ -143,6 +143,14 @@ t.test('tail refuses what is not a session id before it reaches a subject, and n
   t.match(r.stderr, /no session sesn_01NOSUCHSESSION000000000 at nats:\/\//)
 })
 
+/** What `troupe sub` printed so far, one JSON value a line. */
+const jsonLines = (c: Cli) =>
+  c
+    .stdout()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+
 t.test('sub prints each message as one decoded JSON line, headers included', async (t) => {
   const c = cli(['sub', 'inspect.test.>', 'troupe.session.>'])
   await c.waitFor(/listening on inspect\.test\.>, troupe\.session\.>/, 'stderr')
@@ -158,11 +166,7 @@ t.test('sub prints each message as one decoded JSON line, headers included', asy
   // An actor request as the gateway sends it: msgpack, decoded.
   await s.client.beta.sessions.retrieve(session.id)
   await c.waitFor(/"subject":"troupe\.session\.p\d\d\.sesn_\w+\.get"/)
-  const lines = c
-    .stdout()
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l))
+  const lines = jsonLines(c)
   const by = (subject: string) => lines.find((l) => l.subject === subject)
   t.same(by('inspect.test.msgpack'), {
     subject: 'inspect.test.msgpack',
@@ -178,6 +182,22 @@ t.test('sub prints each message as one decoded JSON line, headers included', asy
   t.equal(get.encoding, 'msgpack')
   t.type(get.data, 'object', 'the actor body decoded')
   t.ok(get.reply, 'a request carries its reply subject')
+  t.equal(await interrupt(c), 0)
+})
+
+t.test('sub --replies prints each request, then its answer and none of the other replies', async (t) => {
+  const c = cli(['sub', '--replies', `troupe.session.*.${session.id}.>`])
+  await c.waitFor(/listening on .* and their replies/, 'stderr')
+  await s.client.beta.sessions.retrieve(session.id)
+  await c.waitFor(/"reply_to":"troupe\.session\.p\d\d\.sesn_\w+\.get"/)
+  const lines = jsonLines(c)
+  const [request, answer] = lines
+  t.match(request, { subject: /\.get$/, encoding: 'msgpack' })
+  t.match(answer, { subject: request.reply, reply_to: request.subject, encoding: 'msgpack', data: { ok: true, body: { id: session.id } } })
+  t.notOk(
+    lines.some((l) => l.subject.startsWith('_INBOX.') && !l.reply_to),
+    'no reply to anything else (heartbeat acknowledgements) is printed',
+  )
   t.equal(await interrupt(c), 0)
 })
 

@@ -1,29 +1,16 @@
 import t from 'tap'
 import '../helpers/keepalive.js'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import { clientFor, raw, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
+import { clientFor, raw } from '../helpers/troupe.js'
+import { scratch } from '../helpers/scratch.js'
 import { startNats } from '../helpers/nats.js'
 import { groupAlive } from '../../supervisor/datadir.js'
 import { until } from '../helpers/wait.js'
 
-const dirs: string[] = []
-const procs: TroupeProcess[] = []
-t.teardown(() => {
-  for (const p of procs) p.killNow()
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
-const dataDir = () => {
-  const d = mkdtempSync(path.join(tmpdir(), 'troupe-life-'))
-  dirs.push(d)
-  return d
-}
-const start = async (env: Record<string, string>, role: 'start' | 'serve' = 'start') => {
-  const p = await startTroupe({ role, env: role === 'start' ? { NATS_URL: '', ...env } : env })
-  procs.push(p)
-  return p
-}
+const files = scratch('troupe-life-')
+const dataDir = files.dataDir
+const start = (env: Record<string, string>, role: 'start' | 'serve' = 'start') => files.start({ role, env: role === 'start' ? { NATS_URL: '', ...env } : env })
 const lockOf = (dir: string) => JSON.parse(readFileSync(path.join(dir, 'troupe.lock'), 'utf8'))
 
 t.test('one data directory, one server: a second start refuses at once, naming the holder', async (t) => {
