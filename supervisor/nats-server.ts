@@ -1,4 +1,4 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { spawn, execFileSync, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { createServer } from 'node:net'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -52,17 +52,29 @@ export function freePort(): Promise<number> {
   })
 }
 
+export interface EmbeddedNatsOptions {
+  /** The configuration file; default nats.conf at the package root. */
+  conf?: string
+  /**
+   * A descriptor the server inherits and keeps open for as long as it runs (the data directory's lock, so the
+   * directory stays locked until the server is gone, even when this process dies first). Default: none.
+   */
+  holdFd?: number
+}
+
 /** Starts nats-server from nats.conf with JetStream under `storeDir`, waits until it accepts connections. */
-export async function startEmbeddedNats(storeDir: string, onWarning: (msg: string) => void, conf = NATS_CONF): Promise<EmbeddedNats> {
+export async function startEmbeddedNats(storeDir: string, onWarning: (msg: string) => void, opts: EmbeddedNatsOptions = {}): Promise<EmbeddedNats> {
   const bin = natsServerBinary()
   mkdirSync(storeDir, { recursive: true })
-  conf = configForVersion(conf, binaryVersion(bin), storeDir, onWarning)
+  const conf = configForVersion(opts.conf ?? NATS_CONF, binaryVersion(bin), storeDir, onWarning)
   for (let attempt = 0; ; attempt++) {
     const [port, monitorPort] = await Promise.all([freePort(), freePort()])
     const args = ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir]
     // Its own process group, so a Ctrl-C at the terminal reaches only us and we stop the server last; the
     // watchdog stops it when our end of its stdin closes, which also happens when we are SIGKILLed.
-    const child = spawn('/bin/sh', ['-c', WATCHDOG, bin, ...args], { stdio: ['pipe', 'ignore', 'pipe'], detached: true })
+    // fd 3 is the watchdog's copy of stdin; the held descriptor goes on fd 4, which the server inherits.
+    const stdio: StdioOptions = ['pipe', 'ignore', 'pipe', 'ignore', ...(opts.holdFd === undefined ? [] : [opts.holdFd])]
+    const child = spawn('/bin/sh', ['-c', WATCHDOG, bin, ...args], { stdio, detached: true })
     let stderr = ''
     child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)))
     const url = `nats://127.0.0.1:${port}`

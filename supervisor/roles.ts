@@ -52,7 +52,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   try {
     let natsUrl = cfg.natsUrl
     if (!natsUrl) {
-      nats = await startEmbeddedNats(path.join(cfg.dataDir, 'jetstream'), (msg) => log.warn(msg))
+      nats = await startEmbeddedNats(path.join(cfg.dataDir, 'jetstream'), (msg) => log.warn(msg), { holdFd: lock?.fd })
       natsUrl = nats.url
       lock?.update({ nats_pgid: nats.pgid, nats_url: nats.url, nats_monitor_url: nats.monitorUrl })
       log.info({ url: natsUrl, monitor: nats.monitorUrl, dataDir: cfg.dataDir }, 'embedded nats-server started')

@@ -19,7 +19,7 @@ import { TRANSPORT } from '../helpers/transport.js'
 const dir = mkdtempSync(path.join(tmpdir(), 'troupe-nats-'))
 const conf = path.join(dir, 'nats.conf')
 writeFileSync(conf, readFileSync(NATS_CONF, 'utf8').replace(/^max_payload:.*$/m, 'max_payload: 1MB'))
-const nats = await startEmbeddedNats(path.join(dir, 'jetstream'), () => undefined, conf)
+const nats = await startEmbeddedNats(path.join(dir, 'jetstream'), () => undefined, { conf })
 nats.unref()
 const nc = await connect({ servers: nats.url })
 const lines: any[] = []

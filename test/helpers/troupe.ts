@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Anthropic from '@anthropic-ai/sdk'
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/troupe.mjs')
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const BIN = path.join(ROOT, 'bin/troupe.mjs')
 
 export interface TroupeProcess {
   url: string
@@ -14,8 +15,10 @@ export interface TroupeProcess {
   logs(): string
   /** Everything the process wrote to stdout (where it listens, the start-up block, that it stopped). */
   stdout(): string
-  /** SIGKILL: the process gets no chance to clean up. */
+  /** SIGKILL (to the whole process group of a supervised start): the process gets no chance to clean up. */
   kill(): Promise<void>
+  /** Sends a signal: to the whole process group of a supervised start, else to the process. */
+  signal(signal: NodeJS.Signals): void
   /** SIGTERM and wait for exit. */
   stop(): Promise<void>
   /** SIGKILL without waiting, for teardowns that run as the test process exits. */
@@ -28,6 +31,11 @@ export interface StartOptions {
   natsUrl?: string
   strict?: boolean
   env?: Record<string, string>
+  /**
+   * Started as a process supervisor starts it: `npm start` (npm, then sh, then node) in a process group of its own,
+   * which the signals go to. A killed node's parent dies with it, so it stays a zombie until something reaps it.
+   */
+  supervised?: boolean
 }
 
 /** Starts `troupe <role>` the way a user does, on a free port, and waits for its "listening on" line. */
@@ -37,7 +45,24 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   if (opts.natsUrl) env.NATS_URL = opts.natsUrl
   // One data directory per server (a server locks its own); never the checkout's ./.troupe.
   if (!opts.env?.TROUPE_DATA_DIR) env.TROUPE_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'troupe-data-'))
-  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  if (opts.supervised && opts.role !== 'start') throw new Error('a supervised start runs `npm start`, which is troupe start')
+  if (opts.supervised) env.npm_config_update_notifier = 'false'
+  const proc = opts.supervised
+    ? spawn('npm', ['start', '--silent', '--', ...args.slice(2)], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    : spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  // A supervised group is signalled even once npm has exited (node may still be stopping), but never after a
+  // SIGKILL: every process of it is gone then, and its id may come back as another group's.
+  let groupKilled = false
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      if (!opts.supervised) {
+        if (proc.exitCode === null && proc.signalCode === null) proc.kill(sig)
+      } else if (!groupKilled) {
+        groupKilled = sig === 'SIGKILL'
+        process.kill(-proc.pid!, sig)
+      }
+    } catch {}
+  }
   let stderr = ''
   let stdout = ''
   proc.stderr!.on('data', (d) => (stderr += d))
@@ -63,17 +88,16 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
         proc,
         logs: () => stderr,
         stdout: () => stdout,
+        signal,
         async kill() {
           proc.ref()
-          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
+          signal('SIGKILL')
           await exited
         },
-        killNow() {
-          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
-        },
+        killNow: () => signal('SIGKILL'),
         async stop() {
           proc.ref()
-          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM')
+          signal('SIGTERM')
           await exited
         },
       })
@@ -116,4 +140,18 @@ export function logLines(troupe: Pick<TroupeProcess, 'logs'>): Array<Record<stri
         return { msg: l }
       }
     })
+}
+
+/** True while a process of the group runs: one that exited but is not yet reaped (a zombie) does not count. */
+export function groupAlive(pgid: number): boolean {
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      // After the command's closing parenthesis: state, ppid, pgrp.
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true
+    } catch {}
+  }
+  return false
 }
