@@ -12,10 +12,11 @@ export interface Config {
   /** External NATS; unset means `start` launches an embedded nats-server. `NATS_URL`. */
   natsUrl?: string
   /**
-   * Copies of every stream and bucket, on that many servers of a JetStream cluster. `TROUPE_REPLICAS`,
-   * default 1, at most 5; more than 1 needs an external cluster (`NATS_URL`) of at least that many servers.
+   * Copies of every stream and bucket, on that many servers of a JetStream cluster. `TROUPE_REPLICAS`, at most 5;
+   * more than 1 needs an external cluster (`NATS_URL`) of at least that many servers. Default (unset): chosen once
+   * connected, 3 where at least 3 JetStream servers answer, else 1 (`replica-count.ts`).
    */
-  replicas: number
+  replicas?: number
   /** Where the embedded nats-server keeps JetStream. `TROUPE_DATA_DIR`, default ./.troupe */
   dataDir: string
   /** Messages API base URL. `TROUPE_MODEL_BASE_URL`. */
@@ -76,8 +77,8 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
   }
 }
 
-function replicas(n: number | undefined, natsUrl: string | undefined): number {
-  if (n === undefined) return 1
+function replicas(n: number | undefined, natsUrl: string | undefined): number | undefined {
+  if (n === undefined) return undefined
   if (n > 5) throw new Error(`TROUPE_REPLICAS must be at most 5, NATS's limit (was ${n})`)
   if (n > 1 && !natsUrl) {
     throw new Error(`TROUPE_REPLICAS=${n} needs a JetStream cluster of at least ${n} servers (set NATS_URL); the embedded nats-server keeps one copy`)

@@ -48,7 +48,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   const js = jetstream(nc)
   const jsm = await retryWhileStarting('jetstream', () => jetstreamManager(nc))
   const kvm = new Kvm(js)
-  const storage = { jsm, replicas: settings.replicas ?? 1, log }
+  const storage = { jsm, replicas: settings.replicas ?? 1, lowerReplicas: settings.replicasExplicit ?? false, log }
   // Kinds start before placement exists, and serve nothing before it does.
   let serving: HostContext['serves'] = () => false
   const tables = new Map<string, OpTable>()

@@ -9,6 +9,7 @@ import { connectNats, redact } from './nats-connect.js'
 import { startActorHost, type ActorHost } from './host.js'
 import { actorAccess } from './actor-access.js'
 import { checkServerVersion, startEmbeddedNats, type EmbeddedNats } from './nats-server.js'
+import { chooseReplicas, type ReplicaChoice } from './replica-count.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate'
 
@@ -42,6 +43,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let nc: NatsConnection | undefined
   let host: ActorHost | undefined
   let gateway: Gateway | undefined
+  let replicas: ReplicaChoice | undefined
   const teardown = async () => {
     gateway?.close()
     await host?.stop().catch((err) => log.warn({ err }, 'actor host stop failed'))
@@ -59,13 +61,22 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     } else lock?.update({ nats_url: natsUrl })
     nc = await joinNats(natsUrl, log)
     if (role === 'start' || role === 'serve') {
+      replicas = await chooseReplicas(cfg.replicas, nc, natsUrl)
+      log.info({ replicas: replicas.count, explicit: replicas.explicit }, `replicas: ${replicas.count} (${replicas.why})`)
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
       host = await startActorHost(
         nc,
         log,
-        { modelBaseUrl: cfg.modelBaseUrl, anthropicApiKey: cfg.anthropicApiKey, dataDir: cfg.dataDir, replicas: cfg.replicas, session: cfg.session },
+        {
+          modelBaseUrl: cfg.modelBaseUrl,
+          anthropicApiKey: cfg.anthropicApiKey,
+          dataDir: cfg.dataDir,
+          replicas: replicas.count,
+          replicasExplicit: replicas.explicit,
+          session: cfg.session,
+        },
         { hostId: lock!.hostId, role },
       )
       gateway = await startGateway({
@@ -91,10 +102,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   const facts: Array<[string, string]> = []
   if (url) facts.push(['HTTP', `${url} (${TRANSPORT_LABEL[gateway!.transport]}, request bodies up to ${mib(gateway!.bodyLimit)})`])
   facts.push(['NATS', nats ? `${nats.url} (embedded; monitoring ${nats.monitorUrl})` : redact(cfg.natsUrl!)])
-  facts.push([
-    'replicas',
-    cfg.replicas === 1 ? '1 (one copy of every stream and bucket)' : `${cfg.replicas} (every stream and bucket on ${cfg.replicas} servers)`,
-  ])
+  if (replicas) facts.push(['replicas', `${replicas.count} (${replicas.why})`])
   if (lock) facts.push(['data', cfg.dataDir])
   if (host) {
     facts.push(['host', host.id])
