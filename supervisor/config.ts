@@ -19,10 +19,11 @@ export interface Config {
   /** The interface the embedded nats-server listens on. `TROUPE_NATS_HOST`, default 127.0.0.1. Unused with `NATS_URL`. */
   natsHost: string
   /**
-   * Copies of every stream and bucket, on that many servers of a JetStream cluster. `TROUPE_REPLICAS`,
-   * default 1, at most 5; more than 1 needs an external cluster (`NATS_URL`) of at least that many servers.
+   * Copies of every stream and bucket, on that many servers of a JetStream cluster. `TROUPE_REPLICAS`, at most 5;
+   * more than 1 needs an external cluster (`NATS_URL`) of at least that many servers. Default (unset): chosen once
+   * connected, 3 where at least 3 JetStream servers answer, else 1 (`replica-count.ts`).
    */
-  replicas: number
+  replicas?: number
   /** Where the embedded nats-server keeps JetStream. `TROUPE_DATA_DIR`, default ./.troupe */
   dataDir: string
   /** Messages API base URL. `TROUPE_MODEL_BASE_URL`. */
@@ -111,8 +112,8 @@ function onOff(name: string, v: string | undefined, byDefault = false): boolean 
   throw new Error(`${name} must be 1 or 0 (was ${JSON.stringify(v)})`)
 }
 
-function replicas(n: number | undefined, natsUrl: string | undefined): number {
-  if (n === undefined) return 1
+function replicas(n: number | undefined, natsUrl: string | undefined): number | undefined {
+  if (n === undefined) return undefined
   if (n > 5) throw new Error(`TROUPE_REPLICAS must be at most 5, NATS's limit (was ${n})`)
   if (n > 1 && !natsUrl) {
     throw new Error(`TROUPE_REPLICAS=${n} needs a JetStream cluster of at least ${n} servers (set NATS_URL); the embedded nats-server keeps one copy`)

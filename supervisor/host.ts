@@ -54,11 +54,14 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   const js = jetstream(nc)
   const jsm = await retryWhileStarting('jetstream', () => jetstreamManager(nc))
   const kvm = new Kvm(js)
-  const storage = { jsm, replicas: settings.replicas ?? 1, log }
+  const storage = { jsm, replicas: settings.replicas ?? 1, lowerReplicas: settings.replicasExplicit ?? false, log }
   // Kinds start before placement exists, and serve nothing before it does.
   let serving: HostContext['serves'] = () => false
   const tables = new Map<string, OpTable>()
-  const [hostsKv, placementKv] = await Promise.all([openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS }), openBucket(kvm, storage, Buckets.placement)])
+  // One after the other, as the kinds' streams below: on a cluster that has just formed, creating two at once can
+  // answer "stream not found" for one of them.
+  const hostsKv = await openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS })
+  const placementKv = await openBucket(kvm, storage, Buckets.placement)
 
   const subs: Subscription[] = []
   const closers: Array<() => Promise<void>> = []

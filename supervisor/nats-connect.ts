@@ -9,7 +9,7 @@ export interface ConnectNatsOptions {
 }
 
 /** One server of a NATS URL, credentials taken out (nats.js ignores them in the URL). */
-interface Server {
+export interface NatsServerUrl {
   /** `nats://host:port`, as handed to the client. */
   url: string
   host: string
@@ -51,10 +51,8 @@ export async function connectNats(url: string, opts: ConnectNatsOptions = {}): P
     // such error here is classified and answered by code (actors/kit/wire.ts), and logged with the request's rid.
     noAsyncTraces: true,
   }
-  if (first.user !== undefined) Object.assign(options, { user: first.user, pass: first.pass ?? '' })
-  else if (first.token !== undefined) options.token = first.token
   try {
-    return await connect(options)
+    return await connect({ ...options, ...credentials(first) })
   } catch (err) {
     // nats.js 3.4 does not close the socket of a handshake that timed out (it stays until the peer closes it);
     // the processes that call this exit on failure, so that costs nothing here.
@@ -62,8 +60,14 @@ export async function connectNats(url: string, opts: ConnectNatsOptions = {}): P
   }
 }
 
+/** The credentials a server's URL carried, as nats.js takes them (it ignores them in the URL). */
+export function credentials(server: NatsServerUrl): Pick<ConnectionOptions, 'user' | 'pass' | 'token'> {
+  if (server.user !== undefined) return { user: server.user, pass: server.pass ?? '' }
+  return server.token === undefined ? {} : { token: server.token }
+}
+
 /** `nats://[user:pass@]host[:port]`, `tls://…` or bare `host:port`; several comma-separated. */
-export function parseNatsUrl(url: string): Server[] {
+export function parseNatsUrl(url: string): NatsServerUrl[] {
   const malformed = (why: string) =>
     new Error(`malformed NATS URL ${JSON.stringify(redact(url))}: ${why}; expected nats://host:port (several separated by commas)`)
   const parts = url
@@ -82,7 +86,7 @@ export function parseNatsUrl(url: string): Server[] {
     if (!u.hostname) throw malformed('it names no host')
     if (u.pathname && u.pathname !== '/') throw malformed(`a NATS URL has no path (${u.pathname})`)
     const port = u.port ? Number(u.port) : 4222
-    const server: Server = { url: `${u.protocol}//${u.host}`, host: u.hostname.replace(/^\[|\]$/g, ''), port }
+    const server: NatsServerUrl = { url: `${u.protocol}//${u.host}`, host: u.hostname.replace(/^\[|\]$/g, ''), port }
     const user = decodeURIComponent(u.username)
     if (u.password) Object.assign(server, { user, pass: decodeURIComponent(u.password) })
     else if (user) server.token = user
@@ -98,7 +102,7 @@ export function redact(url: string): string {
   )
 }
 
-async function explain(err: unknown, url: string, server: Server, timeout: number): Promise<string> {
+async function explain(err: unknown, url: string, server: NatsServerUrl, timeout: number): Promise<string> {
   const e = err as Error & { code?: string; cause?: { code?: string } }
   const code = e.code ?? e.cause?.code
   const name = e.name ?? e.constructor?.name

@@ -1,4 +1,4 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { spawn, execFileSync, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { createServer } from 'node:net'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -74,6 +74,11 @@ export interface EmbeddedNatsOptions {
    * written back. Default: none.
    */
   portFile?: string
+  /**
+   * A descriptor the server inherits and keeps open for as long as it runs (the data directory's lock, so the
+   * directory stays locked until the server is gone, even when this process dies first). Default: none.
+   */
+  holdFd?: number
 }
 
 /** Starts nats-server from nats.conf with JetStream under `storeDir`, waits until it accepts connections. */
@@ -94,7 +99,9 @@ export async function startEmbeddedNats(storeDir: string, onWarning: (msg: strin
     const args = ['-c', conf, '-a', host, '-p', String(port), '-m', String(monitorPort), '-sd', storeDir]
     // Its own process group, so a Ctrl-C at the terminal reaches only us and we stop the server last; the
     // watchdog stops it when our end of its stdin closes, which also happens when we are SIGKILLed.
-    const child = spawn('/bin/sh', ['-c', WATCHDOG, bin, ...args], { stdio: ['pipe', 'ignore', 'pipe'], detached: true })
+    // fd 3 is the watchdog's copy of stdin; the held descriptor goes on fd 4, which the server inherits.
+    const stdio: StdioOptions = ['pipe', 'ignore', 'pipe', 'ignore', ...(opts.holdFd === undefined ? [] : [opts.holdFd])]
+    const child = spawn('/bin/sh', ['-c', WATCHDOG, bin, ...args], { stdio, detached: true })
     let stderr = ''
     child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)))
     const url = `nats://${WILDCARD.includes(host) ? '127.0.0.1' : bracketed(host)}:${port}`

@@ -10,6 +10,7 @@ import { startActorHost, type ActorHost } from './host.js'
 import { actorAccess } from './actor-access.js'
 import { checkServerVersion, startEmbeddedNats, type EmbeddedNats } from './nats-server.js'
 import { watchConnection, type ConnectionState } from './nats-status.js'
+import { chooseReplicas, type ReplicaChoice } from './replica-count.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate'
 
@@ -44,6 +45,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let connection: ConnectionState | undefined
   let host: ActorHost | undefined
   let gateway: Gateway | undefined
+  let replicas: ReplicaChoice | undefined
   const teardown = async () => {
     gateway?.close()
     // With NATS gone there is nobody to hand over to and nothing to flush: closing first fails what waits on it at
@@ -61,6 +63,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         host: cfg.natsHost,
         port: cfg.natsPort,
         portFile: path.join(cfg.dataDir, NATS_PORT_FILE),
+        holdFd: lock?.fd,
       }).catch((err: Error) => {
         throw cfg.natsPort ? new Error(`TROUPE_NATS_PORT=${cfg.natsPort}: ${err.message}`, { cause: err }) : err
       })
@@ -71,6 +74,8 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     nc = await joinNats(natsUrl, log)
     connection = watchConnection(nc, log)
     if (role === 'start' || role === 'serve') {
+      replicas = await chooseReplicas(cfg.replicas, nc, natsUrl)
+      log.info({ replicas: replicas.count, explicit: replicas.explicit }, `replicas: ${replicas.count} (${replicas.why})`)
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
@@ -81,7 +86,8 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           modelBaseUrl: cfg.modelBaseUrl,
           anthropicApiKey: cfg.anthropicApiKey,
           dataDir: cfg.dataDir,
-          replicas: cfg.replicas,
+          replicas: replicas.count,
+          replicasExplicit: replicas.explicit,
           localCalls: cfg.localCalls,
           session: cfg.session,
         },
@@ -111,10 +117,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   if (url) facts.push(['HTTP', `${url} (${TRANSPORT_LABEL[gateway!.transport]}, request bodies up to ${mib(gateway!.bodyLimit)})`])
   facts.push(['NATS', nats ? `${nats.url} (embedded; monitoring ${nats.monitorUrl})` : redact(cfg.natsUrl!)])
   if (nats) facts.push(['scale', joinHint(cfg, nats)])
-  facts.push([
-    'replicas',
-    cfg.replicas === 1 ? '1 (one copy of every stream and bucket)' : `${cfg.replicas} (every stream and bucket on ${cfg.replicas} servers)`,
-  ])
+  if (replicas) facts.push(['replicas', `${replicas.count} (${replicas.why})`])
   if (lock) facts.push(['data', cfg.dataDir])
   if (host) {
     facts.push(['host', host.id])

@@ -4,8 +4,14 @@ import type { Logger } from 'pino'
 /** Where a stream or bucket is kept: how many servers of the cluster hold a copy. */
 export interface Storage {
   jsm: JetStreamManager
-  /** Copies of every stream and bucket, `TROUPE_REPLICAS` (default 1; at most 5, NATS's limit). */
+  /** Copies of every stream and bucket (at most 5, NATS's limit). */
   replicas: number
+  /**
+   * Whether an existing stream with more copies than `replicas` is brought down to it: only for a count the operator
+   * set. A default (chosen from the servers that answered at start) never lowers, so a start while one server of the
+   * cluster is down leaves the streams as they are. Default false.
+   */
+  lowerReplicas?: boolean
   log: Logger
 }
 
@@ -23,13 +29,21 @@ export function replicasRefused(what: string, replicas: number, err: unknown): E
 }
 
 /**
- * Brings an existing stream to the configured replica count. NATS changes it in place on a cluster (it copies
- * the data to the new peers); where it refuses, the stream keeps working with what it has, and the warning
- * says how to change it by hand.
+ * Brings an existing stream to the configured replica count (down only when `lowerReplicas`). NATS changes it in
+ * place on a cluster (it copies the data to the new peers); where it refuses, the stream keeps working with what
+ * it has, and the warning says how to change it by hand.
  */
 export async function ensureReplicas(storage: Storage, stream: string, config: StreamConfig): Promise<void> {
   const { jsm, replicas, log } = storage
-  if ((config.num_replicas ?? 1) === replicas) return
+  const have = config.num_replicas ?? 1
+  if (have === replicas) return
+  if (have > replicas && !storage.lowerReplicas) {
+    log.info(
+      { stream, replicas: have, default: replicas },
+      `stream ${stream} keeps ${have} replicas: the default (${replicas}) never lowers a count; TROUPE_REPLICAS=${replicas} would`,
+    )
+    return
+  }
   try {
     await jsm.streams.update(stream, { ...config, num_replicas: replicas })
     await untilLed(jsm, stream)

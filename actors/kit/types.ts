@@ -33,13 +33,15 @@ export interface HostSettings {
   modelBaseUrl?: string
   anthropicApiKey?: string
   dataDir: string
-  /** Copies of every stream and bucket (`TROUPE_REPLICAS`). Default 1. */
+  /** Copies of every stream and bucket (`TROUPE_REPLICAS`, or the default the cluster gave). Default 1. */
   replicas?: number
   /**
    * Serve a call in this process when its subject is served here (`TROUPE_LOCAL_CALLS`, default true): no NATS round
    * trip, no msgpack. False sends every call over NATS, so `troupe sub` sees them all (debugging).
    */
   localCalls?: boolean
+  /** `replicas` was set by `TROUPE_REPLICAS`, so an existing stream with more copies is brought down to it. Default false. */
+  replicasExplicit?: boolean
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
   session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; maxTokens: number }>
 }

@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Anthropic from '@anthropic-ai/sdk'
-import { groupAlive } from '../../supervisor/datadir.js'
 import { LOG_FLUSH_MS } from '../../supervisor/logger.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
@@ -17,8 +16,10 @@ export interface TroupeProcess {
   logs(): string
   /** Everything the process wrote to stdout (where it listens, the start-up block, that it stopped). */
   stdout(): string
-  /** SIGKILL: the process gets no chance to clean up. */
+  /** SIGKILL (to the whole process group of a supervised start): the process gets no chance to clean up. */
   kill(): Promise<void>
+  /** Sends a signal: to the whole process group of a supervised start, else to the process. */
+  signal(signal: NodeJS.Signals): void
   /** SIGTERM and wait for exit. */
   stop(): Promise<void>
   /** SIGKILL without waiting, for teardowns that run as the test process exits. */
@@ -39,8 +40,9 @@ export interface StartOptions {
   /** Arguments for node before the script (`--cpu-prof`, …). Default none. */
   nodeArgs?: string[]
   /**
-   * Run this in the checkout instead of `node bin/troupe.mjs <role>`, e.g. `['npm', 'start', '--', '--strict']`. It
-   * runs in a process group of its own, signalled as a whole as a terminal's Ctrl-C is: npm does not pass a signal on.
+   * Run this in the checkout instead of `node bin/troupe.mjs <role>`, e.g. `['npm', 'start', '--', '--strict']`, as a
+   * process supervisor starts it: in a process group of its own, signalled as a whole as a terminal's Ctrl-C is (npm
+   * does not pass a signal on). A killed node's parent dies with it, so it stays a zombie until something reaps it.
    */
   command?: string[]
 }
@@ -53,12 +55,19 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   // One data directory per server (a server locks its own); never the checkout's ./.troupe.
   if (!opts.env?.TROUPE_DATA_DIR) env.TROUPE_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'troupe-data-'))
   const group = opts.command !== undefined
+  if (group) env.npm_config_update_notifier = 'false'
   const proc = spawn(cmd!, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: group })
+  // A group is signalled even once its leader (npm) has exited, since node may still be stopping, but never after a
+  // SIGKILL: every process of it is gone then, and its id may come back as another group's.
+  let groupKilled = false
   const signal = (sig: NodeJS.Signals) => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return
-    if (!group) return void proc.kill(sig)
     try {
-      process.kill(-proc.pid!, sig)
+      if (!group) {
+        if (proc.exitCode === null && proc.signalCode === null) proc.kill(sig)
+      } else if (!groupKilled) {
+        groupKilled = sig === 'SIGKILL'
+        process.kill(-proc.pid!, sig)
+      }
     } catch {}
   }
   let stderr = ''
@@ -90,6 +99,7 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
         proc,
         logs: () => stderr,
         stdout: () => stdout,
+        signal,
         async kill() {
           proc.ref()
           signal('SIGKILL')
@@ -152,4 +162,18 @@ export function logLines(troupe: Pick<TroupeProcess, 'logs'>): Array<Record<stri
         return { msg: l }
       }
     })
+}
+
+/** True while a process of the group runs: one that exited but is not yet reaped (a zombie) does not count. */
+export function groupAlive(pgid: number): boolean {
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      // After the command's closing parenthesis: state, ppid, pgrp.
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true
+    } catch {}
+  }
+  return false
 }
