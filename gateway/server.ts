@@ -59,7 +59,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const router = new Router(ROUTES)
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
-  const parsePool = new ParsePool()
+  const parsePool = new ParsePool({ budgetBytes: opts.parseBudget })
   const streams = createSessionStreams({
     nc,
     actors: opts.actors,
