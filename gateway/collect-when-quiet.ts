@@ -12,6 +12,8 @@ export interface CollectWhenQuietOptions {
   quietMs?: number
   /** Bytes of large bodies since the last collection that make one worth its pause. Default 32 MiB. */
   worthBytes?: number
+  /** Told of each collection: the bytes of large bodies since the last one, and how long it paused the thread. */
+  onCollected?: (bytes: number, ms: number) => void
 }
 
 /**
@@ -25,6 +27,7 @@ export interface CollectWhenQuietOptions {
 export class CollectWhenQuiet {
   private readonly quietMs: number
   private readonly worthBytes: number
+  private readonly onCollected: CollectWhenQuietOptions['onCollected']
   private readonly collect = fullCollection()
   private bytes = 0
   private timer: NodeJS.Timeout | undefined
@@ -32,6 +35,7 @@ export class CollectWhenQuiet {
   constructor(opts: CollectWhenQuietOptions = {}) {
     this.quietMs = opts.quietMs ?? 10_000
     this.worthBytes = opts.worthBytes ?? 32 * 1024 * 1024
+    this.onCollected = opts.onCollected
   }
 
   /** A large body was read. */
@@ -43,9 +47,12 @@ export class CollectWhenQuiet {
   }
 
   private quiet(): void {
+    const bytes = this.bytes
     this.timer = undefined
     this.bytes = 0
+    const t0 = performance.now()
     this.collect()
+    this.onCollected?.(bytes, performance.now() - t0)
   }
 
   close(): void {

@@ -38,7 +38,7 @@ export interface ParsePoolOptions {
 /** Parses large request bodies off the event loop. Workers start on first use. */
 export class ParsePool {
   private readonly pool: Piscina<ParseTask, ParseResult>
-  readonly budgetBytes: number
+  private readonly budgetBytes: number
   /** Bytes of the bodies accepted and not yet parsed. */
   private held = 0
 

@@ -61,7 +61,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
   const parsePool = new ParsePool({ budgetBytes: opts.parseBudget })
-  const afterLargeBodies = new CollectWhenQuiet()
+  const afterLargeBodies = new CollectWhenQuiet({
+    onCollected: (bytes, ms) => log.info({ bytes, ms: Math.round(ms) }, 'collected the garbage of large bodies'),
+  })
   const streams = createSessionStreams({
     nc,
     actors: opts.actors,

@@ -94,7 +94,7 @@ export function watchPeakRss(pid: number, everyMs = 250): { stop(): number | und
     if (now !== undefined && (peak === undefined || now > peak)) peak = now
   }
   sample()
-  const timer = setInterval(sample, everyMs)
+  const timer = setInterval(sample, everyMs).unref()
   return {
     stop() {
       clearInterval(timer)

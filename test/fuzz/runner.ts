@@ -267,7 +267,7 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
   const rssPeak = peakRss.stop()
   const rssAfter = rssMiB(server.pid)
   const stallMs = (await readLoopStall(server.troupe).catch(() => undefined))?.max
-  // What the server gives back once idle: parse workers end after 30 s idle, and buffers go with them.
+  // What the server gives back once idle (parse workers exit after 10 s idle, and the gateway collects its garbage).
   const settleSeconds = opts.settleSeconds ?? 30
   let settled: Summary['settled']
   if (settleSeconds > 0 && !server.died()) {
