@@ -7,6 +7,7 @@ import { bodyLimitFor } from '../protocol/wire.js'
 import { parse } from '../protocol/validate.js'
 import { loadTransport } from './adapters/index.js'
 import { bodyOf } from './body.js'
+import { CollectWhenQuiet } from './collect-when-quiet.js'
 import { idempotencyKeyOf } from './idempotency-key.js'
 import { dispatch, dispatchLarge } from './dispatch.js'
 import { parseBody } from './parse-body.js'
@@ -59,7 +60,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const router = new Router(ROUTES)
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
-  const parsePool = new ParsePool()
+  const parsePool = new ParsePool({ budgetBytes: opts.parseBudget })
+  const afterLargeBodies = new CollectWhenQuiet({
+    onCollected: (bytes, ms) => log.info({ bytes, ms: Math.round(ms) }, 'collected the garbage of large bodies'),
+  })
   const streams = createSessionStreams({
     nc,
     actors: opts.actors,
@@ -120,6 +124,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       if (!read.ok) return read.reason === 'aborted' ? undefined : answerError(ex, state, rid, fail('body_too_large', bodyLimit), read.unread)
       inc.bytesIn = read.bytes.length
       bytes = read.bytes
+      if (bytes.length >= OFF_LOOP_ABOVE) afterLargeBodies.note(bytes.length)
     }
     // Bodies from OFF_LOOP_ABOVE up are validated by the pool, which hands back the encoded actor request.
     const large = bytes !== undefined && bytes.length >= OFF_LOOP_ABOVE && route.op.body !== undefined
@@ -196,6 +201,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       closed = true
       streams.closeAll()
       listening.close()
+      afterLargeBodies.close()
       void parsePool.close()
     },
   }

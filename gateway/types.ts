@@ -25,6 +25,11 @@ export interface GatewayOptions {
   strict?: boolean
   /** Largest accepted request body in bytes, lowered to fit the NATS server's max_payload. Default 32 MiB. */
   bodyLimit?: number
+  /**
+   * Bytes of bodies of 64 KiB or more accepted for parsing and not yet parsed (queued, or on a worker thread);
+   * a body that would pass it is answered 503 with `retry-after-ms`. Default 256 MiB (gateway/parse-pool.ts).
+   */
+  parseBudget?: number
   /** How long an actor may take to answer before the request gets a 503. Default 15 000 ms. */
   actorTimeoutMs?: number
   /** The actors' side of the gateway's work, wired by the supervisor (the gateway imports only protocol/). */

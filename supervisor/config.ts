@@ -1,5 +1,9 @@
 import path from 'node:path'
+import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
+
+const MiB = 1024 * 1024
+const mebibytes = (n: number | undefined) => (n === undefined ? undefined : n * MiB)
 
 /** Settings read from the environment; the names are a contract (README, outside checks). */
 export interface Config {
@@ -45,6 +49,11 @@ export interface Config {
   localCalls: boolean
   /** Comment keepalive interval of SSE streams. `TROUPE_SSE_KEEPALIVE_MS`, default 15000; 0 disables. */
   sseKeepaliveMs?: number
+  /**
+   * Bytes of large bodies queued or being parsed at once, past which a body is answered 503.
+   * `TROUPE_PARSE_BUDGET_MIB` in MiB, default 256, at least 32 (the body limit: the largest body always fits).
+   */
+  parseBudget?: number
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
   /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
@@ -76,6 +85,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     session,
     sseKeepaliveMs: count('TROUPE_SSE_KEEPALIVE_MS', 0),
     localCalls: onOff('TROUPE_LOCAL_CALLS', env.TROUPE_LOCAL_CALLS, true),
+    parseBudget: mebibytes(count('TROUPE_PARSE_BUDGET_MIB', DEFAULT_BODY_LIMIT / MiB)),
     host: blank(env.HOST) ?? '127.0.0.1',
     http: httpTransport(blank(env.TROUPE_HTTP)),
     natsUrl: blank(env.NATS_URL),

@@ -102,6 +102,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         transport: cfg.http,
         strict: cfg.strict,
         sseKeepaliveMs: cfg.sseKeepaliveMs,
+        parseBudget: cfg.parseBudget,
       })
       const url = `http://${cfg.host}:${gateway.port}`
       host.describe({ http_url: url })

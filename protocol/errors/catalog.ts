@@ -199,7 +199,11 @@ export const catalog = {
   handed_over: entry(503, () => 'The owner of this resource is failing over; retry shortly', { retryAfterMs: 1000 }),
   owner_timeout: entry(503, () => 'The owner of this resource did not answer in time; retry shortly', { retryAfterMs: 1000 }),
   actor_moving: entry(503, (kind: string) => `This ${kind} is moving to another host; retry shortly`, { retryAfterMs: 500 }),
-  parse_pool_busy: entry(503, () => 'Too many large request bodies are being parsed; retry shortly', { retryAfterMs: 500 }),
+  parse_pool_busy: entry(
+    503,
+    (budgetMib: number) => `Large request bodies waiting to be parsed would pass this server's budget of ${budgetMib} MiB; retry shortly`,
+    { retryAfterMs: 1000 },
+  ),
   stream_closed: entry(503, () => 'The event stream closed before it started; retry shortly', { retryAfterMs: 500 }),
   history_write_failed: entry(503, () => 'The session history could not be written; retry shortly', { retryAfterMs: 1000 }),
   history_behind: entry(

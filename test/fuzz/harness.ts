@@ -70,11 +70,37 @@ export async function waitReady(url: string, timeoutMs = 30_000): Promise<void> 
 
 /** Resident memory of a process in MiB, from /proc (Linux only; undefined elsewhere or once it is gone). */
 export function rssMiB(pid: number): number | undefined {
+  const kb = statusField(pid, 'VmRSS')
+  return kb === undefined ? undefined : kb / 1024
+}
+
+/** The threads of a process (its parse workers among them), from /proc; undefined elsewhere or once it is gone. */
+export const threadCount = (pid: number): number | undefined => statusField(pid, 'Threads')
+
+function statusField(pid: number, name: string): number | undefined {
   try {
-    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
-    return kb === undefined ? undefined : Number(kb) / 1024
+    const v = new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+    return v === undefined ? undefined : Number(v)
   } catch {
     return undefined
+  }
+}
+
+/** Samples a process's RSS every `everyMs` until stopped; `stop` returns the highest sample in MiB. */
+export function watchPeakRss(pid: number, everyMs = 250): { stop(): number | undefined } {
+  let peak: number | undefined
+  const sample = () => {
+    const now = rssMiB(pid)
+    if (now !== undefined && (peak === undefined || now > peak)) peak = now
+  }
+  sample()
+  const timer = setInterval(sample, everyMs).unref()
+  return {
+    stop() {
+      clearInterval(timer)
+      sample()
+      return peak
+    },
   }
 }
 

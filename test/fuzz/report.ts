@@ -1,4 +1,5 @@
 import { wellFormed } from './checks.js'
+import type { ProbedMemory } from '../helpers/loop-stall.js'
 import type { ClassName, Failure, HttpTransport, Outcome, Spec } from './types.js'
 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s)
@@ -64,8 +65,13 @@ export interface Summary {
   byClass: Map<ClassName, ClassStats>
   statuses: Map<string, number>
   parserByCase: Map<string, string[]>
+  /** Server RSS in MiB: before the first hostile request, the highest sample during the run, at the end checks. */
   rssBefore: number | undefined
+  rssPeak: number | undefined
   rssAfter: number | undefined
+  threadsBefore: number | undefined
+  /** The server measured again `seconds` after the last answer (what it gave back once idle). */
+  settled?: { seconds: number; rss: number | undefined; threads: number | undefined; memory: ProbedMemory | undefined }
   stallMs: number | undefined
   /** 503s that answered on one retry (not failures; a loaded machine delays heartbeats). */
   retried: number
@@ -110,9 +116,17 @@ export function formatSummary(s: Summary): string {
     out.push('parser answers (uWS answered or hung up without reaching our routes; not failures under uWS):')
     for (const [what, statuses] of s.parserByCase) out.push(`  ${clip(what, 90)}: ${statuses.join(', ')}`)
   }
-  const growth =
-    s.rssBefore !== undefined && s.rssAfter !== undefined ? ` (${s.rssAfter >= s.rssBefore ? '+' : ''}${(s.rssAfter - s.rssBefore).toFixed(1)})` : ''
-  out.push('', `server RSS: ${mib(s.rssBefore)} → ${mib(s.rssAfter)} MiB${growth}`)
+  const growth = (x: number | undefined) =>
+    s.rssBefore !== undefined && x !== undefined ? ` (${x >= s.rssBefore ? '+' : ''}${(x - s.rssBefore).toFixed(1)})` : ''
+  const settled = s.settled ? `, ${s.settled.seconds} s after ${mib(s.settled.rss)}${growth(s.settled.rss)}` : ''
+  out.push('', `server RSS MiB: before ${mib(s.rssBefore)}, peak ${mib(s.rssPeak)}, at the end ${mib(s.rssAfter)}${growth(s.rssAfter)}${settled}`)
+  if (s.settled) {
+    const m = s.settled.memory
+    const main = m
+      ? `main thread heap ${mib(m.heapUsed)} used of ${mib(m.heapTotal)}, external ${mib(m.external)} (array buffers ${mib(m.arrayBuffers)})`
+      : 'main thread not probed'
+    out.push(`  ${s.settled.seconds} s after: ${main}; threads ${s.settled.threads ?? '?'} (before the run ${s.threadsBefore ?? '?'})`)
+  }
   out.push(`longest event-loop stall: ${s.stallMs === undefined ? 'not measured' : `${s.stallMs} ms`}`)
   if (s.errors.size) {
     out.push(`server warnings and errors: ${[...s.errors.values()].reduce((a, b) => a + b, 0)}`)

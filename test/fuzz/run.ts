@@ -1,5 +1,5 @@
 // `npm run fuzz -- [--seed N] [--requests N] [--concurrency N] [--http uws|node] [--only i,j] [--skip class,…]
-//   [--verbose] [--timeout-ms N]`
+//   [--verbose] [--timeout-ms N] [--settle-seconds N]`
 // Starts a server of its own (its own nats-server, free ports), sends a seeded sequence of hostile requests and
 // exits 1 on any failure, printing the seed and each offending request so it can be replayed with --only.
 import { runFuzz } from './runner.js'
@@ -45,6 +45,7 @@ try {
     only,
     verbose: process.argv.includes('--verbose'),
     timeoutMs: intFlag('timeout-ms', 20_000),
+    settleSeconds: intFlag('settle-seconds', 30),
     skip,
   })
   console.log(result.text)

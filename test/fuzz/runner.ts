@@ -1,7 +1,19 @@
 import { changedCanaries, createCanaries, createVictims } from './canaries.js'
 import { judge } from './checks.js'
-import { readLoopStall } from '../helpers/loop-stall.js'
-import { problemLines, get, logLines, partitionChanges, rssMiB, settledLogLines, startServer, waitReady, type Server } from './harness.js'
+import { readLoopStall, readMemory } from '../helpers/loop-stall.js'
+import {
+  problemLines,
+  get,
+  logLines,
+  partitionChanges,
+  rssMiB,
+  settledLogLines,
+  startServer,
+  threadCount,
+  waitReady,
+  watchPeakRss,
+  type Server,
+} from './harness.js'
 import { describeOutcome, describeSpec, formatSummary, type Summary } from './report.js'
 import { buildSpec, schedule } from './schedule.js'
 import { Tally } from './tally.js'
@@ -23,6 +35,8 @@ export interface FuzzOptions {
   skip?: string[]
   /** How long a well-formed request may go unanswered. */
   timeoutMs?: number
+  /** How long after the last answer to measure the server's RSS again (what it gives back). Default 30; 0 skips it. */
+  settleSeconds?: number
   log?: (line: string) => void
 }
 
@@ -80,6 +94,8 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
   await new Promise((r) => setTimeout(r, 500))
   const changesBefore = partitionChanges(logLines(server.troupe)).length
   const rssBefore = rssMiB(server.pid)
+  const threadsBefore = threadCount(server.pid)
+  const peakRss = watchPeakRss(server.pid)
   // Start-up (module loading, the first JetStream calls) is not what the run measures: start the probe over.
   await readLoopStall(server.troupe).catch(() => undefined)
   log(`fuzz: server ${server.url} (pid ${server.pid}, transport ${ctx.transport}); seed ${opts.seed}, ${opts.requests} requests`)
@@ -187,6 +203,7 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
     }
   }
   await Promise.all(Array.from({ length: Math.min(ctx.concurrency, indices.length) }, worker))
+  const lastAnswer = performance.now()
 
   // End checks: the process, readiness, the canaries, placement.
   const death = server.died()
@@ -259,6 +276,18 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
     })
   }
 
+  const rssPeak = peakRss.stop()
+  const rssAfter = rssMiB(server.pid)
+  const stallMs = (await readLoopStall(server.troupe).catch(() => undefined))?.max
+  // What the server gives back once idle (parse workers exit after 10 s idle, and the gateway collects its garbage).
+  const settleSeconds = opts.settleSeconds ?? 30
+  let settled: Summary['settled']
+  if (settleSeconds > 0 && !server.died()) {
+    await new Promise((r) => setTimeout(r, Math.max(0, lastAnswer + settleSeconds * 1000 - performance.now())))
+    const memory = await readMemory(server.troupe).catch(() => undefined)
+    settled = { seconds: settleSeconds, rss: rssMiB(server.pid), threads: threadCount(server.pid), memory }
+  }
+
   const summary: Summary = {
     seed: opts.seed,
     requests: indices.length,
@@ -270,8 +299,11 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
     retried: tally.retriedCount,
     parserByCase: tally.parserByCase,
     rssBefore,
-    rssAfter: rssMiB(server.pid),
-    stallMs: (await readLoopStall(server.troupe).catch(() => undefined))?.max,
+    rssPeak,
+    rssAfter,
+    threadsBefore,
+    settled,
+    stallMs,
     errors: problemLines(lines),
     failures,
     replay: ctx.replay,

@@ -95,6 +95,56 @@ t.test('20 events of 1 MiB in one request are stored and read back whole', async
   t.same(await storedLengths(sid), Array(20).fill(MiB))
 })
 
+t.test('12 clients at once with 1–5 MB bodies and 100,000-deep JSON: each answered 200 or 400, none told to retry', async (t) => {
+  // Well within the parse budget (256 MiB of bodies queued or being parsed), so no body is refused for room; the deep
+  // ones are refused before they take any. Sent without the client's retries, to see every first answer.
+  const sids = await Promise.all(Array.from({ length: 4 }, newSession))
+  const deep = (i: number) => (i % 2 ? `{"events":${'['.repeat(100_000)}${']'.repeat(100_000)}}` : `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`)
+  const clients = Array.from({ length: 12 }, (_, i) => {
+    const mb = 1 + (i % 5)
+    if (i % 3 === 0) return { sid: sids[i % 4]!, body: deep(i), expect: 400, what: 'deep' }
+    if (i % 3 === 1) return { sid: sids[Math.floor(i / 3)]!, body: JSON.stringify(bodyOf(mb * 1_000_000)), expect: 200, what: `${mb} MB message` }
+    const wrong = {
+      events: [
+        {
+          type: 'user.message',
+          content: [
+            { type: 'text', text: 'y'.repeat(mb * 1_000_000) },
+            { type: 'text', text: 1 },
+          ],
+        },
+      ],
+    }
+    return { sid: sids[i % 4]!, body: JSON.stringify(wrong), expect: 400, what: `${mb} MB, a wrong type at its end` }
+  })
+  const budgetRefusals: string[] = []
+  const answers = await Promise.all(
+    clients.map(async (c) => {
+      // Another 503 (a heartbeat a loaded machine delayed) is retried as the official client does.
+      for (let attempt = 0; ; attempt++) {
+        const res = await fetch(`${s.url}/v1/sessions/${c.sid}/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: c.body })
+        const message = ((await res.json()) as any).error?.message as string | undefined
+        if (res.status === 503 && /large request bodies/i.test(message ?? '')) budgetRefusals.push(c.what)
+        else if (res.status === 503 && attempt < 3) {
+          await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after-ms') ?? 500)))
+          continue
+        }
+        return { ...c, status: res.status, message }
+      }
+    }),
+  )
+  t.same(budgetRefusals, [], 'no body refused for room')
+  for (const a of answers) t.equal(a.status, a.expect, `${a.what}: ${a.status} ${a.message ?? ''}`.slice(0, 200))
+  t.match(
+    answers.filter((a) => a.what === 'deep').map((a) => a.message),
+    Array(4).fill(/more than 64 levels deep/),
+  )
+  t.match(
+    answers.filter((a) => a.what.includes('wrong type')).map((a) => a.message),
+    Array(4).fill(/events\[0\]\.content\[1\]\.text/),
+  )
+})
+
 t.test('the server logged no failure and answered no 500', async (t) => {
   const lines = (await settledLogLines(s.troupe)).map((l) => JSON.stringify(l))
   t.same(

@@ -74,7 +74,7 @@ const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
   handed_over: [],
   owner_timeout: [],
   actor_moving: ['session'],
-  parse_pool_busy: [],
+  parse_pool_busy: [256],
   stream_closed: [],
   history_write_failed: [],
   history_behind: ['sesn_1', 3, 5],
