@@ -53,7 +53,7 @@ t.test('TROUPE_NATS_PORT: a joined serve outlives a restart of npm start, and sa
   const second = await start()
   t.equal(natsPortOf(second), port, 'the same port after the restart')
   await until('the serve is ready again', async () => (await readyz(serve)).status === 'ready', 30_000)
-  t.match(serve.logs(), /"msg":"reconnected to NATS at 127\.0\.0\.1:\d+"/)
+  await until('the reconnection logged', () => /"msg":"reconnected to NATS at 127\.0\.0\.1:\d+"/.test(serve.logs()))
   t.equal((await client.beta.agents.retrieve(before.id)).id, before.id, 'what was stored before is served')
   t.match((await client.beta.agents.create({ name: 'after', model: 'claude-sonnet-4-5' })).id, /^agent_/, 'and new writes land')
 
