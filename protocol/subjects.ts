@@ -53,6 +53,8 @@ export function parsePartitionedSubject(subject: string): { kind: string; partit
 export const partitionWildcard = (kind: KindName, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
 
 export const HOST_PING = 'troupe.host.ping'
+/** Each actor host answers here while its NATS connection lives (supervisor/presence.ts). */
+export const hostPresenceSubject = (hostId: string) => `troupe.presence.${hostId}`
 
 /** KV buckets. */
 export const Buckets = {

@@ -14,6 +14,7 @@ import { actorClient } from '../actors/kit/client.js'
 import { dispatch, type OpTable } from '../actors/kit/ops.js'
 import { actorWire } from '../actors/kit/wire.js'
 import { HOST_TTL_MS, Placement } from './placement.js'
+import { natsPresence } from './presence.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
 import { openBucket } from '../actors/kit/buckets.js'
 import { isOutcomeUnknown, storeUnavailable } from '../actors/kit/nats-errors.js'
@@ -125,6 +126,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     hostId,
     kinds: [...partitioned.keys()],
     beat: () => ({ pid: process.pid, hostname: os.hostname(), role: opts.role, started_at: startedAt, ...described }),
+    presence: natsPresence(nc, hostId),
     log,
     events: {
       gained: async (kind, p) => {
