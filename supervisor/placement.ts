@@ -19,8 +19,17 @@ export const BEAT_EVERY_MS = 500
 export const SERVE_MARGIN_MS = 500
 /** How often a host compares what it holds with what the live host set says it should hold. */
 export const TICK_MS = 250
-/** A holder not heard for this long is looked at: when its NATS connection is gone, it is dead (see Presence). */
-export const LATE_MS = 2 * BEAT_EVERY_MS
+/**
+ * A holder not heard for this long is looked at: when its NATS connection is gone, it is dead (see Presence). Three
+ * beats: a beat late by a busy event loop or a slow store is common, and makes a look that finds the host present.
+ */
+export const LATE_MS = 3 * BEAT_EVERY_MS
+/**
+ * Others look at a host only once they have not heard it for LATE_MS, and they surely heard the beat before its last
+ * acknowledged one (beats go out at most two intervals apart, even late): a reconnect this soon after the last
+ * acknowledged beat was sent cannot have been seen as the host gone.
+ */
+const UNSEEN_RECONNECT_MS = LATE_MS - 2 * BEAT_EVERY_MS
 /**
  * A takeover waiting for the server to expire a silent holder's heartbeat looks again this soon, a few times
  * (the expiry is due: the pass runs when the holder's last beat, as heard here, is HOST_TTL_MS old), before
@@ -128,8 +137,10 @@ export class Placement {
   private readonly departed = new Set<string>()
   /** Presence looks in flight. */
   private readonly looking = new Set<string>()
-  /** The NATS connection this host last re-read its records on. */
+  /** The NATS connection this host last claimed its partitions on. */
   private connection: string | undefined
+  /** When this host sent its last acknowledged beat (monotonic). */
+  private beatSent = 0
 
   constructor(private readonly o: PlacementOptions) {
     this.store = new RecordStore<PlacementRecord>(o.placement)
@@ -221,14 +232,15 @@ export class Placement {
 
   /**
    * While this host was disconnected, another may have seen it gone and taken its partitions: on a new connection
-   * it serves nothing until it has re-read its records. Checked wherever serving is (a request on the new
-   * connection may arrive before any pass runs).
+   * after such a silence it serves nothing until it has claimed them again. Checked wherever serving is (a request
+   * on the new connection may arrive before any pass runs).
    */
   private noticeReconnect(): void {
     const now = this.o.presence.connection()
     if (now === this.connection) return
     this.connection = now
-    this.pause('a new NATS connection: serving paused until this host re-reads its partitions')
+    if (performance.now() - this.beatSent < UNSEEN_RECONNECT_MS) return
+    this.pause('a new NATS connection after a silence another host may have seen: serving paused until this host claims its partitions again')
   }
 
   private isLive(host: string): boolean {
@@ -290,6 +302,9 @@ export class Placement {
     const sent = performance.now()
     await this.o.hosts.put(`host.${this.o.hostId}`, encode({ ...this.o.beat(), at: Date.now() } satisfies HostBeat))
     if (sent >= this.validUntil && this.validUntil > 0) this.pause()
+    // Judged by the beats before this one: this one may have gone out on a new connection after a long silence.
+    this.noticeReconnect()
+    this.beatSent = sent
     this.validUntil = sent + HOST_TTL_MS - SERVE_MARGIN_MS
   }
 
