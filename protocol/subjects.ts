@@ -59,6 +59,8 @@ export function parseActorSubject(subject: string): { kind: string; op: string }
 export const partitionWildcard = (kind: KindName, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
 
 export const HOST_PING = 'troupe.host.ping'
+/** Each actor host answers here while its NATS connection lives (supervisor/presence.ts). */
+export const hostPresenceSubject = (hostId: string) => `troupe.presence.${hostId}`
 
 /** KV buckets. */
 export const Buckets = {

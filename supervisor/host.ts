@@ -15,6 +15,7 @@ import { dispatch, type OpTable } from '../actors/kit/ops.js'
 import { actorWire, localFirst, type LocalActors } from '../actors/kit/wire.js'
 import type { ActorWire } from '../protocol/wire.js'
 import { HOST_TTL_MS, Placement } from './placement.js'
+import { natsPresence } from './presence.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
 import { openBucket } from '../actors/kit/buckets.js'
 import { isOutcomeUnknown, storeUnavailable } from '../actors/kit/nats-errors.js'
@@ -151,6 +152,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     hostId,
     kinds: [...partitioned.keys()],
     beat: () => ({ pid: process.pid, hostname: os.hostname(), role: opts.role, started_at: startedAt, ...described }),
+    presence: natsPresence(nc, hostId),
     log,
     events: {
       gained: async (kind, p) => {

@@ -7,6 +7,8 @@ import { performance } from 'node:perf_hooks'
  * store that is gone for a minute is one line, not one per beat.
  */
 export interface Loop {
+  /** Runs a pass now, or right after the one in progress, instead of waiting for the next turn of the timer. */
+  wake(): void
   /** Stops scheduling and waits for a pass in progress to settle. */
   stop(): Promise<void>
 }
@@ -16,8 +18,13 @@ export function every(ms: number, pass: () => Promise<void>, onError: (err: unkn
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> = Promise.resolve()
   let failing: string | undefined
+  let busy = false
+  /** Woken while a pass ran: the next follows it at once. */
+  let woken = false
   const run = (): Promise<void> => {
     clearTimeout(timer)
+    busy = true
+    woken = false
     let began = 0
     running = running
       .then(async () => {
@@ -33,13 +40,19 @@ export function every(ms: number, pass: () => Promise<void>, onError: (err: unkn
         }
       })
       .then(() => {
+        busy = false
         // The cadence counts from the start of a pass: a slow pass is followed at once, never overlapped.
-        if (!stopped) timer = setTimeout(run, Math.max(0, ms - (performance.now() - began)))
+        if (!stopped) timer = setTimeout(run, woken ? 0 : Math.max(0, ms - (performance.now() - began)))
       })
     return running
   }
   void run()
   return {
+    wake() {
+      if (stopped) return
+      if (busy) woken = true
+      else void run()
+    },
     async stop() {
       stopped = true
       clearTimeout(timer)

@@ -6,17 +6,37 @@ import { fnv1a } from '../protocol/hash.js'
 import { PARTITIONS, partitionToken, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
 import { RecordStore, live, readAtLeader } from '../actors/kit/store.js'
 import { every, type Loop } from './loop.js'
+import type { Presence } from './presence.js'
 
 /**
  * Liveness timing. A host's heartbeat key expires HOST_TTL_MS after its last write (the hosts bucket's max
- * age); only then may another host take its partitions. The host itself stops serving SERVE_MARGIN_MS
- * before that could happen, measured on its monotonic clock from when it *sent* its last acknowledged beat.
+ * age); only then, or once its NATS connection is gone, may another host take its partitions. The host itself
+ * stops serving SERVE_MARGIN_MS before its key could expire, measured on its monotonic clock from when it *sent*
+ * its last acknowledged beat, and whenever its connection changed, until it has re-read its records.
  */
 export const HOST_TTL_MS = 2500
 export const BEAT_EVERY_MS = 500
 export const SERVE_MARGIN_MS = 500
 /** How often a host compares what it holds with what the live host set says it should hold. */
 export const TICK_MS = 250
+/**
+ * A holder not heard for this long is looked at: when its NATS connection is gone, it is dead (see Presence). Three
+ * beats: a beat late by a busy event loop or a slow store is common, and makes a look that finds the host present.
+ */
+export const LATE_MS = 3 * BEAT_EVERY_MS
+/**
+ * Others look at a host only once they have not heard it for LATE_MS, and they surely heard the beat before its last
+ * acknowledged one (beats go out at most two intervals apart, even late): a reconnect this soon after the last
+ * acknowledged beat was sent cannot have been seen as the host gone.
+ */
+const UNSEEN_RECONNECT_MS = LATE_MS - 2 * BEAT_EVERY_MS
+/**
+ * A takeover waiting for the server to expire a silent holder's heartbeat looks again this soon, a few times
+ * (the expiry is due: the pass runs when the holder's last beat, as heard here, is HOST_TTL_MS old), before
+ * falling back to the pass's own cadence.
+ */
+const EXPIRY_RECHECK_MS = 50
+const EXPIRY_RECHECKS = 10
 
 export interface PlacementEvents {
   /** This host now owns the partition: start serving it (and resume work left there). */
@@ -35,6 +55,8 @@ export interface PlacementOptions {
   kinds: readonly KindName[]
   /** The heartbeat record (without `at`, which is set per beat). */
   beat: () => Omit<HostBeat, 'at'>
+  /** This host's presence on NATS, and a look at another's: a holder whose connection is gone is taken at once. */
+  presence: Presence
   events: PlacementEvents
   log: Logger
 }
@@ -74,15 +96,18 @@ export function plan(kind: string, hosts: readonly string[]): string[] {
  * Single activation by partition, with traffic that grows with hosts, not partitions:
  *
  * - Each host writes one heartbeat (`host.<id>` in `troupe_hosts`, max age HOST_TTL_MS) every BEAT_EVERY_MS
- *   and watches the others'. The live set is the hosts heard within the TTL.
+ *   and watches the others'. The live set is the hosts heard within the TTL and not seen gone.
  * - `troupe_placement` holds one record per partition naming its holder. It is written only when ownership
  *   changes: a claim of a partition with no record, a hand-over (the holder stops serving, then names the
- *   new owner), or a takeover from a dead holder — allowed only once the server itself has expired the
- *   holder's heartbeat key, so a slow watch or a paused claimant can never take from a live host.
+ *   new owner), a takeover from a dead holder, or a holder claiming its partitions again after a gap. A takeover
+ *   is allowed only once the holder is proven unable to serve: its NATS connection is gone (Presence, looked at
+ *   once it is LATE_MS silent), or the server itself has expired its heartbeat key; a slow watch or a paused
+ *   claimant alone can never take from a live host.
  * - Who should own a partition is `plan(kind, live hosts)`. A holder hands over what another live host
  *   should own; nobody renews per-partition leases.
- * - A host serves only while its own heartbeat is fresh (`serves`); after a gap it re-reads its records
- *   before serving again, and drops what moved on.
+ * - A host serves only while its own heartbeat is fresh and its connection is the one it last claimed its
+ *   partitions on (`serves`); after a gap or a reconnect it claims them again by compare-and-set before serving,
+ *   and drops what moved on.
  */
 export class Placement {
   private readonly store: RecordStore<PlacementRecord>
@@ -104,18 +129,40 @@ export class Placement {
   private lastInputs = ''
   /** A pass left something to look at again later (a holder's heartbeat not yet expired). */
   private waiting = false
+  /** Quick looks left for a waiting takeover (EXPIRY_RECHECKS after each lapse). */
+  private rechecks = 0
+  /** Per other host: passes when its last beat heard here turns LATE_MS and HOST_TTL_MS old, not up to a pass later. */
+  private readonly silences = new Map<string, NodeJS.Timeout[]>()
+  /** Hosts whose NATS connection was gone after their last beat heard here: dead, whatever their heartbeat key says. */
+  private readonly departed = new Set<string>()
+  /** Presence looks in flight. */
+  private readonly looking = new Set<string>()
+  /** The NATS connection this host last claimed its partitions on. */
+  private connection: string | undefined
+  /** When this host sent its last acknowledged beat (monotonic). */
+  private beatSent = 0
 
   constructor(private readonly o: PlacementOptions) {
     this.store = new RecordStore<PlacementRecord>(o.placement)
   }
 
   async start(): Promise<void> {
+    this.connection = this.o.presence.connection()
+    this.o.presence.start()
     await this.beatOnce()
     await Promise.all([
       this.watch(this.o.hosts, 'host.>', (e) => {
         const id = e.key.slice('host.'.length)
-        if (e.operation === 'PUT') this.heard.set(id, performance.now())
-        else this.heard.delete(id)
+        // A beat from a host seen gone: it came back (a restart on its data directory, or a reconnect).
+        this.departed.delete(id)
+        if (e.operation === 'PUT') {
+          this.heard.set(id, performance.now())
+          if (id !== this.o.hostId) this.silenceFrom(id)
+        } else {
+          this.heard.delete(id)
+          for (const t of this.silences.get(id) ?? []) clearTimeout(t)
+          this.silences.delete(id)
+        }
       }),
       this.watch(this.o.placement, '>', (e) => {
         // Our own writes are applied when they succeed; the watch may deliver older entries after that.
@@ -179,13 +226,70 @@ export class Placement {
   }
 
   private fresh(): boolean {
+    this.noticeReconnect()
     return !this.unverified && performance.now() < this.validUntil
+  }
+
+  /**
+   * While this host was disconnected, another may have seen it gone and taken its partitions: on a new connection
+   * after such a silence it serves nothing until it has claimed them again. Checked wherever serving is (a request
+   * on the new connection may arrive before any pass runs).
+   */
+  private noticeReconnect(): void {
+    const now = this.o.presence.connection()
+    if (now === this.connection) return
+    this.connection = now
+    if (performance.now() - this.beatSent < UNSEEN_RECONNECT_MS) return
+    this.pause('a new NATS connection after a silence another host may have seen: serving paused until this host claims its partitions again')
   }
 
   private isLive(host: string): boolean {
     if (host === this.o.hostId) return this.fresh()
     const at = this.heard.get(host)
-    return at !== undefined && performance.now() - at < HOST_TTL_MS
+    return at !== undefined && !this.departed.has(host) && performance.now() - at < HOST_TTL_MS
+  }
+
+  /**
+   * Another host was just heard: passes when it turns late (its presence is looked at) and when its heartbeat, as
+   * heard here, lapses (its key is due to expire), rather than up to a pass later.
+   */
+  private silenceFrom(host: string): void {
+    const timers = this.silences.get(host)
+    if (timers) {
+      for (const t of timers) t.refresh()
+      return
+    }
+    const late = setTimeout(() => this.tickLoop?.wake(), LATE_MS)
+    const lapse = setTimeout(() => {
+      this.rechecks = EXPIRY_RECHECKS
+      this.tickLoop?.wake()
+    }, HOST_TTL_MS)
+    late.unref()
+    lapse.unref()
+    this.silences.set(host, [late, lapse])
+  }
+
+  /**
+   * Looks at the presence of every holder not heard for LATE_MS: one whose NATS connection is gone cannot receive
+   * a request, and serves nothing when it reconnects until it has re-read its records, so its partitions may be
+   * taken at once. A holder that answers, or does not answer in time (stopped, stalled, cut off), is left to its
+   * heartbeat's expiry.
+   */
+  private lookAtLateHolders(): void {
+    const now = performance.now()
+    const holding = new Set([...this.holders.values()].map((h) => h.host))
+    for (const [host, at] of this.heard) {
+      if (host === this.o.hostId || !holding.has(host) || this.departed.has(host) || this.looking.has(host) || now - at < LATE_MS) continue
+      this.looking.add(host)
+      void this.o.presence.gone(host).then((gone) => {
+        this.looking.delete(host)
+        // A beat heard meanwhile: it lives (it may have reconnected).
+        if (!gone || this.stopped || this.heard.get(host) !== at) return
+        this.departed.add(host)
+        this.o.log.info({ gone: host, silentMs: Math.round(performance.now() - at) }, 'host gone (its NATS connection closed): taking its partitions over')
+        this.tickLoop?.wake()
+      })
+    }
   }
 
   private liveHosts(): string[] {
@@ -198,12 +302,16 @@ export class Placement {
     const sent = performance.now()
     await this.o.hosts.put(`host.${this.o.hostId}`, encode({ ...this.o.beat(), at: Date.now() } satisfies HostBeat))
     if (sent >= this.validUntil && this.validUntil > 0) this.pause()
+    // Judged by the beats before this one: this one may have gone out on a new connection after a long silence.
+    this.noticeReconnect()
+    this.beatSent = sent
     this.validUntil = sent + HOST_TTL_MS - SERVE_MARGIN_MS
   }
 
   /** One pass: reconcile what this host holds with what the live host set assigns it. */
   private async tick(): Promise<void> {
     if (this.stopped) return
+    this.noticeReconnect()
     if (performance.now() >= this.validUntil) {
       // Our heartbeat may have expired: someone may be taking over. Serve nothing until a beat lands.
       this.pause()
@@ -211,6 +319,7 @@ export class Placement {
     }
     const before = new Set(this.owned.keys())
     if (this.unverified) await this.verify()
+    this.lookAtLateHolders()
     const hosts = this.liveHosts().sort()
     // Nothing to do unless the live hosts or the records changed, or a takeover waits for an expiry: an idle
     // host spends next to nothing here.
@@ -227,6 +336,10 @@ export class Placement {
     await Promise.all(work)
     this.lastInputs = inputs
     this.summarise(before)
+    if (this.waiting && this.rechecks > 0) {
+      this.rechecks--
+      setTimeout(() => this.tickLoop?.wake(), EXPIRY_RECHECK_MS).unref()
+    }
   }
 
   private async reconcile(kind: KindName, p: number, want: string, gone: Map<string, Promise<boolean>>): Promise<void> {
@@ -249,14 +362,16 @@ export class Placement {
     if (want !== this.o.hostId) return
     if (!holder) return this.take(kind, p, await this.store.create(key, this.record()))
     if (this.isLive(holder.host)) return // the holder hands it over once it hears us
-    // Silent in our view, but only the server's expiry of its heartbeat proves it can no longer serve: read at the
-    // bucket's leader, where the beats land. A replica that is behind has expired an older beat and would say
-    // "gone" of a host that is still beating.
-    let expired = gone.get(holder.host)
-    if (!expired) gone.set(holder.host, (expired = readAtLeader(this.o.hosts, `host.${holder.host}`).then((e) => !live(e))))
-    if (!(await expired)) {
-      this.waiting = true
-      return
+    // Silent in our view, but only its connection seen gone, or the server's expiry of its heartbeat, proves it can
+    // no longer serve. The expiry is read at the bucket's leader, where the beats land: a replica that is behind has
+    // expired an older beat and would say "gone" of a host that is still beating.
+    if (!this.departed.has(holder.host)) {
+      let expired = gone.get(holder.host)
+      if (!expired) gone.set(holder.host, (expired = readAtLeader(this.o.hosts, `host.${holder.host}`).then((e) => !live(e))))
+      if (!(await expired)) {
+        this.waiting = true
+        return
+      }
     }
     await this.take(kind, p, await this.store.update(key, this.record(), holder.revision))
   }
@@ -290,28 +405,37 @@ export class Placement {
   }
 
   /** Serve nothing until verify() re-reads the records; logged once per gap, since it shows as 503s. */
-  private pause(): void {
+  private pause(why = 'heartbeat not acknowledged in time: serving paused until this host re-reads its partitions'): void {
     if (this.unverified || !this.owned.size) return
     this.unverified = true
     this.pausedAt = performance.now()
-    this.o.log.warn({ partitions: this.owned.size }, 'heartbeat not acknowledged in time: serving paused until this host re-reads its partitions')
+    this.o.log.warn({ partitions: this.owned.size }, why)
   }
 
   /**
-   * After a heartbeat gap: keep only the partitions whose records still name us at our revision, as the bucket's
-   * leader has them (a replica that is behind could still show a record that has moved on).
+   * After a heartbeat gap or a reconnect: claim each partition again by compare-and-set at the revision this host
+   * holds it at, and drop those whose record moved on. The write is what makes it safe: a host that saw this one
+   * gone and takes a partition over writes at that same revision, so of a takeover and this claim exactly one wins
+   * (a read could pass just before the takeover's write lands, and both would serve).
    */
   private async verify(): Promise<void> {
+    const on = this.connection
     await Promise.all(
       [...this.owned].map(async ([key, rev]) => {
-        const e = await readAtLeader(this.o.placement, key)
-        if (live(e) && decode<PlacementRecord>(e.value).host === this.o.hostId && e.revision === rev) return
+        const next = await this.store.update(key, this.record(), rev)
+        if (next !== false) {
+          this.owned.set(key, next)
+          this.holders.set(key, { host: this.o.hostId, revision: next })
+          return
+        }
         const [kind, token] = key.split('.') as [KindName, string]
         await this.drop(kind, Number(token.slice(1)))
       }),
     )
+    // Reconnected again meanwhile: what was read may already be stale; the next pass reads again.
+    if (this.connection !== on) return
     this.unverified = false
-    this.o.log.info({ pausedMs: Math.round(performance.now() - this.pausedAt), kept: this.owned.size }, 'serving resumed after a heartbeat gap')
+    this.o.log.info({ pausedMs: Math.round(performance.now() - this.pausedAt), kept: this.owned.size }, 'serving resumed after a heartbeat gap or a reconnect')
   }
 
   /** One line per change of the set, partitions as ranges: `{gained: {session: "0-15"}}`. */
@@ -353,8 +477,9 @@ export class Placement {
       }),
     )
     this.summarise(before)
-    for (const w of this.watchers) w.stop()
+    this.quiet()
     await this.o.hosts.delete(`host.${this.o.hostId}`).catch(() => undefined)
+    this.o.presence.stop()
   }
 
   /** Stops beating and reconciling without handing anything over: what a crash looks like to others (tests). */
@@ -362,7 +487,14 @@ export class Placement {
     this.stopped = true
     await this.tickLoop?.stop()
     await this.beatLoop?.stop()
+    this.quiet()
+    this.o.presence.stop()
+  }
+
+  /** Stops watching other hosts. */
+  private quiet(): void {
     for (const w of this.watchers) w.stop()
+    for (const timers of this.silences.values()) for (const t of timers) clearTimeout(t)
   }
 
   /** Watches `key` of a bucket, resolving once the values stored before the call have been applied. */

@@ -13,10 +13,14 @@ const YIELD_ABOVE = 1024 * 1024
 /**
  * How long a request with nobody subscribed is retried before it answers 503. A hand-over leaves a partition
  * unsubscribed for the few milliseconds between the old owner naming the new one and the new owner's watch
- * seeing it; "no responders" means the request was certainly not delivered, so sending it again is safe.
- * A crashed owner's partitions take longer (its heartbeat must lapse): those still answer 503 with a retry hint.
+ * seeing it; "no responders" means the request was certainly not delivered, so sending it again is safe. A
+ * crashed owner's partitions take longer, about a second (its connection must be seen gone, supervisor/placement.ts):
+ * a request waits that out here, answered as soon as the new owner subscribes; past this it answers 503 with a
+ * short retry hint, and a client with the official client's default two retries still outlasts a slower failover.
  */
-const NO_RESPONDERS_RETRY_MS = 1000
+const NO_RESPONDERS_RETRY_MS = 2000
+/** The longest pause between two sends of a request nobody was subscribed to. */
+const NO_RESPONDERS_STEP_MS = 100
 
 /** The actor wire on one NATS connection (what the supervisor hands the gateway). */
 export const actorWire = (nc: NatsConnection): ActorWire => ({
@@ -56,7 +60,7 @@ export async function askActorEncoded<T = unknown>(
   if (data.length > YIELD_ABOVE) await new Promise((r) => setTimeout(r, 0))
   let reply: ActorReply | undefined
   const giveUpAt = Date.now() + Math.min(NO_RESPONDERS_RETRY_MS, timeoutMs)
-  for (let wait = 10; reply === undefined; wait = Math.min(wait * 2, 200)) {
+  for (let wait = 10; reply === undefined; wait = Math.min(wait * 2, NO_RESPONDERS_STEP_MS)) {
     try {
       const msg = await nc.request(subject, data, { timeout: timeoutMs, headers: h })
       reply = decode<ActorReply>(msg.data)

@@ -1,6 +1,7 @@
 import { AckPolicy, DeliverPolicy, type Consumer, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
 import { fail } from '../../protocol/errors/fail.js'
-import { storedItem, type EventReader, type ReadFrom } from '../../protocol/event-item.js'
+import { storedItem, type EventItem, type EventReader, type ReadFrom } from '../../protocol/event-item.js'
+import { isTransientNatsError } from '../kit/nats-errors.js'
 import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
 
 /**
@@ -19,6 +20,8 @@ export interface ReadOptions {
   stallMs?: number
   /** Messages per pull; a short read asks for about what it needs. Default 256. */
   batch?: number
+  /** Records a range read takes one direct get at a time before it goes on through a consumer. Default DIRECT_READS. */
+  directReads?: number
 }
 
 /**
@@ -89,50 +92,64 @@ export async function readSessionEvents(js: JetStreamClient, sessionId: string, 
   }
 }
 
-/** Messages a range read takes one direct get at a time before it goes on through a consumer. */
+/** Records a range read takes one direct get at a time before it goes on through a consumer (pages). */
 export const DIRECT_READS = 64
 
 /**
  * Reads a session's stored messages from sequence `from` through `until`, a sequence the caller knows is stored
- * (the subject's last when it asked). The first DIRECT_READS come one direct get at a time (`next_by_subj`),
- * answered by any replica and needing no consumer: creating one is a proposal to the cluster's meta leader, the
- * slowest call on a loaded cluster and an impossible one while it elects a new leader, which is exactly when a
- * host taking sessions over replays them. A longer read goes on through a consumer; so does one whose replica
- * is behind `until` (it answers "no message" before reaching it), since the consumer reads at the leader.
+ * (the subject's last when it asked). The first `directReads` come one direct get at a time (`next_by_subj`),
+ * answered by any replica and needing no consumer: creating one is a proposal to the cluster's meta leader, and an
+ * impossible one while it elects a new leader. A longer read goes on through a consumer, which takes hundreds of
+ * records per round trip where a direct get takes one (on a busy machine a round trip costs tens of milliseconds);
+ * when none can be created for the moment, direct gets read the rest. One whose replica is behind `until` (it
+ * answers "no message" before reaching it) goes on through a consumer too, since the consumer reads at the leader.
  */
 export function readSessionRange(js: JetStreamClient, sessionId: string, from: number, until: number, opts: ReadOptions = {}): EventReader {
   const filter = eventsWildcard(sessionId)
+  const directReads = opts.directReads ?? DIRECT_READS
   let cursor = Math.max(1, from)
   let direct = 0
   let inner: EventReader | undefined
+  /** No consumer could be created (no meta leader): direct gets read the rest. */
+  let directOnly = false
+  /** A direct get answered "no message" short of `until`: its replica is behind, only the leader can go on. */
+  let behind = false
   let closed = false
-  return {
-    async next() {
-      if (closed || cursor > until) return null
-      if (!inner && direct < DIRECT_READS) {
-        direct++
-        const jsm = await js.jetstreamManager(false)
-        const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq: cursor, next_by_subj: filter })
-        if (closed) return null
-        if (m && m.seq <= until) {
-          cursor = m.seq + 1
-          return storedItem(m.header, m.string(), m.seq)
-        }
-        if (m) {
-          // The next message is past `until`: the range is read.
-          cursor = until + 1
-          return null
-        }
+  const next = async (): Promise<EventItem | null> => {
+    if (closed || cursor > until) return null
+    if (!inner && !behind && (directOnly || direct < directReads)) {
+      direct++
+      const jsm = await js.jetstreamManager(false)
+      const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq: cursor, next_by_subj: filter })
+      if (closed) return null
+      if (m && m.seq <= until) {
+        cursor = m.seq + 1
+        return storedItem(m.header, m.string(), m.seq)
       }
-      if (!inner) {
+      if (m) {
+        // The next message is past `until`: the range is read.
+        cursor = until + 1
+        return null
+      }
+      behind = true
+    }
+    if (!inner) {
+      try {
         inner = await readSessionEvents(js, sessionId, { seq: cursor }, opts)
-        if (closed) inner.close()
+      } catch (err) {
+        if (behind || !isTransientNatsError(err)) throw err
+        directOnly = true
+        return next()
       }
-      const item = await inner.next()
-      if (!item || item.seq === undefined || item.seq > until) return null
-      cursor = item.seq + 1
-      return item
-    },
+      if (closed) inner.close()
+    }
+    const item = await inner.next()
+    if (!item || item.seq === undefined || item.seq > until) return null
+    cursor = item.seq + 1
+    return item
+  }
+  return {
+    next,
     close() {
       closed = true
       inner?.close()

@@ -155,6 +155,13 @@ export async function lastSequence(jsm: JetStreamManager, sessionId: string): Pr
 }
 
 /**
+ * A replay reads a whole history through a consumer from the start (falling back to direct gets only when none can
+ * be created): one direct get per record was most of a takeover's time on a busy machine (a 60-record history
+ * took 1–3 s at tens of milliseconds a round trip, where a consumer delivers it in one or two).
+ */
+const REPLAY_DIRECT_READS = 0
+
+/**
  * Reads a session's records in order through `untilSeq` (the last stored sequence when the read began, read at
  * the stream's leader), calling `visit` for each. A read served by a replica that is behind ends early; a replay
  * that missed the newest records would rebuild a session that forgot them (a tool result, say) and then write
@@ -162,7 +169,7 @@ export async function lastSequence(jsm: JetStreamManager, sessionId: string): Pr
  */
 export async function readSession(js: JetStreamClient, sessionId: string, untilSeq: number, visit: (rec: Stored) => void): Promise<void> {
   if (untilSeq < 1) return
-  const reader = readSessionRange(js, sessionId, 1, untilSeq)
+  const reader = readSessionRange(js, sessionId, 1, untilSeq, { directReads: REPLAY_DIRECT_READS })
   let last = 0
   try {
     for (let item = await reader.next(); item && item.seq !== undefined; item = await reader.next()) {

@@ -190,7 +190,8 @@ export const catalog = {
   /** NATS or JetStream unavailable for a moment (actors/kit/nats-errors.ts): the hint is about one election. */
   store_unavailable: entry(503, () => 'The store is temporarily unavailable (NATS JetStream); retry shortly', { retryAfterMs: 1000 }),
   contention: entry(503, () => 'Too many concurrent changes to the same record; retry shortly', { retryAfterMs: 500 }),
-  failing_over: entry(503, () => 'The owner of this resource is failing over; retry shortly', { retryAfterMs: 1000 }),
+  /** The gateway already waited out most of a failover (actors/kit/wire.ts): what is left of it is short. */
+  failing_over: entry(503, () => 'The owner of this resource is failing over; retry shortly', { retryAfterMs: 250 }),
   /**
    * Between host and caller: the partition was being handed over and its next owner cannot have received the
    * request, which was not served. The actor wire sends it again (as after "no responders"); the client sees

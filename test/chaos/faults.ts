@@ -36,6 +36,12 @@ const WARMUP_MS = 5_000
 /** A probe that gets no answer within this gives up; the report counts it as never recovered. */
 const PROBE_BOUND_MS = 45_000
 const PROBE_EVERY_MS = 250
+/**
+ * A write probe's attempt may wait this long: after a SIGKILL nothing hangs on the dead owner (its subscriptions
+ * went with its connection, so the gateway answers 503 after its own short wait), and an attempt that reached the
+ * new owner waits for the session's replay, which is exactly the moment it measures.
+ */
+const WRITE_ATTEMPT_MS = 10_000
 /** Sessions probed for a NATS fault, which touches every session. */
 const NATS_PROBES = 8
 
@@ -57,6 +63,8 @@ export interface FaultDeps {
   hosts: Hosts
   /** No retries and a short timeout: each call is one probe attempt. */
   probeClient: Anthropic
+  /** Retrying as the official client does by itself (bounded): one write per session at a host SIGKILL. */
+  writeClient: Anthropic
   sessions: string[]
   /** The host id holding a session's partition, from `troupe_placement`. */
   ownerOf(session: string): Promise<string | undefined>
@@ -85,7 +93,7 @@ export class FaultRunner {
   }
 
   private async one(f: PlannedFault): Promise<FaultWindow | undefined> {
-    const w: FaultWindow = { kind: f.kind, target: '', start: 0, end: 0, steps: [], probes: [] }
+    const w: FaultWindow = { kind: f.kind, target: '', start: 0, end: 0, steps: [], probes: [], probe: f.kind === 'host-kill' ? 'write' : 'read' }
     const step = (what: string) => {
       w.steps.push({ at: Date.now(), what })
       this.d.say(`${f.kind} ${w.target}: ${what}`)
@@ -119,7 +127,7 @@ export class FaultRunner {
         recover = await this.natsFault(f.kind, name, step)
       }
       // Only once the fault is in: a probe sent before the signal landed would be answered by the healthy process.
-      probes = this.probe(watched, w.start)
+      probes = w.probe === 'write' ? this.probeWrites(watched, w.start) : this.probe(watched, w.start, (s) => this.readEvents(s))
       await recover()
       // Recovery includes the partitions settling back: until then hand-overs still answer 503.
       step((await this.d.balanced()) ? 'partitions balanced again' : 'partitions not balanced 30 s after recovery')
@@ -201,11 +209,63 @@ export class FaultRunner {
   }
 
   /**
-   * For each session, the time from `t0` to the first successful read of its events. Attempts overlap (a new one
-   * every PROBE_EVERY_MS, each with the probe client's short timeout), so an attempt stuck on a stopped owner
-   * does not hide the moment a new owner starts answering.
+   * A page of events, not the session record: the owner may answer a GET from its cache without touching
+   * JetStream, which would hide a NATS fault.
    */
-  private probe(sessions: string[], t0: number): Promise<ProbeResult[]> {
+  private readEvents(session: string): Promise<unknown> {
+    return this.d.probeClient.beta.sessions.events.list(session, { limit: 1, order: 'desc' } as any)
+  }
+
+  /**
+   * A host SIGKILL: when each of its sessions answers a write again, the moment its actor runs on a new owner (or
+   * on the restarted host). Two measures of it: single attempts, one at a time (the server's side, to within the
+   * gateway's own retry step), and one call sent at the signal through the official client's own retries (what a
+   * user sees: it adds the `retry-after-ms` a refused attempt waits). Both write the same metadata value, so only
+   * the first write that lands stores a `session.updated`; the others change nothing.
+   */
+  private async probeWrites(sessions: string[], t0: number): Promise<ProbeResult[]> {
+    const body = { metadata: { chaos_failover: new Date(t0).toISOString() } }
+    const [raw, client] = await Promise.all([
+      this.probeInTurn(sessions, t0, (s) => this.d.probeClient.beta.sessions.update(s, body, { timeout: WRITE_ATTEMPT_MS })),
+      Promise.all(
+        sessions.map((s) =>
+          this.d.writeClient.beta.sessions.update(s, body, { signal: AbortSignal.timeout(PROBE_BOUND_MS) }).then(
+            () => Date.now() - t0,
+            () => undefined,
+          ),
+        ),
+      ),
+    ])
+    return raw.map((r, i) => ({ ...r, clientMs: client[i] }))
+  }
+
+  /**
+   * For each session, the time from `t0` to the first successful `ask`, one attempt at a time (at most one every
+   * PROBE_EVERY_MS): at most one request in flight per session, so the probing adds little to a failover's load.
+   */
+  private probeInTurn(sessions: string[], t0: number, ask: (session: string) => Promise<unknown>): Promise<ProbeResult[]> {
+    return Promise.all(
+      sessions.map(async (session): Promise<ProbeResult> => {
+        for (;;) {
+          const at = Date.now()
+          if (at - t0 > PROBE_BOUND_MS) return { session }
+          const ok = await ask(session).then(
+            () => true,
+            () => false,
+          )
+          if (ok) return { session, firstOkMs: Date.now() - t0 }
+          await sleep(at + PROBE_EVERY_MS - Date.now())
+        }
+      }),
+    )
+  }
+
+  /**
+   * For each session, the time from `t0` to the first successful `ask`. Attempts overlap (a new one every
+   * PROBE_EVERY_MS, each with the probe client's short timeout), so an attempt stuck on a stopped owner does not
+   * hide the moment a new owner starts answering.
+   */
+  private probe(sessions: string[], t0: number, ask: (session: string) => Promise<unknown>): Promise<ProbeResult[]> {
     return Promise.all(
       sessions.map(
         (session) =>
@@ -219,9 +279,7 @@ export class FaultRunner {
             }
             const attempt = () => {
               if (Date.now() - t0 > PROBE_BOUND_MS) return finish({ session })
-              // A page of events, not the session record: the owner may answer a GET from its cache without
-              // touching JetStream, which would hide a NATS fault.
-              this.d.probeClient.beta.sessions.events.list(session, { limit: 1, order: 'desc' } as any).then(
+              ask(session).then(
                 () => finish({ session, firstOkMs: Date.now() - t0 }),
                 () => undefined,
               )

@@ -1,10 +1,11 @@
 // The printed report: what ran, the fault timeline, load figures inside and outside the fault windows, failover
 // and restart timings, then each check with its evidence. Plain text, one screen per section.
 import type { ChaosArgs } from './args.js'
-import { failoverStats, inFault, percentile, type CheckResult, type RunData } from './checks.js'
+import { HOST_FAILOVER_MS, failoverStats, inFault, killStats, percentile, type CheckResult, type RunData } from './checks.js'
 import { CONNECT_FAILED, TIMED_OUT } from './types.js'
 
 const s1 = (ms: number | undefined) => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`)
+const defined = (xs: Array<number | undefined>) => xs.filter((x): x is number => x !== undefined)
 const ms0 = (ms: number | undefined) => (ms === undefined ? '–' : `${ms.toFixed(0)} ms`)
 
 export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], runDir: string): void {
@@ -25,9 +26,13 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
   if (!d.windows.length) say('  none')
   d.windows.forEach((w, i) => {
     const probes = w.probes.map((p) => p.firstOkMs).filter((x): x is number => x !== undefined)
+    const client = w.probes.map((p) => p.clientMs).filter((x): x is number => x !== undefined)
     say(
       `  ${String(i + 1).padStart(2)}. ${w.kind.padEnd(13)} ${w.target.padEnd(3)} ${rel(w.start).padStart(7)} → ${rel(w.end).padStart(7)} (${s1(w.end - w.start)})` +
-        `  probes ${probes.length}/${w.probes.length} ok, first ok p50 ${s1(percentile(probes, 50))} max ${s1(probes.length ? Math.max(...probes) : undefined)}` +
+        `  ${w.probe} probes ${probes.length}/${w.probes.length} ok, first ok p50 ${s1(percentile(probes, 50))} max ${s1(probes.length ? Math.max(...probes) : undefined)}` +
+        (w.probe === 'write'
+          ? `; client ${client.length}/${w.probes.length} ok, p50 ${s1(percentile(client, 50))} max ${s1(client.length ? Math.max(...client) : undefined)}`
+          : '') +
         (w.error ? `  ERROR ${w.error}` : ''),
     )
     for (const st of w.steps) say(`        ${rel(st.at).padStart(7)}  ${st.what}`)
@@ -73,7 +78,7 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
     byClient.set(a.client, m.set(k, (m.get(k) ?? 0) + 1))
   }
   let first = true
-  for (const c of ['driver', 'sse', 'probe', 'check', 'other']) {
+  for (const c of ['driver', 'sse', 'probe', 'failover', 'check', 'other']) {
     const m = byClient.get(c)
     if (!m) continue
     say(
@@ -89,11 +94,38 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
 
   if (d.windows.length) {
     say()
-    say("failover (fault → first successful events read of each session the fault touched: the faulted host's sessions, or the first 8 for NATS)")
+    say(
+      "failover (fault → first successful probe of each session the fault touched: the faulted host's sessions, or the first 8 for NATS; " +
+        'a write for a host SIGKILL, an events read otherwise)',
+    )
     for (const f of failoverStats(d)) {
       if (!f.faults) continue
       say(
         `  ${f.label.padEnd(18)} ${f.faults} fault(s), ${f.probes} probes: p50 ${s1(f.p50)}, max ${s1(f.max)}${f.never ? `, ${f.never} never` : ''} (budget ${s1(f.budgetMs)})`,
+      )
+    }
+    const kills = killStats(d)
+    if (kills.length) {
+      say(
+        'host SIGKILL → every session the host owned answers a write (client: one update per session sent at the SIGKILL through the ' +
+          'official client, retrying as it does by itself; raw: one attempt at a time per session, at most every 250 ms, the server side)',
+      )
+      for (const k of kills) {
+        const never = k.client.never + k.raw.never
+        say(
+          `  ${k.window.target} at ${rel(k.window.start).padStart(7)}: ${String(k.sessions).padStart(2)} sessions, client p50 ${s1(k.client.p50)} max ${s1(k.client.max)}, ` +
+            `raw p50 ${s1(k.raw.p50)} max ${s1(k.raw.max)}${never ? `, ${k.client.never} client / ${k.raw.never} raw never` : ''}`,
+        )
+      }
+      const probes = kills.flatMap((k) => k.window.probes)
+      const p50 = (xs: Array<number | undefined>) => s1(percentile(defined(xs), 50))
+      const range = (xs: Array<number | undefined>) => {
+        const ms = defined(xs)
+        return ms.length ? `${s1(Math.min(...ms))}–${s1(Math.max(...ms))}` : '–'
+      }
+      say(
+        `  all ${kills.length} kill(s): client p50 ${p50(probes.map((p) => p.clientMs))}, per-kill max ${range(kills.map((k) => k.client.max))}; ` +
+          `raw p50 ${p50(probes.map((p) => p.firstOkMs))}, per-kill max ${range(kills.map((k) => k.raw.max))} (budget ${s1(HOST_FAILOVER_MS)})`,
       )
     }
     const restarts = d.hostStarts.filter((s) => s.restart)

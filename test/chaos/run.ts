@@ -113,9 +113,11 @@ balancer.start()
 onCleanup(() => balancer.stop())
 const clientWith = (name: string, maxRetries: number, timeout: number) =>
   new Anthropic({ baseURL: VIRTUAL_ORIGIN, apiKey: 'chaos', maxRetries, timeout, fetch: balancer.fetch, defaultHeaders: { [CLIENT_HEADER]: name } })
-// The driver's calls retry as a patient client would; probes make one short attempt each; reads after the run persist.
+// The driver's calls retry as a patient client would; probes make one short attempt each; a host SIGKILL's write
+// per session retries as the official client does by itself, for as long as the probes last; reads after the run persist.
 const driverClient = clientWith('driver', 5, 10_000)
 const probeClient = clientWith('probe', 0, 2_000)
+const writeClient = clientWith('failover', 20, 10_000)
 const checkClient = clientWith('check', 8, 30_000)
 
 const nc = await connect({ servers: cluster.nodes.map((n) => n.url), maxReconnectAttempts: -1, reconnectTimeWait: 250, name: 'chaos-driver' })
@@ -152,6 +154,7 @@ const faults = new FaultRunner({
   cluster,
   hosts,
   probeClient,
+  writeClient,
   sessions,
   ownerOf: placementReader(nc),
   balanced: () =>

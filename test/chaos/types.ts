@@ -66,10 +66,16 @@ export interface TurnRecord {
   error?: string
 }
 
-/** First successful request to one session after a fault began (undefined: none within the probe's bound). */
+/** How soon one session answered after a fault began (undefined: not within the probe's bound). */
 export interface ProbeResult {
   session: string
+  /** The first successful probe attempt (ms after the signal): a read, or for a host SIGKILL a write. */
   firstOkMs?: number
+  /**
+   * Host SIGKILL only: when one write sent at the signal through the official client, retrying as it does by
+   * itself (`retry-after-ms`, its own back-off), succeeded. What a user sees; the check holds it to the budget.
+   */
+  clientMs?: number
 }
 
 export interface FaultWindow {
@@ -82,6 +88,8 @@ export interface FaultWindow {
   steps: Array<{ at: number; what: string }>
   /** Sessions the probes watched: those the faulted host owned, or all (bounded) for NATS faults. */
   probes: ProbeResult[]
+  /** What the probes asked: a host SIGKILL is measured by writes (the actor must be running again), the rest by reads. */
+  probe: 'read' | 'write'
   error?: string
 }
 

@@ -1,0 +1,75 @@
+import t from 'tap'
+import { connect } from '@nats-io/transport-node'
+import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
+import { pino } from 'pino'
+import { ensureEventsStream, lastSequence, readSession } from '../../actors/session/log.js'
+import { eventsSubject } from '../../protocol/subjects.js'
+import { startNats } from '../helpers/nats.js'
+
+// A replay reads a whole history through a consumer; when none can be created (no meta leader in an election),
+// it reads the rest with direct gets, which any replica answers. Either way it yields every record, in order.
+
+const nats = await startNats()
+const nc = await connect({ servers: nats.url })
+t.teardown(async () => {
+  await nc.close()
+  await nats.stop()
+})
+const js = jetstream(nc)
+const jsm = await jetstreamManager(nc)
+await ensureEventsStream({ jsm, replicas: 1, log: pino({ level: 'silent' }) })
+
+// Two sessions interleaved, so each read must skip the other's records.
+const RECORDS = 150
+for (let i = 0; i < RECORDS; i++) {
+  await js.publish(eventsSubject('sesn_replay1'), JSON.stringify({ type: 'agent.message', n: i }))
+  await js.publish(eventsSubject('sesn_other1'), JSON.stringify({ type: 'agent.message', n: -i }))
+}
+
+/** `js` whose consumer creation fails with `err`, and counts the direct gets it answers. */
+function failingConsumers(err: Error) {
+  const seen = { directGets: 0 }
+  const wrap = (m: JetStreamManager): JetStreamManager =>
+    new Proxy(m, {
+      get(target, prop) {
+        if (prop === 'consumers') return { ...target.consumers, add: () => Promise.reject(err) }
+        if (prop === 'direct')
+          return {
+            getMessage: (...args: Parameters<JetStreamManager['direct']['getMessage']>) => {
+              seen.directGets++
+              return target.direct.getMessage(...args)
+            },
+          }
+        return Reflect.get(target, prop)
+      },
+    })
+  const client = new Proxy(js, {
+    get(target, prop) {
+      if (prop === 'jetstreamManager') return async (check?: boolean) => wrap(await target.jetstreamManager(check))
+      return Reflect.get(target, prop)
+    },
+  }) as JetStreamClient
+  return { client, seen }
+}
+
+const replay = async (client: JetStreamClient) => {
+  const seen: number[] = []
+  await readSession(client, 'sesn_replay1', await lastSequence(jsm, 'sesn_replay1'), (r) => seen.push((r.event as any).n))
+  return seen
+}
+const all = Array.from({ length: RECORDS }, (_, i) => i)
+
+t.test('through a consumer: every record once, in order', async (t) => {
+  t.same(await replay(js), all)
+})
+
+t.test('no consumer can be created for the moment: direct gets read every record', async (t) => {
+  const { client, seen } = failingConsumers(new JetStreamApiError({ code: 503, err_code: 10008, description: 'JetStream system temporarily unavailable' }))
+  t.same(await replay(client), all)
+  t.ok(seen.directGets >= RECORDS, `${seen.directGets} direct gets`)
+})
+
+t.test('a consumer refused for another reason fails the replay', async (t) => {
+  const { client } = failingConsumers(new Error('a bug'))
+  await t.rejects(replay(client), /a bug/)
+})
