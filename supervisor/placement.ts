@@ -12,7 +12,7 @@ import type { Presence } from './presence.js'
  * Liveness timing. A host's heartbeat key expires HOST_TTL_MS after its last write (the hosts bucket's max
  * age); only then, or once its NATS connection is gone, may another host take its partitions. The host itself
  * stops serving SERVE_MARGIN_MS before its key could expire, measured on its monotonic clock from when it *sent*
- * its last acknowledged beat, and whenever its connection changed, until it has re-read its records.
+ * its last acknowledged beat, and after a reconnect others may have seen, until it has claimed its partitions again.
  */
 export const HOST_TTL_MS = 2500
 export const BEAT_EVERY_MS = 500
@@ -271,7 +271,7 @@ export class Placement {
 
   /**
    * Looks at the presence of every holder not heard for LATE_MS: one whose NATS connection is gone cannot receive
-   * a request, and serves nothing when it reconnects until it has re-read its records, so its partitions may be
+   * a request, and serves nothing when it reconnects until it has claimed its partitions again, so they may be
    * taken at once. A holder that answers, or does not answer in time (stopped, stalled, cut off), is left to its
    * heartbeat's expiry.
    */
@@ -404,8 +404,8 @@ export class Placement {
     await this.store.update(key, this.record(to), rev)
   }
 
-  /** Serve nothing until verify() re-reads the records; logged once per gap, since it shows as 503s. */
-  private pause(why = 'heartbeat not acknowledged in time: serving paused until this host re-reads its partitions'): void {
+  /** Serve nothing until verify() has claimed the partitions again; logged once per gap, since it shows as 503s. */
+  private pause(why = 'heartbeat not acknowledged in time: serving paused until this host claims its partitions again'): void {
     if (this.unverified || !this.owned.size) return
     this.unverified = true
     this.pausedAt = performance.now()
@@ -432,7 +432,7 @@ export class Placement {
         await this.drop(kind, Number(token.slice(1)))
       }),
     )
-    // Reconnected again meanwhile: what was read may already be stale; the next pass reads again.
+    // Reconnected again meanwhile: the next pass claims again.
     if (this.connection !== on) return
     this.unverified = false
     this.o.log.info({ pausedMs: Math.round(performance.now() - this.pausedAt), kept: this.owned.size }, 'serving resumed after a heartbeat gap or a reconnect')

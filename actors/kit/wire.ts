@@ -14,7 +14,7 @@ const YIELD_ABOVE = 1024 * 1024
  * How long a request with nobody subscribed is retried before it answers 503. A hand-over leaves a partition
  * unsubscribed for the few milliseconds between the old owner naming the new one and the new owner's watch
  * seeing it; "no responders" means the request was certainly not delivered, so sending it again is safe. A
- * crashed owner's partitions take longer, about a second (its connection must be seen gone, supervisor/placement.ts):
+ * crashed owner's partitions take longer, about 1.5 s (its connection must be seen gone, supervisor/placement.ts):
  * a request waits that out here, answered as soon as the new owner subscribes; past this it answers 503 with a
  * short retry hint, and a client with the official client's default two retries still outlasts a slower failover.
  */
