@@ -123,7 +123,13 @@ export async function startAsNpmStart(env: Record<string, string> = {}): Promise
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-data-'))
   const profile = process.env.BENCH_PROFILE_DIR
   const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []
-  const troupe = await startTroupe({ role: 'start', keepLogChars: 1 << 20, nodeArgs, env: { TROUPE_DATA_DIR: dataDir, NATS_URL: '', LOG_LEVEL: '', ...env } })
+  // The log goes to a file, as under a supervisor: `load` blocks this process, which would stop reading a pipe.
+  const troupe = await startTroupe({
+    role: 'start',
+    stderrFile: path.join(dataDir, 'troupe.log'),
+    nodeArgs,
+    env: { TROUPE_DATA_DIR: dataDir, NATS_URL: '', LOG_LEVEL: '', ...env },
+  })
   // The start-up block (printed right after "listening on") names the embedded server.
   const deadline = Date.now() + 5000
   let m: RegExpExecArray | null

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -33,10 +33,10 @@ export interface StartOptions {
   strict?: boolean
   env?: Record<string, string>
   /**
-   * Keep only about this many characters of the latest stderr (a benchmark's server logs a line per request, more
-   * than a string may hold). Default: everything.
+   * Write stderr (the log) to this file instead of a pipe this process reads: a benchmark whose own loop blocks
+   * (a synchronous load run) would stop reading the pipe, and the server's log would back up. Default: a pipe.
    */
-  keepLogChars?: number
+  stderrFile?: string
   /** Arguments for node before the script (`--cpu-prof`, …). Default none. */
   nodeArgs?: string[]
   /**
@@ -56,7 +56,9 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   if (!opts.env?.TROUPE_DATA_DIR) env.TROUPE_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'troupe-data-'))
   const group = opts.command !== undefined
   if (group) env.npm_config_update_notifier = 'false'
-  const proc = spawn(cmd!, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: group })
+  const stderrFd = opts.stderrFile === undefined ? undefined : openSync(opts.stderrFile, 'a')
+  const proc = spawn(cmd!, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', stderrFd ?? 'pipe'], detached: group })
+  if (stderrFd !== undefined) closeSync(stderrFd)
   // A group is signalled even once its leader (npm) has exited, since node may still be stopping, but never after a
   // SIGKILL: every process of it is gone then, and its id may come back as another group's.
   let groupKilled = false
@@ -72,11 +74,7 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   }
   let stderr = ''
   let stdout = ''
-  const keep = opts.keepLogChars
-  proc.stderr!.on('data', (d) => {
-    stderr += d
-    if (keep !== undefined && stderr.length > 2 * keep) stderr = stderr.slice(-keep)
-  })
+  proc.stderr?.on('data', (d) => (stderr += d))
   const exited = new Promise<void>((r) => proc.once('exit', () => r()))
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`troupe did not start in time:\n${stdout}\n${stderr}`)), 30_000)
