@@ -42,6 +42,16 @@ async function ready(url: string): Promise<void> {
   }
 }
 
+/**
+ * Stops a server and waits until its process is gone, polling (each poll keeps this process's loop alive: awaiting the
+ * child's 'exit' alone let the loop empty here, and node ended the benchmark with an unsettled await, exit code 13).
+ */
+async function stopServer(t: TroupeProcess): Promise<void> {
+  t.signal('SIGTERM')
+  for (let i = 0; i < 200 && t.proc.exitCode === null && t.proc.signalCode === null; i++) await sleep(50)
+  if (t.proc.exitCode === null && t.proc.signalCode === null) t.killNow()
+}
+
 /** Runs of one call, one per round, and their ratio to the raw hop of the same round. */
 interface Row {
   name: string
@@ -95,7 +105,7 @@ async function singleHost(transport: TransportName): Promise<void> {
     print(`agents, one host (troupe start, TROUPE_HTTP=${transport})`, rows, hop)
   } finally {
     baseline.stop()
-    await troupe.stop()
+    await stopServer(troupe)
   }
 }
 
@@ -156,8 +166,8 @@ async function twoHosts(): Promise<void> {
     print('agents, two hosts (troupe start + troupe serve, uws), every call through the first', rows, hop)
   } finally {
     baseline.stop()
-    await b?.stop()
-    await a.stop()
+    if (b) await stopServer(b)
+    await stopServer(a)
   }
 }
 
