@@ -190,7 +190,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
         // of being dropped unanswered, which left their callers waiting out their whole timeout. The new owner
         // subscribes only after this host named it, so it never received those requests itself.
         await sub?.drain().catch(() => sub.unsubscribe())
-        await k.rt.released?.(p)
+        await k.rt.released?.(p, handOver)
       },
     },
   })

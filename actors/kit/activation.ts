@@ -15,8 +15,12 @@ export interface Activatable {
   readonly idleMs?: number
   /** Leaves memory if it has nothing to do; false (and stays) otherwise. */
   passivate(): Promise<boolean>
-  /** Stops without writing: its partition went to another host, or this host stops. */
-  shutdown(): Promise<void>
+  /**
+   * Stops: its partition went to another host, or this host stops. `handOver`: this host names the next owner once
+   * this returns (nobody else serves the partition meanwhile), so the actor may still tidy what it alone owns (an
+   * idle session's work marker); otherwise it writes nothing.
+   */
+  shutdown(handOver?: boolean): Promise<void>
   /** Goes on with the work it has in flight (after a rebuild or a takeover). */
   kick(): void
   /** Gives up the work in flight after failing again and again; `message` says why, to the client. */
@@ -127,14 +131,14 @@ export class Activations<A extends Activatable> {
     await this.resumeWork(p, this.marks.begin(p))
   }
 
-  /** Partition p goes to another host: its actors stop here, without writing. */
-  async released(p: number): Promise<void> {
+  /** Partition p goes to another host: its actors stop here (see `Activatable.shutdown` for `handOver`). */
+  async released(p: number, handOver = false): Promise<void> {
     this.owned.delete(p)
     this.marks.drop(p)
     for (const a of [...this.live.values()]) {
       if (partitionOf(a.id) !== p) continue
       this.live.delete(a.id)
-      await a.shutdown()
+      await a.shutdown(handOver)
     }
   }
 

@@ -51,8 +51,12 @@ export interface KindRuntime {
   ops: OpTable
   /** This host serves partition p of the kind from now (owner-placed ops only): resume what was in flight there. */
   acquired?(partition: number): Promise<void>
-  /** Partition p goes to another host: everything of it stops here, without writing. */
-  released?(partition: number): Promise<void>
+  /**
+   * Partition p goes to another host: everything of it stops here, without writing. `handOver`: this host names the
+   * next owner once this returns (an orderly hand-over, not a lost partition), so what only the owner writes may
+   * still be tidied.
+   */
+  released?(partition: number, handOver: boolean): Promise<void>
   close(): Promise<void>
 }
 

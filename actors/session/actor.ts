@@ -136,7 +136,7 @@ export class SessionActor extends MailboxActor {
     const last = await lastSequence(deps.ctx.jsm, id)
     await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed, r.request))
     const recovering = h.status === 'running' || h.status === 'rescheduling'
-    // A marker left by a host that died after its last turn ended is cleared when this actor's mailbox empties.
+    // A marker left by a host that died holding the session (busy or not) is cleared when this actor leaves memory.
     const actor = new SessionActor(deps, h, eventLog(deps, id, last), cur.revision, recovering || work)
     actor.recovering = recovering
     return actor
@@ -304,14 +304,38 @@ export class SessionActor extends MailboxActor {
     this.kick()
   }
 
-  /** Stops everything without writing (partition given away, host stopping); the turn's pump ends first. */
-  override async shutdown(): Promise<void> {
+  /**
+   * Stops everything without writing (partition given away, host stopping); the turn's pump ends first. On an orderly
+   * hand-over an idle session's work marker goes, so that its next owner has nothing to resume (see `passivate`); a
+   * turn in flight keeps it, and is resumed there exactly as after a crash.
+   */
+  override async shutdown(handOver = false): Promise<void> {
+    const idle = !this.busy && !this.dead
     this.mb.stop()
     this.turn?.abort()
     await this.pumping?.catch(() => undefined)
     // Appends already sent may still land: the next owner must read them, or its first append is fenced off.
     await this.mb.settled().catch(() => undefined)
     await this.sandbox?.close()
+    if (handOver && idle) {
+      await this.mb.persisted().catch(() => undefined)
+      await this.mb.unmarkWork()
+    }
+  }
+
+  /**
+   * The work marker outlives a turn while the session stays in memory, and goes when it leaves: a session in use
+   * pays no marker write and delete per turn (two KV writes, one of them before its POST is answered). A host that
+   * dies holding it makes its next owner resume a session with nothing to do: one replay, no event. The record is
+   * written first, since a host taking over serves reads of unmarked sessions from it.
+   */
+  override async passivate(): Promise<boolean> {
+    if (this.busy) return false
+    await this.mb.persisted()
+    if (this.busy || this.dead) return false
+    await this.mb.unmarkWork()
+    // Work that arrived during the delete marked the session again, after it (one connection keeps the order).
+    return super.passivate()
   }
 
   override kick(): void {
@@ -378,14 +402,11 @@ export class SessionActor extends MailboxActor {
         if (this.h.turnOpen) await this.runTurn()
         continue
       }
-      // Nothing left: once everything is stored, the session no longer needs resuming elsewhere.
+      // Nothing left. The work marker stays while the session is in memory (see `passivate`).
       this.flushHandled()
       await this.mb.settled()
-      // The record must say idle before the marker goes: a host taking over serves reads of unmarked
-      // sessions from the record, so a stale "running" there would never be corrected.
       await this.mb.persisted()
       if (this.dead || this.h.pending.size > 0) continue
-      await this.mb.unmarkWork()
       return
     }
   }

@@ -75,7 +75,7 @@ export const sessionKind: ActorKindDef = {
     return {
       ops,
       acquired: (p) => actors.acquired(p),
-      released: (p) => actors.released(p),
+      released: (p, handOver) => actors.released(p, handOver),
       async close() {
         projection.stop()
         await actors.close()

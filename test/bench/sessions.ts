@@ -38,6 +38,13 @@ export type SessionBench = (typeof SESSION_BENCHES)[number]
 
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`
 
+/** CPU time a process has used so far (user + system), in ms, from /proc (Linux; clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+}
+
 /** VmRSS of a process in kB, from /proc (Linux). */
 function rssKb(pid: number): number {
   const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -62,6 +69,7 @@ async function turnOverhead(): Promise<string> {
     const turns: number[] = []
     /** POST of the user.message to its session.status_idle on the stream: the whole turn as a client sees it. */
     const wholeTurns: number[] = []
+    let cpuAtStart = 0
     // Every model request carries the whole conversation, so one session of 220 turns would measure the growing
     // history as much as Troupe: a new session (and stream) every TURNS_PER_SESSION turns, conversations of a
     // realistic length.
@@ -84,6 +92,7 @@ async function turnOverhead(): Promise<string> {
         sid = session.id
       }
       const n = i % TURNS_PER_SESSION
+      if (i === WARMUP_TURNS) cpuAtStart = cpuMs(b.troupe.proc.pid!)
       const t0 = performance.now()
       await request(b.agent, b.troupe.url, 'POST', `/v1/sessions/${sid}/events`, userMessage(`turn ${i}`))
       await waiter.until(() => messages > n, `agent.message of turn ${i}`)
@@ -92,6 +101,8 @@ async function turnOverhead(): Promise<string> {
       await waiter.until(() => idles > n, `session.status_idle of turn ${i}`)
       if (i >= WARMUP_TURNS) wholeTurns.push(lastIdleAt - t0)
     }
+    // Sessions are created between turns (one per TURNS_PER_SESSION): their cost is in here too, a small share.
+    const cpuPerTurn = (cpuMs(b.troupe.proc.pid!) - cpuAtStart) / TURNS
     // What one more turn sends to NATS, with nothing else in flight.
     const idlesBefore = idles
     const turnHops = await countHops(b.nats.url, async () => {
@@ -142,6 +153,7 @@ async function turnOverhead(): Promise<string> {
       `(model round trip p50 ${ms(m.p50)}; raw NATS req p50 ${ms(r.p50)}; raw JetStream publish p50 ${ms(j.p50)}) — ` +
       `Troupe overhead p50 ${ms(t.p50 - m.p50)}, ${(t.p50 / m.p50).toFixed(1)}× the model round trip — target p50 < 5 ms ${t.p50 < 5 ? 'ok' : 'MISSED'}\n` +
       `sessions: whole turn (POST user.message to session.status_idle on the stream) p50 ${ms(w.p50)} p99 ${ms(w.p99)} — target p50 ≤ 4 ms ${w.p50 <= 4 ? 'ok' : 'MISSED'}\n` +
+      `  server CPU per turn (troupe start, its nats-server not counted): ${ms(cpuPerTurn)}\n` +
       `  one turn: ${hopLine(turnHops)}${process.env.BENCH_HOPS_VERBOSE ? `\n  turn subjects: ${turnHops.subjects.join(' ')}` : ''}`
     )
   } finally {
