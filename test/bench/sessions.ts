@@ -41,7 +41,9 @@ const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`
 /** CPU time a process has used so far (user + system), in ms, from /proc (Linux; clock ticks of 10 ms). */
 function cpuMs(pid: number): number {
   // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /s, '')
+    .split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
 }
 
