@@ -182,10 +182,10 @@ export interface LoadResult {
 }
 
 /** Closed-loop HTTP load from its own process (loadgen.ts): `connections` clients, each sending back to back. */
-export function load(url: string, method: string, body: string | undefined, durationMs: number, connections: number): LoadResult {
+export function load(url: string, method: string, body: string | undefined, durationMs: number, connections: number, ids: string[] = []): LoadResult {
   const out = execFileSync(
     process.execPath,
-    ['--import', 'tsx', path.join(here, 'loadgen.ts'), url, method, body ?? '-', String(durationMs), String(connections)],
+    ['--import', 'tsx', path.join(here, 'loadgen.ts'), url, method, body ?? '-', String(durationMs), String(connections), ids.join(',')],
     { encoding: 'utf8' },
   )
   return JSON.parse(out.trim().split('\n').pop()!)

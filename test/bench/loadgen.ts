@@ -1,10 +1,15 @@
 // A closed-loop HTTP load generator in its own process, so it does not share an event loop with the
 // server it measures. Prints one JSON line: {requests, rps, p50, p99, errors}. A body holding `__N__` gets a
-// counter there, so each request writes something new (an update that changes nothing stores nothing).
+// counter there, so each request writes something new (an update that changes nothing stores nothing). A URL
+// holding `__ID__` takes the ids of the sixth argument (comma-separated) in turn, so concurrent writes spread over
+// many records instead of contending for one.
 import http from 'node:http'
 
-const [url, method, bodyArg, durationMs, connections] = process.argv.slice(2)
+const [url, method, bodyArg, durationMs, connections, idsArg] = process.argv.slice(2)
 const target = new URL(url!)
+const ids = idsArg ? idsArg.split(',') : []
+let nextId = 0
+const nextPath = () => (ids.length ? target.pathname.replace('__ID__', ids[nextId++ % ids.length]!) : target.pathname)
 const template = bodyArg && bodyArg !== '-' ? bodyArg : undefined
 let n = 0
 const nextBody = () => (template === undefined ? undefined : Buffer.from(template.includes('__N__') ? template.replaceAll('__N__', String(n++)) : template))
@@ -21,7 +26,7 @@ function once(): Promise<void> {
       {
         host: target.hostname,
         port: target.port,
-        path: target.pathname + target.search,
+        path: nextPath() + target.search,
         method,
         agent,
         headers: body ? { 'content-type': 'application/json', 'content-length': body.length } : {},

@@ -23,7 +23,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const TRANSPORTS: readonly TransportName[] = ['uws', 'node']
 
-const load = (url: string, method: string, body?: string) => runLoad(url, method, body, DURATION, CONNECTIONS)
+const load = (url: string, method: string, body?: string, ids?: string[]) => runLoad(url, method, body, DURATION, CONNECTIONS, ids)
 const createBody = JSON.stringify({ name: 'bench', model: 'claude-sonnet-4-5', system: 'You are a benchmark.' })
 const updateBody = JSON.stringify({ metadata: { n: '__N__' } })
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
@@ -112,22 +112,26 @@ async function singleHost(transport: TransportName): Promise<void> {
 /** The host id a `troupe start|serve` printed in its start-up block. */
 const hostIdOf = (t: TroupeProcess) => /^\s+host\s+(host_\S+)/m.exec(t.stdout())?.[1]
 
-/** Agents created through `url` until there is one whose partition `hostId` holds and one it does not. */
-async function agentsOnEachSide(url: string, natsUrl: string, hostId: string): Promise<{ there: string; here: string }> {
+/**
+ * Agents created through `url` until there are `n` whose partition `hostId` holds and `n` it does not: the updates
+ * spread over them (one agent per connection), since concurrent updates of one agent contend for its head and are
+ * refused (503 `contention`), which measured the refusals rather than the path.
+ */
+async function agentsOnEachSide(url: string, natsUrl: string, hostId: string, n: number): Promise<{ there: string[]; here: string[] }> {
   const nc = await connect({ servers: natsUrl })
   try {
     const placement = await new Kvm(nc).open(Buckets.placement)
     const client = clientFor(url)
-    let there: string | undefined
-    let here: string | undefined
-    for (let i = 0; i < 200 && (!there || !here); i++) {
+    const there: string[] = []
+    const here: string[] = []
+    for (let i = 0; i < 20 * n && (there.length < n || here.length < n); i++) {
       const { id } = await client.beta.agents.create({ name: `bench-${i}`, model: 'claude-sonnet-4-5' })
       const rec = await placement.get(`agent.${partitionToken(partitionOf(id))}`)
       const holder = rec?.value.length ? decode<{ host: string }>(rec.value).host : undefined
-      if (holder === hostId) there ??= id
-      else here ??= id
+      const side = holder === hostId ? there : here
+      if (side.length < n) side.push(id)
     }
-    if (!there || !here) throw new Error('could not find agents on both hosts')
+    if (there.length < n || here.length < n) throw new Error('could not find agents on both hosts')
     return { there, here }
   } finally {
     await nc.close()
@@ -145,7 +149,8 @@ async function twoHosts(): Promise<void> {
     await ready(b.url)
     // Both hosts hold their share of the partitions once the second one has joined.
     await sleep(2000)
-    const { there, here } = await agentsOnEachSide(a.url, natsUrl, hostIdOf(b)!)
+    const sides = await agentsOnEachSide(a.url, natsUrl, hostIdOf(b)!, CONNECTIONS)
+    const [there, here] = [sides.there[0]!, sides.here[0]!]
     load(`${a.url}/v1/agents/${there}`, 'GET')
     load(`${baseline.url}/get`, 'GET')
     const hop: Row = { name: 'raw hop (uWS + NATS req/reply)', runs: [] }
@@ -159,9 +164,9 @@ async function twoHosts(): Promise<void> {
     measureRounds([
       [rows[0]!, () => load(`${baseline.url}/get`, 'GET')],
       [rows[1]!, () => load(`${a.url}/v1/agents/${there}`, 'GET')],
-      [rows[2]!, () => load(`${a.url}/v1/agents/${there}`, 'POST', updateBody)],
+      [rows[2]!, () => load(`${a.url}/v1/agents/__ID__`, 'POST', updateBody, sides.there)],
       [rows[3]!, () => load(`${a.url}/v1/agents/${here}`, 'GET')],
-      [rows[4]!, () => load(`${a.url}/v1/agents/${here}`, 'POST', updateBody)],
+      [rows[4]!, () => load(`${a.url}/v1/agents/__ID__`, 'POST', updateBody, sides.here)],
     ])
     print('agents, two hosts (troupe start + troupe serve, uws), every call through the first', rows, hop)
   } finally {
