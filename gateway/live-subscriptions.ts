@@ -1,6 +1,6 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
-import { liveItem, type EventItem } from '../protocol/event-item.js'
+import { liveItems, type EventItem } from '../protocol/event-item.js'
 import { liveWildcard } from '../protocol/subjects.js'
 
 /**
@@ -59,13 +59,14 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
           log.warn({ err, session: sid }, 'live subscription failed')
           return drop(sid, shared)
         }
-        const item = liveItem(msg)
         // A listener that ends here (a deletion notice) leaves the set while it is iterated: safe for a Set.
-        for (const l of listeners) {
-          try {
-            l.onItem(item)
-          } catch (err) {
-            log.error({ err, session: sid }, 'live listener failed')
+        for (const item of liveItems(msg)) {
+          for (const l of listeners) {
+            try {
+              l.onItem(item)
+            } catch (err) {
+              log.error({ err, session: sid }, 'live listener failed')
+            }
           }
         }
       },

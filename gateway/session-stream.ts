@@ -7,7 +7,7 @@ import { fail } from '../protocol/errors/fail.js'
 import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
 import type { Route } from '../protocol/routes/index.js'
 import { dispatch } from './dispatch.js'
-import type { EventItem, EventReader, ReadFrom } from '../protocol/event-item.js'
+import { comparePositions, END, endOf, isAfter, positionOf, type EventItem, type EventReader, type Position, type ReadFrom } from '../protocol/event-item.js'
 import type { ActorAccess } from './types.js'
 import { sendHead, type ResponseState } from './http.js'
 import { createLiveSubscriptions, type LiveMembership, type LiveSubscriptions } from './live-subscriptions.js'
@@ -26,10 +26,11 @@ import type { Exchange } from './transport.js'
  *      for an unknown session: a JSON error, no SSE).
  *   3. With `?after=` or `Last-Event-ID`: find that event with an ordered consumer (400 before any SSE if it is not
  *      in the session), then send what follows it up to `last_seq`.
- *   4. Go live: forward stored messages whose sequence is above the last one handled (`cursor`), stream-only ones
- *      as they come. A republished message names the previous stored message of its subject
- *      (`Nats-Last-Sequence`); if that is above `cursor`, something was missed (dropped by a slow connection, or a
- *      `last_seq` that lagged a publish in flight) and is read back from the stream before going on.
+ *   4. Go live: forward stored events whose position (a message's sequence, and the event's part in it when it
+ *      holds several) is past the last one handled (`cursor`), stream-only ones as they come. A republished
+ *      message names the previous stored message of its subject (`Nats-Last-Sequence`); if that is past `cursor`,
+ *      something was missed (dropped by a slow connection, or a `last_seq` that lagged a publish in flight) and is
+ *      read back from the stream before going on.
  *
  * A live message is parsed once for all the tails of its session, and framed once for all that forward it. A HEAD
  * request goes through steps 1–3 (so it answers what the GET would: 404, 400, or the stream's headers) and stops
@@ -122,8 +123,8 @@ class Tail {
   private pumping = false
   private ended = false
   private deletedSeen = false
-  /** Highest stream sequence handled (sent, or deliberately skipped as already known to the client). */
-  private cursor = 0
+  /** The last stored event handled (sent, or deliberately skipped as already known to the client). */
+  private cursor: Position = endOf(0)
   private readonly previews = new Set<string>()
 
   constructor(
@@ -154,7 +155,7 @@ class Tail {
         throw fail('internal', `stream.open answered ${JSON.stringify(opened)}`)
       }
       this.stillOpen()
-      this.cursor = lastSeq
+      this.cursor = endOf(lastSeq)
 
       const after = this.replayFrom()
       let replay: EventReader | undefined
@@ -163,8 +164,8 @@ class Tail {
         if (this.ended) found?.reader.close()
         this.stillOpen()
         if (found) {
-          this.cursor = found.seq
-          if (found.seq < lastSeq) replay = found.reader
+          this.cursor = found.at
+          if (comparePositions(found.at, endOf(lastSeq)) < 0) replay = found.reader
           else found.reader.close()
         }
       }
@@ -207,11 +208,11 @@ class Tail {
   }
 
   /**
-   * Finds the stored message with this event id, leaving the read positioned just after it. Reads from a few
+   * Finds the stored event with this id, leaving the read positioned just after it. Reads from a few
    * seconds before the time in the id (ids are `<prefix>_<ULID>`), then, if it is not there, from the start up to
    * where the first read began. Null when the tail ended or the session was deleted meanwhile.
    */
-  private async locate(id: string, name: string, lastSeq: number): Promise<{ reader: EventReader; seq: number } | null> {
+  private async locate(id: string, name: string, lastSeq: number): Promise<{ reader: EventReader; at: Position } | null> {
     const notFound = () => fail('event_not_in_session', name, this.sid, id)
     if (lastSeq === 0) throw notFound()
     const minted = mintTime(id)
@@ -225,8 +226,8 @@ class Tail {
         const item = await reader.next()
         if (!item || item.seq === undefined) break
         first ??= item.seq
-        if (item.id === id) return { reader, seq: item.seq }
-        if (item.seq >= lastSeq || (stopAt !== undefined && item.seq >= stopAt)) break
+        if (item.id === id) return { reader, at: positionOf(item) }
+        if ((item.seq >= lastSeq && item.last) || item.seq > lastSeq || (stopAt !== undefined && item.seq >= stopAt)) break
       }
       reader.close()
       if (this.reader === reader) this.reader = undefined
@@ -248,7 +249,7 @@ class Tail {
     return reader
   }
 
-  /** Sends what the read yields until the message at `until` (or the read runs dry), then closes the read. */
+  /** Sends what the read yields through the message at `until` (or until the read runs dry), then closes the read. */
   private async replay(reader: EventReader, until: number): Promise<void> {
     this.reader = reader
     try {
@@ -256,7 +257,7 @@ class Tail {
         const item = await reader.next()
         if (!item || item.seq === undefined) break
         this.forward(item)
-        if (item.seq >= until) break
+        if (item.seq > until || (item.seq === until && item.last)) break
       }
     } finally {
       reader.close()
@@ -282,7 +283,7 @@ class Tail {
   private goLive(): void {
     let lastKnown = -1
     this.queue.forEach((it, i) => {
-      if (it.seq !== undefined && it.seq <= this.cursor) lastKnown = i
+      if (it.seq !== undefined && !isAfter(it, this.cursor)) lastKnown = i
     })
     if (lastKnown > 0) {
       const kept = this.queue.filter((it, i) => i >= lastKnown || it.seq !== undefined || !PREVIEW_TYPES.has(it.type ?? ''))
@@ -298,7 +299,7 @@ class Tail {
     try {
       while (!this.ended && this.queue.length > 0) {
         const item = this.queue.shift()!
-        if (item.seq !== undefined && item.seq > this.cursor && item.prevSeq !== undefined && item.prevSeq > this.cursor) {
+        if (item.seq !== undefined && isAfter(item, this.cursor) && item.prevSeq !== undefined && comparePositions(endOf(item.prevSeq), this.cursor) > 0) {
           await this.catchUp(item.prevSeq)
           if (this.ended) return
         }
@@ -311,21 +312,23 @@ class Tail {
     }
   }
 
-  /** Reads back stored messages after `cursor` up to `until` that never arrived live. */
+  /** Reads back stored events after `cursor` through the message at `until` that never arrived live. */
   private async catchUp(until: number): Promise<void> {
-    this.deps.log.debug({ session: this.sid, from: this.cursor + 1, until }, 'live tail gap: reading back')
-    const reader = await this.openReader({ seq: this.cursor + 1 })
+    // A message handled in part is read again from its start; `forward` skips what was sent.
+    const from = this.cursor.part === END ? this.cursor.seq + 1 : this.cursor.seq
+    this.deps.log.debug({ session: this.sid, from, until }, 'live tail gap: reading back')
+    const reader = await this.openReader({ seq: from })
     if (reader) await this.replay(reader, until)
   }
 
-  /** Sends one message if the client should see it. Stored messages at or below `cursor` were handled already. */
+  /** Sends one event if the client should see it. Stored events at or before `cursor` were handled already. */
   private forward(item: Item): void {
     const sse = this.sse
     if (this.ended || !sse) return
     const type = item.type
     if (item.seq !== undefined) {
-      if (item.seq <= this.cursor) return
-      this.cursor = item.seq
+      if (!isAfter(item, this.cursor)) return
+      this.cursor = positionOf(item)
       if (!type || isInternalType(type)) return
       if (item.id !== undefined) this.previews.delete(item.id)
       sse.sendFrame((item.frame ??= frame(type, item.json, item.id)))

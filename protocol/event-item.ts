@@ -2,8 +2,9 @@ import type { Msg, MsgHdrs } from '@nats-io/transport-node'
 import { EventHeaders } from './events.js'
 
 /**
- * One message of a session's event stream as the SSE tail handles it, whether it came from a JetStream read or
- * from the live subject. Copied out of the NATS message at once, so it can wait in a queue.
+ * One event of a session's event stream as the SSE tail handles it, whether it came from a JetStream read or from
+ * the live subject. Copied out of the NATS message at once, so it can wait in a queue. A message that stores several
+ * events (protocol/events.ts) gives one item per event, in order, sharing its `seq`.
  */
 export interface EventItem {
   /** `Troupe-Type`: the SSE `event:` name; `_…` types are internal records. */
@@ -12,27 +13,55 @@ export interface EventItem {
   id: string | undefined
   /** Stream sequence: set for stored events (read, or republished with `Nats-Sequence`), absent for stream-only ones. */
   seq: number | undefined
+  /** The event's place in its message (0 for a message of one event). */
+  part: number
+  /** The message's last event (true for a message of one event): the whole message is handled once it is. */
+  last: boolean
   /** Republish's `Nats-Last-Sequence`: the previous stored message on the same subject (0: none). Live only. */
   prevSeq: number | undefined
   /** `Troupe-Delta-Of` of an `event_start`/`event_delta` preview. */
   deltaOf: string | undefined
   /** The payload: the event's JSON exactly as stored. */
   json: string
-  /** `Troupe-Processed`: client event ids this stored event marks as handled. */
+  /** `Troupe-Processed`: client event ids this stored event marks as handled (the first part's, in a batch). */
   processed: string[] | undefined
   /** `Troupe-Request` of a stored client event (read from the stream only; live tails have no use for it). */
   request?: string
 }
 
+/**
+ * A place in a session's history: a stored message's stream sequence and an event's part in it. A message's last
+ * part is at `END`, so "through this event" and "through this whole message" are one position.
+ */
+export interface Position {
+  seq: number
+  part: number
+}
+
+/** The part of a position past every event of its message. */
+export const END = Number.MAX_SAFE_INTEGER
+
+/** Past every event of message `seq`. */
+export const endOf = (seq: number): Position => ({ seq, part: END })
+
+/** Where a stored item sits (its `seq` must be set). */
+export const positionOf = (item: Pick<EventItem, 'seq' | 'part' | 'last'>): Position => ({ seq: item.seq!, part: item.last ? END : item.part })
+
+/** Negative, zero or positive as `a` is before, at or after `b`. */
+export const comparePositions = (a: Position, b: Position): number => a.seq - b.seq || Math.sign(a.part - b.part)
+
+/** True when the stored item sits after `p`. */
+export const isAfter = (item: Pick<EventItem, 'seq' | 'part' | 'last'>, p: Position): boolean => comparePositions(positionOf(item), p) > 0
+
 /** Where a read of a session's stored events starts. */
 export type ReadFrom = { seq: number } | { time: Date } | 'all'
 
 /**
- * Reads a session's stored messages (all threads) in stream order, until nothing is pending. The reads themselves
+ * Reads a session's stored events (all threads) in stream order, until nothing is pending. The reads themselves
  * are the session kind's (actors/session/event-reader.ts); the gateway is handed one as a function.
  */
 export interface EventReader {
-  /** The next stored message, or null once the read caught up with what the stream held (or was closed). */
+  /** The next stored event, or null once the read caught up with what the stream held (or was closed). */
   next(): Promise<EventItem | null>
   /** Stops the read and deletes the server-side consumer. Idempotent; a pending `next()` resolves null. */
   close(): void
@@ -46,32 +75,40 @@ const num = (v: string | undefined): number | undefined => {
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined
 }
 
-/** A message on `troupe.live.<sid>.<thread>`: republished stored event (has `Nats-Sequence`) or stream-only. */
-export function liveItem(msg: Msg): EventItem {
+/**
+ * A message on `troupe.live.<sid>.<thread>`: a republished stored message (has `Nats-Sequence`), split into its
+ * events, or a stream-only one.
+ */
+export function liveItems(msg: Msg): EventItem[] {
   const h = msg.headers
-  return {
-    type: h?.get(EventHeaders.type) || undefined,
-    id: h?.get(EventHeaders.id) || undefined,
-    seq: num(h?.get(EventHeaders.sequence)),
-    prevSeq: num(h?.get('Nats-Last-Sequence')),
-    deltaOf: h?.get(EventHeaders.deltaOf) || undefined,
-    json: msg.string(),
-    processed: ids(h?.get(EventHeaders.processed)),
-  }
+  return split(h, msg.string(), num(h?.get(EventHeaders.sequence)), num(h?.get('Nats-Last-Sequence')), h?.get(EventHeaders.deltaOf) || undefined)
 }
 
-/** A message read from the events stream (a consumer's or a direct get's): its headers, payload and sequence. */
-export function storedItem(h: MsgHdrs | undefined, json: string, seq: number): EventItem {
-  return {
-    type: h?.get(EventHeaders.type) || undefined,
-    id: h?.get(EventHeaders.id) || undefined,
+/** A message read from the events stream (a consumer's or a direct get's), split into its events. */
+export function storedItems(h: MsgHdrs | undefined, payload: string, seq: number): EventItem[] {
+  return split(h, payload, seq, undefined, undefined)
+}
+
+function split(h: MsgHdrs | undefined, payload: string, seq: number | undefined, prevSeq: number | undefined, deltaOf: string | undefined): EventItem[] {
+  const type = h?.get(EventHeaders.type) || undefined
+  const id = h?.get(EventHeaders.id) || undefined
+  const processed = ids(h?.get(EventHeaders.processed))
+  const request = h?.get(EventHeaders.request) || undefined
+  if (!h?.get(EventHeaders.parts)) return [{ type, id, seq, part: 0, last: true, prevSeq, deltaOf, json: payload, processed, request }]
+  const jsons = payload.split('\n')
+  const types = type?.split(',') ?? []
+  const eventIds = id?.split(',') ?? []
+  return jsons.map((json, part) => ({
+    type: types[part] || undefined,
+    id: eventIds[part] || undefined,
     seq,
-    prevSeq: undefined,
-    deltaOf: undefined,
+    part,
+    last: part === jsons.length - 1,
+    prevSeq,
+    deltaOf,
     json,
-    processed: ids(h?.get(EventHeaders.processed)),
-    request: h?.get(EventHeaders.request) || undefined,
-  }
+    processed: part === 0 ? processed : undefined,
+  }))
 }
 
 /** Opens a read of a session's stored events: what the gateway's SSE tail is handed to replay and catch up with. */

@@ -10,8 +10,16 @@
  *   Troupe-Event-Id   <event id>   `id:` line of the SSE message
  *   Troupe-Request    <tag>        client events only: the POST that stored it (see RequestTag)
  *
+ * Events the session emits together (a status and the span it opens; a message, the span it closes and the idle
+ * after it) are stored as one message, one append instead of several on a turn's critical path: its payload is
+ * their JSON joined by line breaks (JSON.stringify writes none inside), `Troupe-Parts` says how many,
+ * `Troupe-Type` and `Troupe-Event-Id` list theirs comma-separated and `Nats-Msg-Id` is the first's id. Readers
+ * split it back into events at once (`storedItems`, `liveItems`); a place in the history is then the message's
+ * stream sequence and the event's part in it (`Position`).
+ *
  * Client events are marked handled by the next stored event's `Troupe-Processed` header (the ids, comma
- * separated; their `processed_at` is that event's), or, when no event follows at once, by an internal
+ * separated; their `processed_at` is that event's: the first part's, in a message of several), or, when no event
+ * follows at once, by an internal
  * `_processed` record on the same subject, ordered and fenced with the events; readers fold both in and
  * never show the record. Stream-only previews (`event_start`, `event_delta`) are not
  * stored: the session actor core-publishes them to the live subject with `Troupe-Delta-Of` naming the event
@@ -27,6 +35,8 @@ export const EventHeaders = {
   processed: 'Troupe-Processed',
   /** Which POST stored a client event (`formatRequestTag`): how a retry of it is recognised after a takeover. */
   request: 'Troupe-Request',
+  /** A message holding several events: how many (see the module's comment). Absent: one. */
+  parts: 'Troupe-Parts',
   /** Added by JetStream republish: the stored message's stream sequence. */
   sequence: 'Nats-Sequence',
 } as const

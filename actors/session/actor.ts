@@ -21,6 +21,7 @@ import { MailboxActor, type Supervisor } from '../kit/actor.js'
 import { intervalAfter, type RetryPolicy } from '../kit/retry-policy.js'
 import { AppendUncertain, FenceLost, NotServing } from '../kit/mailbox.js'
 import type { HostContext } from '../kit/types.js'
+import { Appends } from './appends.js'
 import { History } from './history.js'
 import type { AgentResolver } from './admission.js'
 import type { EnvironmentRefs } from './references.js'
@@ -95,6 +96,8 @@ export class SessionActor extends MailboxActor {
   private readonly handledIds: string[] = []
   /** Requests whose events are being stored, by key: a retry waits for its first attempt. */
   private readonly accepting = new Map<string, Promise<void>>()
+  /** Every write of this session goes through here, in order: emitted events are stored in batches. */
+  private readonly appends: Appends
 
   private constructor(
     private readonly deps: ActorDeps,
@@ -110,6 +113,7 @@ export class SessionActor extends MailboxActor {
       workMarked,
       serves: () => deps.ctx.serves('session', partitionOf(h.session.id)),
     })
+    this.appends = new Appends(this.mb, log)
   }
 
   /** Stopped (failed, passivated or shut down): the turn stops at its next step, the shell goes. */
@@ -210,7 +214,7 @@ export class SessionActor extends MailboxActor {
     let storedAny = false
     let ok: boolean
     try {
-      ok = await this.mb.write(async () => {
+      ok = await this.appends.write(async () => {
         // Checked again in order with the other appends: an archive that got in first wins.
         if (this.h.session.archived_at) return false
         for (const { e, index } of todo) {
@@ -515,7 +519,7 @@ export class SessionActor extends MailboxActor {
     }
     // The request starts while its span event is still being stored: the chain keeps every event in order.
     const start = this.emit('span.model_request_start', {})
-    const preview = (type: 'event_start' | 'event_delta', payload: unknown, of: string) => this.mb.enqueue(async () => this.log.notify(type, payload, of))
+    const preview = (type: 'event_start' | 'event_delta', payload: unknown, of: string) => this.appends.enqueue(async () => this.log.notify(type, payload, of))
     let res: ModelResponse
     stats.modelRequests++
     try {
@@ -607,15 +611,16 @@ export class SessionActor extends MailboxActor {
   }
 
   /**
-   * A service event: applied to the History now, appended behind every earlier write. The actor's work runs
-   * ahead of the stream by at most the queue; a failed append ends the actor, which is then rebuilt from
-   * what was stored, so nothing it did on top of an unstored event survives.
+   * A service event: applied to the History now, appended behind every earlier write (with the events emitted
+   * right after it, as one message: appends.ts). The actor's work runs ahead of the stream by at most the queue; a
+   * failed append ends the actor, which is then rebuilt from what was stored, so nothing it did on top of an
+   * unstored event survives.
    */
   private emit(type: string, fields: Record<string, unknown>, id = newId('sevt')): SessionEvent {
     const ev = { type, id, ...fields, processed_at: now() } as SessionEvent
     const carried = this.handledIds.splice(0)
     this.h.apply(ev)
-    this.mb.enqueue(() => this.log.append(ev, { id, processed: carried }))
+    this.appends.event(ev, carried)
     return ev
   }
 
@@ -631,7 +636,7 @@ export class SessionActor extends MailboxActor {
   private flushHandled(): void {
     if (!this.handledIds.length) return
     const rec = { type: '_processed', ids: this.handledIds.splice(0), processed_at: now() }
-    this.mb.enqueue(() => this.log.append(rec))
+    this.appends.enqueue(() => this.log.append(rec))
   }
 
   /** The record follows the history: written at status changes, updates and archive, once they are stored. */

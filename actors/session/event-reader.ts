@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, type Consumer, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
 import { fail } from '../../protocol/errors/fail.js'
-import { storedItem, type EventItem, type EventReader, type ReadFrom } from '../../protocol/event-item.js'
+import { storedItems, type EventItem, type EventReader, type ReadFrom } from '../../protocol/event-item.js'
 import { isTransientNatsError } from '../kit/nats-errors.js'
 import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
 
@@ -49,6 +49,8 @@ export async function readSessionEvents(js: JetStreamClient, sessionId: string, 
   let iter: AsyncIterator<JsMsg> | undefined
   // Pending after the last message handed out; the consumer's count at creation before the first.
   let pending = info.num_pending
+  // The rest of a message that holds several events, handed out before the next message is read.
+  const parts: EventItem[] = []
   // One timer for the whole read, re-armed per message (a timer per message cost more than the read itself).
   let stall: ((err: unknown) => void) | undefined
   const timer = setTimeout(() => stall?.(fail('history_read_stalled')), stallMs)
@@ -62,7 +64,9 @@ export async function readSessionEvents(js: JetStreamClient, sessionId: string, 
   }
   return {
     async next() {
-      if (closed || pending === 0) return null
+      if (closed) return null
+      if (parts.length) return parts.shift()!
+      if (pending === 0) return null
       if (!iter) {
         messages = await consumer.consume({ max_messages: Math.min(opts.batch ?? BATCH, pending) })
         if (closed) {
@@ -86,7 +90,8 @@ export async function readSessionEvents(js: JetStreamClient, sessionId: string, 
       }
       if (closed || r.done) return null
       pending = r.value.info.pending
-      return storedItem(r.value.headers, r.value.string(), r.value.seq)
+      parts.push(...storedItems(r.value.headers, r.value.string(), r.value.seq))
+      return parts.shift()!
     },
     close,
   }
@@ -115,8 +120,12 @@ export function readSessionRange(js: JetStreamClient, sessionId: string, from: n
   /** A direct get answered "no message" short of `until`: its replica is behind, only the leader can go on. */
   let behind = false
   let closed = false
+  /** The rest of a message read by a direct get that holds several events. */
+  const parts: EventItem[] = []
   const next = async (): Promise<EventItem | null> => {
-    if (closed || cursor > until) return null
+    if (closed) return null
+    if (parts.length) return parts.shift()!
+    if (cursor > until) return null
     if (!inner && !behind && (directOnly || direct < directReads)) {
       direct++
       const jsm = await js.jetstreamManager(false)
@@ -124,7 +133,8 @@ export function readSessionRange(js: JetStreamClient, sessionId: string, from: n
       if (closed) return null
       if (m && m.seq <= until) {
         cursor = m.seq + 1
-        return storedItem(m.header, m.string(), m.seq)
+        parts.push(...storedItems(m.header, m.string(), m.seq))
+        return parts.shift()!
       }
       if (m) {
         // The next message is past `until`: the range is read.
@@ -145,7 +155,8 @@ export function readSessionRange(js: JetStreamClient, sessionId: string, from: n
     }
     const item = await inner.next()
     if (!item || item.seq === undefined || item.seq > until) return null
-    cursor = item.seq + 1
+    // The rest of a message of several events comes from the consumer next: the message is read once it has.
+    cursor = item.last ? item.seq + 1 : item.seq
     return item
   }
   return {

@@ -1,4 +1,4 @@
-import { headers as natsHeaders, TimeoutError, type NatsConnection } from '@nats-io/transport-node'
+import { headers as natsHeaders, TimeoutError, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node'
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StreamInfo } from '@nats-io/jetstream'
 import { fail } from '../../protocol/errors/fail.js'
 import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
@@ -106,17 +106,35 @@ export class EventLog {
   /** Stores one event (or internal record). */
   async append(event: SessionEvent | { type: string; [k: string]: unknown }, opts: AppendOptions = {}): Promise<number> {
     const { id, processed, request } = opts
-    // The sequence fence stops a write after the new owner's first append; this stops one before it, so a host
-    // resumed from a pause cannot slip an event in between the new owner's replay and its first append.
-    if (!this.serving()) throw new NotServing(`session ${this.sessionId}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
     const h = natsHeaders()
     h.set(EventHeaders.type, event.type)
     if (id) h.set(EventHeaders.id, id)
     if (processed?.length) h.set(EventHeaders.processed, processed.join(','))
     if (request) h.set(EventHeaders.request, formatRequestTag(request))
+    return this.publish(h, JSON.stringify(event), id)
+  }
+
+  /**
+   * Stores service events as one message (protocol/events.ts): one append, one fence, one acknowledgement for all.
+   * `processed` is marked by the first. Each event's JSON must be `JSON.stringify`'s (no line break inside).
+   */
+  async appendMany(events: ReadonlyArray<{ event: SessionEvent; json: string }>, processed: string[]): Promise<number> {
+    if (events.length === 1) return this.append(events[0]!.event, { id: events[0]!.event.id, processed })
+    const h = natsHeaders()
+    h.set(EventHeaders.type, events.map((e) => e.event.type).join(','))
+    h.set(EventHeaders.id, events.map((e) => e.event.id).join(','))
+    h.set(EventHeaders.parts, String(events.length))
+    if (processed.length) h.set(EventHeaders.processed, processed.join(','))
+    return this.publish(h, events.map((e) => e.json).join('\n'), events[0]!.event.id)
+  }
+
+  private async publish(h: MsgHdrs, json: string, id: string | undefined): Promise<number> {
+    // The sequence fence stops a write after the new owner's first append; this stops one before it, so a host
+    // resumed from a pause cannot slip an event in between the new owner's replay and its first append.
+    if (!this.serving()) throw new NotServing(`session ${this.sessionId}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
     let ack: PubAck
     try {
-      ack = await this.js.publish(eventsSubject(this.sessionId), enc.encode(JSON.stringify(event)), {
+      ack = await this.js.publish(eventsSubject(this.sessionId), enc.encode(json), {
         headers: h,
         msgID: id,
         expect: { lastSubjectSequence: this.lastSeq },

@@ -1,13 +1,14 @@
 import type { JetStreamClient } from '@nats-io/jetstream'
 import { decodeCursor, encodeCursor, isSeq } from '../../protocol/cursor.js'
-import type { EventItem } from '../../protocol/event-item.js'
+import { comparePositions, END, endOf, isAfter, positionOf, type EventItem, type Position } from '../../protocol/event-item.js'
 import { readSessionRange } from './event-reader.js'
 import { isInternalType, type SessionEvent } from '../../protocol/events.js'
 import type { EventsListInput } from '../../protocol/schemas/events.js'
 import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
 
 /**
- * GET …/events, one page at a time without reading the whole history: the cursor is a stream sequence, so a
+ * GET …/events, one page at a time without reading the whole history: the cursor is a position (a stream
+ * sequence, and the event's part in it when its message holds several: protocol/event-item.ts), so a
  * page reads only the window of the session's records it needs (forwards for asc; for desc, windows below the
  * cursor, sized from how densely the session's records sit among other sessions'), plus a look-ahead for the
  * records that mark its client events handled (`processed_at` comes from the next stored record's
@@ -33,7 +34,7 @@ export interface EventPage {
 }
 
 interface Row {
-  seq: number
+  at: Position
   event: SessionEvent
   /** The stored JSON's length: what the row adds to the reply. */
   size: number
@@ -93,7 +94,7 @@ class Fold {
         this.marks.delete(e.id)
       } else if (!this.queued(e.id)) this.waiting.set(e.id, e)
     }
-    return { seq: item.seq!, event: e, size: item.json.length }
+    return { at: positionOf(item), event: e, size: item.json.length }
   }
 }
 
@@ -188,7 +189,8 @@ export interface ListOptions {
 export async function listEvents(o: ListOptions, q: EventsListInput): Promise<EventPage> {
   const filters = normalise(q)
   const resource = `session_events:${o.sessionId}`
-  const after = decodeCursor(resource, filters, q.page, isSeq)
+  const cursor = decodeCursor(resource, filters, q.page, isPagePosition)
+  const after = cursor === undefined ? undefined : typeof cursor === 'number' ? endOf(cursor) : { seq: cursor[0], part: cursor[1] }
   const limit = q.limit ?? 100
   const fold = new Fold(filters, o.queued ?? (() => false))
   const picker = new Picker(limit, timeBounds(filters), fold, o.maxBytes ?? 16 * 1024 * 1024)
@@ -196,29 +198,34 @@ export async function listEvents(o: ListOptions, q: EventsListInput): Promise<Ev
   const r =
     filters.order === 'desc' ? await descending(o, after, limit, fold, picker, budget) : await ascending(o, after, limit, fold, picker, budget, !!filters.types)
   const data = picker.page.slice(0, picker.size).map((row) => row.event)
-  return { data, next_page: r === null ? null : encodeCursor(resource, filters, r) }
+  return { data, next_page: r === null ? null : encodeCursor(resource, filters, r.part === END ? r.seq : [r.seq, r.part]) }
 }
 
-/** Returns the cursor (a stream sequence) of the next page, or null when there is none. */
+/** A cursor's position: a sequence (past its whole message), or a sequence and a part within its message. */
+const isPagePosition = (a: unknown): a is number | [number, number] => isSeq(a) || (Array.isArray(a) && a.length === 2 && isSeq(a[0]) && isSeq(a[1]))
+
+/** Returns the position the next page starts after, or null when there is none. */
 async function ascending(
   o: ListOptions,
-  after: number | undefined,
+  after: Position | undefined,
   limit: number,
   fold: Fold,
   picker: Picker,
   budget: number,
   types: boolean,
-): Promise<number | null> {
+): Promise<Position | null> {
   const rows: Row[] = []
   /** Once the budget is spent, rows end here and only marks are read on. */
-  let frozen: number | undefined
+  let frozen: Position | undefined
   let scanned = 0
   // A types[] filter passes over records it does not keep: ask for more at a time.
   const batch = types ? 512 : limit + 1 + SLACK
-  await scan(o.js, o.sessionId, (after ?? 0) + 1, o.lastSeq, batch, (item) => {
-    const row = fold.add(item, frozen === undefined)
+  // A message the previous page ended inside is read again from its start: its earlier events count for marks only.
+  const from = after === undefined ? 1 : after.part === END ? after.seq + 1 : after.seq
+  await scan(o.js, o.sessionId, from, o.lastSeq, batch, (item) => {
+    const row = fold.add(item, frozen === undefined && (after === undefined || isAfter(item, after)))
     if (row) rows.push(row)
-    if (frozen === undefined && ++scanned >= budget) frozen = item.seq!
+    if (frozen === undefined && ++scanned >= budget) frozen = positionOf(item)
     picker.take(rows)
     if (picker.full) return picker.unresolved
     // Rows behind the frozen point still need their marks (a time bound, or processed_at to hand out).
@@ -227,8 +234,8 @@ async function ascending(
   // Marks not found through the last stored record: those events are not handled yet.
   fold.waiting.clear()
   picker.take(rows)
-  if (picker.full) return picker.page[picker.size - 1]!.seq
-  return frozen !== undefined && frozen < o.lastSeq ? frozen : null
+  if (picker.full) return picker.page[picker.size - 1]!.at
+  return frozen !== undefined && comparePositions(frozen, endOf(o.lastSeq)) < 0 ? frozen : null
 }
 
 /** The first stored sequence of the session (0 when it has none), for desc windows to stop at. */
@@ -238,8 +245,10 @@ async function firstSequence(js: JetStreamClient, sessionId: string): Promise<nu
   return m?.seq ?? 0
 }
 
-async function descending(o: ListOptions, after: number | undefined, limit: number, fold: Fold, picker: Picker, budget: number): Promise<number | null> {
-  const top = after !== undefined ? Math.min(after - 1, o.lastSeq) : o.lastSeq
+/** Returns the position the next page ends before, or null when there is none. */
+async function descending(o: ListOptions, below: Position | undefined, limit: number, fold: Fold, picker: Picker, budget: number): Promise<Position | null> {
+  // The message the previous page ended inside is read again: its later events count for marks only.
+  const top = below !== undefined ? Math.min(below.part === 0 ? below.seq - 1 : below.seq, o.lastSeq) : o.lastSeq
   /** Rows newest first, window after window. */
   const rows: Row[] = []
   let hi = top
@@ -268,7 +277,7 @@ async function descending(o: ListOptions, after: number | undefined, limit: numb
     const before = picker.page.length
     const found: Row[] = []
     for (const item of window) {
-      const row = fold.add(item)
+      const row = fold.add(item, below === undefined || comparePositions(positionOf(item), below) < 0)
       if (row) found.push(row)
     }
     rows.push(...found.reverse())
@@ -283,8 +292,8 @@ async function descending(o: ListOptions, after: number | undefined, limit: numb
     if (picker.full || hi < 1) break
     first ??= Math.max(1, await firstSequence(o.js, o.sessionId))
   }
-  if (picker.full) return picker.page[picker.size - 1]!.seq
-  return hi >= (first ?? 1) ? hi + 1 : null
+  if (picker.full) return picker.page[picker.size - 1]!.at
+  return hi >= (first ?? 1) ? { seq: hi + 1, part: 0 } : null
 }
 
 /** Reads marks stored after `top` (earlier pages, or stored since) until every waiting row has its own. */

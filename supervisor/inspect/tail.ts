@@ -1,6 +1,7 @@
 import { jetstream, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
-import { EventHeaders, isInternalType } from '../../protocol/events.js'
+import { storedItems } from '../../protocol/event-item.js'
+import { isInternalType } from '../../protocol/events.js'
 import { isId } from '../../protocol/ids.js'
 import { Buckets, EVENTS_STREAM, eventsWildcard, threadOf } from '../../protocol/subjects.js'
 import { sessionKey } from '../../actors/session/state.js'
@@ -39,18 +40,21 @@ export async function tail(args: string[], io: Io): Promise<void> {
   })
   if (!read) throw new Error(`no ${EVENTS_STREAM} stream at ${conn.url}: no troupe host has run against this NATS yet`)
   for await (const m of read) {
-    const type = m.headers?.get(EventHeaders.type) || '?'
-    if (isInternalType(type)) continue
-    let summary: string
-    try {
-      summary = summarize(m.json())
-    } catch {
-      summary = m.string().slice(0, 120)
-    }
     const thread = threadOf(m.subject)
-    const cols = [m.time.toISOString(), m.headers?.get(EventHeaders.id) || '-', type.padEnd(TYPE_WIDTH), summary]
-    if (thread !== 'primary') cols.splice(2, 0, `[${thread}]`)
-    io.out(cols.join('  ').trimEnd())
+    // A message may hold several events (protocol/events.ts): a line each.
+    for (const item of storedItems(m.headers, m.string(), m.seq)) {
+      const type = item.type || '?'
+      if (isInternalType(type)) continue
+      let summary: string
+      try {
+        summary = summarize(JSON.parse(item.json))
+      } catch {
+        summary = item.json.slice(0, 120)
+      }
+      const cols = [m.time.toISOString(), item.id || '-', type.padEnd(TYPE_WIDTH), summary]
+      if (thread !== 'primary') cols.splice(2, 0, `[${thread}]`)
+      io.out(cols.join('  ').trimEnd())
+    }
   }
 }
 

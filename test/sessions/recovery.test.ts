@@ -19,9 +19,17 @@ t.test('the store pauses mid-turn: the actor fails, is rebuilt once the store an
   const before = model.requests.length
   await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
   await model.waitForRequests(before + 1)
+  // The turn's start is stored (its status and span go out together, as the request begins): the pause hits a turn
+  // in progress, which the rebuilt actor must reschedule.
+  await until('the turn start is stored', async () => {
+    const types: string[] = []
+    for await (const e of client.beta.sessions.events.list(session.id, { limit: 1000 } as any)) types.push(e.type)
+    return types.includes('span.model_request_start')
+  })
   process.kill(-nats.pgid, 'SIGSTOP')
   try {
-    // Longer than a JetStream publish may wait: the appends of the finished response fail.
+    // Longer than a JetStream publish may wait: the append of the finished response (its message, span end and idle,
+    // one message) gets no answer in time, and the actor fails.
     await new Promise((r) => setTimeout(r, 7000))
   } finally {
     process.kill(-nats.pgid, 'SIGCONT')
@@ -31,10 +39,13 @@ t.test('the store pauses mid-turn: the actor fails, is rebuilt once the store an
   const all: any[] = []
   for await (const e of client.beta.sessions.events.list(session.id, { limit: 1000 } as any)) all.push(e)
   t.equal(all.filter((e) => e.type === 'user.message').length, 1, 'the message is stored once')
-  t.ok(
-    all.some((e) => e.type === 'session.status_rescheduled'),
-    'the rebuilt actor rescheduled the turn',
-  )
+  // The append that got no answer was still in the client's socket when the server paused: it may land once the
+  // server resumes (the turn is then complete as it was answered), or not (the rebuilt actor finds the turn open
+  // and reschedules it). Either way the turn ends once, answered.
+  const answered = all.filter((e) => e.type === 'agent.message')
+  const rescheduled = all.some((e) => e.type === 'session.status_rescheduled')
+  t.ok(rescheduled || (answered.length === 1 && answered[0].content[0].text === 'lost in the outage'), 'the answer landed, or the turn was rescheduled')
+  t.ok(answered.length >= 1, 'the turn was answered')
   t.same(all.at(-1).type, 'session.status_idle')
   const starts = all.filter((e) => e.type === 'span.model_request_start').map((e) => e.id)
   t.same(

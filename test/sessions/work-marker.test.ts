@@ -42,4 +42,8 @@ t.test('the marker stays across turns while the session is in memory, and goes w
   const all: any[] = []
   for await (const e of client.beta.sessions.events.list(session.id, { limit: 1000 } as any)) all.push(e)
   t.equal(all.filter((e) => e.type === 'agent.message').length, 3, 'three turns answered')
+  t.notOk(
+    all.some((e) => e.type === 'session.status_rescheduled'),
+    'the session rebuilt from its history after leaving memory found nothing left open',
+  )
 })

@@ -1,0 +1,71 @@
+import type { SessionEvent } from '../../protocol/events.js'
+import type { Mailbox } from '../kit/mailbox.js'
+import type { EventLog } from './log.js'
+
+/** A message of several events stays far below any record limit: an event that would push it past this starts another. */
+const BATCH_MAX_CHARS = 256 * 1024
+
+interface Batch {
+  events: Array<{ event: SessionEvent; json: string }>
+  /** Client events the first event marks as handled. */
+  processed: string[]
+  chars: number
+  /** Closed: its write has begun, or another write was queued after it. Later events open another batch. */
+  sealed: boolean
+}
+
+/**
+ * The order of one session's writes, on its mailbox. Service events the actor emits one after another, with no
+ * other write queued between them, are stored as one message (group commit, protocol/events.ts): a turn's status
+ * and the span it opens, or its message, the span it closes and the idle after it, take one append and one fence
+ * each instead of two and three, on the path between a user.message and its answer. A batch's write waits one
+ * macrotask before it goes, so that what the same step emits (across the awaits of its microtasks) joins it.
+ *
+ * Every other write (a client event's append, a preview, a `_processed` record) closes the open batch when it is
+ * queued: the stream keeps exactly the order in which writes were queued, which is the order the actor applied them.
+ * An event that marks client events handled opens a batch of its own (only a message's first event carries marks).
+ */
+export class Appends {
+  private open: Batch | undefined
+
+  constructor(
+    private readonly mb: Mailbox,
+    private readonly log: EventLog,
+  ) {}
+
+  /** Queues a service event: it joins the open batch, or opens one whose write is queued now. */
+  event(event: SessionEvent, processed: string[]): void {
+    const json = JSON.stringify(event)
+    let b = this.open
+    if (!b || b.sealed || processed.length > 0 || b.chars + json.length > BATCH_MAX_CHARS) {
+      b = this.open = { events: [], processed, chars: 0, sealed: false }
+      const batch = b
+      this.mb.enqueue(async () => {
+        await new Promise((resolve) => setImmediate(resolve))
+        batch.sealed = true
+        // The actor may have stopped while the batch gathered: a stopped actor writes nothing more.
+        this.mb.alive()
+        await this.log.appendMany(batch.events, batch.processed)
+      })
+    }
+    b.events.push({ event, json })
+    b.chars += json.length
+  }
+
+  /** Queues another write after every event queued so far (see `Mailbox.write`). */
+  write<T>(fn: () => Promise<T>): Promise<T> {
+    this.seal()
+    return this.mb.write(fn)
+  }
+
+  /** Queues another write nobody waits for (see `Mailbox.enqueue`). */
+  enqueue(fn: () => Promise<unknown>): void {
+    this.seal()
+    this.mb.enqueue(fn)
+  }
+
+  private seal(): void {
+    if (this.open) this.open.sealed = true
+    this.open = undefined
+  }
+}
