@@ -97,6 +97,10 @@ export function startSse(ex: Exchange, state: ResponseState, opts: SseOptions): 
   let queue: (string | Uint8Array)[] = []
   let queued = 0
   let backpressured = false
+  // What this tick wrote goes out as one write when the tick's microtasks are done: the events of one stored message
+  // arrive together, and a write each cost a send each.
+  let tick: (string | Uint8Array)[] = []
+  let tickBytes = 0
   let timer: NodeJS.Timeout | undefined
   let out: ResponseStream | undefined
 
@@ -114,21 +118,34 @@ export function startSse(ex: Exchange, state: ResponseState, opts: SseOptions): 
     if (state.aborted) finish('aborted')
     return !reason
   }
+  const send = (chunk: string | Uint8Array, size: number): void => {
+    if (backpressured) {
+      queue.push(chunk)
+      queued += size
+      if (queued <= maxBuffered) return
+      finish('slow_consumer')
+      ex.close()
+      return
+    }
+    backpressured = !out!.write(chunk)
+    // A write to a response that is gone reports backpressure; the abort callback (maybe just run) says which.
+    open()
+  }
+  const endTick = () => {
+    const chunks = tick
+    const size = tickBytes
+    tick = []
+    tickBytes = 0
+    if (open() && chunks.length) send(chunks.length === 1 ? chunks[0]! : joinQueued(chunks), size)
+  }
   const write = (chunk: string | Uint8Array): boolean => {
     if (!open()) return false
     const size = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength
     state.bytesOut! += size
-    if (backpressured) {
-      queue.push(chunk)
-      queued += size
-      if (queued <= maxBuffered) return true
-      finish('slow_consumer')
-      ex.close()
-      return false
-    }
-    backpressured = !out!.write(chunk)
-    // A write to a response that is gone reports backpressure; the abort callback (maybe just run) says which.
-    return open()
+    if (!tick.length) queueMicrotask(endTick)
+    tick.push(chunk)
+    tickBytes += size
+    return true
   }
 
   const stream: SseStream = {
@@ -138,7 +155,8 @@ export function startSse(ex: Exchange, state: ResponseState, opts: SseOptions): 
     comment: (text) => write(formatComment(text)),
     close() {
       if (!open()) return
-      const rest = joinQueued(queue)
+      const rest = joinQueued([...queue, ...tick])
+      tick = []
       out!.end(rest)
       finish('closed')
     },
