@@ -62,6 +62,12 @@ const eventLog = (deps: ActorDeps, id: string, lastSeq: number) =>
 
 /** A session with a live shell keeps it (and stays in memory) this long after its last work. */
 const SANDBOX_IDLE_MS = 10 * 60_000
+/**
+ * The record saying a turn runs is written once the turn has run this long: a turn of a quick model ends sooner, and
+ * its idle record would replace it at once (every host receives every record write, for lists). Lists show a running
+ * turn this much later; reads of the session itself come from its actor.
+ */
+const RUNNING_RECORD_AFTER_MS = 200
 
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
 const NOT_RERUN =
@@ -98,6 +104,8 @@ export class SessionActor extends MailboxActor {
   private readonly accepting = new Map<string, Promise<void>>()
   /** Every write of this session goes through here, in order: emitted events are stored in batches. */
   private readonly appends: Appends
+  /** The running turn's record, due once it has run RUNNING_RECORD_AFTER_MS. */
+  private runningRecord: NodeJS.Timeout | undefined
 
   private constructor(
     private readonly deps: ActorDeps,
@@ -118,6 +126,7 @@ export class SessionActor extends MailboxActor {
 
   /** Stopped (failed, passivated or shut down): the turn stops at its next step, the shell goes. */
   protected override stopped(): void {
+    clearTimeout(this.runningRecord)
     this.turn?.abort()
     void this.sandbox?.close()
   }
@@ -451,7 +460,10 @@ export class SessionActor extends MailboxActor {
       if (this.h.status !== 'running') {
         this.turnStats ??= newTurnStats()
         this.emit('session.status_running', {})
-        void this.persist()
+        this.runningRecord ??= setTimeout(() => {
+          this.runningRecord = undefined
+          if (!this.dead) void this.persist()
+        }, RUNNING_RECORD_AFTER_MS)
       }
       for (;;) {
         if (ac.signal.aborted || this.dead) return
@@ -641,6 +653,9 @@ export class SessionActor extends MailboxActor {
 
   /** The record follows the history: written at status changes, updates and archive, once they are stored. */
   private persist(): Promise<void> {
+    // This write says more than the running record still due would: that one is dropped.
+    clearTimeout(this.runningRecord)
+    this.runningRecord = undefined
     return this.mb.persist(async () => {
       const rec = this.h.rec
       const totals = this.h.liveTotals()

@@ -2,12 +2,15 @@ import t from 'tap'
 import { connect } from '@nats-io/transport-node'
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { EventHeaders } from '../../protocol/events.js'
-import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
-import { agentAndEnv, collect, isIdle, sessionStack } from './_helpers.js'
+import { Kvm } from '@nats-io/kv'
+import { sessionKey } from '../../actors/session/state.js'
+import { Buckets, EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
+import { decode } from '../../protocol/codec.js'
+import { agentAndEnv, collect, isIdle, sessionStack, until } from './_helpers.js'
 
 // Events a session emits together are stored as one message (protocol/events.ts): a turn is three appends for its
-// six events. Every reader splits them back: pages of any size in both orders, and the SSE tail resumed from any
-// event of such a message.
+// six events, and a quick turn one record write (its idle). Every reader splits the messages back: pages of any size
+// in both orders, and the SSE tail resumed from any event of such a message.
 
 const s = await sessionStack()
 const { client, model } = s
@@ -16,6 +19,14 @@ t.teardown(() => nc.close())
 
 const { agent, env } = await agentAndEnv(client)
 const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
+// Every write of the session's record during the turn, in order (a watch delivers them all, whatever the history kept).
+const records = await new Kvm(nc).open(Buckets.sessions)
+const recordWrites: string[] = []
+const watch = await records.watch({ key: sessionKey(session.id), include: 'updates' })
+void (async () => {
+  for await (const e of watch) recordWrites.push(e.operation === 'PUT' ? decode<{ session: { status: string } }>(e.value).session.status : e.operation)
+})()
+t.teardown(() => watch.stop())
 const stream = await client.beta.sessions.events.stream(session.id)
 model.enqueue({ steps: [{ type: 'text', text: 'together' }] })
 await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
@@ -44,6 +55,12 @@ t.test('a turn is three stored messages: the input, the start, the answer', asyn
     messages.push(m.headers!.get(EventHeaders.type).split(','))
   }
   t.same(messages, [TURN.slice(0, 1), TURN.slice(1, 3), TURN.slice(3)])
+})
+
+t.test('a quick turn writes its record once, when it is over', async (t) => {
+  // Writes arrive in order: once the idle record is here, a running record written before it would be too.
+  await until('the idle record', () => recordWrites.includes('idle'))
+  t.same(recordWrites, ['idle'])
 })
 
 t.test('pages of every size, both orders, hand out every event once, in order', async (t) => {
