@@ -38,10 +38,11 @@ export interface Config {
   vaultKeyringFile?: string
   /**
    * Session tuning: `TROUPE_MODEL_RETRIES` (default 4), `TROUPE_MODEL_RETRY_BASE_MS` (default 1000),
-   * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_MODEL_MAX_TOKENS`
-   * (default 8192). Unset keys take the defaults.
+   * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_SESSION_RUNNING_RECORD_MS`
+   * (a turn's record says running once it has run this long; default 200), `TROUPE_MODEL_MAX_TOKENS` (default 8192).
+   * Unset keys take the defaults.
    */
-  session: { retries?: number; retryBaseMs?: number; idleMs?: number; maxTokens?: number }
+  session: { retries?: number; retryBaseMs?: number; idleMs?: number; runningRecordMs?: number; maxTokens?: number }
   /**
    * Serve a call in-process when this host serves its subject: no NATS round trip, no msgpack. `TROUPE_LOCAL_CALLS`,
    * default on; `0` (or `off`, `false`) sends every call over NATS, so `troupe sub` sees each one (debugging).
@@ -77,6 +78,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
       retries: count('TROUPE_MODEL_RETRIES', 0),
       retryBaseMs: count('TROUPE_MODEL_RETRY_BASE_MS', 0),
       idleMs: count('TROUPE_SESSION_IDLE_MS', 0),
+      runningRecordMs: count('TROUPE_SESSION_RUNNING_RECORD_MS', 0),
       maxTokens: count('TROUPE_MODEL_MAX_TOKENS', 1),
     }).filter(([, v]) => v !== undefined),
   )

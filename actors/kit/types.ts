@@ -43,7 +43,7 @@ export interface HostSettings {
   /** `replicas` was set by `TROUPE_REPLICAS`, so an existing stream with more copies is brought down to it. Default false. */
   replicasExplicit?: boolean
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
-  session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; maxTokens: number }>
+  session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; runningRecordMs: number; maxTokens: number }>
 }
 
 /** A kind running on one host: its op table, its partitions' lifecycle (owner-placed ops), and how to stop it. */

@@ -37,6 +37,12 @@ export interface SessionSettings {
   retryBaseMs: number
   /** An idle session actor leaves memory after this long without work (its state is in KV and the stream). */
   idleMs: number
+  /**
+   * A turn's record says it runs once the turn has run this long: a quicker turn's idle record would replace it at
+   * once (every host receives every record write, for lists). Lists show a running turn this much later; reads of
+   * the session itself come from its actor.
+   */
+  runningRecordMs: number
   /** max_tokens of each model request. */
   maxTokens: number
 }
@@ -57,17 +63,10 @@ export interface ActorDeps {
   actors: Supervisor<SessionActor> & { gone(actor: SessionActor): void; readonly marks: WorkMarks }
 }
 
-const eventLog = (deps: ActorDeps, id: string, lastSeq: number) =>
-  new EventLog(deps.ctx.js, deps.ctx.nc, id, lastSeq, () => deps.ctx.serves('session', partitionOf(id)))
+const eventLog = (deps: ActorDeps, id: string, lastSeq: number) => new EventLog(deps.ctx.nc, id, lastSeq, () => deps.ctx.serves('session', partitionOf(id)))
 
 /** A session with a live shell keeps it (and stays in memory) this long after its last work. */
 const SANDBOX_IDLE_MS = 10 * 60_000
-/**
- * The record saying a turn runs is written once the turn has run this long: a turn of a quick model ends sooner, and
- * its idle record would replace it at once (every host receives every record write, for lists). Lists show a running
- * turn this much later; reads of the session itself come from its actor.
- */
-const RUNNING_RECORD_AFTER_MS = 200
 
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
 const NOT_RERUN =
@@ -104,7 +103,7 @@ export class SessionActor extends MailboxActor {
   private readonly accepting = new Map<string, Promise<void>>()
   /** Every write of this session goes through here, in order: emitted events are stored in batches. */
   private readonly appends: Appends
-  /** The running turn's record, due once it has run RUNNING_RECORD_AFTER_MS. */
+  /** The running turn's record, due once it has run `settings.runningRecordMs`. */
   private runningRecord: NodeJS.Timeout | undefined
 
   private constructor(
@@ -463,7 +462,7 @@ export class SessionActor extends MailboxActor {
         this.runningRecord ??= setTimeout(() => {
           this.runningRecord = undefined
           if (!this.dead) void this.persist()
-        }, RUNNING_RECORD_AFTER_MS)
+        }, this.deps.settings.runningRecordMs)
       }
       for (;;) {
         if (ac.signal.aborted || this.dead) return

@@ -21,6 +21,7 @@ export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   retries: modelRetry.maximumAttempts - 1,
   retryBaseMs: modelRetry.initialIntervalMs,
   idleMs: 30_000,
+  runningRecordMs: 200,
   maxTokens: 8192,
 }
 

@@ -5,11 +5,17 @@ import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type 
 import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
 import { readSessionRange } from './event-reader.js'
 import { ensureReplicas, replicasRefused, type Storage } from '../kit/replicas.js'
+import { jsPublisher } from '../kit/js-publish.js'
 import { AppendUncertain, FenceLost, NotServing } from '../kit/mailbox.js'
 
 const isTimeout = (err: unknown) => err instanceof TimeoutError || (err instanceof Error && err.cause instanceof TimeoutError)
 
 const enc = new TextEncoder()
+
+/** How long an append waits for its acknowledgement before the actor steps down, unsure whether it was stored. */
+const APPEND_TIMEOUT_MS = 5000
+/** JetStream's compare-and-set header: the stream sequence of the subject's last message the write expects. */
+const EXPECTED_LAST_SUBJECT_SEQUENCE = 'Nats-Expected-Last-Subject-Sequence'
 
 /**
  * JetStream's file store reads back no record over 32 MiB (nats-server's `rlBadThresh`, not configurable): a
@@ -94,7 +100,6 @@ export interface AppendOptions {
  */
 export class EventLog {
   constructor(
-    private readonly js: JetStreamClient,
     private readonly nc: NatsConnection,
     readonly sessionId: string,
     /** Stream sequence of the last record on this session's primary subject (0: none). */
@@ -132,14 +137,11 @@ export class EventLog {
     // The sequence fence stops a write after the new owner's first append; this stops one before it, so a host
     // resumed from a pause cannot slip an event in between the new owner's replay and its first append.
     if (!this.serving()) throw new NotServing(`session ${this.sessionId}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
+    if (id) h.set(EventHeaders.msgId, id)
+    h.set(EXPECTED_LAST_SUBJECT_SEQUENCE, String(this.lastSeq))
     let ack: PubAck
     try {
-      ack = await this.js.publish(eventsSubject(this.sessionId), enc.encode(json), {
-        headers: h,
-        msgID: id,
-        expect: { lastSubjectSequence: this.lastSeq },
-        timeout: 5000,
-      })
+      ack = await jsPublisher(this.nc).publish(eventsSubject(this.sessionId), enc.encode(json), h, APPEND_TIMEOUT_MS)
     } catch (err) {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) {
         throw new FenceLost(`session ${this.sessionId} moved on without us (expected last sequence ${this.lastSeq})`)

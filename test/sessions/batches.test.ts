@@ -12,7 +12,9 @@ import { agentAndEnv, collect, isIdle, sessionStack, until } from './_helpers.js
 // six events, and a quick turn one record write (its idle). Every reader splits the messages back: pages of any size
 // in both orders, and the SSE tail resumed from any event of such a message.
 
-const s = await sessionStack()
+// A turn's running record is due after a minute here: the quick turn below writes only its idle one, however slow
+// the machine (lists show a longer turn as running: list.test.ts).
+const s = await sessionStack({ TROUPE_SESSION_RUNNING_RECORD_MS: '60000' })
 const { client, model } = s
 const nc = await connect({ servers: s.nats.url })
 t.teardown(() => nc.close())
