@@ -119,9 +119,10 @@ export class DurableActor<S> extends MailboxActor {
     this.stepping = true
     // A step's failure stops the actor: activation rebuilds it and kicks it again, or has it abandon the work.
     this.write(async (s, self) => {
+      if (work.pending(s)) return { state: await work.step(s, self), reply: undefined }
       // Loaded with a marker and nothing to do (its host died after the work was done): nothing to resume.
-      if (!work.pending(s)) await this.mb.unmarkWork()
-      return work.pending(s) ? { state: await work.step(s, self), reply: undefined } : { reply: undefined }
+      await this.mb.unmarkWork()
+      return { reply: undefined }
     }, false)
       .catch(() => undefined)
       .finally(() => {

@@ -260,6 +260,15 @@ t.test('work outlasting a request: a takeover resumes a marked actor where its o
   t.same(stored.by, ['host_b', 'host_b', 'host_b'], "every step stored is b's: a's late step wrote nothing")
 })
 
+t.test('a marker left with nothing to do (its host died after the work was done) is cleared on the takeover', async (t) => {
+  const a = await host('host_a')
+  await a.kv.put('job.job_8', encode({ n: 0, todo: 0, done: 2, by: ['host_x', 'host_x'] }))
+  await a.kv.put('work.job_8', new Uint8Array())
+  await a.take('job_8')
+  await until('the marker is cleared', async () => (await a.kv.get('work.job_8'))?.operation !== 'PUT')
+  t.equal((await a.get('job_8')).done, 2, 'and the state is as stored')
+})
+
 t.test('work that fails again and again is abandoned: the kind says how, and the marker goes', async (t) => {
   const a = await host('host_a', { failSteps: true, maxRebuilds: 2 })
   await a.take('job_7')
