@@ -1,13 +1,12 @@
 import { decodeCursor, encodeCursor, isSeq } from '../../protocol/cursor.js'
 import { fail } from '../../protocol/errors/fail.js'
 import { fingerprint } from '../../protocol/hash.js'
-import { idFromKey, isId, newId } from '../../protocol/ids.js'
+import { idFromKey, newId } from '../../protocol/ids.js'
 import type { Agent, Multiagent } from '../../protocol/schemas/agent.js'
 import { patchMetadata } from '../../protocol/schemas/common.js'
 import { now } from '../../protocol/time.js'
 import { pageOf, type Page } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
-import { casLoop, LOST } from '../kit/cas.js'
 import type { Handlers } from '../kit/ops.js'
 import type { AgentKind } from '../../protocol/ops/agent.js'
 import {
@@ -21,7 +20,7 @@ import {
 } from './normalize.js'
 import { geoBreach, resolveRoster, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
 import { skillsUnavailable, type SkillResolver } from './skills.js'
-import { headKey, versionKey, type AgentStore } from './state.js'
+import { versionKey, type AgentStore } from './state.js'
 
 /**
  * What makes a new version. Metadata is deliberately not material: SPEC says non-material updates create no
@@ -45,15 +44,15 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
   async function headOf(id: string | undefined) {
     const cur = await store.head(id)
     if (!cur) throw fail('agent_not_found', String(id))
-    return cur
+    return cur.agent
   }
 
   /** The agent (as created, version 1) that a create with this Idempotency-Key stored before. */
   async function retriedCreate(id: string, createdBy: string): Promise<Agent | undefined> {
     const head = await store.head(id)
     if (!head) return undefined
-    if (head.value.created_by !== createdBy) throw fail('idempotency_key_reused')
-    return (await store.version(head.value.agent, 1)) ?? head.value.agent
+    if (head.created_by !== createdBy) throw fail('idempotency_key_reused')
+    return (await store.version(head.agent, 1)) ?? head.agent
   }
 
   function checkGeo(model: Agent['model'], members: Member[], prefix = '') {
@@ -62,6 +61,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
   }
 
   return {
+    // Placed on any host: the id is new, and the create of its head is the fence against a second one.
     async create(req) {
       const b = req.body
       // With an Idempotency-Key the id comes from the key: a retry finds the agent its first attempt stored.
@@ -101,22 +101,13 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         updated_at: t,
         archived_at: null,
       }
-      if ((await store.heads.create(headKey(id), { agent, ...(createdBy ? { created_by: createdBy } : {}) })) === false) {
+      if (!(await store.heads.create(id, { agent, ...(createdBy ? { created_by: createdBy } : {}) }))) {
         const raced = createdBy && (await retriedCreate(id, createdBy))
         if (raced) return raced
         throw fail('id_collision', 'agent', id)
       }
       // The head is version 1: its own record is written once a later version supersedes it (update).
       return agent
-    },
-
-    async get({ id, query }) {
-      const head = (await headOf(id)).value.agent
-      const n = query?.version
-      if (n === undefined) return head
-      const rec = await store.version(head, n)
-      if (!rec) throw fail('agent_version_not_found', id, n)
-      return rec
     },
 
     async list({ query }) {
@@ -139,24 +130,50 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       })
     },
 
-    /** Versions ascending. Versions are dense 1..head.version, so a page is a range of numbers read by key. */
-    async versions({ id, query }): Promise<Page<Agent>> {
-      const q = query ?? {}
-      const head = (await headOf(id)).value.agent
-      const after = decodeCursor('agent_versions', { agent_id: id }, q.page, isSeq) ?? 0
-      if (!Number.isInteger(after) || after < 0) throw fail('invalid_cursor')
-      const last = Math.min(head.version, after + (q.limit ?? 20))
-      const numbers: number[] = []
-      for (let n = after + 1; n <= last; n++) numbers.push(n)
-      const recs = await Promise.all(numbers.map((n) => store.version(head, n)))
-      const data = recs.filter((r): r is Agent => r !== undefined)
-      return { data, next_page: last < head.version ? encodeCursor('agent_versions', { agent_id: id }, last) : null }
+    /**
+     * Internal (session actor; no HTTP route): the agent record a new session snapshots, version `body.version`
+     * (latest when omitted). 404 when the agent or the version does not exist; 400
+     * `agent_archived` when the agent is archived, since archived agents cannot be selected for new sessions.
+     */
+    async resolve({ id, body }) {
+      const head = await headOf(id)
+      if (head.archived_at) throw fail('agent_archived', id)
+      const n = body?.version
+      if (n === undefined || n === null) return head
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw fail('invalid_request', 'agent.version must be an integer of at least 1')
+      const rec = await store.version(head, n)
+      if (!rec) throw fail('agent_version_not_found', id, n)
+      return rec
     },
 
-    async update({ id, body: b }) {
-      return casLoop(async () => {
-        const cur = await headOf(id)
-        const a = cur.value.agent
+    // Placed on the owner of the agent's partition: ops on its actor's state, the head it keeps in memory.
+    ...store.heads.ops({
+      get: {
+        async shared({ agent: head }, { id, query }) {
+          const n = query?.version
+          if (n === undefined) return head
+          const rec = await store.version(head, n)
+          if (!rec) throw fail('agent_version_not_found', id, n)
+          return rec
+        },
+      },
+
+      /** Versions ascending. Versions are dense 1..head.version, so a page is a range of numbers read by key. */
+      versions: {
+        async shared({ agent: head }, { id, query }): Promise<Page<Agent>> {
+          const q = query ?? {}
+          const after = decodeCursor('agent_versions', { agent_id: id }, q.page, isSeq) ?? 0
+          if (!Number.isInteger(after) || after < 0) throw fail('invalid_cursor')
+          const last = Math.min(head.version, after + (q.limit ?? 20))
+          const numbers: number[] = []
+          for (let n = after + 1; n <= last; n++) numbers.push(n)
+          const recs = await Promise.all(numbers.map((n) => store.version(head, n)))
+          const data = recs.filter((r): r is Agent => r !== undefined)
+          return { data, next_page: last < head.version ? encodeCursor('agent_versions', { agent_id: id }, last) : null }
+        },
+      },
+
+      async update({ agent: a }, { id, body: b }) {
         if (a.archived_at) throw fail('agent_archived', id)
         if (b.version !== undefined && b.version !== a.version) throw fail('agent_version_conflict', a.version)
 
@@ -205,51 +222,23 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
           metadata,
         }
         const isMaterial = material(candidate) !== material(a)
-        if (!isMaterial && sameMap(metadata, a.metadata)) return a
+        if (!isMaterial && sameMap(metadata, a.metadata)) return { reply: a }
 
         const version = isMaterial ? a.version + 1 : a.version
         const next: Agent = { ...candidate, version, multiagent: stampSelf(multiagent, id, version), updated_at: now() }
         // A new version supersedes the head: the head's version gets its own record first, so no crash can leave a
-        // version without one (re-putting it after a lost race writes what that version was at some moment, and the
-        // winner's write of it follows).
+        // version without one. Then the head (the actor's new state), fenced by the revision it replaces.
         if (isMaterial) await store.versions.put(versionKey(id, a.version), a)
-        // Then the head, whose compare-and-set is the fence. Losing it means someone else wrote; start over.
-        if ((await store.heads.update(headKey(id), { agent: next }, cur.revision)) === false) return LOST
-        return next
-      })
-    },
+        return { state: { agent: next }, reply: next }
+      },
 
-    async archive({ id }) {
-      if (!isId('agent', id)) throw fail('agent_not_found', id)
-      return store.heads.mutate(
-        headKey(id),
-        ({ value }) => {
-          if (value.agent.archived_at) return { result: value.agent }
-          const t = now()
-          // No new version: archived_at lives on the head and is laid over every version read.
-          const agent: Agent = { ...value.agent, archived_at: t, updated_at: t }
-          return { next: { agent }, result: agent }
-        },
-        () => {
-          throw fail('agent_not_found', id)
-        },
-      )
-    },
-
-    /**
-     * Internal (session actor; no HTTP route): the agent record a new session snapshots, version `body.version`
-     * (latest when omitted). 404 when the agent or the version does not exist; 400
-     * `agent_archived` when the agent is archived, since archived agents cannot be selected for new sessions.
-     */
-    async resolve({ id, body }) {
-      const head = (await headOf(id)).value.agent
-      if (head.archived_at) throw fail('agent_archived', id)
-      const n = body?.version
-      if (n === undefined || n === null) return head
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw fail('invalid_request', 'agent.version must be an integer of at least 1')
-      const rec = await store.version(head, n)
-      if (!rec) throw fail('agent_version_not_found', id, n)
-      return rec
-    },
+      archive({ agent: a }) {
+        if (a.archived_at) return { reply: a }
+        const t = now()
+        // No new version: archived_at lives on the head and is laid over every version read.
+        const agent: Agent = { ...a, archived_at: t, updated_at: t }
+        return { state: { agent }, reply: agent }
+      },
+    }),
   }
 }

@@ -4,8 +4,8 @@ import type { AgentStore } from './state.js'
 
 /**
  * Coordinator rosters (SPEC "Coordinator topology", "Agent validation rules"). Input entries are resolved
- * to concrete `{type:"agent", id, version}` references, with the advisor (if any) last. References are read
- * straight from the agents bucket: the roster's agents are the same kind as the one being written.
+ * to concrete `{type:"agent", id, version}` references, with the advisor (if any) last. References are read as
+ * any head is (`AgentStore.head`): the roster's agents are the same kind as the one being written.
  *
  * `self` resolves to the version being written, which is only known once the write is known to be
  * material, so it is resolved to SELF_VERSION first and stamped by `stampSelf`. Any entry naming the
@@ -89,7 +89,7 @@ export async function resolveRoster(input: MultiagentParamsT, selfId: string, st
 }
 
 async function resolveRef(r: { index: number; id: string; version?: number }, store: AgentStore): Promise<Member> {
-  const head = (await store.head(r.id))?.value.agent
+  const head = (await store.head(r.id))?.agent
   if (!head) throw fail('roster_member_not_found', at(r.index), r.id)
   if (head.archived_at) throw fail('roster_member_archived', at(r.index), r.id)
   let rec: Agent | undefined = head
@@ -116,7 +116,7 @@ export async function storedMembers(m: Multiagent, selfId: string, store: AgentS
     .filter((x): x is { e: Extract<RosterEntry, { type: 'agent' }>; index: number } => x.e.type === 'agent' && x.e.id !== selfId)
   return Promise.all(
     refs.map(async ({ e, index }) => {
-      const head = (await store.head(e.id))?.value.agent
+      const head = (await store.head(e.id))?.agent
       const rec = head ? await store.version(head, e.version) : undefined
       return { index, id: e.id, version: e.version, geo: rec?.model.inference_geo }
     }),

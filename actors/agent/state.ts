@@ -1,13 +1,14 @@
-import type { KV } from '@nats-io/kv'
-import { isId } from '../../protocol/ids.js'
+import type { AgentKind } from '../../protocol/ops/agent.js'
 import type { Agent } from '../../protocol/schemas/agent.js'
-import { RecordStore, type Versioned } from '../kit/store.js'
+import type { DurableState } from '../kit/durable-state.js'
+import { RecordStore } from '../kit/store.js'
 
 /**
  * How agents sit in the `troupe_agents` bucket:
  *
- *   agent.<id>           the head: the latest version's full record, with archived_at. Every write goes
- *                        through a compare-and-set on this key; it is the fence that orders writers.
+ *   agent.<id>           the head: the latest version's full record, with archived_at. It is the state of the
+ *                        agent's actor (the kit's record `<kind>.<id>`), written only by the owner of its
+ *                        partition, fenced by its revision; a create (any host) is the one write that makes it.
  *   version.<id>.<n>     the record of each version the head has moved past, written just before the head moves
  *                        on (so a create is one write, and a crash leaves no version without a record). Versions
  *                        are dense (1..head.version: records below, the head itself at head.version), so the
@@ -23,24 +24,22 @@ export interface StoredHead {
 }
 
 export const HEAD_PREFIX = 'agent.'
-export const headKey = (id: string) => `${HEAD_PREFIX}${id}`
 export const versionKey = (id: string, n: number) => `version.${id}.${n}`
 
+/** The agents' actors (their heads), and the records of the versions their heads moved past. */
 export class AgentStore {
-  readonly heads: RecordStore<StoredHead>
   readonly versions: RecordStore<Agent>
 
-  /** `owns`: head keys this host is the single writer of, cached in memory (see RecordStore). */
-  constructor(kv: KV, owns?: (key: string) => boolean) {
-    this.heads = new RecordStore<StoredHead>(kv, owns)
-    this.versions = new RecordStore<Agent>(kv)
+  constructor(readonly heads: DurableState<StoredHead, typeof AgentKind>) {
+    this.versions = new RecordStore<Agent>(heads.kv)
   }
 
-  /** The head of agent `id`; undefined when it does not exist (or `id` is not even shaped like an agent id). */
-  async head(id: string | undefined): Promise<Versioned<StoredHead> | undefined> {
-    // Ids reach KV keys: anything not shaped like ours (dots, wildcards, spaces) is simply not there.
-    if (typeof id !== 'string' || !isId('agent', id)) return undefined
-    return this.heads.get(headKey(id))
+  /**
+   * The head of agent `id`; undefined when it does not exist (or `id` is not even shaped like an agent id). On the
+   * host owning it, from memory.
+   */
+  async head(id: string | undefined): Promise<StoredHead | undefined> {
+    return typeof id === 'string' ? this.heads.read(id) : undefined
   }
 
   /** Version `n` of the agent whose head is `head`; undefined when there is no such version. */

@@ -68,6 +68,8 @@ export class Activations<A extends Activatable> {
   private listingFails = false
   /** Actors whose rebuild could not load them and has not since: said once per actor, not per attempt. */
   private readonly loadFails = new Set<string>()
+  /** How many times each partition was given away: a load that began before the latest is not kept. */
+  private readonly releases = new Map<number, number>()
 
   constructor(private readonly o: ActivationOptions<A>) {
     this.maxRebuilds = o.maxRebuilds ?? 5
@@ -82,14 +84,25 @@ export class Activations<A extends Activatable> {
     if (a && !a.dead) return Promise.resolve(a)
     let p = this.loading.get(id)
     if (!p) {
-      p = this.o
+      const part = partitionOf(id)
+      const released = this.releases.get(part)
+      const loading: Promise<A | undefined> = this.o
         .load(id)
-        .then((loaded) => {
-          if (loaded) this.live.set(id, loaded)
+        .then(async (loaded) => {
+          if (!loaded) return loaded
+          // The partition went to another host while this was loading: what was read may change there, so this
+          // actor answers as a stopped one does (a retryable 503) and is not kept.
+          if (this.releases.get(part) !== released) {
+            await loaded.shutdown()
+            return loaded
+          }
+          this.live.set(id, loaded)
           return loaded
         })
-        .finally(() => this.loading.delete(id))
-      this.loading.set(id, p)
+        .finally(() => {
+          if (this.loading.get(id) === loading) this.loading.delete(id)
+        })
+      this.loading.set(id, (p = loading))
     }
     return p
   }
@@ -135,6 +148,8 @@ export class Activations<A extends Activatable> {
   async released(p: number, handOver = false): Promise<void> {
     this.owned.delete(p)
     this.marks.drop(p)
+    this.releases.set(p, (this.releases.get(p) ?? 0) + 1)
+    for (const id of [...this.loading.keys()]) if (partitionOf(id) === p) this.loading.delete(id)
     for (const a of [...this.live.values()]) {
       if (partitionOf(a.id) !== p) continue
       this.live.delete(a.id)

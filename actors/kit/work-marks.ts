@@ -1,4 +1,22 @@
+import type { KV } from '@nats-io/kv'
 import { partitionOf } from '../../protocol/subjects.js'
+
+/**
+ * An actor's work marker, `work.<id>` in its kind's bucket: present while it has work that outlasts a request (a
+ * session's turn), so a host that takes its partition over knows to resume it.
+ */
+export const WORK_PREFIX = 'work.'
+export const workKey = (id: string) => `${WORK_PREFIX}${id}`
+
+/** The ids of partition p that have a work marker in `kv`. */
+export async function listMarked(kv: KV, p: number): Promise<string[]> {
+  const ids: string[] = []
+  for await (const k of await kv.keys(`${WORK_PREFIX}>`)) {
+    const id = k.slice(WORK_PREFIX.length)
+    if (partitionOf(id) === p) ids.push(id)
+  }
+  return ids
+}
 
 /** What an owner knows of one partition's work markers. */
 interface PartitionMarks {

@@ -145,3 +145,17 @@ t.test('taking a partition over resumes its actors with work; giving it away shu
   )
   t.equal(a.peek(ids[0]!), undefined)
 })
+
+t.test('a load that the partition being given away overtakes is not kept: its actor answers as a stopped one', async (t) => {
+  const { a } = activations()
+  const p = partitionOf('c1')
+  await a.acquired(p)
+  const loading = a.get('c1')
+  await a.released(p)
+  const stale = (await loading)!
+  t.ok(stale.dead, 'shut down')
+  t.equal(a.peek('c1'), undefined, 'not kept')
+  const again = (await a.get('c1'))!
+  t.not(again, stale, 'the next ask loads it afresh')
+  t.notOk(again.dead)
+})

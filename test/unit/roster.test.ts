@@ -45,7 +45,7 @@ function fakeStore(agents: Record<string, Array<Partial<Agent>>>, opts: { archiv
       const vs = id === undefined ? undefined : versions.get(id)
       if (!vs) return undefined
       const latest = vs[vs.length - 1]!
-      return { value: { agent: { ...latest, archived_at: opts.archived?.includes(latest.id) ? '2026-02-01T00:00:00Z' : null } }, revision: 1 }
+      return { agent: { ...latest, archived_at: opts.archived?.includes(latest.id) ? '2026-02-01T00:00:00Z' : null } }
     },
     async version(head: Agent, n: number) {
       reads.push(`version ${head.id} ${n}`)

@@ -1,0 +1,30 @@
+import { FenceLost } from './mailbox.js'
+import type { RecordStore } from './store.js'
+
+/**
+ * One record as its single writer holds it: the revision it last read or wrote, which fences its next write. A
+ * write that finds the record moved on (another host wrote it: this one lost its partition without noticing, or a
+ * previous owner's write landed late) throws `FenceLost`, which steps the actor down (see Mailbox).
+ */
+export class FencedRecord<T> {
+  constructor(
+    private readonly store: RecordStore<T>,
+    readonly key: string,
+    /** The revision read; 0 when there was no record (the first write creates it). */
+    private revision: number,
+  ) {}
+
+  /** Stores `next` if the record is still as this writer last saw it. */
+  async write(next: T): Promise<void> {
+    const rev = this.revision ? await this.store.update(this.key, next, this.revision) : await this.store.create(this.key, next)
+    if (rev === false) throw new FenceLost(`${this.key} was written by another host`)
+    this.revision = rev
+  }
+
+  /** Deletes the record if it is still as this writer last saw it. */
+  async delete(): Promise<void> {
+    if (!this.revision) return
+    if (!(await this.store.delete(this.key, this.revision))) throw new FenceLost(`${this.key} was written by another host`)
+    this.revision = 0
+  }
+}
