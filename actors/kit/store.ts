@@ -1,5 +1,7 @@
-import type { KV, KvEntry } from '@nats-io/kv'
+import { Bucket, type KV, type KvEntry } from '@nats-io/kv'
+import { headers, type NatsConnection } from '@nats-io/transport-node'
 import { encode, decode } from '../../protocol/codec.js'
+import { jsPublisher } from './js-publish.js'
 import { casRetry } from './retry-policy.js'
 import { casLoop, LOST } from './cas.js'
 import { isCasConflict } from './nats-errors.js'
@@ -66,7 +68,7 @@ export class RecordStore<T> {
   async create(key: string, value: T): Promise<number | false> {
     try {
       const bytes = encode(value)
-      const rev = await this.kv.create(key, bytes)
+      const rev = await kvCreate(this.kv, key, bytes)
       this.remember(key, value, bytes, rev)
       return rev
     } catch (err) {
@@ -81,7 +83,7 @@ export class RecordStore<T> {
   async update(key: string, value: T, revision: number): Promise<number | false> {
     try {
       const bytes = encode(value)
-      const rev = await this.kv.update(key, bytes, revision)
+      const rev = await kvPut(this.kv, key, bytes, revision)
       this.remember(key, value, bytes, rev)
       return rev
     } catch (err) {
@@ -96,7 +98,7 @@ export class RecordStore<T> {
     this.cache.delete(key)
     this.lastWritten.delete(key)
     const bytes = encode(value)
-    const rev = await this.kv.put(key, bytes)
+    const rev = await kvPut(this.kv, key, bytes)
     this.remember(key, value, bytes, rev)
     return rev
   }
@@ -233,4 +235,34 @@ export async function readAtLeader(kv: KV, key: string): Promise<KvEntry | null>
     bucket.direct = direct
   }
   return read
+}
+
+/** How long a record write waits for its acknowledgement (nats.js's JetStream default). */
+const WRITE_TIMEOUT_MS = 5000
+
+/**
+ * A KV write as nats.js's `Bucket` makes it (its subject, the compare-and-set header), sent through the hot path's
+ * publisher (kit/js-publish.ts): records are written on the critical path of every create and at the end of every
+ * turn. `previous`: the revision the key must be at (0: absent). A bucket of another implementation writes itself.
+ */
+function kvPut(kv: KV, key: string, bytes: Uint8Array, previous?: number): Promise<number> {
+  if (!(kv instanceof Bucket)) return previous === undefined ? kv.put(key, bytes) : previous === 0 ? kv.create(key, bytes) : kv.update(key, bytes, previous)
+  const h = previous === undefined ? undefined : headers()
+  h?.set('Nats-Expected-Last-Subject-Sequence', String(previous))
+  const nc = (kv.js as unknown as { nc: NatsConnection }).nc
+  return jsPublisher(nc)
+    .publish(kv.subjectForKey(kv.encodeKey(key), true), bytes, h, WRITE_TIMEOUT_MS)
+    .then((ack) => ack.seq)
+}
+
+/** Creates a key: absent, or deleted (its tombstone's revision is then what the write names, as nats.js does). */
+async function kvCreate(kv: KV, key: string, bytes: Uint8Array): Promise<number> {
+  try {
+    return await kvPut(kv, key, bytes, 0)
+  } catch (err) {
+    if (!isCasConflict(err)) throw err
+    const e = await kv.get(key)
+    if (e?.operation !== 'DEL' && e?.operation !== 'PURGE') throw err
+    return kvPut(kv, key, bytes, e.revision)
+  }
 }
