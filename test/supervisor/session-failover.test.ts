@@ -19,6 +19,9 @@ import { until } from '../helpers/wait.js'
 
 // Chaos: SIGKILL the host that runs a session, mid-turn, and check that another host carries the session on.
 
+// Seven scenarios of two hosts each take about 100 s on a loaded machine: tap's default 120 s per file is too tight.
+t.setTimeout(300_000)
+
 const model = await startFakeModelServer()
 const nats = await startNats()
 const env = { TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k', TROUPE_MODEL_RETRY_BASE_MS: '20' }
