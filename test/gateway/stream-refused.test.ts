@@ -3,9 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import '../helpers/keepalive.js'
-import { spawn } from 'node:child_process'
-import { connect } from '@nats-io/transport-node'
-import { freePort, natsServerBinary } from '../../supervisor/nats-server.js'
+import { startEmbeddedNats } from '../../supervisor/nats-server.js'
 import { until } from '../helpers/wait.js'
 import { clientFor, raw, startTroupe } from '../helpers/troupe.js'
 import { agentAndEnv } from '../sessions/_helpers.js'
@@ -24,24 +22,20 @@ jetstream { max_memory_store: 256MB }
 authorization {
   users = [
     { user: troupe, password: host, permissions: { subscribe: { deny: ["troupe.live.>"] } } }
+    { user: probe }
   ]
 }
+no_auth_user: probe
 `,
 )
-const port = await freePort()
-const server = spawn(natsServerBinary(), ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-sd', path.join(dir, 'jetstream')], { stdio: 'ignore' })
-const natsUrl = `nats://troupe:host@127.0.0.1:${port}`
+// `probe`, the user a connection without credentials is taken for, is how the server's start is seen.
+const nats = await startEmbeddedNats(path.join(dir, 'jetstream'), () => undefined, { conf })
+nats.unref()
 t.teardown(() => {
-  server.kill('SIGKILL')
+  nats.killNow()
   rmSync(dir, { recursive: true, force: true })
 })
-// nats-server takes a moment to listen.
-await until('nats-server to accept connections', () =>
-  connect({ servers: `127.0.0.1:${port}`, user: 'troupe', pass: 'host' }).then(
-    (nc) => nc.close().then(() => true),
-    () => false,
-  ),
-)
+const natsUrl = nats.url.replace('nats://', 'nats://troupe:host@')
 const troupe = await startTroupe({ natsUrl })
 t.teardown(() => troupe.killNow())
 const client = clientFor(troupe.url)
