@@ -66,11 +66,7 @@ t.test('two large bodies past the budget at once: one 503 parse_pool_busy with r
   a.release()
   b.release()
   const answers = await Promise.all([a.answer, b.answer])
-  t.same(
-    answers.map((a) => a.status).sort(),
-    [400, 503],
-    answers.map((a) => `${a.status} ${a.body.slice(0, 200)}`).join(' | '),
-  )
+  t.same(answers.map((a) => a.status).sort(), [400, 503], answers.map((a) => `${a.status} ${a.body.slice(0, 200)}`).join(' | '))
   const busy = answers.find((a) => a.status === 503)!
   t.match(busy.headers, /\r\nretry-after-ms: 1000(\r\n|$)/)
   const env = JSON.parse(busy.body)

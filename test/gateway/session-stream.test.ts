@@ -25,14 +25,24 @@ interface Stored {
   json: string
 }
 
-/** Every message stored for the session, internal records included, in stream order: read here, not by the server. */
+/**
+ * Every event stored for the session, internal records included, in stream order: read here over JetStream, not by
+ * the server. A message of several events (`Troupe-Parts`: their JSON on lines, types and ids comma-separated) gives
+ * each, in order.
+ */
 async function stored(sid: string): Promise<Stored[]> {
   const c = await js.consumers.get(EVENTS_STREAM, { filter_subjects: eventsWildcard(sid) })
   const out: Stored[] = []
   let left = (await c.info(true)).num_pending
   if (left > 0) {
     for await (const m of await c.fetch({ max_messages: left })) {
-      out.push({ seq: m.seq, id: m.headers?.get(EventHeaders.id) || undefined, type: m.headers?.get(EventHeaders.type) ?? '', json: m.string() })
+      const h = m.headers
+      const many = h?.get('Troupe-Parts')
+      const jsons = many ? m.string().split('\n') : [m.string()]
+      const types = (h?.get('Troupe-Type') ?? '').split(',')
+      const eventIds = (h?.get('Troupe-Event-Id') ?? '').split(',')
+      if (jsons.length !== (many ? Number(many) : 1)) throw new Error(`message ${m.seq} holds ${jsons.length} events, says ${many}`)
+      for (const [i, json] of jsons.entries()) out.push({ seq: m.seq, id: eventIds[i] || undefined, type: types[i] ?? '', json })
       if (--left === 0) break
     }
   }

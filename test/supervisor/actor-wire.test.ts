@@ -23,11 +23,7 @@ t.test('bytes that are not a request: a 500 undecodable_request reply, and the h
   ] as const) {
     // 0xc1 is the one byte msgpack never uses.
     const reply = await ask(subject, new Uint8Array([0xc1, 0x00, 0xff]))
-    t.same(
-      reply,
-      { ok: false, error: { status: 500, type: 'api_error', message: 'Undecodable actor request', reason: 'undecodable_request' } },
-      what,
-    )
+    t.same(reply, { ok: false, error: { status: 500, type: 'api_error', message: 'Undecodable actor request', reason: 'undecodable_request' } }, what)
   }
   t.equal((await s.client.beta.agents.retrieve(agent.id)).id, agent.id, 'the host still serves')
 })
