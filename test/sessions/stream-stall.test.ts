@@ -5,6 +5,9 @@ import { agentAndEnv, collect, isIdle, sessionStack, until } from './_helpers.js
 // A history read that stalls: nats-server paused (SIGSTOP) while an SSE stream replays a long history. The read has
 // messages pending and gets none; after 10 s it fails, and the stream ends with an error event saying so.
 
+// Fifteen turns to build the history, then the 10 s stall: over a minute on a loaded machine, near tap's 120 s default.
+t.setTimeout(300_000)
+
 const s = await sessionStack()
 t.teardown(() => {
   try {
