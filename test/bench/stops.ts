@@ -16,20 +16,23 @@ import { startFakeModelServer } from '../fakes/model-server.js'
 import { startNats } from '../helpers/nats.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
-import { reader } from '../sessions/_helpers.js'
 
 const RUNS = Number(process.env.BENCH_STOP_RUNS ?? 3)
-const fmt = (xs: number[]) => xs.map((x) => `${x.toFixed(0)} ms`).join(' / ')
-const exited = (p: TroupeProcess) => new Promise<void>((r) => (p.proc.exitCode !== null || p.proc.signalCode !== null ? r() : p.proc.once('exit', () => r())))
+const line = (label: string, xs: number[]) => console.log(`  ${label.padEnd(42)} ${xs.map((x) => `${x.toFixed(0)} ms`).join(' / ')}`)
+/**
+ * Resolves once the process is gone, polling: each poll keeps this process's loop alive (awaiting only the child's
+ * 'exit' let the loop empty, and node ended the run with an unsettled await, exit code 13; see run.ts's stopServer).
+ */
+async function exited(p: TroupeProcess): Promise<void> {
+  for (let i = 0; i < 3000 && p.proc.exitCode === null && p.proc.signalCode === null; i++) await new Promise((r) => setTimeout(r, 5))
+}
 const hostOf = (p: TroupeProcess) => /^\s+host\s+(host_\S+)/m.exec(p.stdout())?.[1]
 
 async function ctrlC(): Promise<number> {
   const p = await startTroupe({ role: 'start', env: { NATS_URL: '', LOG_LEVEL: '' } })
-  const gone = exited(p)
-  p.proc.ref()
   const t0 = performance.now()
   p.proc.kill('SIGINT')
-  await gone
+  await exited(p)
   return performance.now() - t0
 }
 
@@ -53,9 +56,9 @@ async function sigterm(): Promise<[number, number]> {
       return n
     }
     await until('a share on each host', async () => (await held(hostOf(a)!)) > 0 && (await held(hostOf(b)!)) > 0, 30_000, 50)
-    const gone = exited(a)
     const t0 = performance.now()
     a.signal('SIGTERM')
+    const gone = exited(a)
     let all = 0
     const allHeld = until(
       'the survivor holds every partition',
@@ -102,12 +105,12 @@ async function turnHandedOver(): Promise<number> {
     }
     const before = model.requests.length
     model.enqueue({ hang: true }, { steps: [{ type: 'text', text: 'handed over' }] })
-    const stream = reader(await client.beta.sessions.events.stream(session.id))
+    const stream = await client.beta.sessions.events.stream(session.id)
     await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
     await model.waitForRequests(before + 1)
     const t0 = performance.now()
     b.signal('SIGTERM')
-    await stream.next((e) => e.type === 'session.status_idle')
+    for await (const e of stream) if ((e as { type: string }).type === 'session.status_idle') break
     return performance.now() - t0
   } finally {
     for (const p of procs) p.killNow()
@@ -154,7 +157,7 @@ export async function runStopBench(): Promise<void> {
   console.log(`\nstops and failures: ${RUNS} runs each`)
   const ctrl: number[] = []
   for (let i = 0; i < RUNS; i++) ctrl.push(await ctrlC())
-  console.log(`  Ctrl-C, troupe start to exit           ${fmt(ctrl)}`)
+  line('Ctrl-C, troupe start to exit', ctrl)
   const stop: number[] = []
   const takeover: number[] = []
   for (let i = 0; i < RUNS; i++) {
@@ -162,10 +165,10 @@ export async function runStopBench(): Promise<void> {
     stop.push(s)
     takeover.push(all)
   }
-  console.log(`  SIGTERM of one of two hosts, to exit   ${fmt(stop)}`)
-  console.log(`    to the survivor holding everything   ${fmt(takeover)}`)
+  line('SIGTERM of one of two hosts, to exit', stop)
+  line('  to the survivor holding every partition', takeover)
   const handed: number[] = []
   for (let i = 0; i < RUNS; i++) handed.push(await turnHandedOver())
-  console.log(`  turn's owner stopped, to idle elsewhere ${fmt(handed)}`)
-  for (const [name, runs] of await wrongUrls()) console.log(`  wrong NATS_URL explained: ${name.padEnd(13)} ${fmt(runs)}`)
+  line("a turn's owner stopped, to idle elsewhere", handed)
+  for (const [name, runs] of await wrongUrls()) line(`wrong NATS_URL explained: ${name}`, runs)
 }
