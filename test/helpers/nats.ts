@@ -5,6 +5,8 @@ import { startEmbeddedNats } from '../../supervisor/nats-server.js'
 
 export interface TestNats {
   url: string
+  /** The server's monitoring endpoint (`/connz`, `/jsz`, …), on loopback. */
+  monitorUrl: string
   dir: string
   /** The process group of the server (and its watchdog): signal it to pause or resume the server. */
   pgid: number
@@ -20,6 +22,7 @@ export async function startNats(): Promise<TestNats> {
   nats.unref()
   return {
     url: nats.url,
+    monitorUrl: nats.monitorUrl,
     dir,
     pgid: nats.pgid,
     async stop() {

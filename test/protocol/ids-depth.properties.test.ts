@@ -3,6 +3,7 @@ import fc from 'fast-check'
 import { type } from 'arktype'
 import { ID_MAX_LENGTH, isId, newId, type IdPrefix } from '../../protocol/ids.js'
 import { idOf } from '../../protocol/schemas/ids.js'
+import { jsonDepthExceeds } from '../../gateway/json-depth.js'
 
 /** Runs a property and fails the tap test with fast-check's report (seed and shrunk counterexample) if it breaks. */
 function holds<Ts extends [unknown, ...unknown[]]>(tt: Test, name: string, prop: fc.IProperty<Ts>, params: fc.Parameters<Ts> = {}) {
@@ -120,28 +121,8 @@ t.test('ids: the id schema refuses what is not a string', async (t) => {
 
 // ------------------------------------------------------------------------------------------- JSON depth
 
-/**
- * The depth check is written by the lead at the same time as this test: gateway/json-depth.ts, assumed to
- * export `jsonDepthExceeds(bytes: Uint8Array, limit: number): boolean` (true when containers nest deeper than
- * `limit`). A `jsonDepth(bytes): number` is accepted instead. Until the file exists these tests are skipped, saying why.
- */
-type Exceeds = (bytes: Uint8Array, limit: number) => boolean
-async function loadDepthCheck(): Promise<Exceeds | string> {
-  // A path in a variable: the type checker must not require a module that may not be written yet.
-  const file = '../../gateway/json-depth.js'
-  let mod: Record<string, unknown>
-  try {
-    mod = (await import(file)) as Record<string, unknown>
-  } catch (e) {
-    return `gateway/json-depth.ts cannot be loaded yet (${(e as Error).message.split('\n')[0]})`
-  }
-  if (typeof mod.jsonDepthExceeds === 'function') return mod.jsonDepthExceeds as Exceeds
-  if (typeof mod.jsonDepth === 'function') {
-    const depth = mod.jsonDepth as (b: Uint8Array) => number
-    return (b, limit) => depth(b) > limit
-  }
-  throw new Error(`gateway/json-depth.ts exports ${Object.keys(mod).join(', ')}: expected jsonDepthExceeds(bytes, limit) or jsonDepth(bytes)`)
-}
+/** The depth check under test: true when containers nest deeper than `limit`. */
+const exceeds = jsonDepthExceeds
 
 /** The reference: containers count one level each, scalars none (`1` is 0, `[]` is 1, `{"a":[1]}` is 2). */
 function depthOf(v: unknown): number {
@@ -149,10 +130,6 @@ function depthOf(v: unknown): number {
   if (v !== null && typeof v === 'object') return 1 + Math.max(0, ...Object.values(v).map(depthOf))
   return 0
 }
-
-const loaded = await loadDepthCheck()
-const skip = typeof loaded === 'string' ? loaded : false
-const exceeds: Exceeds = typeof loaded === 'string' ? () => false : loaded
 
 // Strings full of the characters a naive scanner would count: brackets, quotes, backslashes.
 const trickyString = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', ',', ':', 'a', ' ', 'é', '\n'), maxLength: 12 })
@@ -182,7 +159,7 @@ const deepValue = fc.integer({ min: 0, max: 400 }).chain((depth) =>
     }),
 )
 
-t.test('json depth: agrees with a recursive depth for random values a few hundred deep', { skip }, async (t) => {
+t.test('json depth: agrees with a recursive depth for random values a few hundred deep', async (t) => {
   holds(
     t,
     'agrees',
@@ -196,7 +173,7 @@ t.test('json depth: agrees with a recursive depth for random values a few hundre
   )
 })
 
-t.test('json depth: brackets inside strings, escaped quotes and backslashes do not count', { skip }, async (t) => {
+t.test('json depth: brackets inside strings, escaped quotes and backslashes do not count', async (t) => {
   const b = (s: string) => Buffer.from(s)
   t.notOk(exceeds(b(JSON.stringify('['.repeat(1000))), 1), 'a string of brackets is depth 0')
   t.notOk(exceeds(b(JSON.stringify({ '[[[[': '{{{{', k: ['"[[[', '\\', '\\"[['] })), 2), 'brackets in keys and values')
@@ -214,7 +191,7 @@ t.test('json depth: brackets inside strings, escaped quotes and backslashes do n
   )
 })
 
-t.test('json depth: 100,000 levels are handled without a stack overflow', { skip }, async (t) => {
+t.test('json depth: 100,000 levels are handled without a stack overflow', async (t) => {
   const n = 100_000
   t.ok(exceeds(Buffer.from('['.repeat(n) + ']'.repeat(n)), 64), 'arrays')
   t.ok(exceeds(Buffer.from(`${'{"a":'.repeat(n)}1${'}'.repeat(n)}`), 64), 'objects')
@@ -223,7 +200,7 @@ t.test('json depth: 100,000 levels are handled without a stack overflow', { skip
   t.ok(exceeds(Buffer.from('['.repeat(n) + ']'.repeat(n)), n - 1), 'one over it')
 })
 
-t.test('json depth: any bytes give an answer, never an exception', { skip }, async (t) => {
+t.test('json depth: any bytes give an answer, never an exception', async (t) => {
   holds(
     t,
     'total',

@@ -252,12 +252,13 @@ t.test('a cursor reused with other filters is a 400', async (t) => {
   const junk = await list('/v1/sessions?page=not-a-cursor')
   t.equal(junk.status, 400, 'a made-up cursor')
   t.match(junk.json?.error?.message, /page/)
-  // Another endpoint's cursor does not work here either.
+  // Another endpoint's cursor does not work here either: two environments make a first page with a cursor.
+  for (const name of ['cursor-a', 'cursor-b']) await s.client.beta.environments.create({ name })
   const envPage = await s.client.beta.environments.list({ limit: 1 } as any)
-  if (envPage.next_page) {
-    const r = await list(`/v1/sessions?page=${encodeURIComponent(envPage.next_page)}`)
-    t.equal(r.status, 400, 'an environments cursor')
-  }
+  t.ok(envPage.next_page, 'the environments list has a next page')
+  const r = await list(`/v1/sessions?page=${encodeURIComponent(envPage.next_page!)}`)
+  t.equal(r.status, 400, 'an environments cursor')
+  t.match(r.json?.error?.message, /page/)
 })
 
 t.test('the official client auto-paginates sessions.list()', async (t) => {

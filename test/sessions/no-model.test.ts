@@ -15,9 +15,8 @@ const s = await stack({ env: { TROUPE_MODEL_BASE_URL: '', ANTHROPIC_API_KEY: '',
 
 t.test('start-up logs a warning naming TROUPE_MODEL_BASE_URL', async (t) => {
   const warning = await until('the warning', () => logLines(s.troupe).find((l) => typeof l.msg === 'string' && l.msg.includes('TROUPE_MODEL_BASE_URL')))
-  t.ok(warning, 'a log line names TROUPE_MODEL_BASE_URL')
-  t.match(warning?.msg, 'ANTHROPIC_API_KEY')
-  if (typeof warning?.level === 'number') t.equal(warning.level, 40, 'at warn level')
+  t.match(warning.msg, 'ANTHROPIC_API_KEY')
+  t.equal(warning.level, 40, 'at warn level')
 })
 
 t.test('a message ends with session.error exhausted and idle retries_exhausted', async (t) => {

@@ -3,7 +3,9 @@ import { connect } from '@nats-io/transport-node'
 import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { pino } from 'pino'
 import { ensureEventsStream, lastSequence, readSession } from '../../actors/session/log.js'
-import { eventsSubject } from '../../protocol/subjects.js'
+import { isApiError } from '../../protocol/errors/api-error.js'
+import { toEnvelope } from '../../protocol/errors/envelope.js'
+import { EVENTS_STREAM, eventsSubject } from '../../protocol/subjects.js'
 import { startNats } from '../helpers/nats.js'
 
 // A replay reads a whole history through a consumer; when none can be created (no meta leader in an election),
@@ -72,4 +74,31 @@ t.test('no consumer can be created for the moment: direct gets read every record
 t.test('a consumer refused for another reason fails the replay', async (t) => {
   const { client } = failingConsumers(new Error('a bug'))
   await t.rejects(replay(client), /a bug/)
+})
+
+t.test('a read that ends before the sequence it must reach fails, retryably: 503 history_behind', async (t) => {
+  // What a replica behind presents, or a purge landing between the replay's two steps: the last stored sequence is
+  // read first, then the records up to it. Here the two steps are taken apart and the newest record is deleted
+  // between them, on the real server.
+  const sid = 'sesn_behind1'
+  // Five in a row: the record before the newest is at sequence until − 1.
+  for (let i = 0; i < 5; i++) await js.publish(eventsSubject(sid), JSON.stringify({ type: 'agent.message', n: i }))
+  const until = await lastSequence(jsm, sid)
+  await jsm.streams.deleteMessage(EVENTS_STREAM, until)
+  const seen: number[] = []
+  const err = await readSession(js, sid, until, (r) => seen.push((r.event as any).n)).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  t.same(seen, [0, 1, 2, 3], 'every record there was, in order')
+  t.ok(isApiError(err), String(err))
+  t.same(toEnvelope(err, 'req_1'), {
+    status: 503,
+    headers: { 'retry-after-ms': '500' },
+    body: {
+      type: 'error',
+      error: { type: 'overloaded_error', message: `The history of session ${sid} was read up to ${until - 1} of ${until} (a replica behind); retry shortly` },
+      request_id: 'req_1',
+    },
+  })
 })

@@ -223,19 +223,16 @@ t.test('status lists the host, its partitions when placed, and the sessions', as
   const [host] = report.hosts
   t.equal(report.nats.url, s.nats.url)
   t.match(host!.id, /^host_/)
-  // Beats carry the process's details since placement was rewritten; older beats carry only `at`.
-  if (host!.pid !== undefined) t.equal(host!.pid, s.troupe.proc.pid, 'the beat names the troupe process')
-  if (report.partitions) {
-    report = await until(
-      'every partition held',
-      async () => {
-        const r = JSON.parse((await run(['status', '--json'])).stdout) as StatusReport
-        return ['agent', 'session'].every((k) => r.partitions?.[k as 'agent'].held[host!.id]?.length === PARTITIONS) && r
-      },
-      20_000,
-    )
-    t.same(report.partitions!.session.unheld, [])
-  } else t.comment('no troupe_placement bucket on this build: partitions not checked')
+  t.equal(host!.pid, s.troupe.proc.pid, 'the beat names the troupe process')
+  report = await until(
+    'every partition held',
+    async () => {
+      const r = JSON.parse((await run(['status', '--json'])).stdout) as StatusReport
+      return ['agent', 'session'].every((k) => r.partitions?.[k as 'agent'].held[host!.id]?.length === PARTITIONS) && r
+    },
+    20_000,
+  )
+  t.same(report.partitions!.session.unheld, [])
   t.ok(report.sessions.total >= 1)
   t.ok(report.sessions.by_status.idle! >= 1, 'the session is idle')
   t.same(report.sessions.running, [])

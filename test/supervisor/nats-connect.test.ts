@@ -1,21 +1,20 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { createServer } from 'node:http'
-import { performance } from 'node:perf_hooks'
 import { connectNats, parseNatsUrl, redact } from '../../supervisor/nats-connect.js'
 import { freePort, natsServerBinary } from '../../supervisor/nats-server.js'
 import { startNats } from '../helpers/nats.js'
 
-/** The issue's bar: a wrong NATS_URL is explained within seconds, not after 22 s of silence. */
-const WITHIN_MS = 6000
-
-async function failure(url: string): Promise<{ message: string; ms: number }> {
-  const t0 = performance.now()
+/**
+ * Why connecting to `url` failed. How soon a wrong NATS_URL is explained (seconds, not nats.js's 22 s of silence) is
+ * `npm run bench -- stops`'s figure; here, what the explanation says.
+ */
+async function failure(url: string): Promise<{ message: string }> {
   try {
     const nc = await connectNats(url)
     await nc.close()
   } catch (err) {
-    return { message: (err as Error).message, ms: performance.now() - t0 }
+    return { message: (err as Error).message }
   }
   throw new Error(`connected to ${url}`)
 }
@@ -24,13 +23,11 @@ t.test('connection refused: nothing listens on the port', async (t) => {
   const url = `nats://127.0.0.1:${await freePort()}`
   const f = await failure(url)
   t.match(f.message, `nothing is listening at ${url}: is nats-server running?`)
-  t.ok(f.ms < WITHIN_MS, `failed in ${Math.round(f.ms)} ms`)
 })
 
 t.test('unresolvable host', async (t) => {
   const f = await failure('nats://no-such-host.invalid:4222')
   t.match(f.message, /^cannot resolve host "no-such-host\.invalid" of nats:\/\/no-such-host\.invalid:4222 \(\w+\): check the host name/)
-  t.ok(f.ms < WITHIN_MS, `failed in ${Math.round(f.ms)} ms`)
 })
 
 t.test('an HTTP server on the port is not NATS', async (t) => {
@@ -45,7 +42,6 @@ t.test('an HTTP server on the port is not NATS', async (t) => {
   const url = `nats://127.0.0.1:${(http.address() as { port: number }).port}`
   const f = await failure(url)
   t.match(f.message, `${url} answered but is not a NATS server (it sent no NATS greeting)`)
-  t.ok(f.ms < WITHIN_MS, `failed in ${Math.round(f.ms)} ms`)
 })
 
 t.test('a server that speaks first, but not NATS, is named by what it said', async (t) => {
@@ -56,7 +52,6 @@ t.test('a server that speaks first, but not NATS, is named by what it said', asy
   const url = `nats://127.0.0.1:${(ssh.address() as { port: number }).port}`
   const f = await failure(url)
   t.match(f.message, `${url} answered but is not a NATS server (it said "SSH-2.0-OpenSSH_9.2")`)
-  t.ok(f.ms < WITHIN_MS, `failed in ${Math.round(f.ms)} ms`)
 })
 
 t.test('malformed URLs are refused before any connection', async (t) => {
@@ -92,7 +87,6 @@ t.test('credentials in the URL are used, and never printed', async (t) => {
   const f = await failure(`nats://troupe:wrong@127.0.0.1:${port}`)
   t.match(f.message, `nats://troupe:***@127.0.0.1:${port} refused our credentials`)
   t.notMatch(f.message, /wrong/, 'the password is not in the message')
-  t.ok(f.ms < WITHIN_MS, `failed in ${Math.round(f.ms)} ms`)
 })
 
 t.test('a connection keeps the reconnect settings of a long-lived process', async (t) => {

@@ -38,7 +38,6 @@ async function host(id: string, delay = { ms: 0 }) {
   const hosts = await kvm.create(Buckets.hosts, { ttl: HOST_TTL_MS, history: 1 })
   const placement = await kvm.create(Buckets.placement, { history: 1 })
   const held = new Set<string>()
-  const gainedAt = new Map<string, number>()
   const events: string[] = []
   const lines: any[] = []
   const log = pino(
@@ -61,7 +60,6 @@ async function host(id: string, delay = { ms: 0 }) {
     events: {
       gained: async (kind, p) => {
         held.add(`${kind}.${p}`)
-        gainedAt.set(`${kind}.${p}`, Date.now())
         events.push(`+${kind}.${p}`)
       },
       lost: async (kind, p) => {
@@ -71,7 +69,7 @@ async function host(id: string, delay = { ms: 0 }) {
     },
   })
   await p.start()
-  return { p, held, gainedAt, events, lines, nc }
+  return { p, held, events, lines, nc }
 }
 
 t.test('plan: the same for every caller, capped at a fair share, and stable for hosts that stay', async (t) => {
@@ -94,24 +92,29 @@ t.test('single activation: partitions split, never held twice; a crash moves the
 
   const c = await host('host_c1')
   await until('three-way split', () => c.held.size > 0 && a.held.size + b.held.size + c.held.size === PARTITIONS * 2, 10_000)
-  const stoppedAt = Date.now()
   const handed = [...c.held]
+  const beats = await new Kvm(b.nc).open(Buckets.hosts)
   await c.p.stop()
   t.equal(c.held.size, 0, 'stop serves nothing')
-  await until('hand-over on stop', () => a.held.size + b.held.size === PARTITIONS * 2, 2_000)
-  const slowest = Math.max(...handed.map((k) => (a.gainedAt.get(k) ?? b.gainedAt.get(k)!) - stoppedAt))
-  t.ok(slowest < 1000, `stopped host's partitions taken over in ${slowest} ms (no TTL wait)`)
+  // A hand-over, not an expiry: the stop names the next owners and deletes its heartbeat (a DEL marker; an expired key
+  // leaves none), so nothing waits for a TTL. How soon the survivors serve is `npm run bench -- stops`'s figure.
+  t.equal((await beats.get('host.host_c1'))?.operation, 'DEL', 'its heartbeat deleted by the stop')
+  await until('hand-over on stop', () => a.held.size + b.held.size === PARTITIONS * 2)
+  t.same(
+    handed.filter((k) => !a.held.has(k) && !b.held.has(k)),
+    [],
+    'the survivors serve what it handed over',
+  )
 
   await a.p.halt()
   await a.nc.close()
-  await until('b takes over', () => b.held.size === PARTITIONS * 2, 6_000)
+  await until('b takes over', () => b.held.size === PARTITIONS * 2)
   t.ok(
     b.lines.some((l) => l.msg.startsWith('host gone') && l.gone === 'host_a1'),
     "taken as soon as the dead host's connection was seen gone, not when its heartbeat expired",
   )
   // The next tests start alone: the dead host's heartbeat must have expired first.
-  const beats = await new Kvm(b.nc).open(Buckets.hosts)
-  await until("the dead host's heartbeat expired", async () => (await beats.get('host.host_a1'))?.operation !== 'PUT', 5_000)
+  await until("the dead host's heartbeat expired", async () => (await beats.get('host.host_a1'))?.operation !== 'PUT')
   const changes = b.lines.filter((l) => l.msg === 'partitions changed')
   t.ok(changes.length <= 6, `partition changes summarised: ${changes.length} lines for ${b.events.length} changes`)
   await b.p.stop()
@@ -138,12 +141,14 @@ t.test('a slow store never drops a lease: writes slower than the beat interval d
 t.test('a host whose heartbeat cannot land stops serving before it could expire, and resumes if nobody took over', async (t) => {
   const delay = { ms: 0 }
   const h = await host('host_stall1', delay)
+  const beats = await new Kvm(h.nc).open(Buckets.hosts)
   delay.ms = 4000 // the heartbeat key expires (TTL 2.5 s) before the next write lands
-  const stalledAt = Date.now()
-  await until('stops serving', () => !h.p.serves('session', 0), 4000)
-  const after = Date.now() - stalledAt
-  t.ok(after < HOST_TTL_MS, `stopped serving ${after} ms into the stall, before the TTL`)
+  await until('stops serving', () => !h.p.serves('session', 0))
+  // Before the TTL: its heartbeat is still in the store, so no other host could have taken anything over yet.
+  t.equal((await beats.get('host.host_stall1'))?.operation, 'PUT', 'stopped serving while its heartbeat was still stored')
   t.notOk(h.p.ready, 'not ready meanwhile')
+  await until('its heartbeat expired meanwhile', async () => (await beats.get('host.host_stall1'))?.operation !== 'PUT')
+  t.notOk(h.p.serves('session', 0), 'still not serving once its heartbeat expired')
   delay.ms = 0
   await until('serves again', () => h.p.serves('session', 0), 10_000)
   t.equal(h.events.filter((e) => e.startsWith('-')).length, 0, 'alone, it keeps everything')

@@ -19,6 +19,9 @@ import { until } from '../helpers/wait.js'
 
 // Chaos: SIGKILL the host that runs a session, mid-turn, and check that another host carries the session on.
 
+// Seven scenarios of two hosts each take about 100 s on a loaded machine: tap's default 120 s per file is too tight.
+t.setTimeout(300_000)
+
 const model = await startFakeModelServer()
 const nats = await startNats()
 const env = { TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k', TROUPE_MODEL_RETRY_BASE_MS: '20' }
@@ -156,6 +159,7 @@ t.test('the owner dies while a built-in tool runs: the tool is not run again, th
   await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }] } as any)
   await stream.next((e) => e.type === 'agent.tool_use')
   await owner.kill()
+  const killedAt = Date.now()
   await stream.next((e) => e.type === 'session.status_idle')
   const all = await history(client, session.id)
   const use = all.find((e) => e.type === 'agent.tool_use')
@@ -168,6 +172,10 @@ t.test('the owner dies while a built-in tool runs: the tool is not run again, th
     all.filter((e) => e.type === 'agent.message').map((m) => m.content[0].text),
     ['noted'],
   )
+  // The command never completed: not run again on the new host, and not left running by the dead one (its shell
+  // dies with it). An absence can only be seen once a run would have finished: the command's 5 s, and a second.
+  await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 6000 - Date.now())))
+  t.notOk(existsSync(marker), 'the command did not complete anywhere')
 })
 
 t.test('the owner dies after storing a tool use but before closing its model request: the conversation keeps the tool use', async (t) => {
@@ -320,11 +328,9 @@ t.test('the owner is stopped (SIGTERM) during a model request: the turn is hande
   const stream = reader(await client.beta.sessions.events.stream(session.id))
   await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
   await model.waitForRequests(before + 1)
-  const t0 = Date.now()
+  // How long the stop and the hand-over take is `npm run bench -- stops`'s figure; here, what the session shows.
   await owner.stop()
-  t.ok(Date.now() - t0 < 3000, 'the owner stopped within 3 s')
   const seen = await stream.next((e) => e.type === 'session.status_idle')
-  t.ok(Date.now() - t0 < 5000, `finished elsewhere ${Date.now() - t0} ms after the stop began`)
   t.ok(
     seen.some((e) => e.type === 'session.status_rescheduled'),
     'the turn in flight is rescheduled, as after a crash',

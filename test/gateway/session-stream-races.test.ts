@@ -1,0 +1,284 @@
+import t from 'tap'
+import '../helpers/keepalive.js'
+import { connect, headers as natsHeaders, type Msg } from '@nats-io/transport-node'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
+import { encodeTime } from 'ulid'
+import { pino } from 'pino'
+import { startGateway } from '../../gateway/server.js'
+import { actorAccess } from '../../supervisor/actor-access.js'
+import { decode, encode } from '../../protocol/codec.js'
+import type { ActorReply, ActorRequest } from '../../protocol/envelope.js'
+import { EventHeaders } from '../../protocol/events.js'
+import { newId } from '../../protocol/ids.js'
+import { EVENTS_STREAM, eventsSubject, eventsWildcard, liveSubject, partitionedSubject } from '../../protocol/subjects.js'
+import { startNats } from '../helpers/nats.js'
+import { TRANSPORT } from '../helpers/transport.js'
+import { ensureEventsStream } from '../../actors/session/log.js'
+import { until } from '../helpers/wait.js'
+import { guard, sseReader, type SseMsg } from '../helpers/sse-reader.js'
+
+// The SSE tail's answers to interleavings the real session owner produces only by chance, forced here: events stored
+// between the tail's subscribe and the owner's answer and while it replays, an owner whose answer lags a write, a
+// deletion during the open, an event id minted by a clock running ahead. The owner is played by a tiny responder
+// answering `stream.open` with the session's last stored sequence read from the real stream, as the real owner does;
+// everything else (nats-server, the events stream as hosts create it, the gateway) is real. The tail against the
+// real session actor: session-stream.test.ts.
+
+/** gateway/session-stream.ts reads from this long before an id's mint time. */
+const ID_SLACK_MS = 5_000
+
+const nats = await startNats()
+const nc = await connect({ servers: nats.url })
+const jsm = await jetstreamManager(nc)
+// The stream exactly as actor hosts create it: its RePublish is what feeds the live tail.
+const log = pino({ level: 'silent' })
+await ensureEventsStream({ jsm, replicas: 1, log })
+const js = jetstream(nc)
+const gw = await startGateway({ nc, actors: actorAccess(nc), log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 0 })
+const base = `http://127.0.0.1:${gw.port}`
+t.teardown(async () => {
+  gw.close()
+  await nc.close()
+  await nats.stop()
+})
+
+// ---- the stand-in session owner ---------------------------------------------------------------------------
+
+interface Owner {
+  /** Unknown sessions answer 404. */
+  known: boolean
+  /** Runs before the reply (publish "during" the open). */
+  beforeReply?: () => Promise<void>
+  /** Runs right after the reply, not awaited (publish while the gateway replays). */
+  afterReply?: () => Promise<void>
+  /** Adjusts the answered last_seq (a stale answer). */
+  adjust?: (seq: number) => number
+  opens: number
+}
+const owners = new Map<string, Owner>()
+const wrongSubjects: string[] = []
+t.teardown(() => {
+  if (wrongSubjects.length) throw new Error(`stream.open asked on the wrong subjects: ${wrongSubjects.join(', ')}`)
+})
+
+async function lastSeqOf(sid: string): Promise<number> {
+  try {
+    const m = await jsm.streams.getMessage(EVENTS_STREAM, { last_by_subj: eventsSubject(sid) })
+    return m?.seq ?? 0
+  } catch {
+    return 0
+  }
+}
+
+nc.subscribe('troupe.session.*.*.stream.open', {
+  callback: (_err, msg: Msg) => {
+    void (async () => {
+      const req = decode<ActorRequest>(msg.data)
+      const sid = req.params.session_id!
+      if (msg.subject !== partitionedSubject('session', sid, 'stream.open')) wrongSubjects.push(msg.subject)
+      const o = owners.get(sid)
+      let reply: ActorReply
+      if (!o?.known) {
+        reply = { ok: false, error: { status: 404, type: 'not_found_error', message: `session ${sid} not found` } }
+      } else {
+        o.opens++
+        await o.beforeReply?.()
+        const seq = await lastSeqOf(sid)
+        reply = { ok: true, body: { last_seq: o.adjust ? o.adjust(seq) : seq } }
+      }
+      msg.respond(encode(reply))
+      if (o?.known && o.afterReply) void o.afterReply()
+    })()
+  },
+})
+
+function session(owner: Partial<Owner> = {}): string {
+  const sid = newId('sesn')
+  owners.set(sid, { known: true, opens: 0, ...owner })
+  return sid
+}
+
+// ---- what the session actor writes ------------------------------------------------------------------------
+
+interface Ev {
+  id: string
+  type: string
+  processed_at: string | null
+  [k: string]: unknown
+}
+
+async function store(sid: string, type = 'agent.message', extra: Record<string, unknown> = {}): Promise<Ev> {
+  const ev: Ev = { type, id: newId('sevt'), processed_at: new Date().toISOString(), ...extra }
+  const h = natsHeaders()
+  h.set(EventHeaders.msgId, ev.id)
+  h.set(EventHeaders.type, type)
+  h.set(EventHeaders.id, ev.id)
+  await js.publish(eventsSubject(sid), JSON.stringify(ev), { headers: h })
+  return ev
+}
+
+async function storeMany(sid: string, n: number, label: string): Promise<Ev[]> {
+  const out: Ev[] = []
+  for (let i = 0; i < n; i++) out.push(await store(sid, 'agent.message', { content: [{ type: 'text', text: `${label} ${i}` }] }))
+  return out
+}
+
+/** An internal record: shares the subject, never shown. */
+async function storeProcessed(sid: string, ids: string[]): Promise<void> {
+  const h = natsHeaders()
+  h.set(EventHeaders.msgId, newId('sevt'))
+  h.set(EventHeaders.type, '_processed')
+  await js.publish(eventsSubject(sid), JSON.stringify({ type: '_processed', ids, processed_at: new Date().toISOString() }), { headers: h })
+}
+
+function deletionNotice(sid: string, withIdHeader = true): Ev {
+  const ev: Ev = { type: 'session.deleted', id: newId('sevt'), processed_at: new Date().toISOString() }
+  const h = natsHeaders()
+  h.set(EventHeaders.type, ev.type)
+  if (withIdHeader) h.set(EventHeaders.id, ev.id)
+  nc.publish(liveSubject(sid), JSON.stringify(ev), { headers: h })
+  return ev
+}
+
+async function openStream(sid: string, query = '', hdrs: Record<string, string> = {}) {
+  const res = await guard(
+    fetch(`${base}/v1/sessions/${sid}/events/stream${query ? `?${query}` : ''}`, {
+      headers: { accept: 'application/json', ...hdrs },
+    }),
+    'stream headers',
+  )
+  return { res, sse: sseReader(res) }
+}
+
+const ids = (ms: SseMsg[]) => ms.map((m) => m.id)
+
+// ---- tests ------------------------------------------------------------------------------------------------
+
+t.test('?after= replays what followed, then goes live: no gap, no duplicate, even with writes during the open and the replay', async (t) => {
+  const written: Ev[] = []
+  let background: Promise<void> = Promise.resolve()
+  const sid = session({
+    // Stored after the gateway subscribed but before last_seq is read: must come through the replay.
+    beforeReply: async () => {
+      written.push(...(await storeMany(sid, 10, 'opening')))
+    },
+    // Stored while the gateway replays: must come through the live buffer, once.
+    afterReply: async () => {
+      background = (async () => {
+        for (let i = 0; i < 60; i++) {
+          written.push(await store(sid, 'agent.message', { content: [{ type: 'text', text: `during ${i}` }] }))
+          if (i % 7 === 0) await storeProcessed(sid, [written[0]!.id])
+        }
+      })()
+    },
+  })
+  const history = await storeMany(sid, 150, 'history')
+  await storeProcessed(sid, [history[0]!.id])
+  written.push(...history)
+  const from = history[40]!
+  const { res, sse } = await openStream(sid, `after=${from.id}`)
+  t.equal(res.status, 200)
+  await background
+  const tail = [...(await storeMany(sid, 5, 'after'))]
+  written.push(...tail)
+  // Order of storage is the order of `written` except the opening batch, written during the open: sort by seq.
+  const expected = await storedIdsAfter(sid, from.id)
+  t.equal(expected.length, 109 + 10 + 60 + 5)
+  const got = await sse.take(expected.length)
+  t.same(ids(got), expected, 'every stored event after the cursor, in stream order, once')
+  t.notOk(
+    got.some((m) => m.event?.startsWith('_')),
+    'no internal records',
+  )
+  t.equal(new Set(ids(got)).size, got.length, 'no duplicates')
+  // Nothing more arrives: a fresh event is the very next message.
+  const next = await store(sid)
+  t.equal((await sse.take(expected.length + 1)).at(-1)!.id, next.id)
+  await sse.cancel()
+})
+
+/** The ids of the session's stored, non-internal events after `after`, in stream order (read independently). */
+async function storedIdsAfter(sid: string, after: string): Promise<string[]> {
+  const c = await js.consumers.get(EVENTS_STREAM, { filter_subjects: eventsWildcard(sid) })
+  const out: string[] = []
+  let seen = false
+  const info = await c.info(true)
+  let left = info.num_pending
+  const iter = await c.fetch({ max_messages: left })
+  for await (const m of iter) {
+    const id = m.headers?.get(EventHeaders.id)
+    const type = m.headers?.get(EventHeaders.type) ?? ''
+    if (seen && id && !type.startsWith('_')) out.push(id)
+    if (id === after) seen = true
+    if (--left === 0) break
+  }
+  await c.delete().catch(() => undefined)
+  return out
+}
+
+t.test('an id whose mint time is after its storage time (a host clock running ahead): found by the full read', async (t) => {
+  /** Stores an event whose id claims to be minted `aheadMs` from now. */
+  const storeSkewed = async (sid: string, aheadMs: number) => {
+    const id = `sevt_${encodeTime(Date.now() + aheadMs, 10)}${'0'.repeat(16)}`
+    const h = natsHeaders()
+    h.set(EventHeaders.msgId, id)
+    h.set(EventHeaders.type, 'agent.tool_result')
+    h.set(EventHeaders.id, id)
+    await js.publish(eventsSubject(sid), JSON.stringify({ type: 'agent.tool_result', id, processed_at: null }), { headers: h })
+    return id
+  }
+  // Nothing stored after the time the id claims: the time-based read is empty, the read from the start finds it.
+  const sid = session()
+  await store(sid)
+  const ahead = await storeSkewed(sid, 60_000)
+  const after = await storeMany(sid, 2, 'y')
+  const a = await openStream(sid, `after=${ahead}`)
+  t.same(
+    ids(await a.sse.take(2)),
+    after.map((e) => e.id),
+  )
+  await a.sse.cancel()
+
+  // The time-based read sees later events but not this one: the read from the start stops where it began.
+  const sid2 = session()
+  await store(sid2)
+  const ahead2 = await storeSkewed(sid2, ID_SLACK_MS + 1000)
+  const mid = await store(sid2)
+  await new Promise((r) => setTimeout(r, 1100))
+  const late = await storeMany(sid2, 2, 'late')
+  const b = await openStream(sid2, `after=${ahead2}`)
+  t.same(
+    ids(await b.sse.take(3)),
+    [mid, ...late].map((e) => e.id),
+  )
+  await b.sse.cancel()
+})
+
+t.test('a deletion notice while the stream opens: no replay, the notice, the end', async (t) => {
+  let notice: Ev | undefined
+  const sid = session({
+    // The gateway has subscribed by now; the history may be going away, so it is not read.
+    beforeReply: async () => {
+      notice = deletionNotice(sid)
+      await nc.flush()
+    },
+  })
+  const evs = await storeMany(sid, 5, 'h')
+  const s = await openStream(sid, `after=${evs[0]!.id}`)
+  const all = await s.sse.toEnd()
+  t.same(
+    all.map((m) => [m.event, m.id]),
+    [['session.deleted', notice!.id]],
+  )
+  await until('the stream to be gone', () => gw.openStreams === 0, 10_000, 10)
+})
+
+t.test('a stale last_seq from the owner: the missed event is read back when the next one reveals the gap', async (t) => {
+  const sid = session({ adjust: (seq) => seq - 1 })
+  await storeMany(sid, 3, 'old')
+  const missed = await store(sid)
+  const s = await openStream(sid)
+  const next = await store(sid)
+  t.same(ids(await s.sse.take(2)), [missed.id, next.id])
+  await s.sse.cancel()
+})
