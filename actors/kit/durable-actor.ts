@@ -147,7 +147,7 @@ export class DurableActor<S> extends MailboxActor {
     const pending = this.pending(next)
     if (pending) await this.mb.markWork()
     // Checked again here, not only when the op started: an op that awaited something may have outlived the heartbeat.
-    if (!this.home.actors.serves(this.id)) throw new NotServing(`${this.home.actors.kind} ${this.id}: this host's heartbeat lapsed`)
+    this.mb.checkServing()
     await this.record.write(next)
     this.current = next
     if (!pending) await this.mb.unmarkWork()

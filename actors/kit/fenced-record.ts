@@ -14,6 +14,18 @@ export class FencedRecord<T> {
     private revision: number,
   ) {}
 
+  /** The record as stored now, fenced at what was read; undefined when there is none. */
+  static async read<T>(store: RecordStore<T>, key: string): Promise<{ value: T; record: FencedRecord<T> } | undefined> {
+    const cur = await store.get(key)
+    return cur && { value: cur.value, record: new FencedRecord(store, key, cur.revision) }
+  }
+
+  /** Stores a new record, fenced at what was written; false when the key exists. */
+  static async create<T>(store: RecordStore<T>, key: string, value: T): Promise<FencedRecord<T> | false> {
+    const rev = await store.create(key, value)
+    return rev !== false && new FencedRecord(store, key, rev)
+  }
+
   /** Stores `next` if the record is still as this writer last saw it. */
   async write(next: T): Promise<void> {
     const rev = this.revision ? await this.store.update(this.key, next, this.revision) : await this.store.create(this.key, next)

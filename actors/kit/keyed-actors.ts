@@ -3,7 +3,8 @@ import { partitionOf } from '../../protocol/subjects.js'
 import { Activations, type Activatable, type ActivationOptions } from './activation.js'
 import type { MailboxOptions } from './mailbox.js'
 import type { OpTable } from './ops.js'
-import { live } from './store.js'
+import { partitionOfKey } from './owned.js'
+import { live, RecordStore } from './store.js'
 import type { HostContext, KindRuntime } from './types.js'
 import { listMarked, workKey } from './work-marks.js'
 
@@ -64,6 +65,18 @@ export class KeyedActors<A extends Activatable> extends Activations<A> {
   /** Whether `id` has a work marker: known here without a round trip once its partition's markers were listed. */
   async hasWork(id: string): Promise<boolean> {
     return this.marks.has(id) ?? live(await this.k.kv.get(workKey(id)))
+  }
+
+  /**
+   * The kind's records `<prefix><id>` in its bucket, cached (as bytes, a copy per read) while this host owns the id's
+   * partition, since it is then their only writer: a read of an idle actor, or its rebuild, costs no round trip. A
+   * partition gained or given away drops its entries (another host may have written them meanwhile). One per kind.
+   */
+  records<T>(prefix: string): RecordStore<T> {
+    const partitionOfRecord = partitionOfKey(prefix)
+    const store = new RecordStore<T>(this.k.kv, (key) => this.owned.has(partitionOfRecord(key)), true)
+    this.owned.onChange = (p) => store.forget((key) => partitionOfRecord(key) === p)
+    return store
   }
 
   /** The kind as this host runs it: its ops, and the partitions placement gives and takes wired to these actors. */

@@ -66,8 +66,7 @@ export class Mailbox {
   write<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.chain.then(() => {
       this.alive()
-      if (this.o.serves && !this.o.serves())
-        throw new NotServing(`${this.o.kind} ${this.o.id}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
+      this.checkServing()
       return fn()
     })
     this.chain = run.then(
@@ -120,6 +119,15 @@ export class Mailbox {
     // A delete marker, not a purge: on nats-server 2.9 a KV purge (a subject rollup) that races a write to another
     // key makes push consumers (a projection's watch) skip that write, so lists showed a stale status.
     await this.o.work.kv.delete(this.o.work.key).catch(() => undefined)
+  }
+
+  /**
+   * Throws NotServing once this host may no longer write for the actor. Every write checks it before it starts; a
+   * write that awaited something checks again before it stores, and so does a side effect that a new owner would not
+   * know had begun (a session's tool run). `then`: what the actor does not do meanwhile, for the log line.
+   */
+  checkServing(then = 'it writes nothing until it re-reads its partitions'): void {
+    if (this.o.serves && !this.o.serves()) throw new NotServing(`${this.o.kind} ${this.o.id}: this host's heartbeat lapsed; ${then}`)
   }
 
   /** Throws the retryable 503 a stopped actor answers: its replacement (here or on another host) will serve. */

@@ -1,25 +1,24 @@
 import path from 'node:path'
 import { rm } from 'node:fs/promises'
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
-import type { KV } from '@nats-io/kv'
 import { isApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
 import type { RequestTag, SessionEvent, StopReason } from '../../protocol/events.js'
 import { fingerprint } from '../../protocol/hash.js'
 import { newId } from '../../protocol/ids.js'
 import type { Session } from '../../protocol/session.js'
-import { partitionOf } from '../../protocol/subjects.js'
 import { now } from '../../protocol/time.js'
 import { budgetReached } from './billing/budget.js'
 import { emptyUsage, type ModelUsage, type UsageTotals } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { createHostSandbox, type Sandbox } from '../../sandbox/index.js'
 import type { RecordStore } from '../kit/store.js'
-import type { WorkMarks } from '../kit/work-marks.js'
+import { FencedRecord } from '../kit/fenced-record.js'
+import type { KeyedActors } from '../kit/keyed-actors.js'
 import { storeUnavailable } from '../kit/nats-errors.js'
-import { MailboxActor, type Supervisor } from '../kit/actor.js'
+import { MailboxActor } from '../kit/actor.js'
 import { intervalAfter, type RetryPolicy } from '../kit/retry-policy.js'
-import { AppendUncertain, FenceLost, NotServing } from '../kit/mailbox.js'
+import { AppendUncertain, FenceLost } from '../kit/mailbox.js'
 import type { HostContext } from '../kit/types.js'
 import { Appends } from './appends.js'
 import { History } from './history.js'
@@ -27,7 +26,7 @@ import type { AgentResolver } from './admission.js'
 import type { EnvironmentRefs } from './references.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
 import { classifyFailure, streamModel, type Model, type ModelResponse } from './model.js'
-import { hasWork, sessionKey, workKey, type SessionRecord } from './state.js'
+import { sessionKey, type SessionRecord } from './state.js'
 import { permissionFields, routeTool, toolDefinitions } from './tools.js'
 
 export interface SessionSettings {
@@ -50,7 +49,6 @@ export interface SessionSettings {
 export interface ActorDeps {
   ctx: HostContext
   store: RecordStore<SessionRecord>
-  kv: KV
   /** Undefined when neither a model base URL nor a key is configured: turns end with a session.error. */
   model: Model | undefined
   environments: EnvironmentRefs
@@ -59,11 +57,9 @@ export interface ActorDeps {
   settings: SessionSettings
   /** How a failed model request is retried: `modelRetry` with the settings' retries and first pause. */
   modelRetry: RetryPolicy
-  /** The kind's activations: told when an actor leaves memory (deleted) or failed (it is rebuilt). */
-  actors: Supervisor<SessionActor> & { gone(actor: SessionActor): void; readonly marks: WorkMarks }
+  /** The kind's actors on this host: told when one leaves memory (deleted) or failed (it is rebuilt). */
+  actors: KeyedActors<SessionActor>
 }
-
-const eventLog = (deps: ActorDeps, id: string, lastSeq: number) => new EventLog(deps.ctx.nc, id, lastSeq, () => deps.ctx.serves('session', partitionOf(id)))
 
 /** A session with a live shell keeps it (and stays in memory) this long after its last work. */
 const SANDBOX_IDLE_MS = 10 * 60_000
@@ -103,24 +99,20 @@ export class SessionActor extends MailboxActor {
   private readonly accepting = new Map<string, Promise<void>>()
   /** Every write of this session goes through here, in order: emitted events are stored in batches. */
   private readonly appends: Appends
+  readonly log: EventLog
   /** The running turn's record, due once it has run `settings.runningRecordMs`. */
   private runningRecord: NodeJS.Timeout | undefined
 
   private constructor(
     private readonly deps: ActorDeps,
     readonly h: History,
-    readonly log: EventLog,
-    private revision: number,
+    lastSeq: number,
+    private readonly stored: FencedRecord<SessionRecord>,
     workMarked = false,
   ) {
-    super(h.session.id, deps.actors, {
-      kind: 'session',
-      log: deps.ctx.log,
-      work: { kv: deps.kv, key: workKey(h.session.id) },
-      workMarked,
-      serves: () => deps.ctx.serves('session', partitionOf(h.session.id)),
-    })
-    this.appends = new Appends(this.mb, log)
+    super(h.session.id, deps.actors, deps.actors.mailbox(h.session.id, workMarked))
+    this.log = new EventLog(deps.ctx.nc, this.id, lastSeq, () => this.mb.checkServing())
+    this.appends = new Appends(this.mb, this.log)
   }
 
   /** Stopped (failed, passivated or shut down): the turn stops at its next step, the shell goes. */
@@ -137,7 +129,7 @@ export class SessionActor extends MailboxActor {
 
   /** Rebuilds a session from its record and its history; undefined when it does not exist. */
   static async load(deps: ActorDeps, id: string): Promise<SessionActor | undefined> {
-    const [cur, work] = await Promise.all([deps.store.get(sessionKey(id)), hasWork(deps, id)])
+    const [cur, work] = await Promise.all([FencedRecord.read(deps.store, sessionKey(id)), deps.actors.hasWork(id)])
     if (!cur) return undefined
     const rec = cur.value
     // The record holds the latest snapshot; replay re-derives what the events say from a clean start.
@@ -149,14 +141,14 @@ export class SessionActor extends MailboxActor {
     await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed, r.request))
     const recovering = h.status === 'running' || h.status === 'rescheduling'
     // A marker left by a host that died holding the session (busy or not) is cleared when this actor leaves memory.
-    const actor = new SessionActor(deps, h, eventLog(deps, id, last), cur.revision, recovering || work)
+    const actor = new SessionActor(deps, h, last, cur.record, recovering || work)
     actor.recovering = recovering
     return actor
   }
 
   /** A session that was just stored by create (its history is empty). */
-  static fresh(deps: ActorDeps, rec: SessionRecord, revision: number): SessionActor {
-    return new SessionActor(deps, new History(rec), eventLog(deps, rec.session.id, 0), revision)
+  static fresh(deps: ActorDeps, rec: SessionRecord, record: FencedRecord<SessionRecord>): SessionActor {
+    return new SessionActor(deps, new History(rec), 0, record)
   }
 
   /** True while the actor has something to do. */
@@ -288,7 +280,11 @@ export class SessionActor extends MailboxActor {
     this.turn?.abort()
     await this.mb.settled()
     await this.mb.persisted()
-    if (!(await this.deps.store.delete(sessionKey(this.id), this.revision))) {
+    const deleted = await this.stored.delete().then(
+      () => true,
+      (err) => (err instanceof FenceLost ? false : Promise.reject(err)),
+    )
+    if (!deleted) {
       this.deps.actors.gone(this)
       throw fail('actor_moving', 'session')
     }
@@ -510,8 +506,7 @@ export class SessionActor extends MailboxActor {
       if (signal.aborted || this.dead) return
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
-      if (!this.deps.ctx.serves('session', partitionOf(this.id)))
-        throw new NotServing(`session ${this.id}: not running a tool while this host's heartbeat has lapsed`)
+      this.mb.checkServing('it starts no tool until it re-reads its partitions')
       const result = await this.sandboxFor().run(t.name, t.input, signal)
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
@@ -660,9 +655,7 @@ export class SessionActor extends MailboxActor {
       const totals = this.h.liveTotals()
       rec.session.usage = toWireUsage(totals)
       rec.session.stats = statsOf(rec.session, totals)
-      const rev = await this.deps.store.update(sessionKey(this.id), rec, this.revision)
-      if (rev === false) throw new FenceLost(`session ${this.id} record moved on without us`)
-      this.revision = rev
+      await this.stored.write(rec)
     })
   }
 

@@ -3,6 +3,7 @@ import { fingerprint } from '../../protocol/hash.js'
 import type { StreamOpenReply } from '../../protocol/events.js'
 import type { SessionKind } from '../../protocol/ops/session.js'
 import type { SessionCreateInput } from '../../protocol/schemas/session.js'
+import { FencedRecord } from '../kit/fenced-record.js'
 import type { Handlers, OpInput } from '../kit/ops.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
 import type { Session } from '../../protocol/session.js'
@@ -18,7 +19,7 @@ import type { ActorDeps } from './actor.js'
 import { checkFits, lastSequence } from './log.js'
 import { listEvents } from './pages.js'
 import { checkClientEvents } from './rules.js'
-import { hasWork, sessionKey, type SessionRecord } from './state.js'
+import { sessionKey, type SessionRecord } from './state.js'
 
 export interface Actors {
   /** The live actor of a session, loading it (replaying its history) when needed; undefined if none exists. */
@@ -105,17 +106,17 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
         running_since: null,
         ...(req.key === undefined ? {} : { created_by: fingerprint(b) }),
       }
-      const rev = await store.create(sessionKey(id), rec).catch(async (err) => {
+      const record = await FencedRecord.create(store, sessionKey(id), rec).catch(async (err) => {
         await release()
         throw err
       })
-      if (rev === false) {
+      if (!record) {
         await release()
         const raced = req.key === undefined ? undefined : await retriedCreate(id, req)
         if (raced) return raced
         throw fail('session_exists', id)
       }
-      const actor = SessionActor.fresh(deps, rec, rev)
+      const actor = SessionActor.fresh(deps, rec, record)
       actors.add(actor)
       if (b.initial_events?.length) {
         await actor.accept(b.initial_events, req)
@@ -128,7 +129,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     async get({ id }) {
       const a = actors.peek(id)
       if (a) return a.view()
-      const [cur, work] = await Promise.all([store.get(sessionKey(id)), hasWork(deps, id)])
+      const [cur, work] = await Promise.all([store.get(sessionKey(id)), deps.actors.hasWork(id)])
       if (!cur) throw fail('session_not_found', id)
       // The record trails the history (it is written once the events it sums up are stored): a host that died
       // in between left it stale. A session with work in flight, or whose record says it had, is answered from

@@ -1,8 +1,8 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
-import { Buckets, partitionOf } from '../../protocol/subjects.js'
-import { Activations } from '../kit/activation.js'
+import { Buckets } from '../../protocol/subjects.js'
 import { openBucket } from '../kit/buckets.js'
+import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
 import { retryWhileStarting } from '../kit/retry.js'
@@ -15,7 +15,7 @@ import { listSessions } from './list.js'
 import { ensureEventsStream } from './log.js'
 import { modelClient } from './model.js'
 import { EnvironmentRefs } from './references.js'
-import { SESSION_PREFIX, WORK_PREFIX, sessionStore, type SessionRecord } from './state.js'
+import { SESSION_PREFIX, type SessionRecord } from './state.js'
 
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   retries: modelRetry.maximumAttempts - 1,
@@ -40,25 +40,10 @@ export const sessionKind: ActorKindDef = {
     await projection.start()
     const settings = { ...DEFAULT_SESSION_SETTINGS, ...ctx.settings.session }
     const { modelBaseUrl, anthropicApiKey } = ctx.settings
-    const actors: Activations<SessionActor> = new Activations({
-      kind: 'session',
-      log: ctx.log,
-      serves: (p) => ctx.serves('session', p),
-      load: (id) => SessionActor.load(deps, id),
-      listWork: async (p) => {
-        const ids: string[] = []
-        for await (const k of await kv.keys(`${WORK_PREFIX}>`)) {
-          const id = k.slice(WORK_PREFIX.length)
-          if (partitionOf(id) === p) ids.push(id)
-        }
-        return ids
-      },
-      idleMs: settings.idleMs,
-    })
+    const actors: KeyedActors<SessionActor> = new KeyedActors(ctx, { kind: 'session', kv, load: (id) => SessionActor.load(deps, id), idleMs: settings.idleMs })
     const deps: ActorDeps = {
       ctx,
-      store: sessionStore(kv, actors.owned),
-      kv,
+      store: actors.records<SessionRecord>(SESSION_PREFIX),
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey, ctx.log) : undefined,
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
@@ -73,14 +58,6 @@ export const sessionKind: ActorKindDef = {
         return listSessions(projection, query)
       },
     })
-    return {
-      ops,
-      acquired: (p) => actors.acquired(p),
-      released: (p, handOver) => actors.released(p, handOver),
-      async close() {
-        projection.stop()
-        await actors.close()
-      },
-    }
+    return actors.runtime(ops, () => projection.stop())
   },
 }

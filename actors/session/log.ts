@@ -6,7 +6,7 @@ import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcar
 import { readSessionRange } from './event-reader.js'
 import { ensureReplicas, replicasRefused, type Storage } from '../kit/replicas.js'
 import { jsPublisher } from '../kit/js-publish.js'
-import { AppendUncertain, FenceLost, NotServing } from '../kit/mailbox.js'
+import { AppendUncertain, FenceLost } from '../kit/mailbox.js'
 
 const isTimeout = (err: unknown) => err instanceof TimeoutError || (err instanceof Error && err.cause instanceof TimeoutError)
 
@@ -104,8 +104,8 @@ export class EventLog {
     readonly sessionId: string,
     /** Stream sequence of the last record on this session's primary subject (0: none). */
     public lastSeq: number,
-    /** Whether this host still serves the session's partition; checked before every append. Default: always. */
-    private readonly serving: () => boolean = () => true,
+    /** Throws once this host may no longer write for the session (`Mailbox.checkServing`); called before every append. */
+    private readonly checkServing: () => void = () => undefined,
   ) {}
 
   /** Stores one event (or internal record). */
@@ -136,7 +136,7 @@ export class EventLog {
   private async publish(h: MsgHdrs, json: string, id: string | undefined): Promise<number> {
     // The sequence fence stops a write after the new owner's first append; this stops one before it, so a host
     // resumed from a pause cannot slip an event in between the new owner's replay and its first append.
-    if (!this.serving()) throw new NotServing(`session ${this.sessionId}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
+    this.checkServing()
     if (id) h.set(EventHeaders.msgId, id)
     h.set(EXPECTED_LAST_SUBJECT_SEQUENCE, String(this.lastSeq))
     let ack: PubAck

@@ -1,21 +1,12 @@
-import type { KV } from '@nats-io/kv'
 import type { CapturedEnvironment, Session } from '../../protocol/session.js'
 import type { UsageTotals } from './billing/usage.js'
-import { live, RecordStore } from '../kit/store.js'
-import type { WorkMarks } from '../kit/work-marks.js'
-import { partitionOfKey, type OwnedPartitions } from '../kit/owned.js'
 
 /**
- * How sessions sit in the `troupe_sessions` bucket:
- *
- *   session.<id>   the record: the wire view as of the last status change or update, plus what the history
- *                  needs beside it. The events stream is the source of truth for everything that changes
- *                  during a session; this record is its snapshot for reads of idle sessions and for lists.
- *   work.<id>      present while the session has work in flight (a turn running, or client events waiting
- *                  to be handled). A host that takes a partition over resumes exactly these sessions.
- *
- * Only the host owning a session's partition writes either key; writes are compare-and-set on the record's
- * revision, so a host that lost the partition without noticing fails instead of overwriting.
+ * A session's record, `session.<id>` in the `troupe_sessions` bucket: the wire view as of the last status change or
+ * update, plus what the history needs beside it. The events stream is the source of truth for everything that
+ * changes during a session; this record is its snapshot for reads of idle sessions and for lists. Only the session's
+ * actor writes it, each write fenced by the one before (kit/fenced-record.ts), so an actor whose host lost the
+ * session without noticing fails instead of overwriting. The bucket also holds the kind's work markers (kit/keyed-actors.ts).
  */
 export interface SessionRecord {
   session: Session
@@ -34,26 +25,3 @@ export interface SessionRecord {
 
 export const SESSION_PREFIX = 'session.'
 export const sessionKey = (id: string) => `${SESSION_PREFIX}${id}`
-export const WORK_PREFIX = 'work.'
-export const workKey = (id: string) => `${WORK_PREFIX}${id}`
-
-/**
- * Whether a session has a work marker: what its owner knows (no round trip) once it has listed the partition's
- * markers; the store otherwise.
- */
-export async function hasWork(deps: { kv: KV; actors: { marks: WorkMarks } }, id: string): Promise<boolean> {
-  return deps.actors.marks.has(id) ?? live(await deps.kv.get(workKey(id)))
-}
-
-const partitionOfRecord = partitionOfKey(SESSION_PREFIX)
-
-/**
- * The records, cached while this host owns their partition (it is then their only writer): a GET of an idle
- * session, and rebuilding its actor, cost no KV round trip. Cached as bytes, so an actor may change the record
- * it was built from; `owned` drops a partition's entries whenever its ownership changes.
- */
-export function sessionStore(kv: KV, owned: OwnedPartitions): RecordStore<SessionRecord> {
-  const store = new RecordStore<SessionRecord>(kv, (key) => owned.has(partitionOfRecord(key)), true)
-  owned.onChange = (p) => store.forget((key) => partitionOfRecord(key) === p)
-  return store
-}

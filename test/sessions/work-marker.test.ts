@@ -1,7 +1,7 @@
 import t from 'tap'
 import { connect } from '@nats-io/transport-node'
 import { Kvm } from '@nats-io/kv'
-import { workKey } from '../../actors/session/state.js'
+import { workKey } from '../../actors/kit/work-marks.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { agentAndEnv, collect, isIdle, sessionStack, until } from './_helpers.js'
 
