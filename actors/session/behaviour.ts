@@ -14,12 +14,12 @@ import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
 import { checkCreateInput, checkEnvironment, modelNames, modelsOf, prefixed, snapshotAgent } from './admission.js'
-import { SessionActor, viewOf } from './actor.js'
-import type { ActorDeps } from './actor.js'
+import { SessionActor } from './actor.js'
+import type { ActorDeps } from './deps.js'
 import { checkFits, lastSequence } from './log.js'
 import { listEvents } from './pages.js'
 import { checkClientEvents } from './rules.js'
-import { sessionKey, type SessionRecord } from './state.js'
+import { sessionKey, viewOf, type SessionRecord } from './state.js'
 
 export interface Actors {
   /** The live actor of a session, loading it (replaying its history) when needed; undefined if none exists. */

@@ -56,6 +56,11 @@ export class History {
     return this.rec.session
   }
 
+  /** A turn runs: its model request, its tools, or the pause before it retries a model request. */
+  get running(): boolean {
+    return this.status === 'running' || this.status === 'rescheduling'
+  }
+
   /** Applies one stored event, after the client events it marks as handled (`processed`); `request`: the POST that stored it. */
   apply(ev: SessionEvent, processed?: readonly string[], request?: RequestTag): void {
     if (processed) this.handled(processed)

@@ -8,7 +8,8 @@ import { Projection } from '../kit/projection.js'
 import { retryWhileStarting } from '../kit/retry.js'
 import { modelRetry } from '../kit/retry-policy.js'
 import type { ActorKindDef } from '../kit/types.js'
-import { SessionActor, type ActorDeps, type SessionSettings } from './actor.js'
+import { SessionActor } from './actor.js'
+import type { ActorDeps, SessionSettings } from './deps.js'
 import { agentResolver } from './admission.js'
 import { sessionOps } from './behaviour.js'
 import { listSessions } from './list.js'
@@ -26,10 +27,10 @@ export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
 }
 
 /**
- * Sessions: one actor per session, on the host that holds the session's partition. Actors live in memory only
+ * Sessions: one actor per session, on the host that owns it (kit/keyed-actors.ts). Actors live in memory only
  * while they have work (or a live shell); an idle one leaves, and the next request rebuilds it from its record and
- * its history. Taking a partition over resumes exactly the sessions marked as having work. Listing spans every
- * partition: any host answers it from its projection of the sessions bucket.
+ * its history. A host taking sessions over resumes exactly those marked as having work. Listing spans every
+ * session: any host answers it from its projection of the sessions bucket.
  */
 export const sessionKind: ActorKindDef = {
   contract: SessionKind,

@@ -95,7 +95,7 @@ export interface AppendOptions {
 
 /**
  * The append side of one session's history. Every append names the subject's last sequence it expects
- * (`Nats-Expected-Last-Subject-Sequence`), so a host that lost the session's partition without noticing
+ * (`Nats-Expected-Last-Subject-Sequence`), so a host that lost the session without noticing
  * cannot write after the new owner: its append fails and it steps down.
  */
 export class EventLog {

@@ -1,5 +1,6 @@
 import type { CapturedEnvironment, Session } from '../../protocol/session.js'
 import type { UsageTotals } from './billing/usage.js'
+import { toWireUsage } from './billing/wire-usage.js'
 
 /**
  * A session's record, `session.<id>` in the `troupe_sessions` bucket: the wire view as of the last status change or
@@ -25,3 +26,19 @@ export interface SessionRecord {
 
 export const SESSION_PREFIX = 'session.'
 export const sessionKey = (id: string) => `${SESSION_PREFIX}${id}`
+
+export function statsOf(s: Session, totals: UsageTotals) {
+  const end = s.archived_at ? Date.parse(s.archived_at) : Date.now()
+  return { active_seconds: totals.active_ms / 1000, duration_seconds: Math.max(0, end - Date.parse(s.created_at)) / 1000 }
+}
+
+/** The wire view: archived sessions report `terminated` (DECISIONS.md). */
+export function viewOf(rec: SessionRecord, totals: UsageTotals): Session {
+  const s = rec.session
+  return {
+    ...s,
+    status: s.archived_at ? 'terminated' : s.status,
+    usage: toWireUsage(totals),
+    stats: statsOf(s, totals),
+  }
+}

@@ -1,0 +1,83 @@
+import { rm } from 'node:fs/promises'
+import path from 'node:path'
+import { createHostSandbox, type Sandbox } from '../../sandbox/index.js'
+import type { Mailbox } from '../kit/mailbox.js'
+import type { SessionEvents } from './events.js'
+import type { History, OpenTool } from './history.js'
+import { routeTool } from './tools.js'
+
+/** A session with a live shell keeps it (and stays in memory) this long after its last work. */
+const SANDBOX_IDLE_MS = 10 * 60_000
+
+/**
+ * The tool uses of a turn: the built-in ones it may run, run in the session's sandbox (one persistent shell per
+ * session, `sandbox/`), and the ones it parks for the client: custom tools, every tool of a self-hosted session, and
+ * `always_ask` uses not yet confirmed.
+ */
+export class ToolRunner {
+  private sandbox: Sandbox | undefined
+  private readonly workdir: string
+
+  constructor(
+    private readonly h: History,
+    private readonly events: SessionEvents,
+    private readonly mb: Mailbox,
+    dataDir: string,
+  ) {
+    this.workdir = path.join(dataDir, 'sessions', h.session.id)
+  }
+
+  /** A live shell keeps the session in memory longer (undefined: the kind's idle time). */
+  get idleMs(): number | undefined {
+    return this.sandbox ? SANDBOX_IDLE_MS : undefined
+  }
+
+  /** Runs the open tool uses that may run, in order, each answered by its result; returns the ones parked. */
+  async run(signal: AbortSignal): Promise<OpenTool[]> {
+    for (const t of [...this.h.open.values()]) {
+      if (signal.aborted || this.mb.dead) break
+      if (t.kind !== 'builtin' || (t.ask && !t.confirmation)) continue
+      if (t.confirmation?.result === 'deny') {
+        this.error(t, t.confirmation.deny_message || 'The user denied this tool use.')
+        continue
+      }
+      if (routeTool(this.h.session.agent, t.name).kind !== 'builtin') {
+        this.error(t, `Tool ${JSON.stringify(t.name)} is not available to this agent.`)
+        continue
+      }
+      // The side effect starts only once its intent (the stored agent.tool_use) is durable: a host that dies
+      // after this point leaves a tool_use the next owner closes with an error result, never running it again;
+      // one that dies before it leaves nothing that ran.
+      await this.mb.settled()
+      if (signal.aborted || this.mb.dead) break
+      // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
+      // tool use with an error result, so running it here could make it run after all. Step down instead.
+      this.mb.checkServing('it starts no tool until it knows the session is still its own')
+      const result = await this.shell().run(t.name, t.input, signal)
+      // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
+      this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
+      if (signal.aborted) break
+    }
+    return [...this.h.open.values()]
+  }
+
+  /** Answers a tool use with an error result, without running it. */
+  error(t: OpenTool, text: string): void {
+    this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
+  }
+
+  /** The shell goes (the actor stopped). */
+  async close(): Promise<void> {
+    await this.sandbox?.close()
+  }
+
+  /** The shell goes, and its working directory with it (session delete). */
+  async remove(): Promise<void> {
+    await this.close()
+    await rm(this.workdir, { recursive: true, force: true }).catch(() => undefined)
+  }
+
+  private shell(): Sandbox {
+    return (this.sandbox ??= createHostSandbox({ workdir: this.workdir }))
+  }
+}

@@ -1,0 +1,243 @@
+import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
+import type { StopReason } from '../../protocol/events.js'
+import { newId } from '../../protocol/ids.js'
+import type { Mailbox } from '../kit/mailbox.js'
+import { intervalAfter } from '../kit/retry-policy.js'
+import { budgetReached } from './billing/budget.js'
+import type { ModelUsage } from './billing/usage.js'
+import { toWireUsage } from './billing/wire-usage.js'
+import type { ActorDeps } from './deps.js'
+import type { SessionEvents } from './events.js'
+import type { History } from './history.js'
+import { classifyFailure, streamModel, type ModelResponse } from './model.js'
+import type { RecordWriter } from './record-writer.js'
+import type { ToolRunner } from './tool-runner.js'
+import { permissionFields, routeTool, toolDefinitions } from './tools.js'
+
+/** The parts of a session actor its turns use. */
+export interface TurnParts {
+  readonly id: string
+  readonly h: History
+  readonly mb: Mailbox
+  readonly events: SessionEvents
+  readonly writer: RecordWriter
+  readonly tools: ToolRunner
+  readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings'>
+}
+
+/** The usage of a model request that produced nothing (failed, or closed after a takeover). */
+export const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
+
+const NO_MODEL =
+  'No model endpoint is configured on this server: set TROUPE_MODEL_BASE_URL or ANTHROPIC_API_KEY on the serving hosts (the key alone calls https://api.anthropic.com; a base URL that needs a key takes both).'
+
+/** What the running turn did so far, for its log line when it ends (running → idle). */
+interface TurnStats {
+  startedAt: number
+  modelRequests: number
+  toolUses: number
+  inputTokens: number
+  outputTokens: number
+}
+
+const newTurnStats = (): TurnStats => ({ startedAt: Date.now(), modelRequests: 0, toolUses: 0, inputTokens: 0, outputTokens: 0 })
+
+/**
+ * A session's turns: from its input to its idle, model requests (the budget checked before each, failures retried
+ * visibly: `session.error` with `retry_status`, `session.status_rescheduled`, running again) and tool runs in turn,
+ * until the model is done, a tool use is parked for the client, the budget is reached or the turn is interrupted.
+ * One per actor: a turn parked on tools carries on here when their results arrive.
+ */
+export class TurnLoop {
+  /** Aborts the running step (an interrupt, the actor stopping). */
+  private ac: AbortController | undefined
+  private stats: TurnStats | undefined
+  /** The request whose message started the turn: its log lines name it. */
+  private rid: string | undefined
+  private lastStop: { reason: StopReason; details: unknown } | undefined
+  /** Failed attempts of the current model request. */
+  private attempts = 0
+
+  constructor(private readonly p: TurnParts) {}
+
+  /** A new turn: its input is the message the request `rid` stored. */
+  begin(rid: string | undefined): void {
+    this.rid = rid
+    this.attempts = 0
+  }
+
+  /** The running turn stops at its next step. */
+  abort(): void {
+    this.ac?.abort()
+  }
+
+  /** Runs the turn until it is parked, ends or is interrupted. */
+  async run(): Promise<void> {
+    const { h, mb, events } = this.p
+    // An interrupt stored after the mailbox took this turn's input, but before the turn began, found no turn
+    // to abort: the turn does not start, and the mailbox handles the interrupt next.
+    if ([...h.pending.values()].some((e) => e.type === 'user.interrupt')) return
+    // An archive that landed while this turn's input was being stored or taken from the mailbox wins: an archived
+    // session never starts a turn (it would run on, refusing the interrupt and the delete that could stop it).
+    if (h.session.archived_at && !h.running) return
+    const ac = new AbortController()
+    this.ac = ac
+    try {
+      if (h.status !== 'running') {
+        this.stats ??= newTurnStats()
+        events.emit('session.status_running', {})
+        this.p.writer.running()
+      }
+      for (;;) {
+        if (ac.signal.aborted || mb.dead) return
+        if (h.open.size) {
+          const parked = await this.p.tools.run(ac.signal)
+          if (ac.signal.aborted || mb.dead) return
+          if (parked.length) return this.idle({ type: 'requires_action', event_ids: parked.map((t) => t.eventId) })
+          continue
+        }
+        if (!h.needsModel()) {
+          const stop = this.lastStop
+          this.lastStop = undefined
+          return this.idle(stop?.reason ?? { type: 'end_turn' }, stop?.details ?? null)
+        }
+        if (budgetReached(h.liveTotals(), h.session.budget)) {
+          events.emit('session.usage', { usage: toWireUsage(h.liveTotals()), budget: h.session.budget })
+          return this.idle({ type: 'budget_reached' })
+        }
+        if (!(await this.modelRequest(ac.signal))) return
+      }
+    } finally {
+      if (this.ac === ac) this.ac = undefined
+    }
+  }
+
+  /** The turn ends (or parks): the session goes idle, its record says so, and one log line sums the turn up. */
+  idle(stop: StopReason, details: unknown = null): void {
+    const started = this.stats?.startedAt ?? this.p.h.rec.running_since
+    this.p.events.emit('session.status_idle', { stop_reason: stop, stop_details: details })
+    void this.p.writer.persist()
+    const s = this.stats ?? newTurnStats()
+    this.stats = undefined
+    this.p.deps.ctx.log.info(
+      {
+        session: this.p.id,
+        rid: this.rid,
+        stop_reason: stop.type,
+        duration_ms: started === null ? null : Date.now() - started,
+        input_tokens: s.inputTokens,
+        output_tokens: s.outputTokens,
+        model_requests: s.modelRequests,
+        tool_uses: s.toolUses,
+      },
+      'turn ended',
+    )
+  }
+
+  /** One model request with its retries. False when the turn ended (exhausted, failed or interrupted). */
+  private async modelRequest(signal: AbortSignal): Promise<boolean> {
+    const { h, events, deps } = this.p
+    const model = deps.model
+    const stats = (this.stats ??= newTurnStats())
+    if (!model) {
+      events.emit('session.error', { error: { type: 'model_request_failed_error', message: NO_MODEL, retry_status: { type: 'exhausted' } } })
+      this.idle({ type: 'retries_exhausted' })
+      return false
+    }
+    // The request starts while its span event is still being stored: the chain keeps every event in order.
+    const start = events.emit('span.model_request_start', {})
+    let res: ModelResponse
+    stats.modelRequests++
+    try {
+      res = await streamModel(model, this.params(), signal, events.preview, () => newId('sevt'))
+    } catch (err) {
+      const f = classifyFailure(err, model.endpoint)
+      events.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
+      if (f.kind === 'aborted') return false
+      const policy = deps.modelRetry
+      const retry = f.kind === 'retryable' && this.attempts + 1 < policy.maximumAttempts
+      deps.ctx.log.warn(
+        { session: this.p.id, rid: this.rid, endpoint: model.endpoint, error_type: f.type, attempt: this.attempts + 1, retrying: retry },
+        f.message,
+      )
+      events.emit('session.error', { error: { type: f.type, message: f.message, retry_status: { type: retry ? 'retrying' : 'exhausted' } } })
+      if (!retry) {
+        this.attempts = 0
+        this.idle({ type: 'retries_exhausted' })
+        return false
+      }
+      const wait = (f.kind === 'retryable' && f.retryAfterMs) || intervalAfter(policy, this.attempts + 1)
+      this.attempts++
+      events.emit('session.status_rescheduled', {})
+      void this.p.writer.persist()
+      if (!(await sleep(wait, signal))) return false
+      events.emit('session.status_running', {})
+      return true
+    }
+    this.attempts = 0
+    stats.inputTokens += res.usage.input_tokens ?? 0
+    stats.outputTokens += res.usage.output_tokens ?? 0
+    const agent = h.session.agent
+    for (const o of res.outputs) {
+      if (o.type === 'agent.thinking') events.emit('agent.thinking', {}, o.id)
+      else if (o.type === 'agent.message') events.emit('agent.message', { content: o.content }, o.id)
+      else {
+        stats.toolUses++
+        const route = routeTool(agent, o.name)
+        if (route.kind === 'custom') events.emit('agent.custom_tool_use', { name: o.name, input: o.input })
+        else {
+          const perm = route.kind === 'builtin' && h.rec.env.type === 'cloud' ? permissionFields(route.policy) : {}
+          events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
+        }
+      }
+    }
+    events.emit('span.model_request_end', { model_request_start_id: start.id, is_error: false, model_usage: wireModelUsage(res.usage) })
+    this.lastStop = res.stopReason === 'refusal' ? { reason: { type: 'refusal' }, details: { type: 'refusal', category: null, explanation: null } } : undefined
+    return true
+  }
+
+  private params(): MessageCreateParamsStreaming {
+    const agent = this.p.h.session.agent
+    const m = agent.model
+    const tools = toolDefinitions(agent)
+    return {
+      model: m.id,
+      max_tokens: this.p.deps.settings.maxTokens,
+      messages: this.p.h.messages,
+      stream: true,
+      ...(agent.system ? { system: agent.system } : {}),
+      ...(tools.length ? { tools } : {}),
+      ...(m.speed ? { speed: m.speed } : {}),
+      ...(m.inference_geo ? { inference_geo: m.inference_geo } : {}),
+      ...(m.effort ? { output_config: { effort: m.effort.type } } : {}),
+    } as MessageCreateParamsStreaming
+  }
+}
+
+function wireModelUsage(u: ModelUsage) {
+  return {
+    input_tokens: u.input_tokens ?? 0,
+    output_tokens: u.output_tokens ?? 0,
+    cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0,
+    cache_read_input_tokens: u.cache_read_input_tokens ?? 0,
+    speed: u.speed ?? null,
+    ...(u.cache_creation ? { cache_creation: u.cache_creation } : {}),
+    ...(u.server_tool_use ? { server_tool_use: u.server_tool_use } : {}),
+  }
+}
+
+/** Resolves true after `ms`, false at once if the signal aborts first. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false)
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort)
+      resolve(true)
+    }, ms)
+    const onAbort = () => {
+      clearTimeout(t)
+      resolve(false)
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+}
