@@ -695,7 +695,7 @@ t.test('a takeover that closes a span left open leaves no tool_result without it
   h.apply(s)
   const use = service('agent.tool_use', 2, { name: 'bash', input: { command: 'rm -rf /tmp/x' }, evaluated_permission: 'allow' })
   h.apply(use)
-  // What the new owner's recover() emits (actor.ts closeLeftOpen): the span closed as an error, then an error
+  // What the new owner's recovery emits (recovery.ts, Recovery.resume): the span closed as an error, then an error
   // result for each built-in tool use still open.
   h.apply(service('session.status_rescheduled', 3))
   h.apply(service('span.model_request_end', 4, { model_request_start_id: s.id, is_error: true, model_usage: ZERO_USAGE }))
