@@ -104,7 +104,9 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
       if (!(await store.heads.create(id, { agent, ...(createdBy ? { created_by: createdBy } : {}) }))) {
         const raced = createdBy && (await retriedCreate(id, createdBy))
         if (raced) return raced
-        throw fail('id_collision', 'agent', id)
+        // A fresh id met a stored one (a ULID collision), or a keyed create found its head gone (agents are never
+        // deleted): neither happens, and neither is the client's to fix.
+        throw fail('internal', `agent id ${id} is taken`)
       }
       // The head is version 1: its own record is written once a later version supersedes it (update).
       return agent

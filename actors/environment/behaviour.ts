@@ -25,7 +25,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
       const b = req.body
       // With an Idempotency-Key the id comes from the key: a retry finds the environment its first attempt stored.
       const createdBy = req.key === undefined ? undefined : fingerprint(b)
-      const id = req.key === undefined ? newId('env') : idFromKey('env', 'environments.create', req.key)
+      let id = req.key === undefined ? newId('env') : idFromKey('env', 'environments.create', req.key)
       const t = now()
       const env: Environment = {
         id,
@@ -38,11 +38,18 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
         updated_at: t,
         archived_at: null,
       }
-      if ((await store.create(envKey(id), { env, refs: 0, ...(createdBy ? { created_by: createdBy } : {}) })) !== false) return view(env)
-      const cur = createdBy ? await store.get(envKey(id)) : undefined
-      if (!cur) throw fail('id_collision', 'environment', id)
-      if (cur.value.created_by !== createdBy) throw fail('idempotency_key_reused')
-      return view(cur.value.env)
+      for (let attempt = 0; attempt < 3; attempt++) {
+        if ((await store.create(envKey(id), { env, refs: 0, ...(createdBy ? { created_by: createdBy } : {}) })) !== false) return view(env)
+        const cur = createdBy ? await store.get(envKey(id)) : undefined
+        if (cur) {
+          if (cur.value.created_by !== createdBy) throw fail('idempotency_key_reused')
+          return view(cur.value.env)
+        }
+        // Taken, then gone: a keyed create raced the delete of the environment its key made (the id is free again),
+        // or a fresh id met one already stored (a ULID collision: another id does not).
+        if (!createdBy) env.id = id = newId('env')
+      }
+      throw fail('internal', `environment id ${id} is taken and not readable`)
     },
 
     async get({ id }) {

@@ -184,7 +184,6 @@ export const catalog = {
   internal: entry(500, (message?: string) => message ?? 'Internal server error'),
   undecodable_request: entry(500, () => 'Undecodable actor request'),
   operation_not_placed: entry(500, (op: string, kind: string, where: string) => `No operation ${op} on ${kind} placed on ${where}`),
-  id_collision: entry(500, (kind: string, id: string) => `${kind} id ${id} collided`),
 
   // 503: a moment's condition; the official client retries after `retry-after-ms`.
   /** NATS or JetStream unavailable for a moment (actors/kit/nats-errors.ts): the hint is about one election. */

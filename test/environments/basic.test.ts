@@ -135,3 +135,13 @@ t.test('list pages newest first and hides archived', async (t) => {
   t.equal((await raw(s.url, 'GET', '/v1/environments?limit=1001')).status, 400)
   t.equal((await raw(s.url, 'GET', '/v1/environments?page=')).status, 200, 'empty page is no cursor')
 })
+
+t.test('a keyed create after the environment its key made was deleted makes it again (the id is free once more)', async (t) => {
+  const keyed = { headers: { 'Idempotency-Key': `env-again-${Date.now()}` } }
+  const first = await envs.create({ name: 'again' }, keyed)
+  t.same((await envs.create({ name: 'again' }, keyed)).id, first.id, 'a retry answers what it made')
+  await envs.delete(first.id)
+  const again = await envs.create({ name: 'again' }, keyed)
+  t.equal(again.id, first.id, 'the key names the same id')
+  t.equal((await envs.retrieve(again.id)).name, 'again', 'stored again')
+})

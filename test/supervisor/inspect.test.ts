@@ -93,15 +93,22 @@ async function interrupt(c: Cli) {
   return c.exited
 }
 
-// One session with one finished turn, shared by the tests below.
-const { agent, env } = await agentAndEnv(s.client)
-const session = await s.client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
-{
-  const stream = await s.client.beta.sessions.events.stream(session.id)
-  s.model.enqueue({ steps: [{ type: 'text', text: 'hello there' }] })
-  await s.client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] } as any)
-  await collect(stream, isIdle)
-}
+// One session with one finished turn, shared by the tests below. Bounded: once in a full-suite run this setup did not
+// finish before tap's 120 s, which names no cause; past 60 s it fails with the server's log instead.
+const { session } = await Promise.race([
+  (async () => {
+    const { agent, env } = await agentAndEnv(s.client)
+    const session = await s.client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
+    const stream = await s.client.beta.sessions.events.stream(session.id)
+    s.model.enqueue({ steps: [{ type: 'text', text: 'hello there' }] })
+    await s.client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] } as any)
+    await collect(stream, isIdle)
+    return { session }
+  })(),
+  new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error(`the shared session and turn took over 60 s; the server's log:\n${s.troupe.logs()}`)), 60_000).unref(),
+  ),
+])
 
 const LINE = /^(\S+Z) {2}(sevt_\w+) {2}(\S+)\s*(.*)$/
 
