@@ -1,6 +1,6 @@
 import t from 'tap'
 import '../helpers/keepalive.js'
-import { connect, headers as natsHeaders, type Msg } from '@nats-io/transport-node'
+import { connect, type Msg } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { encodeTime } from 'ulid'
 import { pino } from 'pino'
@@ -10,10 +10,11 @@ import { decode, encode } from '../../protocol/codec.js'
 import type { ActorReply, ActorRequest } from '../../protocol/envelope.js'
 import { EventHeaders } from '../../protocol/events.js'
 import { newId } from '../../protocol/ids.js'
-import { EVENTS_STREAM, eventsSubject, eventsWildcard, liveSubject, partitionedSubject } from '../../protocol/subjects.js'
+import { EVENTS_STREAM, eventsSubject, eventsWildcard, partitionedSubject } from '../../protocol/subjects.js'
 import { startNats } from '../helpers/nats.js'
 import { TRANSPORT } from '../helpers/transport.js'
-import { ensureEventsStream } from '../../actors/session/log.js'
+import { ensureEventsStream, EventLog } from '../../actors/session/log.js'
+import type { SessionEvent } from '../../protocol/events.js'
 import { until } from '../helpers/wait.js'
 import { guard, sseReader, type SseMsg } from '../helpers/sse-reader.js'
 
@@ -21,8 +22,9 @@ import { guard, sseReader, type SseMsg } from '../helpers/sse-reader.js'
 // between the tail's subscribe and the owner's answer and while it replays, an owner whose answer lags a write, a
 // deletion during the open, an event id minted by a clock running ahead. The owner is played by a tiny responder
 // answering `stream.open` with the session's last stored sequence read from the real stream, as the real owner does;
-// everything else (nats-server, the events stream as hosts create it, the gateway) is real. The tail against the
-// real session actor: session-stream.test.ts.
+// everything else is real: nats-server, the events stream as hosts create it, the gateway, and the writes, made through
+// the session kind's own EventLog (fenced appends, several events to a message as the actor stores them). The tail
+// against the real session actor: session-stream.test.ts.
 
 /** gateway/session-stream.ts reads from this long before an id's mint time. */
 const ID_SLACK_MS = 5_000
@@ -98,7 +100,7 @@ function session(owner: Partial<Owner> = {}): string {
   return sid
 }
 
-// ---- what the session actor writes ------------------------------------------------------------------------
+// ---- what the session actor writes, through its own event log ----------------------------------------------
 
 interface Ev {
   id: string
@@ -107,36 +109,44 @@ interface Ev {
   [k: string]: unknown
 }
 
+/** Each session's event log as its actor holds it (appends fenced on the subject's last sequence), one write at a time. */
+const logs = new Map<string, { log: Promise<EventLog>; queue: Promise<unknown> }>()
+function write<T>(sid: string, fn: (log: EventLog) => Promise<T>): Promise<T> {
+  let l = logs.get(sid)
+  if (!l) logs.set(sid, (l = { log: lastSeqOf(sid).then((seq) => new EventLog(nc, sid, seq)), queue: Promise.resolve() }))
+  const entry = l
+  const run = entry.queue.then(async () => fn(await entry.log))
+  entry.queue = run.catch(() => undefined)
+  return run
+}
+
+const event = (type: string, extra: Record<string, unknown> = {}): Ev => ({ type, id: newId('sevt'), processed_at: new Date().toISOString(), ...extra })
+
 async function store(sid: string, type = 'agent.message', extra: Record<string, unknown> = {}): Promise<Ev> {
-  const ev: Ev = { type, id: newId('sevt'), processed_at: new Date().toISOString(), ...extra }
-  const h = natsHeaders()
-  h.set(EventHeaders.msgId, ev.id)
-  h.set(EventHeaders.type, type)
-  h.set(EventHeaders.id, ev.id)
-  await js.publish(eventsSubject(sid), JSON.stringify(ev), { headers: h })
+  const ev = event(type, extra)
+  await write(sid, (log) => log.append(ev as SessionEvent, { id: ev.id }))
   return ev
 }
 
+/** `n` messages' worth of events, stored as the actor stores events emitted together: up to three in one message. */
 async function storeMany(sid: string, n: number, label: string): Promise<Ev[]> {
-  const out: Ev[] = []
-  for (let i = 0; i < n; i++) out.push(await store(sid, 'agent.message', { content: [{ type: 'text', text: `${label} ${i}` }] }))
+  const out = Array.from({ length: n }, (_, i) => event('agent.message', { content: [{ type: 'text', text: `${label} ${i}` }] }))
+  for (let i = 0; i < out.length; i += 3) {
+    const part = out.slice(i, i + 3).map((e) => ({ event: e as SessionEvent, json: JSON.stringify(e) }))
+    await write(sid, (log) => log.appendMany(part, []))
+  }
   return out
 }
 
 /** An internal record: shares the subject, never shown. */
 async function storeProcessed(sid: string, ids: string[]): Promise<void> {
-  const h = natsHeaders()
-  h.set(EventHeaders.msgId, newId('sevt'))
-  h.set(EventHeaders.type, '_processed')
-  await js.publish(eventsSubject(sid), JSON.stringify({ type: '_processed', ids, processed_at: new Date().toISOString() }), { headers: h })
+  await write(sid, (log) => log.append({ type: '_processed', ids, processed_at: new Date().toISOString() }))
 }
 
-function deletionNotice(sid: string, withIdHeader = true): Ev {
-  const ev: Ev = { type: 'session.deleted', id: newId('sevt'), processed_at: new Date().toISOString() }
-  const h = natsHeaders()
-  h.set(EventHeaders.type, ev.type)
-  if (withIdHeader) h.set(EventHeaders.id, ev.id)
-  nc.publish(liveSubject(sid), JSON.stringify(ev), { headers: h })
+/** The deletion notice as the actor sends it: stream-only, its id in the payload. */
+function deletionNotice(sid: string): Ev {
+  const ev = event('session.deleted')
+  new EventLog(nc, sid, 0).notify(ev.type, ev)
   return ev
 }
 
@@ -206,10 +216,13 @@ async function storedIdsAfter(sid: string, after: string): Promise<string[]> {
   let left = info.num_pending
   const iter = await c.fetch({ max_messages: left })
   for await (const m of iter) {
-    const id = m.headers?.get(EventHeaders.id)
-    const type = m.headers?.get(EventHeaders.type) ?? ''
-    if (seen && id && !type.startsWith('_')) out.push(id)
-    if (id === after) seen = true
+    // A message may hold several events: its id and type headers list them, comma-separated.
+    const ids = (m.headers?.get(EventHeaders.id) ?? '').split(',')
+    const types = (m.headers?.get(EventHeaders.type) ?? '').split(',')
+    ids.forEach((id, i) => {
+      if (seen && id && !(types[i] ?? '').startsWith('_')) out.push(id)
+      if (id === after) seen = true
+    })
     if (--left === 0) break
   }
   await c.delete().catch(() => undefined)
@@ -220,11 +233,7 @@ t.test('an id whose mint time is after its storage time (a host clock running ah
   /** Stores an event whose id claims to be minted `aheadMs` from now. */
   const storeSkewed = async (sid: string, aheadMs: number) => {
     const id = `sevt_${encodeTime(Date.now() + aheadMs, 10)}${'0'.repeat(16)}`
-    const h = natsHeaders()
-    h.set(EventHeaders.msgId, id)
-    h.set(EventHeaders.type, 'agent.tool_result')
-    h.set(EventHeaders.id, id)
-    await js.publish(eventsSubject(sid), JSON.stringify({ type: 'agent.tool_result', id, processed_at: null }), { headers: h })
+    await write(sid, (log) => log.append({ type: 'agent.tool_result', id, processed_at: null } as SessionEvent, { id }))
     return id
   }
   // Nothing stored after the time the id claims: the time-based read is empty, the read from the start finds it.
