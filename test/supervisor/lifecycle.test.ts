@@ -83,8 +83,17 @@ t.test('readiness: 503 while the store does not answer, 200 again once it does',
   await until('ready', async () => (await raw(p.url, 'GET', '/readyz')).status === 200, 10_000)
   process.kill(-nats.pgid, 'SIGSTOP')
   try {
-    const r = await raw(p.url, 'GET', '/readyz')
-    t.equal(r.status, 503, 'not ready while nats-server is paused')
+    // Once in a CI run the very first check after the SIGSTOP still answered 200, all three probes fulfilled (not
+    // explained: the signal's delivery is asynchronous to kill()); what is promised is 503 while it stays paused.
+    const r = await until(
+      'not ready while nats-server is paused',
+      async () => {
+        const r = await raw(p.url, 'GET', '/readyz')
+        return r.status === 503 ? r : undefined
+      },
+      15_000,
+      100,
+    )
     t.equal(r.json.checks.jetstream, false)
   } finally {
     process.kill(-nats.pgid, 'SIGCONT')
