@@ -1,5 +1,6 @@
 import { Bucket, type KV, type KvEntry } from '@nats-io/kv'
 import { headers, type NatsConnection } from '@nats-io/transport-node'
+import { PubHeaders } from '@nats-io/jetstream'
 import { encode, decode } from '../../protocol/codec.js'
 import { jsPublisher } from './js-publish.js'
 import { casRetry } from './retry-policy.js'
@@ -248,7 +249,7 @@ const WRITE_TIMEOUT_MS = 5000
 function kvPut(kv: KV, key: string, bytes: Uint8Array, previous?: number): Promise<number> {
   if (!(kv instanceof Bucket)) return previous === undefined ? kv.put(key, bytes) : previous === 0 ? kv.create(key, bytes) : kv.update(key, bytes, previous)
   const h = previous === undefined ? undefined : headers()
-  h?.set('Nats-Expected-Last-Subject-Sequence', String(previous))
+  h?.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(previous))
   const nc = (kv.js as unknown as { nc: NatsConnection }).nc
   return jsPublisher(nc)
     .publish(kv.subjectForKey(kv.encodeKey(key), true), bytes, h, WRITE_TIMEOUT_MS)

@@ -1,5 +1,5 @@
 import { headers as natsHeaders, TimeoutError, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node'
-import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StreamInfo } from '@nats-io/jetstream'
+import { JetStreamApiCodes, JetStreamApiError, PubHeaders, type JetStreamClient, type JetStreamManager, type PubAck, type StreamInfo } from '@nats-io/jetstream'
 import { fail } from '../../protocol/errors/fail.js'
 import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
 import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
@@ -14,8 +14,6 @@ const enc = new TextEncoder()
 
 /** How long an append waits for its acknowledgement before the actor steps down, unsure whether it was stored. */
 const APPEND_TIMEOUT_MS = 5000
-/** JetStream's compare-and-set header: the stream sequence of the subject's last message the write expects. */
-const EXPECTED_LAST_SUBJECT_SEQUENCE = 'Nats-Expected-Last-Subject-Sequence'
 
 /**
  * JetStream's file store reads back no record over 32 MiB (nats-server's `rlBadThresh`, not configurable): a
@@ -110,13 +108,7 @@ export class EventLog {
 
   /** Stores one event (or internal record). */
   async append(event: SessionEvent | { type: string; [k: string]: unknown }, opts: AppendOptions = {}): Promise<number> {
-    const { id, processed, request } = opts
-    const h = natsHeaders()
-    h.set(EventHeaders.type, event.type)
-    if (id) h.set(EventHeaders.id, id)
-    if (processed?.length) h.set(EventHeaders.processed, processed.join(','))
-    if (request) h.set(EventHeaders.request, formatRequestTag(request))
-    return this.publish(h, JSON.stringify(event), id)
+    return this.publishOne(event.type, JSON.stringify(event), opts)
   }
 
   /**
@@ -124,21 +116,32 @@ export class EventLog {
    * `processed` is marked by the first. Each event's JSON must be `JSON.stringify`'s (no line break inside).
    */
   async appendMany(events: ReadonlyArray<{ event: SessionEvent; json: string }>, processed: string[]): Promise<number> {
-    if (events.length === 1) return this.append(events[0]!.event, { id: events[0]!.event.id, processed })
+    const first = events[0]!
+    // Its JSON is at hand already: not written again.
+    if (events.length === 1) return this.publishOne(first.event.type, first.json, { id: first.event.id, processed })
     const h = natsHeaders()
     h.set(EventHeaders.type, events.map((e) => e.event.type).join(','))
     h.set(EventHeaders.id, events.map((e) => e.event.id).join(','))
     h.set(EventHeaders.parts, String(events.length))
     if (processed.length) h.set(EventHeaders.processed, processed.join(','))
-    return this.publish(h, events.map((e) => e.json).join('\n'), events[0]!.event.id)
+    return this.publish(h, events.map((e) => e.json).join('\n'), first.event.id)
+  }
+
+  private publishOne(type: string, json: string, { id, processed, request }: AppendOptions): Promise<number> {
+    const h = natsHeaders()
+    h.set(EventHeaders.type, type)
+    if (id) h.set(EventHeaders.id, id)
+    if (processed?.length) h.set(EventHeaders.processed, processed.join(','))
+    if (request) h.set(EventHeaders.request, formatRequestTag(request))
+    return this.publish(h, json, id)
   }
 
   private async publish(h: MsgHdrs, json: string, id: string | undefined): Promise<number> {
     // The sequence fence stops a write after the new owner's first append; this stops one before it, so a host
     // resumed from a pause cannot slip an event in between the new owner's replay and its first append.
     this.checkServing()
-    if (id) h.set(EventHeaders.msgId, id)
-    h.set(EXPECTED_LAST_SUBJECT_SEQUENCE, String(this.lastSeq))
+    if (id) h.set(PubHeaders.MsgIdHdr, id)
+    h.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(this.lastSeq))
     let ack: PubAck
     try {
       ack = await jsPublisher(this.nc).publish(eventsSubject(this.sessionId), enc.encode(json), h, APPEND_TIMEOUT_MS)
