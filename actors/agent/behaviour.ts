@@ -175,7 +175,8 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         },
       },
 
-      async update({ agent: a }, { id, body: b }) {
+      async update(head, { id, body: b }) {
+        const a = head.agent
         if (a.archived_at) throw fail('agent_archived', id)
         if (b.version !== undefined && b.version !== a.version) throw fail('agent_version_conflict', a.version)
 
@@ -231,15 +232,17 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         // A new version supersedes the head: the head's version gets its own record first, so no crash can leave a
         // version without one. Then the head (the actor's new state), fenced by the revision it replaces.
         if (isMaterial) await store.versions.put(versionKey(id, a.version), a)
-        return { state: { agent: next }, reply: next }
+        // The head keeps the create's fingerprint: a retry of the create after an update still finds its agent.
+        return { state: { ...head, agent: next }, reply: next }
       },
 
-      archive({ agent: a }) {
+      archive(head) {
+        const a = head.agent
         if (a.archived_at) return { reply: a }
         const t = now()
         // No new version: archived_at lives on the head and is laid over every version read.
         const agent: Agent = { ...a, archived_at: t, updated_at: t }
-        return { state: { agent }, reply: agent }
+        return { state: { ...head, agent }, reply: agent }
       },
     }),
   }

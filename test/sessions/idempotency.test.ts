@@ -173,3 +173,18 @@ t.test('agents and environments created twice with one key are created once', as
     t.equal(list.json.data.filter((x: any) => x.name === 'keyed').length, 1, `${path}: one stored`)
   }
 })
+
+t.test('a keyed agent create retried after the agent was updated and archived still answers with the agent it made', async (t) => {
+  const body = { name: 'keyed-then-updated', model: 'claude-sonnet-4-5' }
+  const first = await raw(host.url, 'POST', '/v1/agents', body, { 'idempotency-key': 'agent-then-update' })
+  t.equal(first.status, 200)
+  const updated = await raw(host.url, 'POST', `/v1/agents/${first.json.id}`, { version: 1, system: 'changed' })
+  t.equal(updated.json.version, 2)
+  t.equal((await raw(host.url, 'POST', `/v1/agents/${first.json.id}/archive`)).status, 200)
+  const again = await raw(host.url, 'POST', '/v1/agents', body, { 'idempotency-key': 'agent-then-update' })
+  t.equal(again.status, 200, 'not idempotency_key_reused: the head kept the create fingerprint')
+  t.equal(again.json.id, first.json.id)
+  t.equal(again.json.version, 1, 'the answer is the agent as created')
+  const other = await raw(host.url, 'POST', '/v1/agents', { ...body, name: 'other' }, { 'idempotency-key': 'agent-then-update' })
+  t.equal(other.json.error?.details?.error_code, 'idempotency_key_reused')
+})
