@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test as Tap } from 'tap'
 import '../helpers/keepalive.js'
 import { connect, type Msg } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
@@ -338,6 +338,15 @@ async function moveAway(sid: string, newOwnerFirst = 0): Promise<Ev[]> {
   return early
 }
 
+/** A session owned "here" with a stream on the local gateway that was fed its first event in-process. */
+async function fedOne(t: Tap) {
+  const sid = sessionHere()
+  const s = await openStream(sid, '', {}, localBase)
+  const mine = await store(sid)
+  t.equal((await s.sse.take(1))[0]!.id, mine.id, 'fed in-process')
+  return { sid, s }
+}
+
 t.test('fed in-process: no subscription; every stored event once, in order, framed as over NATS; previews only where asked', async (t) => {
   const sid = sessionHere()
   const before = await storeMany(sid, 4, 'before')
@@ -415,10 +424,7 @@ t.test('the owner moves away mid-stream (a hand-over): the stream goes on over N
 })
 
 t.test('a takeover noticed late: what the new owner stored before the tail was told is read back, even with nothing after it', async (t) => {
-  const sid = sessionHere()
-  const s = await openStream(sid, '', {}, localBase)
-  const mine = await store(sid)
-  t.equal((await s.sse.take(1))[0]!.id, mine.id)
+  const { sid, s } = await fedOne(t)
   const early = await moveAway(sid, 4)
   t.same(
     ids(await s.sse.take(5)).slice(1),
@@ -431,10 +437,7 @@ t.test('a takeover noticed late: what the new owner stored before the tail was t
 })
 
 t.test('an append fenced off by another writer sends the tails over to NATS', async (t) => {
-  const sid = sessionHere()
-  const s = await openStream(sid, '', {}, localBase)
-  const mine = await store(sid)
-  t.equal((await s.sse.take(1))[0]!.id, mine.id)
+  const { sid, s } = await fedOne(t)
   // Another owner writes behind this one's back; this owner's next append finds the subject moved on.
   const stale = await logs.get(sid)!.log
   const other = new EventLog(nc, sid, stale.lastSeq)
