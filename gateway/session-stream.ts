@@ -7,7 +7,18 @@ import { fail } from '../protocol/errors/fail.js'
 import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
 import type { Route } from '../protocol/routes/index.js'
 import { dispatch } from './dispatch.js'
-import { comparePositions, END, endOf, isAfter, positionOf, type EventItem, type EventReader, type Position, type ReadFrom } from '../protocol/event-item.js'
+import {
+  comparePositions,
+  END,
+  endOf,
+  isAfter,
+  positionOf,
+  type EventItem,
+  type EventReader,
+  type LocalTap,
+  type Position,
+  type ReadFrom,
+} from '../protocol/event-item.js'
 import type { ActorAccess } from './types.js'
 import { sendHead, type ResponseState } from './http.js'
 import { createLiveSubscriptions, type LiveMembership, type LiveSubscriptions } from './live-subscriptions.js'
@@ -18,7 +29,9 @@ import type { Exchange } from './transport.js'
  * The SSE tail of a session (`GET /v1/sessions/{id}/events/stream`, WIRE.md §7.3, DECISIONS.md "Sessions and
  * events"): optional replay after an event id, then live, with no gap and no duplicate between the two.
  *
- *   1. Listen on `troupe.live.<sid>.>`, buffering: the stream's RePublish puts every stored event there (with
+ *   1. Listen, buffering. When the session's owner runs in this process (`ActorAccess.localTails`), it feeds the
+ *      tail directly: each stored message once its append is acknowledged, previews and the deletion notice as they
+ *      are published. Otherwise on `troupe.live.<sid>.>`: the stream's RePublish puts every stored event there (with
  *      `Nats-Sequence`); the session actor core-publishes previews and the deletion notice there. The gateway has
  *      one subscription per session, shared by its tails (gateway/live-subscriptions.ts): the first tail subscribes
  *      and flushes, later ones wait for that flush if it is still under way.
@@ -31,6 +44,8 @@ import type { Exchange } from './transport.js'
  *      message names the previous stored message of its subject (`Nats-Last-Sequence`); if that is past `cursor`,
  *      something was missed (dropped by a slow connection, or a `last_seq` that lagged a publish in flight) and is
  *      read back from the stream before going on.
+ *   5. A tail fed in-process whose owner leaves (its partition moves, an append gets no answer) goes over to NATS:
+ *      it subscribes, reads back what was stored after `cursor`, and goes on live from the subscription.
  *
  * A live message is parsed once for all the tails of its session, and framed once for all that forward it. A HEAD
  * request goes through steps 1–3 (so it answers what the GET would: 404, 400, or the stream's headers) and stops
@@ -114,13 +129,20 @@ interface Item extends EventItem {
 class Tail {
   private readonly sid: string
   private readonly deltas: Set<string>
+  /** Fed in-process by the session's owner (step 1); undefined once it is not. */
+  private tap: LocalTap | undefined
+  /** Listening over NATS. */
   private membership: LiveMembership | undefined
+  /** The in-process feed stopped: the tail goes over to NATS when it goes live (or at once if it is). */
+  private moved = false
   private sse: SseStream | undefined
   /** The JetStream read in progress, if any: closed when the tail ends or the session is deleted. */
   private reader: EventReader | undefined
   private readonly queue: Item[] = []
   private live = false
   private pumping = false
+  /** The pump's last run: settled once it stopped. */
+  private pumped: Promise<void> = Promise.resolve()
   private ended = false
   private deletedSeen = false
   /** The last stored event handled (sent, or deliberately skipped as already known to the client). */
@@ -146,8 +168,8 @@ class Tail {
     // Before SSE starts, a client that goes away ends the work; startSse replaces this hook with its own.
     state.onAbort = () => this.end()
     try {
-      this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end() })
-      await this.membership.ready
+      this.tap = this.deps.actors.localTails?.tap(this.sid, { onItem: (item) => this.onLive(item), onMoved: () => this.onMoved() }, this.deltas.size > 0)
+      if (!this.tap) await this.listen()
       this.stillOpen()
       const opened = await dispatch(wire, route, { op: route.op.name, rid, params, query, body: undefined }, this.deps.actorTimeoutMs)
       const lastSeq = (opened as Partial<StreamOpenReply> | undefined)?.last_seq
@@ -188,6 +210,41 @@ class Tail {
       }
       this.fail(err)
     }
+  }
+
+  /** Listens on the session's live subject; resolves once the server has the subscription. */
+  private async listen(): Promise<void> {
+    this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end() })
+    await this.membership.ready
+  }
+
+  /** The in-process feed stopped: nothing more comes that way. */
+  private onMoved(): void {
+    this.tap = undefined
+    if (this.ended) return
+    this.moved = true
+    if (this.live) this.overNats()
+  }
+
+  /**
+   * Goes on over NATS from `cursor`: subscribes, reads back what was stored meanwhile (the read sees everything stored
+   * before it began, the subscription everything after it was registered), then forwards what the subscription
+   * buffered, skipping what the read sent.
+   */
+  private overNats(): void {
+    this.live = false
+    void (async () => {
+      try {
+        await this.listen()
+        // The pump stops before its next event now that the tail is not live.
+        await this.pumped
+        if (this.ended) return
+        await this.catchUp(Number.MAX_SAFE_INTEGER)
+        if (!this.ended) this.goLive()
+      } catch (err) {
+        this.fail(err)
+      }
+    })()
   }
 
   /**
@@ -273,7 +330,7 @@ class Tail {
       this.deletedSeen = true
       this.reader?.close()
     }
-    if (this.live) void this.pump()
+    if (this.live) this.pump()
   }
 
   /**
@@ -281,6 +338,10 @@ class Tail {
    * (sent by the replay, or before the point it asked for) belong to the past: dropped.
    */
   private goLive(): void {
+    if (this.moved && !this.membership) {
+      this.overNats()
+      return
+    }
     let lastKnown = -1
     this.queue.forEach((it, i) => {
       if (it.seq !== undefined && !isAfter(it, this.cursor)) lastKnown = i
@@ -290,14 +351,18 @@ class Tail {
       this.queue.splice(0, this.queue.length, ...kept)
     }
     this.live = true
-    void this.pump()
+    this.pump()
   }
 
-  private async pump(): Promise<void> {
+  private pump(): void {
     if (this.pumping) return
     this.pumping = true
+    this.pumped = this.drain()
+  }
+
+  private async drain(): Promise<void> {
     try {
-      while (!this.ended && this.queue.length > 0) {
+      while (!this.ended && this.live && this.queue.length > 0) {
         const item = this.queue.shift()!
         if (item.seq !== undefined && isAfter(item, this.cursor) && item.prevSeq !== undefined && comparePositions(endOf(item.prevSeq), this.cursor) > 0) {
           await this.catchUp(item.prevSeq)
@@ -312,7 +377,7 @@ class Tail {
     }
   }
 
-  /** Reads back stored events after `cursor` through the message at `until` that never arrived live. */
+  /** Reads back stored events after `cursor` through the message at `until` (or all there are) that never arrived live. */
   private async catchUp(until: number): Promise<void> {
     // A message handled in part is read again from its start; `forward` skips what was sent.
     const from = this.cursor.part === END ? this.cursor.seq + 1 : this.cursor.seq
@@ -377,6 +442,7 @@ class Tail {
     this.queue.length = 0
     this.reader?.close()
     this.reader = undefined
+    this.tap?.close()
     this.membership?.leave()
     this.sse?.close()
     this.onEnd()

@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
-import type { ReadHistory } from '../protocol/event-item.js'
+import type { LocalTails, ReadHistory } from '../protocol/event-item.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { TransportName } from './transport.js'
 
@@ -10,6 +10,8 @@ export interface ActorAccess {
   wire: ActorWire
   /** Reads a session's stored events for SSE replay and catch-up: the session kind's reader. */
   readHistory: ReadHistory
+  /** The session owners of this process feeding SSE tails in-process (none: every tail listens over NATS). */
+  localTails?: LocalTails | undefined
 }
 
 export interface GatewayOptions {

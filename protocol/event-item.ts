@@ -113,3 +113,32 @@ function split(h: MsgHdrs | undefined, payload: string, seq: number | undefined,
 
 /** Opens a read of a session's stored events: what the gateway's SSE tail is handed to replay and catch up with. */
 export type ReadHistory = (sessionId: string, from: ReadFrom) => Promise<EventReader>
+
+/**
+ * A session's events fed in-process by its owner, when the owner runs in the gateway's own process (the session
+ * kind's, handed to the gateway by the supervisor): a stored message's events once its append is acknowledged, with
+ * the positions and `prevSeq` the live subject would carry, and stream-only events as they are published. Nothing
+ * goes through NATS on the way, and the gateway holds no subscription while it is fed this way.
+ */
+export interface LocalTails {
+  /**
+   * Feeds `listener` the session's events from now on; undefined when the session's owner is not in this process
+   * right now (the tail then listens over NATS). `previews`: whether the listener forwards previews.
+   */
+  tap(sessionId: string, listener: LocalListener, previews: boolean): LocalTap | undefined
+}
+
+export interface LocalListener {
+  /** One event; the same object goes to every listener of the session: read only. */
+  onItem(item: EventItem): void
+  /**
+   * Nothing more comes this way: the owner left this process (its partition moved), or cannot vouch that every
+   * event it stored was fed (an append without an answer). The tail listens over NATS from here on.
+   */
+  onMoved(): void
+}
+
+export interface LocalTap {
+  /** Stops feeding this listener. Idempotent. */
+  close(): void
+}

@@ -44,8 +44,9 @@ export interface Config {
    */
   session: { retries?: number; retryBaseMs?: number; idleMs?: number; runningRecordMs?: number; maxTokens?: number }
   /**
-   * Serve a call in-process when this host serves its subject: no NATS round trip, no msgpack. `TROUPE_LOCAL_CALLS`,
-   * default on; `0` (or `off`, `false`) sends every call over NATS, so `troupe sub` sees each one (debugging).
+   * Serve a call in-process when this host serves its subject: no NATS round trip, no msgpack; and feed the SSE
+   * streams of sessions it owns in-process. `TROUPE_LOCAL_CALLS`, default on; `0` (or `off`, `false`) sends every
+   * call over NATS and tails every stream there, so `troupe sub` sees each one (debugging).
    */
   localCalls: boolean
   /** Comment keepalive interval of SSE streams. `TROUPE_SSE_KEEPALIVE_MS`, default 15000; 0 disables. */

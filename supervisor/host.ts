@@ -14,6 +14,7 @@ import { actorClient } from '../actors/kit/client.js'
 import { dispatch, type OpTable } from '../actors/kit/ops.js'
 import { actorWire, localFirst, type LocalActors } from '../actors/kit/wire.js'
 import type { ActorWire } from '../protocol/wire.js'
+import type { LocalTails } from '../protocol/event-item.js'
 import { HOST_TTL_MS, Placement } from './placement.js'
 import { natsPresence } from './presence.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
@@ -30,6 +31,8 @@ export interface ActorHost {
    * an owner, this host serves the id's partition now) runs in-process, the rest goes over NATS.
    */
   wire: ActorWire
+  /** The SSE tails the session owners of this process feed in-process (undefined when calls are not served locally). */
+  localTails: LocalTails | undefined
   /** Sets what the heartbeat says about this process (the gateway's URL once it listens). */
   describe(info: { http_url?: string }): void
   /** Hands every partition over to the remaining hosts, then stops every kind. */
@@ -58,7 +61,9 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   const storage = { jsm, replicas: settings.replicas ?? 1, lowerReplicas: settings.replicasExplicit ?? false, log }
   // Kinds start before placement exists, and serve nothing before it does.
   let serving: HostContext['serves'] = () => false
+  let othersLive = () => true
   const tables = new Map<string, OpTable>()
+  let localTails: LocalTails | undefined
   // One after the other, as the kinds' streams below: on a cluster that has just formed, creating two at once can
   // answer "stream not found" for one of them.
   const hostsKv = await openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS })
@@ -121,6 +126,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     hostId,
     settings,
     serves: (kind, p) => serving(kind, p),
+    alone: () => !othersLive(),
     client: actorClient({ wire, local: (kind) => tables.get(kind) }),
   }
 
@@ -132,6 +138,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     const rt = await def.start(ctx)
     closers.push(() => rt.close())
     tables.set(kind, rt.ops)
+    localTails ??= rt.localTails
     const placements = new Set(Object.values(def.contract.ops).map((op) => op.placement))
     if (placements.has('any')) {
       subs.push(
@@ -195,6 +202,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     },
   })
   serving = (kind, p) => placement.serves(kind, p)
+  othersLive = () => placement.othersLive()
   await placement.start()
 
   subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready })) }))
@@ -207,6 +215,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   return {
     id: hostId,
     wire,
+    localTails,
     describe(info) {
       described = { ...described, ...info }
     },

@@ -203,6 +203,12 @@ export class Placement {
     return this.owned.has(keyOf(kind, p))
   }
 
+  /** Whether another host's heartbeat is live, as heard here. */
+  othersLive(): boolean {
+    for (const host of this.heard.keys()) if (host !== this.o.hostId && this.isLive(host)) return true
+    return false
+  }
+
   owns(kind: KindName): number[] {
     const prefix = `${kind}.`
     return [...this.owned.keys()]

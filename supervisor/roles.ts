@@ -96,7 +96,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       gateway = await startGateway({
         nc,
         log,
-        actors: actorAccess(nc, host.wire),
+        actors: actorAccess(nc, host.wire, host.localTails),
         port: cfg.port,
         host: cfg.host,
         transport: cfg.http,

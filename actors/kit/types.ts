@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import type { Kvm } from '@nats-io/kv'
 import type { Logger } from 'pino'
+import type { LocalTails } from '../../protocol/event-item.js'
 import type { KindContract } from '../../protocol/ops/define.js'
 import type { ActorClient } from './client.js'
 import type { OpTable } from './ops.js'
@@ -24,6 +25,11 @@ export interface HostContext {
    * is fresh. False from before another host could take it over until the host has re-read its records.
    */
   serves(kind: string, p: number): boolean
+  /**
+   * No other host's heartbeat is live: no gateway outside this process is serving (every gateway runs beside an
+   * actor host), so nothing outside it can be tailing what this host owns.
+   */
+  alone(): boolean
   /** Calls another kind's op (typed by its contract); throws the actor's ApiError. */
   client: ActorClient
 }
@@ -37,7 +43,8 @@ export interface HostSettings {
   replicas?: number
   /**
    * Serve a call in this process when its subject is served here (`TROUPE_LOCAL_CALLS`, default true): no NATS round
-   * trip, no msgpack. False sends every call over NATS, so `troupe sub` sees them all (debugging).
+   * trip, no msgpack; and SSE tails of the sessions it owns fed in-process (no NATS subscription). False sends every
+   * call and every event over NATS, so `troupe sub` sees them all (debugging).
    */
   localCalls?: boolean
   /** `replicas` was set by `TROUPE_REPLICAS`, so an existing stream with more copies is brought down to it. Default false. */
@@ -57,6 +64,8 @@ export interface KindRuntime {
    * still be tidied.
    */
   released?(partition: number, handOver: boolean): Promise<void>
+  /** The SSE tails its owners feed in-process (sessions), for a gateway in the same process; none when calls are not local. */
+  localTails?: LocalTails
   close(): Promise<void>
 }
 

@@ -53,7 +53,7 @@ export class SessionActor extends MailboxActor {
   ) {
     super(h.session.id, deps.actors, deps.actors.mailbox(h.session.id, workMarked))
     const { mb } = this
-    this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing()), mb)
+    this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
     this.tools = new ToolRunner(h, this.events, mb, deps.ctx.settings.dataDir)
     this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, deps })

@@ -12,14 +12,20 @@ interface Batch {
   chars: number
   /** Closed: its write has begun, or another write was queued after it. Later events open another batch. */
   sealed: boolean
+  /** Lets its write go without waiting for the macrotask. */
+  go: () => void
 }
+
+/** The event that ends a turn's step: nothing the step emits after it, so its batch goes at once. */
+const ENDS_STEP = 'session.status_idle'
 
 /**
  * The order of one session's writes, on its mailbox. Service events the actor emits one after another, with no
  * other write queued between them, are stored as one message (group commit, protocol/events.ts): a turn's status
  * and the span it opens, or its message, the span it closes and the idle after it, take one append and one fence
  * each instead of two and three, on the path between a user.message and its answer. A batch's write waits one
- * macrotask before it goes, so that what the same step emits (across the awaits of its microtasks) joins it.
+ * macrotask before it goes, so that what the same step emits (across the awaits of its microtasks) joins it; a batch
+ * that ends with the session going idle goes at once (it is on the way to the client's answer, and nothing follows).
  *
  * Every other write (a client event's append, a preview, a `_processed` record) closes the open batch when it is
  * queued: the stream keeps exactly the order in which writes were queued, which is the order the actor applied them.
@@ -38,10 +44,13 @@ export class Appends {
     const json = JSON.stringify(event)
     let b = this.open
     if (!b || b.sealed || processed.length > 0 || b.chars + json.length > BATCH_MAX_CHARS) {
-      b = this.open = { events: [], processed, chars: 0, sealed: false }
+      let go!: () => void
+      const gathered = new Promise<void>((resolve) => (go = resolve))
+      b = this.open = { events: [], processed, chars: 0, sealed: false, go }
       const batch = b
       this.mb.enqueue(async () => {
-        await new Promise((resolve) => setImmediate(resolve))
+        setImmediate(go)
+        await gathered
         batch.sealed = true
         // The actor may have stopped while the batch gathered: a stopped actor writes nothing more.
         this.mb.alive()
@@ -50,6 +59,10 @@ export class Appends {
     }
     b.events.push({ event, json })
     b.chars += json.length
+    if (event.type === ENDS_STEP) {
+      this.seal()
+      b.go()
+    }
   }
 
   /** Queues another write after every event queued so far (see `Mailbox.write`). */

@@ -4,6 +4,7 @@ import type { RecordStore } from '../kit/store.js'
 import type { HostContext } from '../kit/types.js'
 import type { SessionActor } from './actor.js'
 import type { AgentResolver } from './admission.js'
+import type { SessionTails } from './local-tails.js'
 import type { Model } from './model.js'
 import type { EnvironmentRefs } from './references.js'
 import type { SessionRecord } from './state.js'
@@ -39,4 +40,6 @@ export interface ActorDeps {
   modelRetry: RetryPolicy
   /** The kind's actors on this host: told when one leaves memory (deleted) or failed (it is rebuilt). */
   actors: KeyedActors<SessionActor>
+  /** This process's SSE tails of the sessions owned here, fed by their event logs. */
+  tails: SessionTails
 }

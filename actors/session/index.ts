@@ -1,6 +1,6 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
-import { Buckets } from '../../protocol/subjects.js'
+import { Buckets, partitionOf } from '../../protocol/subjects.js'
 import { openBucket } from '../kit/buckets.js'
 import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
@@ -13,6 +13,7 @@ import type { ActorDeps, SessionSettings } from './deps.js'
 import { agentResolver } from './admission.js'
 import { sessionOps } from './behaviour.js'
 import { listSessions } from './list.js'
+import { SessionTails } from './local-tails.js'
 import { ensureEventsStream } from './log.js'
 import { modelClient } from './model.js'
 import { EnvironmentRefs } from './references.js'
@@ -42,6 +43,14 @@ export const sessionKind: ActorKindDef = {
     const settings = { ...DEFAULT_SESSION_SETTINGS, ...ctx.settings.session }
     const { modelBaseUrl, anthropicApiKey } = ctx.settings
     const actors: KeyedActors<SessionActor> = new KeyedActors(ctx, { kind: 'session', kv, load: (id) => SessionActor.load(deps, id), idleMs: settings.idleMs })
+    // Taken only while this host serves the partition: every append of the session is made here from then on.
+    const localTails = ctx.settings.localCalls !== false
+    const tails = new SessionTails({
+      here: (id) => localTails && actors.owned.has(partitionOf(id)) && actors.serves(id),
+      // This process's gateway tails over NATS too when calls are not local.
+      othersMayTail: () => !localTails || !ctx.alone(),
+      log: ctx.log,
+    })
     const deps: ActorDeps = {
       ctx,
       store: actors.records<SessionRecord>(SESSION_PREFIX),
@@ -51,6 +60,7 @@ export const sessionKind: ActorKindDef = {
       settings,
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,
+      tails,
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),
@@ -59,6 +69,16 @@ export const sessionKind: ActorKindDef = {
         return listSessions(projection, query)
       },
     })
-    return actors.runtime(ops, () => projection.stop())
+    const rt = actors.runtime(ops, () => projection.stop())
+    return {
+      ...rt,
+      // Once the partition's actors have stopped (their last appends acknowledged and fed), before the next owner
+      // is named on a hand-over.
+      released: async (p, handOver) => {
+        await rt.released?.(p, handOver)
+        tails.released(p)
+      },
+      localTails: localTails ? tails : undefined,
+    }
   },
 }

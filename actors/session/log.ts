@@ -3,7 +3,9 @@ import { JetStreamApiCodes, JetStreamApiError, PubHeaders, type JetStreamClient,
 import { fail } from '../../protocol/errors/fail.js'
 import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
 import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
+import type { EventItem } from '../../protocol/event-item.js'
 import { readSessionRange } from './event-reader.js'
+import type { SessionTails } from './local-tails.js'
 import { ensureReplicas, replicasRefused, type Storage } from '../kit/replicas.js'
 import { jsPublisher } from '../kit/js-publish.js'
 import { AppendUncertain, FenceLost } from '../kit/mailbox.js'
@@ -104,6 +106,8 @@ export class EventLog {
     public lastSeq: number,
     /** Throws once this host may no longer write for the session (`Mailbox.checkServing`); called before every append. */
     private readonly checkServing: () => void = () => undefined,
+    /** This process's SSE tails, fed what is stored and published here (none: tails listen over NATS only). */
+    private readonly tails?: SessionTails,
   ) {}
 
   /** Stores one event (or internal record). */
@@ -124,7 +128,10 @@ export class EventLog {
     h.set(EventHeaders.id, events.map((e) => e.event.id).join(','))
     h.set(EventHeaders.parts, String(events.length))
     if (processed.length) h.set(EventHeaders.processed, processed.join(','))
-    return this.publish(h, events.map((e) => e.json).join('\n'), first.event.id)
+    const last = events.length - 1
+    return this.publish(h, events.map((e) => e.json).join('\n'), first.event.id, (seq, prevSeq) =>
+      events.map((e, part) => storedItem(e.event.type, e.event.id, seq, prevSeq, e.json, part === 0 ? processed : undefined, part, part === last)),
+    )
   }
 
   private publishOne(type: string, json: string, { id, processed, request }: AppendOptions): Promise<number> {
@@ -133,10 +140,11 @@ export class EventLog {
     if (id) h.set(EventHeaders.id, id)
     if (processed?.length) h.set(EventHeaders.processed, processed.join(','))
     if (request) h.set(EventHeaders.request, formatRequestTag(request))
-    return this.publish(h, json, id)
+    return this.publish(h, json, id, (seq, prevSeq) => [storedItem(type, id, seq, prevSeq, json, processed, 0, true)])
   }
 
-  private async publish(h: MsgHdrs, json: string, id: string | undefined): Promise<number> {
+  /** `items`: the stored message's events as a live tail gets them, for this process's tails. */
+  private async publish(h: MsgHdrs, json: string, id: string | undefined, items: (seq: number, prevSeq: number) => EventItem[]): Promise<number> {
     // The sequence fence stops a write after the new owner's first append; this stops one before it, so a host
     // resumed from a pause cannot slip an event in between the new owner's replay and its first append.
     this.checkServing()
@@ -146,6 +154,11 @@ export class EventLog {
     try {
       ack = await jsPublisher(this.nc).publish(eventsSubject(this.sessionId), enc.encode(json), h, APPEND_TIMEOUT_MS)
     } catch (err) {
+      // Stored elsewhere (fenced off), or maybe stored with no answer: this process's tails can no longer rely on
+      // being fed every stored message from here, and go over to NATS.
+      if (isTimeout(err) || (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence)) {
+        this.tails?.moved(this.sessionId)
+      }
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) {
         throw new FenceLost(`session ${this.sessionId} moved on without us (expected last sequence ${this.lastSeq})`)
       }
@@ -153,17 +166,42 @@ export class EventLog {
       if (isTimeout(err)) throw new AppendUncertain(`session ${this.sessionId}: no answer to an append (expected last sequence ${this.lastSeq})`)
       throw fail('history_write_failed')
     }
+    const prevSeq = this.lastSeq
     this.lastSeq = ack.seq
+    // A retried publish the stream dropped as a duplicate was stored (and fed) before: not again.
+    if (!ack.duplicate) this.tails?.stored(this.sessionId, () => items(ack.seq, prevSeq))
     return ack.seq
   }
 
   /** Stream-only message on the live subject (previews, deletion notice): never stored, never replayed. */
   notify(type: string, payload: unknown, deltaOf?: string): void {
+    const json = JSON.stringify(payload)
+    this.tails?.streamOnly(
+      this.sessionId,
+      { type, id: undefined, seq: undefined, part: 0, last: true, prevSeq: undefined, deltaOf, json, processed: undefined },
+      !!deltaOf,
+    )
+    // Previews nobody outside this process can want are not published: three or more messages per model response.
+    if (deltaOf && this.tails && !this.tails.previewsOverNats(this.sessionId)) return
     const h = natsHeaders()
     h.set(EventHeaders.type, type)
     if (deltaOf) h.set(EventHeaders.deltaOf, deltaOf)
-    this.nc.publish(liveSubject(this.sessionId), enc.encode(JSON.stringify(payload)), { headers: h })
+    this.nc.publish(liveSubject(this.sessionId), enc.encode(json), { headers: h })
   }
+}
+
+/** One event of a stored message as a live tail gets it (protocol/event-item.ts `liveItems`, without NATS). */
+function storedItem(
+  type: string,
+  id: string | undefined,
+  seq: number,
+  prevSeq: number,
+  json: string,
+  processed: string[] | undefined,
+  part: number,
+  last: boolean,
+): EventItem {
+  return { type, id, seq, part, last, prevSeq, deltaOf: undefined, json, processed: processed?.length ? processed : undefined }
 }
 
 /** The stream sequence of a session's last stored record, 0 when it has none. */

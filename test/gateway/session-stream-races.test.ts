@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test as Tap } from 'tap'
 import '../helpers/keepalive.js'
 import { connect, type Msg } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
@@ -14,6 +14,8 @@ import { EVENTS_STREAM, eventsSubject, eventsWildcard, partitionedSubject } from
 import { startNats } from '../helpers/nats.js'
 import { TRANSPORT } from '../helpers/transport.js'
 import { ensureEventsStream, EventLog } from '../../actors/session/log.js'
+import { SessionTails } from '../../actors/session/local-tails.js'
+import { actorWire } from '../../actors/kit/wire.js'
 import type { SessionEvent } from '../../protocol/events.js'
 import { until } from '../helpers/wait.js'
 import { guard, sseReader, type SseMsg } from '../helpers/sse-reader.js'
@@ -24,7 +26,9 @@ import { guard, sseReader, type SseMsg } from '../helpers/sse-reader.js'
 // answering `stream.open` with the session's last stored sequence read from the real stream, as the real owner does;
 // everything else is real: nats-server, the events stream as hosts create it, the gateway, and the writes, made through
 // the session kind's own EventLog (fenced appends, several events to a message as the actor stores them). The tail
-// against the real session actor: session-stream.test.ts.
+// against the real session actor: session-stream.test.ts. A second gateway is fed in-process, as one beside the
+// session's owner is (the session kind's SessionTails, fed by the EventLogs of the sessions "owned here"), and the
+// owner moves away under its streams.
 
 /** gateway/session-stream.ts reads from this long before an id's mint time. */
 const ID_SLACK_MS = 5_000
@@ -38,7 +42,13 @@ await ensureEventsStream({ jsm, replicas: 1, log })
 const js = jetstream(nc)
 const gw = await startGateway({ nc, actors: actorAccess(nc), log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 0 })
 const base = `http://127.0.0.1:${gw.port}`
+/** Sessions whose owner is "in the local gateway's process": their event logs feed `tails`. */
+const ownedHere = new Set<string>()
+let othersMayTail = false
+const tails = new SessionTails({ here: (sid) => ownedHere.has(sid), othersMayTail: () => othersMayTail, log })
+const local = await startGateway({ nc, actors: actorAccess(nc, actorWire(nc), tails), log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 0 })
 t.teardown(async () => {
+  local.close()
   gw.close()
   await nc.close()
   await nats.stop()
@@ -113,7 +123,11 @@ interface Ev {
 const logs = new Map<string, { log: Promise<EventLog>; queue: Promise<unknown> }>()
 function write<T>(sid: string, fn: (log: EventLog) => Promise<T>): Promise<T> {
   let l = logs.get(sid)
-  if (!l) logs.set(sid, (l = { log: lastSeqOf(sid).then((seq) => new EventLog(nc, sid, seq)), queue: Promise.resolve() }))
+  if (!l)
+    logs.set(
+      sid,
+      (l = { log: lastSeqOf(sid).then((seq) => new EventLog(nc, sid, seq, undefined, ownedHere.has(sid) ? tails : undefined)), queue: Promise.resolve() }),
+    )
   const entry = l
   const run = entry.queue.then(async () => fn(await entry.log))
   entry.queue = run.catch(() => undefined)
@@ -150,9 +164,9 @@ function deletionNotice(sid: string): Ev {
   return ev
 }
 
-async function openStream(sid: string, query = '', hdrs: Record<string, string> = {}) {
+async function openStream(sid: string, query = '', hdrs: Record<string, string> = {}, at = base) {
   const res = await guard(
-    fetch(`${base}/v1/sessions/${sid}/events/stream${query ? `?${query}` : ''}`, {
+    fetch(`${at}/v1/sessions/${sid}/events/stream${query ? `?${query}` : ''}`, {
       headers: { accept: 'application/json', ...hdrs },
     }),
     'stream headers',
@@ -290,4 +304,167 @@ t.test('a stale last_seq from the owner: the missed event is read back when the 
   const next = await store(sid)
   t.same(ids(await s.sse.take(2)), [missed.id, next.id])
   await s.sse.cancel()
+})
+
+// ---- fed in-process ---------------------------------------------------------------------------------------
+
+const localBase = `http://127.0.0.1:${local.port}`
+
+/** Subscriptions to a session's live subject, as nats-server counts them. */
+async function liveSubscriptions(sid: string): Promise<number> {
+  const connz = await (await fetch(`${nats.monitorUrl}/connz?subs=1&limit=1024`)).json()
+  return (connz.connections as Array<{ subscriptions_list?: string[] }>).flatMap((c) => c.subscriptions_list ?? []).filter((x) => x === `troupe.live.${sid}.>`)
+    .length
+}
+
+/** A session whose owner runs beside the local gateway (its writes feed that gateway's tails). */
+function sessionHere(owner: Partial<Owner> = {}): string {
+  const sid = session(owner)
+  ownedHere.add(sid)
+  return sid
+}
+
+/**
+ * The owner moves away: its writes stop (in flight ones settle), its tails are told, and a new owner writes from the
+ * stream's last sequence, feeding nothing here. `newOwnerFirst`: the new owner stores these before the tails are
+ * told (a takeover after a host fell silent, noticed late here).
+ */
+async function moveAway(sid: string, newOwnerFirst = 0): Promise<Ev[]> {
+  await logs.get(sid)?.queue
+  ownedHere.delete(sid)
+  logs.delete(sid)
+  const early = newOwnerFirst ? await storeMany(sid, newOwnerFirst, 'new owner, early') : []
+  tails.moved(sid)
+  return early
+}
+
+/** A session owned "here" with a stream on the local gateway that was fed its first event in-process. */
+async function fedOne(t: Tap) {
+  const sid = sessionHere()
+  const s = await openStream(sid, '', {}, localBase)
+  const mine = await store(sid)
+  t.equal((await s.sse.take(1))[0]!.id, mine.id, 'fed in-process')
+  return { sid, s }
+}
+
+t.test('fed in-process: no subscription; every stored event once, in order, framed as over NATS; previews only where asked', async (t) => {
+  const sid = sessionHere()
+  const before = await storeMany(sid, 4, 'before')
+  const plain = await openStream(sid, '', {}, localBase)
+  const deltas = await openStream(sid, 'event_deltas[]=agent.message', {}, localBase)
+  const overNats = await openStream(sid)
+  t.equal(await liveSubscriptions(sid), 1, 'only the gateway without the owner subscribes')
+  const start = { type: 'event_start', event: { type: 'agent.message', id: newId('sevt') } }
+  await write(sid, async (log) => log.notify('event_start', start, 'agent.message'))
+  const written = [...(await storeMany(sid, 7, 'live')), await store(sid)]
+  await storeProcessed(sid, [before[0]!.id])
+  const last = await store(sid)
+  const expected = await storedIdsAfter(sid, before.at(-1)!.id)
+  t.same(
+    expected,
+    [...written, last].map((e) => e.id),
+  )
+  const got = await plain.sse.take(expected.length)
+  t.same(ids(got), expected, 'every stored event after the open, once, in order, no internal record')
+  t.same(
+    got.map((m) => m.raw),
+    (await overNats.sse.take(expected.length)).map((m) => m.raw),
+    'the same bytes as a tail over NATS',
+  )
+  const withDeltas = await deltas.sse.take(expected.length + 1)
+  t.same([withDeltas[0]!.event, withDeltas[0]!.id], ['event_start', undefined], 'the preview, without an id, to the tail that asked')
+  t.same(ids(withDeltas.slice(1)), expected)
+  for (const x of [plain, deltas, overNats]) await x.sse.cancel()
+  await until('the local streams to be gone', () => local.openStreams === 0, 10_000, 10)
+})
+
+t.test('previews go over NATS only when a tail elsewhere may want them', async (t) => {
+  const sid = sessionHere()
+  await store(sid)
+  const sub = nc.subscribe(`troupe.live.${sid}.>`)
+  const seen: string[] = []
+  void (async () => {
+    for await (const m of sub) seen.push(m.headers?.get(EventHeaders.type) ?? '')
+  })()
+  await nc.flush()
+  const preview = (n: number) => write(sid, async (log) => log.notify('event_delta', { type: 'event_delta', event_id: `e${n}` }, 'agent.message'))
+  await preview(1)
+  othersMayTail = true
+  await preview(2)
+  othersMayTail = false
+  await store(sid)
+  await until('the stored event republished', () => seen.includes('agent.message'), 10_000, 10)
+  sub.unsubscribe()
+  t.same(seen, ['event_delta', 'agent.message'], 'the preview published while another host lives, not the one before')
+})
+
+t.test('the owner moves away mid-stream (a hand-over): the stream goes on over NATS, nothing lost, nothing twice, in order', async (t) => {
+  const sid = sessionHere()
+  const s = await openStream(sid, '', {}, localBase)
+  const first = await storeMany(sid, 9, 'here')
+  t.same(
+    ids(await s.sse.take(9)),
+    first.map((e) => e.id),
+    'fed in-process first',
+  )
+  await storeMany(sid, 5, 'here, just before the move')
+  await moveAway(sid)
+  // The new owner writes at once, while the tail subscribes and reads back.
+  const after = await storeMany(sid, 20, 'new owner')
+  const expected = await storedIdsAfter(sid, first.at(-1)!.id)
+  t.equal(expected.length, 25)
+  const got = await s.sse.take(9 + expected.length)
+  t.same(ids(got.slice(9)), expected, 'every later event once, in stream order')
+  t.same(
+    ids(got.slice(-20)),
+    after.map((e) => e.id),
+  )
+  t.equal(await liveSubscriptions(sid), 1, 'listening over NATS now')
+  await s.sse.cancel()
+})
+
+t.test('a takeover noticed late: what the new owner stored before the tail was told is read back, even with nothing after it', async (t) => {
+  const { sid, s } = await fedOne(t)
+  const early = await moveAway(sid, 4)
+  t.same(
+    ids(await s.sse.take(5)).slice(1),
+    early.map((e) => e.id),
+    "the new owner's events, read back",
+  )
+  const next = await store(sid)
+  t.equal((await s.sse.take(6)).at(-1)!.id, next.id, 'then live over NATS')
+  await s.sse.cancel()
+})
+
+t.test('an append fenced off by another writer sends the tails over to NATS', async (t) => {
+  const { sid, s } = await fedOne(t)
+  // Another owner writes behind this one's back; this owner's next append finds the subject moved on.
+  const stale = await logs.get(sid)!.log
+  const other = new EventLog(nc, sid, stale.lastSeq)
+  const theirs = event('agent.message')
+  await other.append(theirs as SessionEvent, { id: theirs.id })
+  await t.rejects(stale.append(event('agent.message') as SessionEvent), { message: /moved on without us/ })
+  t.equal((await s.sse.take(2))[1]!.id, theirs.id, 'their event, read back from the stream')
+  ownedHere.delete(sid)
+  logs.delete(sid)
+  const next = await store(sid)
+  t.equal((await s.sse.take(3))[2]!.id, next.id, 'then live over NATS')
+  await s.sse.cancel()
+})
+
+t.test('the deletion notice fed in-process ends the stream', async (t) => {
+  const sid = sessionHere()
+  const s = await openStream(sid, '', {}, localBase)
+  await store(sid)
+  const ev = event('session.deleted')
+  await write(sid, async (log) => log.notify(ev.type, ev))
+  const all = await s.sse.toEnd()
+  t.same(
+    all.map((m) => [m.event, m.id]),
+    [
+      ['agent.message', all[0]!.id],
+      ['session.deleted', ev.id],
+    ],
+  )
+  await until('the stream to be gone', () => local.openStreams === 0, 10_000, 10)
 })

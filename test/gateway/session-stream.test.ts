@@ -9,11 +9,14 @@ import { guard, sseReader, type SseMsg } from '../helpers/sse-reader.js'
 import { agentAndEnv, collect, isIdle, sessionStack, until } from '../sessions/_helpers.js'
 
 // The SSE tail of a session against the real thing: a `troupe serve` (gateway and session actor), its nats-server and
-// the fake model. Every event is written by the session actor in a real turn; what a stream sends is compared with
+// the fake model. The owner runs beside the gateway, so it feeds the tails in-process; session-stream-nats.test.ts
+// runs the same tests with TROUPE_LOCAL_CALLS=0, where every tail listens over NATS. Every event is written by the session actor in a real turn; what a stream sends is compared with
 // what the events stream holds, read independently over JetStream. Interleavings the real owner produces only by
 // chance are forced in session-stream-races.test.ts.
 
-const s = await sessionStack({ TROUPE_SSE_KEEPALIVE_MS: '200' })
+/** Set by session-stream-nats.test.ts: tails listen over NATS, as a gateway does for sessions owned elsewhere. */
+const VIA_NATS = process.env.TEST_SSE_VIA_NATS === '1'
+const s = await sessionStack({ TROUPE_SSE_KEEPALIVE_MS: '200', ...(VIA_NATS ? { TROUPE_LOCAL_CALLS: '0' } : {}) })
 const nc = await connect({ servers: s.nats.url })
 t.teardown(() => void nc.close())
 const js = jetstream(nc)
@@ -296,31 +299,35 @@ t.test('internal records are never sent, live or replayed', async (t) => {
   )
 })
 
-t.test('streams of one session share one live subscription; each gets every event once, in order; the last to leave unsubscribes', async (t) => {
-  const sid = await newSession()
-  const other = await newSession()
-  const streams = await Promise.all([openStream(sid), openStream(sid), openStream(sid)])
-  const elsewhere = await openStream(other)
-  t.equal(await liveSubscriptions(sid), 1, 'one subscription for three streams')
-  t.equal(await liveSubscriptions(other), 1)
-  await s.client.beta.sessions.events.send(sid, say('fan out') as any)
-  const got = await Promise.all(streams.map((x) => takeUntil(x.sse, idle)))
-  const expected = ids((await visible(sid)) as any)
-  for (const g of got) t.same(ids(g), expected, 'every event once, in order')
-  t.same(
-    got[1]!.map((m) => m.raw),
-    got[0]!.map((m) => m.raw),
-    'the same frames on every stream',
-  )
-  for (const x of streams.slice(0, 2)) await x.sse.cancel()
-  t.equal(await liveSubscriptions(sid), 1, 'still subscribed for the stream left')
-  await s.client.beta.sessions.events.send(sid, say('still fed') as any)
-  t.equal((await takeUntil(streams[2]!.sse, idle, got[2]!.length))[0]!.event, 'user.message', 'the remaining stream is still fed')
-  await streams[2]!.sse.cancel()
-  await elsewhere.sse.cancel()
-  await until('the last stream of each session to unsubscribe', async () => (await liveSubscriptions(sid)) + (await liveSubscriptions(other)) === 0)
-  t.pass('no subscription left')
-})
+t.test(
+  `streams of one session ${VIA_NATS ? 'share one live subscription' : 'are fed in-process, with no subscription'}; each gets every event once, in order; the last to leave unsubscribes`,
+  async (t) => {
+    const sid = await newSession()
+    const other = await newSession()
+    const streams = await Promise.all([openStream(sid), openStream(sid), openStream(sid)])
+    const elsewhere = await openStream(other)
+    const subscribed = VIA_NATS ? 1 : 0
+    t.equal(await liveSubscriptions(sid), subscribed, VIA_NATS ? 'one subscription for three streams' : 'no subscription')
+    t.equal(await liveSubscriptions(other), subscribed)
+    await s.client.beta.sessions.events.send(sid, say('fan out') as any)
+    const got = await Promise.all(streams.map((x) => takeUntil(x.sse, idle)))
+    const expected = ids((await visible(sid)) as any)
+    for (const g of got) t.same(ids(g), expected, 'every event once, in order')
+    t.same(
+      got[1]!.map((m) => m.raw),
+      got[0]!.map((m) => m.raw),
+      'the same frames on every stream',
+    )
+    for (const x of streams.slice(0, 2)) await x.sse.cancel()
+    t.equal(await liveSubscriptions(sid), subscribed, 'still as subscribed for the stream left')
+    await s.client.beta.sessions.events.send(sid, say('still fed') as any)
+    t.equal((await takeUntil(streams[2]!.sse, idle, got[2]!.length))[0]!.event, 'user.message', 'the remaining stream is still fed')
+    await streams[2]!.sse.cancel()
+    await elsewhere.sse.cancel()
+    await until('the last stream of each session to unsubscribe', async () => (await liveSubscriptions(sid)) + (await liveSubscriptions(other)) === 0)
+    t.pass('no subscription left')
+  },
+)
 
 t.test('the official client iterates the stream, previews included', async (t) => {
   const sid = await newSession()

@@ -36,7 +36,8 @@ t.teardown(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 const natsUrl = nats.url.replace('nats://', 'nats://troupe:host@')
-const troupe = await startTroupe({ natsUrl })
+// Tails over NATS: with calls served in-process, the session's owner beside the gateway would feed the tail itself.
+const troupe = await startTroupe({ natsUrl, env: { TROUPE_LOCAL_CALLS: '0' } })
 t.teardown(() => troupe.killNow())
 const client = clientFor(troupe.url)
 

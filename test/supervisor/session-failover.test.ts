@@ -17,7 +17,8 @@ import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js
 import { reader } from '../sessions/_helpers.js'
 import { until } from '../helpers/wait.js'
 
-// Chaos: SIGKILL the host that runs a session, mid-turn, and check that another host carries the session on.
+// Chaos: SIGKILL the host that runs a session, mid-turn, and check that another host carries the session on. Last, a
+// hand-over mid-turn under SSE streams that the owner fed in-process.
 
 // Seven scenarios of two hosts each take about 100 s on a loaded machine: tap's default 120 s per file is too tight.
 t.setTimeout(300_000)
@@ -347,3 +348,73 @@ t.test('the owner is stopped (SIGTERM) during a model request: the turn is hande
     'an idle session handed over is not rescheduled',
   )
 })
+
+const SESSIONS = 12
+
+/** How many session partitions `host` holds. */
+async function owned(host: string): Promise<number> {
+  let n = 0
+  for await (const k of await leases.keys('session.>')) {
+    const e = await leases.get(k)
+    if (e?.operation === 'PUT' && decode<{ host: string }>(e.value).host === host) n++
+  }
+  return n
+}
+
+t.test(
+  'streams fed in-process by the owner, in a hand-over mid-turn to a host that joins: streams fed in-process go on over NATS, every event once, in order',
+  async (t) => {
+    const a = await startTroupe({ natsUrl: nats.url, env })
+    procs.push(a)
+    t.teardown(() => a.killNow())
+    await until('the first host to own every partition', async () => (await owned(hostOf(a)!)) === PARTITIONS, 30_000, 50)
+    const client = clientFor(a.url, { maxRetries: 6 })
+    const agent = await client.beta.agents.create({ name: 'handover', model: 'claude-sonnet-4-5' } as any)
+    const environment = await client.beta.environments.create({ name: 'handover' })
+    const sessions = await Promise.all(
+      Array.from({ length: SESSIONS }, () => client.beta.sessions.create({ agent: agent.id, environment_id: environment.id } as any)),
+    )
+    // Every turn's first request hangs until its owner lets it go; the retry on the new owner answers.
+    const asked = new Set<string>()
+    model.setHandler((req) => {
+      const text: string | undefined = req.body?.messages?.at(-1)?.content?.[0]?.text
+      if (!text?.startsWith('handover ')) return undefined
+      if (asked.has(text)) return { steps: [{ type: 'text', text: 'answered after the move' }] }
+      asked.add(text)
+      return { hang: true }
+    })
+    t.teardown(() => model.setHandler(undefined))
+    const before = model.requests.length
+    const streams = await Promise.all(sessions.map(async (s) => reader(await client.beta.sessions.events.stream(s.id))))
+    for (const [i, s] of sessions.entries()) {
+      await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: `handover ${i}` }] }] } as any)
+    }
+    await model.waitForRequests(before + SESSIONS)
+
+    const b = await startTroupe({ natsUrl: nats.url, env })
+    procs.push(b)
+    t.teardown(() => b.killNow())
+    await until('the partitions to split', async () => (await owned(hostOf(b)!)) === PARTITIONS / 2, 60_000, 50)
+    const moved: number[] = []
+    for (const [i, s] of sessions.entries()) if ((await ownerOf(s.id)) === hostOf(b)) moved.push(i)
+    t.ok(moved.length > 0, `${moved.length} of ${SESSIONS} sessions moved to the new host`)
+
+    // Each stream was fed in-process by the first host, and goes on over NATS: every stored event once, in order.
+    for (const i of moved) {
+      const id = sessions[i]!.id
+      const seen = await streams[i]!.next((e) => e.type === 'session.status_idle', 60_000)
+      const history: any[] = []
+      for await (const e of client.beta.sessions.events.list(id, { limit: 1000 } as any)) history.push(e)
+      t.same(
+        seen.map((e) => e.id),
+        history.map((e) => e.id),
+        `${id}: the stream carried the history, each event once, in order`,
+      )
+      t.ok(
+        seen.some((e) => e.type === 'session.status_rescheduled'),
+        'the turn was carried on by the new owner',
+      )
+      t.equal(seen.filter((e) => e.type === 'agent.message').at(-1)?.content[0].text, 'answered after the move')
+    }
+  },
+)
