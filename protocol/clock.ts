@@ -1,7 +1,16 @@
-/** Time as schedules see it, in epoch ms: the system clock, or a test's (`TROUPE_SCHEDULE_CLOCK`). */
-export type Clock = () => number
+/**
+ * Time as schedules see it, in epoch ms: the system clock, or a test's (`TROUPE_SCHEDULE_CLOCK`). `rate` is how many
+ * of its milliseconds pass per real one (default 1), so a timer can wait for one of its instants in real time.
+ */
+export interface Clock {
+  (): number
+  readonly rate?: number
+}
 
 export const systemClock: Clock = () => Date.now()
+
+/** Real milliseconds until the clock reads `at` (0 when it is past). */
+export const realMsUntil = (clock: Clock, at: number): number => Math.max(0, (at - clock()) / (clock.rate ?? 1))
 
 /**
  * A clock for tests and benchmarks of schedules, so none waits real minutes: `start=<RFC 3339>,rate=<n>,since=<epoch
@@ -23,5 +32,5 @@ export function parseClock(spec: string, real: Clock = systemClock): Clock {
   if (!Number.isFinite(rate) || rate <= 0 || rate > 10_000) throw new Error('rate must be a number above 0, at most 10000')
   const since = Number(parts.get('since') ?? real())
   if (!Number.isSafeInteger(since) || since < 0) throw new Error('since must be an epoch time in milliseconds')
-  return () => Math.floor(start + (real() - since) * rate)
+  return Object.assign(() => Math.floor(start + (real() - since) * rate), { rate })
 }

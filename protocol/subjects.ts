@@ -73,6 +73,8 @@ export const Buckets = {
   deploymentRuns: 'troupe_deployment_runs',
   /** `claim.<deployment id>.<occurrence ms>` → an orchestrator's lease on firing one occurrence; short max age. */
   scheduleClaims: 'troupe_schedule_claims',
+  /** `orch.<orchestrator id>` → one heartbeat per running scheduler (`orchestrate`, `start`); max age = its liveness TTL. */
+  orchestrators: 'troupe_orchestrators',
   /** `<kind>.pNN` → `{host, at}`: who serves each partition; written only when ownership changes. */
   placement: 'troupe_placement',
   /** `host.<host id>` → `HostBeat`: one heartbeat per host; the bucket's max age is the liveness TTL. */

@@ -1,4 +1,5 @@
 import path from 'node:path'
+import { type Clock, parseClock, systemClock } from '../protocol/clock.js'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
 
@@ -55,6 +56,11 @@ export interface Config {
    * `TROUPE_PARSE_BUDGET_MIB` in MiB, default 256, at least 32 (the body limit: the largest body always fits).
    */
   parseBudget?: number
+  /**
+   * Time as deployment schedules see it, for every process of a test to agree on: `TROUPE_SCHEDULE_CLOCK`
+   * (`start=<RFC 3339>,rate=<n>,since=<epoch ms>`, protocol/clock.ts), a testing aid. Default the system clock.
+   */
+  scheduleClock: Clock
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
   /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
@@ -98,6 +104,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     modelBaseUrl: blank(env.TROUPE_MODEL_BASE_URL),
     anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
+    scheduleClock: scheduleClock(blank(env.TROUPE_SCHEDULE_CLOCK)),
     logLevel: blank(env.LOG_LEVEL) ?? 'info',
     logFormat: logFormat(blank(env.LOG_FORMAT)),
     strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),
@@ -131,6 +138,15 @@ function replicas(n: number | undefined, natsUrl: string | undefined): number | 
     throw new Error(`TROUPE_REPLICAS=${n} needs a JetStream cluster of at least ${n} servers (set NATS_URL); the embedded nats-server keeps one copy`)
   }
   return n
+}
+
+function scheduleClock(v: string | undefined): Clock {
+  if (v === undefined) return systemClock
+  try {
+    return parseClock(v)
+  } catch (err) {
+    throw new Error(`TROUPE_SCHEDULE_CLOCK: ${(err as Error).message} (was ${JSON.stringify(v)})`)
+  }
 }
 
 function logFormat(v: string | undefined): 'json' | 'pretty' {
