@@ -17,7 +17,7 @@ export function fireOwner(nc: NatsConnection, kv: KV) {
   const chains = new Map<string, Promise<void>>()
   const fire = async (id: string, at: number): Promise<FireReply> => {
     const e = await kv.get(`${DEPLOYMENT_PREFIX}${id}`)
-    if (!e || e.operation !== 'PUT') return { outcome: 'skipped', why: 'gone' }
+    if (e?.operation !== 'PUT') return { outcome: 'skipped', why: 'gone' }
     const s = decode<DeploymentState>(e.value)
     if (s.last_scheduled_at !== null && at <= Date.parse(s.last_scheduled_at)) return { outcome: 'duplicate' }
     s.last_scheduled_at = new Date(at).toISOString()

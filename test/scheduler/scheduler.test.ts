@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import pino from 'pino'
 import { connect } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
@@ -54,7 +54,7 @@ async function edit(id: string, change: (s: DeploymentState) => void) {
 }
 
 /** Occurrences of an every-minute schedule fired in a row, none twice, none skipped. */
-function consecutive(t: Tap.Test, list: number[], what: string) {
+function consecutive(t: Test, list: number[], what: string) {
   const gaps = list.slice(1).filter((at, i) => at !== list[i]! + MIN)
   t.same(gaps, [], `${what}: ${list.length} occurrences, one minute apart, none twice`)
 }
