@@ -90,6 +90,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           replicasExplicit: replicas.explicit,
           localCalls: cfg.localCalls,
           session: cfg.session,
+          scheduleClock: cfg.scheduleClock,
         },
         { hostId: lock!.hostId, role },
       )
