@@ -109,6 +109,9 @@ export const OUTBOX_STREAM = 'TROUPE_OUTBOX'
 export const OUTBOX_PREFIX = 'troupe.outbox'
 export const outboxSubject = (eventType: string) => `${OUTBOX_PREFIX}.${eventType}`
 
+/** The one workspace a Troupe server is: the `workspace_id` of every webhook event's payload. */
+export const WORKSPACE_ID = 'wrkspc_troupe'
+
 /** Session event history: one stream, a subject per session thread. */
 export const EVENTS_STREAM = 'TROUPE_EVENTS'
 export const EVENTS_PREFIX = 'troupe.events'

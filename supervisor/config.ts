@@ -1,7 +1,7 @@
 import path from 'node:path'
-import { type Clock, parseClock, systemClock } from '../protocol/clock.js'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
+import { parseClock, systemClock, type Clock } from '../protocol/clock.js'
 
 const MiB = 1024 * 1024
 const mebibytes = (n: number | undefined) => (n === undefined ? undefined : n * MiB)
@@ -49,6 +49,11 @@ export interface Config {
    * default on; `0` (or `off`, `false`) sends every call over NATS, so `troupe sub` sees each one (debugging).
    */
   localCalls: boolean
+  /**
+   * The time schedules see (deployments' upcoming runs, the scheduler's firing), for tests: `TROUPE_SCHEDULE_CLOCK`
+   * (`start=<RFC 3339>,rate=<n>,since=<epoch ms>`, protocol/clock.ts). Default the system clock.
+   */
+  scheduleClock: Clock
   /** Comment keepalive interval of SSE streams. `TROUPE_SSE_KEEPALIVE_MS`, default 15000; 0 disables. */
   sseKeepaliveMs?: number
   /**
@@ -56,11 +61,6 @@ export interface Config {
    * `TROUPE_PARSE_BUDGET_MIB` in MiB, default 256, at least 32 (the body limit: the largest body always fits).
    */
   parseBudget?: number
-  /**
-   * Time as deployment schedules see it, for every process of a test to agree on: `TROUPE_SCHEDULE_CLOCK`
-   * (`start=<RFC 3339>,rate=<n>,since=<epoch ms>`, protocol/clock.ts), a testing aid. Default the system clock.
-   */
-  scheduleClock: Clock
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
   /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
@@ -93,6 +93,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     session,
     sseKeepaliveMs: count('TROUPE_SSE_KEEPALIVE_MS', 0),
     localCalls: onOff('TROUPE_LOCAL_CALLS', env.TROUPE_LOCAL_CALLS, true),
+    scheduleClock: scheduleClock(blank(env.TROUPE_SCHEDULE_CLOCK)),
     parseBudget: mebibytes(count('TROUPE_PARSE_BUDGET_MIB', DEFAULT_BODY_LIMIT / MiB)),
     host: blank(env.HOST) ?? '127.0.0.1',
     http: httpTransport(blank(env.TROUPE_HTTP)),
@@ -104,7 +105,6 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     modelBaseUrl: blank(env.TROUPE_MODEL_BASE_URL),
     anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
-    scheduleClock: scheduleClock(blank(env.TROUPE_SCHEDULE_CLOCK)),
     logLevel: blank(env.LOG_LEVEL) ?? 'info',
     logFormat: logFormat(blank(env.LOG_FORMAT)),
     strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),

@@ -1,4 +1,5 @@
 import type { AgentReference } from '../../protocol/schemas/agent.js'
+import { occurrencesAfter, UPCOMING_RUNS } from '../../protocol/schedule.js'
 import type { Deployment, DeploymentRun, SessionFromRunInput, TriggerContext } from '../../protocol/schemas/deployment.js'
 
 /**
@@ -50,3 +51,17 @@ export const RUN_PREFIX = 'run.'
 export const runKey = (id: string) => `${RUN_PREFIX}${id}`
 
 export type { DeploymentRun }
+
+/** The deployment as the API shows it at `at` (epoch ms, the schedule clock): its next occurrences filled in. */
+export function viewOf(s: DeploymentState, at: number): Deployment {
+  return deploymentView(s.deployment, s.fires_from, at)
+}
+
+/** As `viewOf`, from the stored deployment alone (lists: `fires_from` is read from the state beside it). */
+export function deploymentView(d: StoredDeployment, firesFrom: string | null, at: number): Deployment {
+  if (!d.schedule) return d as Deployment
+  // Occurrences from `fires_from` on may fire (a schedule set or unpaused just now fires nothing before).
+  const after = Math.max(at, firesFrom === null ? at : Date.parse(firesFrom) - 1)
+  const upcoming = d.archived_at ? [] : occurrencesAfter(d.schedule, after, UPCOMING_RUNS).map((t) => new Date(t).toISOString())
+  return { ...d, schedule: { ...d.schedule, upcoming_runs_at: upcoming } }
+}

@@ -43,7 +43,7 @@ export interface HostSettings {
   localCalls?: boolean
   /** `replicas` was set by `TROUPE_REPLICAS`, so an existing stream with more copies is brought down to it. Default false. */
   replicasExplicit?: boolean
-  /** Time as deployment schedules see it (`TROUPE_SCHEDULE_CLOCK`, a testing aid). Default the system clock. */
+  /** The time schedules see, in epoch ms (`TROUPE_SCHEDULE_CLOCK`, a testing aid). Default the system clock. */
   scheduleClock?: Clock
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
   session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; runningRecordMs: number; maxTokens: number }>
