@@ -70,13 +70,14 @@ t.test('three orchestrators, one SIGKILLed while it holds claims: exactly one ru
   try {
     for await (const e of watch) {
       const v = decode<ClaimValue>(e.value)
-      victim = 'holder' in v ? procs[ids.indexOf(v.holder)] : undefined
+      const holder = 'holder' in v ? v.holder : undefined
+      victim = holder === undefined ? undefined : procs[ids.indexOf(holder)]
       if (!victim) continue
       await victim.kill()
       for await (const k of await claims.keys('claim.>')) {
         const c = await claims.get(k)
         const cv = c?.operation === 'PUT' ? decode<ClaimValue>(c.value) : undefined
-        if (cv && 'holder' in cv && cv.holder === v.holder) heldAtKill.push(k)
+        if (cv && 'holder' in cv && cv.holder === holder) heldAtKill.push(k)
       }
       break
     }
