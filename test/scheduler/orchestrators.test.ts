@@ -41,7 +41,9 @@ const gapless = (at: number[]) => at.every((v, i) => i === 0 || v === at[i - 1]!
 
 t.test('three orchestrators, one SIGKILLed while it holds claims: exactly one run per occurrence, none lost', async (t: Test) => {
   const procs = await Promise.all([orchestrate(), orchestrate(), orchestrate()])
-  t.teardown(() => procs.forEach((p) => p.killNow()))
+  t.teardown(() => {
+    for (const p of procs) p.killNow()
+  })
   const ids = await Promise.all(procs.map(schedulerId))
   const created = await Promise.all(
     Array.from({ length: 24 }, () => deploy(s.client, { schedule: { type: 'cron', expression: '* * * * *', timezone: 'UTC' } })),
