@@ -138,7 +138,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   facts.push(['NATS', nats ? `${nats.url} (embedded; monitoring ${nats.monitorUrl})` : redact(cfg.natsUrl!)])
   if (nats) facts.push(['scale', joinHint(cfg, nats)])
   if (replicas) facts.push(['replicas', `${replicas.count} (${replicas.why})`])
-  if (scheduler) facts.push(['schedules', `fired here (scheduler ${scheduler.id})`])
+  if (scheduler) facts.push(['schedule', `fired here (scheduler ${scheduler.id})`])
   if (lock) facts.push(['data', cfg.dataDir])
   if (host) {
     facts.push(['host', host.id])
