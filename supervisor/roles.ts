@@ -27,8 +27,9 @@ export interface Running {
   stop(): Promise<void>
 }
 
-async function joinNats(url: string, log: Logger): Promise<NatsConnection> {
-  const nc = await connectNats(url)
+async function joinNats(url: string, log: Logger, role: Role): Promise<NatsConnection> {
+  // An orchestrator's connection is named apart in the server's connection list, where hosts are `troupe`.
+  const nc = await connectNats(url, role === 'orchestrate' ? { name: 'troupe-orchestrate' } : {})
   checkServerVersion(nc.info?.version ?? '0.0.0')
   if (!nc.info?.jetstream) log.warn('the NATS server does not advertise JetStream; Troupe needs it')
   return nc
@@ -78,7 +79,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       lock?.update({ nats_pgid: nats.pgid, nats_url: nats.url, nats_monitor_url: nats.monitorUrl })
       log.info({ url: natsUrl, monitor: nats.monitorUrl, dataDir: cfg.dataDir }, 'embedded nats-server started')
     } else lock?.update({ nats_url: natsUrl })
-    nc = await joinNats(natsUrl, log)
+    nc = await joinNats(natsUrl, log, role)
     connection = watchConnection(nc, log)
     replicas = await chooseReplicas(cfg.replicas, nc, natsUrl)
     log.info({ replicas: replicas.count, explicit: replicas.explicit }, `replicas: ${replicas.count} (${replicas.why})`)
