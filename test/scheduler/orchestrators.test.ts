@@ -140,3 +140,58 @@ t.test('serve alone never fires; an orchestrator joining fires', async (t: Test)
   )
   t.ok(runs.at[0]! > from, 'it fires the occurrences of the catch-up window, none older than the deployment')
 })
+
+t.test('through the API: pause stops firing, unpause resumes without backfill, a fatal run error pauses', async (t: Test) => {
+  const o = await orchestrate()
+  t.teardown(() => o.killNow())
+  const { env: environment, deployment } = await deploy(s.client, { schedule: { type: 'cron', expression: '* * * * *', timezone: 'UTC' } })
+  await until('a run', async () => (await scheduledRuns(s.client, deployment.id)).count >= 1, 20_000, 250)
+  await s.client.beta.deployments.pause(deployment.id)
+  const pausedAt = clock()
+  const before = (await scheduledRuns(s.client, deployment.id)).at
+  await until('three minutes paused', () => clock() >= pausedAt + 3 * MIN, 15_000, 100)
+  const during = (await scheduledRuns(s.client, deployment.id)).at
+  t.ok(
+    during.every((at) => at <= pausedAt),
+    `nothing fired for the paused minutes (${during.length - before.length} fired as the pause landed)`,
+  )
+  const resumed = await s.client.beta.deployments.unpause(deployment.id)
+  const resumedAt = clock()
+  const next = Date.parse((resumed.schedule as any).upcoming_runs_at[0])
+  const after = await until(
+    'fired again',
+    async () => {
+      const r = await scheduledRuns(s.client, deployment.id)
+      return r.at.some((at) => at > pausedAt) && r.at
+    },
+    20_000,
+    250,
+  )
+  t.equal(
+    after.find((at) => at > pausedAt),
+    next,
+    'the first occurrence after unpause, as upcoming_runs_at said',
+  )
+  t.ok(next >= resumedAt - MIN, 'no backfill')
+
+  // The environment archived: the next scheduled run is refused, and the deployment pauses itself.
+  await s.client.beta.environments.archive(environment.id)
+  const paused = await until(
+    'paused by the error',
+    async () => {
+      const d = await s.client.beta.deployments.retrieve(deployment.id)
+      return d.paused_reason?.type === 'error' && d
+    },
+    20_000,
+    250,
+  )
+  t.same(paused.paused_reason, { type: 'error', error: { type: 'environment_archived_error' } })
+  t.equal(paused.status, 'paused')
+  const pausedByError = clock()
+  await until('two minutes paused', () => clock() >= pausedByError + 2 * MIN, 15_000, 100)
+  const runs: any[] = []
+  for await (const r of s.client.beta.deploymentRuns.list({ deployment_id: deployment.id, has_error: true } as any)) runs.push(r)
+  t.equal(runs.length, 1, 'one failed run, then nothing')
+  t.equal(runs[0]?.error?.type, 'environment_archived_error')
+  t.equal(runs[0]?.session_id, null)
+})
