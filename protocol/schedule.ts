@@ -108,6 +108,29 @@ export function occurrencesAfter(s: CronSchedule, after: number, count: number):
 /** The first occurrence strictly after `after` (epoch ms); undefined when the expression never fires again (31 February). */
 export const nextOccurrence = (s: CronSchedule, after: number): number | undefined => occurrencesAfter(s, after, 1)[0]
 
+/** How far back a wall-clock time can repeat: DST shifts are 30 minutes (Lord Howe), an hour, or two. */
+const DST_SHIFTS_MS = [1800_000, 3600_000, 7200_000]
+const wallClocks = new Map<string, Intl.DateTimeFormat>()
+
+/** Whether the wall-clock minute of `at` in `tz` was also the wall-clock minute a DST shift before it. */
+function repeatsWallClock(tz: string, at: number): boolean {
+  let f = wallClocks.get(tz)
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+    })
+    wallClocks.set(tz, f)
+  }
+  const wall = f.format(at)
+  return DST_SHIFTS_MS.some((d) => f.format(at - d) === wall)
+}
+
 /** A wall-clock gap or repeat lasts at most this long (DST moves clocks by an hour, a few zones by two). */
 const DST_SHIFT_MAX_MS = 3 * 3600_000
 
@@ -118,7 +141,9 @@ const DST_SHIFT_MAX_MS = 3 * 3600_000
 export function isOccurrence(s: CronSchedule, at: number): boolean {
   if (at % 60_000 !== 0) return false
   // The common case in one step (cron-parser takes ~20 µs a step; the walk below up to 180 for an every-minute schedule).
-  if (nextOccurrence(s, at - 60_000) === at) return true
+  // Not for a wall-clock time that happened already (an autumn change's repeated hour): from a minute before its
+  // second instance, cron-parser names that instance, which the walk (and occurrencesAfter) does not.
+  if (nextOccurrence(s, at - 60_000) === at && !repeatsWallClock(s.timezone, at)) return true
   const it = CronExpressionParser.parse(s.expression, { tz: s.timezone, currentDate: new Date(at - DST_SHIFT_MAX_MS) })
   while (it.hasNext()) {
     const t = it.next().getTime()
