@@ -192,6 +192,7 @@ clearInterval(ticker)
 load.stop()
 const loadEnd = Date.now()
 const endClock = schedules.clock()
+say(`orchestrator 1 SIGKILLed ${schedules.kills} times during the load`)
 say('load and faults over; waiting for sessions to settle')
 
 const settled = new Map<string, string>()
