@@ -34,7 +34,7 @@ export const deploymentKind: ActorKindDef = {
     const runsKv = await openBucket(ctx.kvm, ctx.storage, Buckets.deploymentRuns)
     await ensureOutbox(ctx)
     const runs = new RecordStore<DeploymentRun>(runsKv)
-    const recorder = new RunRecorder(ctx.client, runs, ctx.js, clock)
+    const recorder = new RunRecorder(ctx.client, runs, ctx.js)
     const states = await durableState<DeploymentState, typeof DeploymentKind>(ctx, {
       contract: DeploymentKind,
       bucket: Buckets.deployments,

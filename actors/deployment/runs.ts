@@ -1,5 +1,4 @@
 import type { JetStreamClient } from '@nats-io/jetstream'
-import type { Clock } from '../../protocol/clock.js'
 import { isApiError, type ApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
 import { idFromKey } from '../../protocol/ids.js'
@@ -12,7 +11,10 @@ import { isTransientNatsError } from '../kit/nats-errors.js'
 import type { RecordStore } from '../kit/store.js'
 import { runKey, type DeploymentState, type PendingRun } from './state.js'
 
-/** How long (schedule clock) a run keeps trying a session create that fails for a moment before it records the failure. */
+/**
+ * How long a run keeps trying a session create that fails for a moment before it records the failure: real time since
+ * its first failure on this host (a test's fast schedule clock must not turn a failover into a failed run).
+ */
 export const RUN_RETRY_MS = 60_000
 
 /** The session a run creates: its id and Idempotency-Key come from the run's, so a retry after a crash finds it. */
@@ -44,12 +46,13 @@ const isTransient = (err: unknown) => (isApiError(err) ? err.status === 503 || e
 export class RunRecorder {
   /** Manual runs whose requests wait for their record, by run id (the `run` op answers with it). */
   private readonly waiters = new Map<string, { done: Promise<DeploymentRun>; resolve: (run: DeploymentRun) => void }>()
+  /** When each run's session create first failed for a moment here (epoch ms), while it keeps failing. */
+  private readonly failingSince = new Map<string, number>()
 
   constructor(
     private readonly client: ActorClient,
     private readonly runs: RecordStore<DeploymentRun>,
     private readonly js: JetStreamClient,
-    private readonly clock: Clock,
   ) {}
 
   /**
@@ -76,6 +79,7 @@ export class RunRecorder {
   async step(state: DeploymentState): Promise<DeploymentState> {
     const run = state.runs[0]!
     const outcome = await this.session(run)
+    this.failingSince.delete(run.id)
     const made: DeploymentRun = {
       id: run.id,
       type: 'deployment_run',
@@ -106,7 +110,9 @@ export class RunRecorder {
         if (!isApiError(err)) throw err
         return { session_id: null, error: { type: runError(err), message: err.message } }
       }
-      if (this.clock() - Date.parse(run.created_at) < RUN_RETRY_MS) throw fail('store_unavailable')
+      const since = this.failingSince.get(run.id) ?? Date.now()
+      this.failingSince.set(run.id, since)
+      if (Date.now() - since < RUN_RETRY_MS) throw fail('store_unavailable')
       // Given up: but a create whose answer was lost may have made the session, which the run must then name.
       const exists = await this.client.call(SessionKind.ops.get, { id }).then(
         () => true,

@@ -32,6 +32,13 @@ async function until<T>(read: () => Promise<T>, check: (v: T) => boolean, what: 
   }
   throw new Error(`timed out waiting for ${what}`)
 }
+/** The record of a fired run, once its owner's work step has made it. */
+const recorded = (runId: string) =>
+  until(
+    () => runs.retrieve(runId).catch(() => undefined),
+    (r) => r !== undefined,
+    `run ${runId}`,
+  ).then((r) => r!)
 const listRuns = async (q: Record<string, unknown>) => {
   const out: any[] = []
   for await (const r of runs.list(q as any)) out.push(r)
@@ -124,17 +131,13 @@ t.test('fire: an occurrence queues one run; again, a duplicate; otherwise skippe
   t.equal((await fire(d.id, minute(1))).outcome, 'duplicate', 'an occurrence before the last one fired')
   t.equal((await fire(d.id, '2030-01-01T00:03:30Z')).outcome, 'skipped', 'not an occurrence')
   t.equal((await fire(d.id, '2029-12-31T23:59:00Z')).outcome, 'duplicate')
-  const run = await until(
-    () => runs.retrieve(q.run_id!).catch(() => undefined),
-    (r) => r !== undefined,
-    'the scheduled run',
-  )
-  t.same(run!.trigger_context, { type: 'schedule', scheduled_at: minute(2) })
-  t.match(run!.session_id, /^sesn_/)
-  t.equal((await deployments.retrieve(d.id)).schedule?.last_run_at, run!.created_at, 'last_run_at is the run')
+  const run = await recorded(q.run_id!)
+  t.same(run.trigger_context, { type: 'schedule', scheduled_at: minute(2) })
+  t.match(run.session_id, /^sesn_/)
+  t.equal((await deployments.retrieve(d.id)).schedule?.last_run_at, run.created_at, 'last_run_at is the run')
   const msg = await (await jetstreamManager(nc)).streams.getMessage(OUTBOX_STREAM, { last_by_subj: outboxSubject('deployment_run.succeeded') })
   const event = JSON.parse(new TextDecoder().decode(msg!.data))
-  t.match(event, { type: 'event', id: /^whe_/, data: { type: 'deployment_run.succeeded', id: run!.id, workspace_id: WORKSPACE_ID } })
+  t.match(event, { type: 'event', id: /^whe_/, data: { type: 'deployment_run.succeeded', id: run.id, workspace_id: WORKSPACE_ID } })
   t.ok(Date.parse(event.created_at))
 
   await deployments.pause(d.id)
@@ -152,12 +155,8 @@ t.test('a scheduled run with a fatal error pauses its deployment; a rejected one
   const { env, deployment: d } = await deploy(s.client, { schedule: EVERY_MINUTE })
   await s.client.beta.environments.archive(env.id)
   const q = await fire(d.id, minute(3))
-  const run = await until(
-    () => runs.retrieve(q.run_id!).catch(() => undefined),
-    (r) => r !== undefined,
-    'the run',
-  )
-  t.equal(run!.error?.type, 'environment_archived_error')
+  const run = await recorded(q.run_id!)
+  t.equal(run.error?.type, 'environment_archived_error')
   const paused = await until(
     () => deployments.retrieve(d.id),
     (x) => x.status === 'paused',
@@ -165,7 +164,7 @@ t.test('a scheduled run with a fatal error pauses its deployment; a rejected one
   )
   t.same(paused.paused_reason, { type: 'error', error: { type: 'environment_archived_error' } })
   const msg = await (await jetstreamManager(nc)).streams.getMessage(OUTBOX_STREAM, { last_by_subj: outboxSubject('deployment_run.failed') })
-  t.equal(JSON.parse(new TextDecoder().decode(msg!.data)).data.id, run!.id)
+  t.equal(JSON.parse(new TextDecoder().decode(msg!.data)).data.id, run.id)
 
   const limited = await s.client.beta.environments.create({
     name: 'limited',
@@ -174,12 +173,8 @@ t.test('a scheduled run with a fatal error pauses its deployment; a rejected one
   const { deployment: d2 } = await deploy(s.client, { schedule: EVERY_MINUTE })
   await deployments.update(d2.id, { environment_id: limited.id })
   const q2 = await fire(d2.id, minute(4))
-  const r2 = await until(
-    () => runs.retrieve(q2.run_id!).catch(() => undefined),
-    (r) => r !== undefined,
-    'the run',
-  )
-  t.equal(r2!.error?.type, 'session_creation_rejected_error')
+  const r2 = await recorded(q2.run_id!)
+  t.equal(r2.error?.type, 'session_creation_rejected_error')
   t.equal((await deployments.retrieve(d2.id)).status, 'active', 'the schedule keeps firing')
 })
 
@@ -187,26 +182,22 @@ t.test('runs list: filters, paging and cursors bound to them', async (t) => {
   const { deployment: d } = await deploy(s.client, { schedule: EVERY_MINUTE })
   const m1 = await deployments.run(d.id)
   const q = await fire(d.id, minute(6))
-  const s1 = await until(
-    () => runs.retrieve(q.run_id!).catch(() => undefined),
-    (r) => r !== undefined,
-    'the run',
-  )
+  const s1 = await recorded(q.run_id!)
   await deployments.update(d.id, { environment_id: (await s.client.beta.environments.create({ name: 'x' })).id })
   const env = (await deployments.retrieve(d.id)).environment_id
   await s.client.beta.environments.archive(env)
   const m2 = await deployments.run(d.id)
   t.ok(m2.error)
   const ids = async (q: Record<string, unknown>) => (await listRuns({ deployment_id: d.id, ...q })).map((r) => r.id)
-  t.same(await ids({}), [m2.id, s1!.id, m1.id], 'newest first')
+  t.same(await ids({}), [m2.id, s1.id, m1.id], 'newest first')
   t.same(await ids({ has_error: true }), [m2.id])
-  t.same(await ids({ has_error: false }), [s1!.id, m1.id])
-  t.same(await ids({ trigger_type: 'schedule' }), [s1!.id])
+  t.same(await ids({ has_error: false }), [s1.id, m1.id])
+  t.same(await ids({ trigger_type: 'schedule' }), [s1.id])
   t.same(await ids({ trigger_type: 'manual' }), [m2.id, m1.id])
-  t.same(await ids({ 'created_at[gt]': m1.created_at }), [m2.id, s1!.id])
-  t.same(await ids({ 'created_at[gte]': m1.created_at, 'created_at[lt]': m2.created_at }), [s1!.id, m1.id])
+  t.same(await ids({ 'created_at[gt]': m1.created_at }), [m2.id, s1.id])
+  t.same(await ids({ 'created_at[gte]': m1.created_at, 'created_at[lt]': m2.created_at }), [s1.id, m1.id])
   t.same(await ids({ 'created_at[lte]': m1.created_at }), [m1.id])
-  t.same(await ids({ limit: 1 }), [m2.id, s1!.id, m1.id], 'pages of one')
+  t.same(await ids({ limit: 1 }), [m2.id, s1.id, m1.id], 'pages of one')
   t.same(await listRuns({ deployment_id: 'depl_01NOSUCHDEPLOYMENT000000000' }), [], 'an unknown deployment: an empty page')
   const first = await raw(s.url, 'GET', `/v1/deployment_runs?deployment_id=${d.id}&limit=1`)
   t.ok(first.json.next_page)
