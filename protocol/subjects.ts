@@ -67,6 +67,14 @@ export const Buckets = {
   agents: 'troupe_agents',
   environments: 'troupe_environments',
   sessions: 'troupe_sessions',
+  /** `deployment.<id>` → the deployment's state (with the runs whose intent is stored); `work.<id>` while it has some. */
+  deployments: 'troupe_deployments',
+  /** `run.<id>` → a recorded deployment run (immutable). */
+  deploymentRuns: 'troupe_deployment_runs',
+  /** `claim.<deployment id>.<occurrence ms>` → an orchestrator's lease on firing one occurrence; short max age. */
+  scheduleClaims: 'troupe_schedule_claims',
+  /** `orch.<orchestrator id>` → one heartbeat per running scheduler (`orchestrate`, `start`); max age = its liveness TTL. */
+  orchestrators: 'troupe_orchestrators',
   /** `<kind>.pNN` → `{host, at}`: who serves each partition; written only when ownership changes. */
   placement: 'troupe_placement',
   /** `host.<host id>` → `HostBeat`: one heartbeat per host; the bucket's max age is the liveness TTL. */
@@ -92,6 +100,17 @@ export interface PlacementRecord {
   /** Wall-clock ms when ownership last changed. */
   at: number
 }
+
+/**
+ * Lifecycle events for webhooks, as the exact JSON bytes of their thin payload (SPEC "Webhook events"), one message
+ * per event on `troupe.outbox.<event type>`, `Nats-Msg-Id` the event's `whe_` id (a retried write is stored once).
+ */
+export const OUTBOX_STREAM = 'TROUPE_OUTBOX'
+export const OUTBOX_PREFIX = 'troupe.outbox'
+export const outboxSubject = (eventType: string) => `${OUTBOX_PREFIX}.${eventType}`
+
+/** The one workspace a Troupe server is: the `workspace_id` of every webhook event's payload. */
+export const WORKSPACE_ID = 'wrkspc_troupe'
 
 /** Session event history: one stream, a subject per session thread. */
 export const EVENTS_STREAM = 'TROUPE_EVENTS'

@@ -24,7 +24,7 @@ const USAGE = `usage: troupe <start|serve|orchestrate> [-strict|--strict]
 
   start        all in one: embedded nats-server (unless NATS_URL is set), gateway and actor host
   serve        gateway and actor host, joining the NATS at NATS_URL
-  orchestrate  joins NATS_URL as the worker role; nothing runs there yet (deployments and webhooks are not built)
+  orchestrate  joins NATS_URL as the worker role: fires deployments' schedules (start does too, serve never)
 
   -strict, --strict  require the compatibility headers (also TROUPE_STRICT=1); through npm: npm start -- --strict
 

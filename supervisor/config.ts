@@ -1,6 +1,7 @@
 import path from 'node:path'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
+import { parseClock, systemClock, type Clock } from '../protocol/clock.js'
 
 const MiB = 1024 * 1024
 const mebibytes = (n: number | undefined) => (n === undefined ? undefined : n * MiB)
@@ -49,6 +50,11 @@ export interface Config {
    * call over NATS and tails every stream there, so `troupe sub` sees each one (debugging).
    */
   localCalls: boolean
+  /**
+   * The time schedules see (deployments' upcoming runs, the scheduler's firing), for tests: `TROUPE_SCHEDULE_CLOCK`
+   * (`start=<RFC 3339>,rate=<n>,since=<epoch ms>`, protocol/clock.ts). Default the system clock.
+   */
+  scheduleClock: Clock
   /** Comment keepalive interval of SSE streams. `TROUPE_SSE_KEEPALIVE_MS`, default 15000; 0 disables. */
   sseKeepaliveMs?: number
   /**
@@ -88,6 +94,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     session,
     sseKeepaliveMs: count('TROUPE_SSE_KEEPALIVE_MS', 0),
     localCalls: onOff('TROUPE_LOCAL_CALLS', env.TROUPE_LOCAL_CALLS, true),
+    scheduleClock: scheduleClock(blank(env.TROUPE_SCHEDULE_CLOCK)),
     parseBudget: mebibytes(count('TROUPE_PARSE_BUDGET_MIB', DEFAULT_BODY_LIMIT / MiB)),
     host: blank(env.HOST) ?? '127.0.0.1',
     http: httpTransport(blank(env.TROUPE_HTTP)),
@@ -132,6 +139,15 @@ function replicas(n: number | undefined, natsUrl: string | undefined): number | 
     throw new Error(`TROUPE_REPLICAS=${n} needs a JetStream cluster of at least ${n} servers (set NATS_URL); the embedded nats-server keeps one copy`)
   }
   return n
+}
+
+function scheduleClock(v: string | undefined): Clock {
+  if (v === undefined) return systemClock
+  try {
+    return parseClock(v)
+  } catch (err) {
+    throw new Error(`TROUPE_SCHEDULE_CLOCK: ${(err as Error).message} (was ${JSON.stringify(v)})`)
+  }
 }
 
 function logFormat(v: string | undefined): 'json' | 'pretty' {

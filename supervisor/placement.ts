@@ -5,7 +5,7 @@ import { decode, encode } from '../protocol/codec.js'
 import { fnv1a } from '../protocol/hash.js'
 import { PARTITIONS, partitionToken, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
 import { RecordStore, live, readAtLeader } from '../actors/kit/store.js'
-import { every, type Loop } from './loop.js'
+import { every, type Loop } from '../actors/kit/loop.js'
 import type { Presence } from './presence.js'
 
 /**

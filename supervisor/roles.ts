@@ -11,6 +11,11 @@ import { actorAccess } from './actor-access.js'
 import { checkServerVersion, startEmbeddedNats, type EmbeddedNats } from './nats-server.js'
 import { watchConnection, type ConnectionState } from './nats-status.js'
 import { chooseReplicas, type ReplicaChoice } from './replica-count.js'
+import { jetstream } from '@nats-io/jetstream'
+import { Kvm } from '@nats-io/kv'
+import { startScheduler, type RunningScheduler } from '../actors/deployment/scheduler/index.js'
+import { actorWire } from '../actors/kit/wire.js'
+import { retryWhileStarting } from '../actors/kit/retry.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate'
 
@@ -22,8 +27,9 @@ export interface Running {
   stop(): Promise<void>
 }
 
-async function joinNats(url: string, log: Logger): Promise<NatsConnection> {
-  const nc = await connectNats(url)
+async function joinNats(url: string, log: Logger, role: Role): Promise<NatsConnection> {
+  // An orchestrator's connection is named apart in the server's connection list, where hosts are `troupe`.
+  const nc = await connectNats(url, role === 'orchestrate' ? { name: 'troupe-orchestrate' } : {})
   checkServerVersion(nc.info?.version ?? '0.0.0')
   if (!nc.info?.jetstream) log.warn('the NATS server does not advertise JetStream; Troupe needs it')
   return nc
@@ -46,8 +52,10 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let host: ActorHost | undefined
   let gateway: Gateway | undefined
   let replicas: ReplicaChoice | undefined
+  let scheduler: RunningScheduler | undefined
   const teardown = async () => {
     gateway?.close()
+    await scheduler?.stop().catch((err) => log.warn({ err }, 'scheduler stop failed'))
     // With NATS gone there is nobody to hand over to and nothing to flush: closing first fails what waits on it at
     // once (a heartbeat, a hand-over write) instead of after its timeout, so the stop still fits its budget.
     if (connection && !connection.connected) await nc?.close().catch(() => undefined)
@@ -71,11 +79,11 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       lock?.update({ nats_pgid: nats.pgid, nats_url: nats.url, nats_monitor_url: nats.monitorUrl })
       log.info({ url: natsUrl, monitor: nats.monitorUrl, dataDir: cfg.dataDir }, 'embedded nats-server started')
     } else lock?.update({ nats_url: natsUrl })
-    nc = await joinNats(natsUrl, log)
+    nc = await joinNats(natsUrl, log, role)
     connection = watchConnection(nc, log)
+    replicas = await chooseReplicas(cfg.replicas, nc, natsUrl)
+    log.info({ replicas: replicas.count, explicit: replicas.explicit }, `replicas: ${replicas.count} (${replicas.why})`)
     if (role === 'start' || role === 'serve') {
-      replicas = await chooseReplicas(cfg.replicas, nc, natsUrl)
-      log.info({ replicas: replicas.count, explicit: replicas.explicit }, `replicas: ${replicas.count} (${replicas.why})`)
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
@@ -90,6 +98,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           replicasExplicit: replicas.explicit,
           localCalls: cfg.localCalls,
           session: cfg.session,
+          scheduleClock: cfg.scheduleClock,
         },
         { hostId: lock!.hostId, role },
       )
@@ -108,7 +117,18 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       host.describe({ http_url: url })
       lock?.update({ http_url: url })
     }
-    if (role === 'orchestrate') log.info('orchestrator joined NATS; it has nothing to run yet (deployment schedules and webhook deliveries are not built)')
+    // Schedules fire only where something orchestrates: `serve` alone never fires.
+    if (role === 'start' || role === 'orchestrate') {
+      const js = jetstream(nc)
+      const jsm = await retryWhileStarting('jetstream', () => js.jetstreamManager())
+      scheduler = await startScheduler({
+        kvm: new Kvm(js),
+        storage: { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log },
+        wire: host?.wire ?? actorWire(nc),
+        clock: cfg.scheduleClock,
+        log,
+      })
+    }
   } catch (err) {
     await teardown()
     throw err
@@ -119,6 +139,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   facts.push(['NATS', nats ? `${nats.url} (embedded; monitoring ${nats.monitorUrl})` : redact(cfg.natsUrl!)])
   if (nats) facts.push(['scale', joinHint(cfg, nats)])
   if (replicas) facts.push(['replicas', `${replicas.count} (${replicas.why})`])
+  if (scheduler) facts.push(['schedule', `fired here (scheduler ${scheduler.id})`])
   if (lock) facts.push(['data', cfg.dataDir])
   if (host) {
     facts.push(['host', host.id])

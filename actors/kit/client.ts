@@ -12,6 +12,8 @@ export interface CallInput<O> {
   query?: QueryOf<O>
   /** The request this call serves, for logs; a fresh one when absent. */
   rid?: string
+  /** An Idempotency-Key (ops of routes marked `once`): a retry with the same key stores nothing twice. */
+  key?: string
 }
 
 /** Actors asking each other: typed by the callee's op table, addressed by it, never by a hand-spelled subject. */
@@ -42,6 +44,7 @@ export function actorClient(o: ActorClientOptions): ActorClient {
         params: input.id === undefined ? {} : { [op.id.param]: input.id },
         query: input.query ?? {},
         body: input.body,
+        ...(input.key === undefined ? {} : { key: input.key }),
       }
       const table = op.placement === 'any' ? o.local(op.kind) : undefined
       if (table) return dispatch(table, req, { placement: 'any' }) as Promise<ReplyOf<O>>

@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import type { Kvm } from '@nats-io/kv'
 import type { Logger } from 'pino'
+import type { Clock } from '../../protocol/clock.js'
 import type { LocalTails } from '../../protocol/event-item.js'
 import type { KindContract } from '../../protocol/ops/define.js'
 import type { ActorClient } from './client.js'
@@ -49,6 +50,8 @@ export interface HostSettings {
   localCalls?: boolean
   /** `replicas` was set by `TROUPE_REPLICAS`, so an existing stream with more copies is brought down to it. Default false. */
   replicasExplicit?: boolean
+  /** The time schedules see, in epoch ms (`TROUPE_SCHEDULE_CLOCK`, a testing aid). Default the system clock. */
+  scheduleClock?: Clock
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
   session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; runningRecordMs: number; maxTokens: number }>
 }

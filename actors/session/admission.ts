@@ -1,7 +1,7 @@
 import { fail } from '../../protocol/errors/fail.js'
 import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
-import type { SessionCreateInput } from '../../protocol/schemas/session.js'
+import type { BudgetParams, SessionCreateInput } from '../../protocol/schemas/session.js'
 import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
 import { budgetCents, checkBudgetCreate } from './billing/budget.js'
 import type { ModelRef } from './billing/prices.js'
@@ -107,26 +107,55 @@ export function modelsOf(agent: SessionAgent): ModelRef[] {
 /** The ids of `modelsOf`, as a budget refusal lists them. */
 export const modelNames = (agent: SessionAgent): string[] => modelsOf(agent).map((m) => (typeof m === 'string' ? m : m.id))
 
-/** Budget, resources, vaults and initial events: the rules that need no stored state. */
-export function checkCreateInput(b: SessionCreateInput, agent: SessionAgent): void {
-  for (const [i, r] of (b.resources ?? []).entries()) {
-    const kind = String((r as { type: unknown }).type)
+/** What of a create the rules below read: a session's body, or a deployment's. */
+export interface CreateInput {
+  resources?: ReadonlyArray<{ type: string }> | null
+  vault_ids?: readonly string[] | null
+  initial_events?: ReadonlyArray<{ type: string; rubric?: { type: string } }>
+  budget?: BudgetParams | null
+}
+
+/**
+ * Budget, resources, vaults and initial events: the rules that need no stored state. A deployment's create and
+ * update check its fields with them too (`on` words the refusal of a resource kind for it).
+ */
+export function checkCreateInput(b: CreateInput, agent: SessionAgent, on: 'sessions' | 'deployments' = 'sessions'): void {
+  checkResources(b.resources ?? [], on)
+  checkVaults(b.vault_ids ?? [])
+  checkOutcomes(b.initial_events ?? [])
+  checkBudget(b.budget ?? null, agent)
+}
+
+/** No resource kind can be attached yet: files and memory stores are not configured, the rest never will be here. */
+export function checkResources(resources: ReadonlyArray<{ type: string }>, on: 'sessions' | 'deployments'): void {
+  for (const [i, r] of resources.entries()) {
+    const kind = String(r.type)
     if (kind === 'file' || kind === 'memory_store') throw fail('resource_unavailable', i, kind)
-    throw fail('resource_unsupported', i, kind)
+    throw fail('resource_unsupported', i, kind, on)
   }
-  const vaults = b.vault_ids ?? []
+}
+
+export function checkVaults(vaults: readonly string[]): void {
   vaults.forEach((v, i) => {
     const j = vaults.indexOf(v)
     if (j !== i) throw fail('invalid_request', `vault_ids[${i}]: ${v} appears twice (also at index ${j})`)
   })
   if (vaults.length) throw fail('vaults_unavailable')
-  ;(b.initial_events ?? []).forEach((e, i) => {
-    if (e.type === 'user.define_outcome') throw fail('outcomes_unavailable', `initial_events[${i}]`)
+}
+
+export function checkOutcomes(events: ReadonlyArray<{ type: string; rubric?: { type: string } }>): void {
+  events.forEach((e, i) => {
+    if (e.type !== 'user.define_outcome') return
+    if (e.rubric?.type === 'file') throw fail('outcome_file_rubric_unavailable', `initial_events[${i}]`)
+    throw fail('outcomes_unavailable', `initial_events[${i}]`)
   })
-  if (b.budget) {
-    const code = checkBudgetCreate({ budget: budgetCents(b.budget) ?? null, models: modelsOf(agent) })
-    if (code) throw fail('model_not_budgetable', modelNames(agent))
-  }
+}
+
+/** A budget needs a list price for every model the agent may run. */
+export function checkBudget(budget: BudgetParams | null, agent: SessionAgent): void {
+  if (!budget) return
+  const code = checkBudgetCreate({ budget: budgetCents(budget) ?? null, models: modelsOf(agent) })
+  if (code) throw fail('model_not_budgetable', modelNames(agent))
 }
 
 /** The host-process backend cannot enforce limited networking nor install packages (SPEC environments 2, 3). */

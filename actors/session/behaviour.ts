@@ -3,6 +3,7 @@ import { fingerprint } from '../../protocol/hash.js'
 import type { StreamOpenReply } from '../../protocol/events.js'
 import type { SessionKind } from '../../protocol/ops/session.js'
 import type { SessionCreateInput } from '../../protocol/schemas/session.js'
+import type { DeploymentInitialEvent } from '../../protocol/schemas/deployment.js'
 import { FencedRecord } from '../kit/fenced-record.js'
 import type { Handlers, OpInput } from '../kit/ops.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
@@ -30,6 +31,9 @@ export interface Actors {
   add(actor: SessionActor): void
 }
 
+/** What a create reads: a client's body, or a deployment run's (whose initial events may hold system messages). */
+type CreateRequest = OpInput<Omit<SessionCreateInput, 'initial_events'> & { initial_events?: DeploymentInitialEvent[] }, unknown>
+
 /** Every op of the session kind but `list` (any host answers it, from its projection: see index.ts). */
 export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeof SessionKind>, 'list'> {
   const { ctx, store } = deps
@@ -49,7 +53,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     return a
   }
   /** The session a create with this Idempotency-Key stored before, completed if it was stored in part. */
-  const retriedCreate = async (id: string, req: OpInput<SessionCreateInput, unknown>) => {
+  const retriedCreate = async (id: string, req: CreateRequest) => {
     const cur = await store.get(sessionKey(id))
     if (!cur) return undefined
     if (cur.value.created_by !== fingerprint(req.body)) throw fail('idempotency_key_reused')
@@ -59,72 +63,81 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     return actor.view()
   }
 
+  /**
+   * Creates the session `req.id`: from a client (`create`), or from a deployment's run (`create.run`, with
+   * `deploymentId`, its id and key from the run's). The same admission, record and initial events for both.
+   */
+  async function create(req: CreateRequest, deploymentId: string | null): Promise<Session> {
+    const { id, body: b } = req
+    checkFits(ctx.nc, b.initial_events ?? [])
+    // A retried create (same Idempotency-Key, so the same id) finds what its first attempt stored.
+    const again = req.key === undefined ? undefined : await retriedCreate(id, req)
+    if (again) return again
+    const agent = await snapshotAgent(deps.agents, b.agent).catch(inField('agent'))
+    checkCreateInput(b, agent)
+    const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
+    const release = () => deps.environments.release(env.id, id, req.rid)
+    try {
+      checkEnvironment(env)
+    } catch (err) {
+      await release()
+      throw err
+    }
+    const t = now()
+    const budget = b.budget ?? null
+    const session: Session = {
+      id,
+      type: 'session',
+      status: 'idle',
+      agent,
+      environment_id: env.id,
+      title: b.title ?? null,
+      metadata: b.metadata ?? {},
+      budget,
+      resources: [],
+      vault_ids: [],
+      outcome_evaluations: [],
+      stats: { active_seconds: 0, duration_seconds: 0 },
+      usage: toWireUsage(emptyUsage()),
+      deployment_id: deploymentId,
+      created_at: t,
+      updated_at: t,
+      archived_at: null,
+    }
+    const rec: SessionRecord = {
+      session,
+      env: env.config,
+      totals: emptyUsage(),
+      budget_created: budget !== null,
+      budget_removed: false,
+      running_since: null,
+      ...(req.key === undefined ? {} : { created_by: fingerprint(b) }),
+    }
+    const record = await FencedRecord.create(store, sessionKey(id), rec).catch(async (err) => {
+      await release()
+      throw err
+    })
+    if (!record) {
+      await release()
+      const raced = req.key === undefined ? undefined : await retriedCreate(id, req)
+      if (raced) return raced
+      throw fail('session_exists', id)
+    }
+    const actor = SessionActor.fresh(deps, rec, record)
+    actors.add(actor)
+    if (b.initial_events?.length) {
+      await actor.accept(b.initial_events, req)
+      // The turn starts at once; the reply says so even if the first status event is a moment away.
+      return { ...actor.view(), status: 'running' }
+    }
+    return actor.view()
+  }
+
   return {
-    async create(req) {
-      const { id, body: b } = req
-      checkFits(ctx.nc, b.initial_events ?? [])
-      // A retried create (same Idempotency-Key, so the same id) finds what its first attempt stored.
-      const again = req.key === undefined ? undefined : await retriedCreate(id, req)
-      if (again) return again
-      const agent = await snapshotAgent(deps.agents, b.agent).catch(inField('agent'))
-      checkCreateInput(b, agent)
-      const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
-      const release = () => deps.environments.release(env.id, id, req.rid)
-      try {
-        checkEnvironment(env)
-      } catch (err) {
-        await release()
-        throw err
-      }
-      const t = now()
-      const budget = b.budget ?? null
-      const session: Session = {
-        id,
-        type: 'session',
-        status: 'idle',
-        agent,
-        environment_id: env.id,
-        title: b.title ?? null,
-        metadata: b.metadata ?? {},
-        budget,
-        resources: [],
-        vault_ids: [],
-        outcome_evaluations: [],
-        stats: { active_seconds: 0, duration_seconds: 0 },
-        usage: toWireUsage(emptyUsage()),
-        deployment_id: null,
-        created_at: t,
-        updated_at: t,
-        archived_at: null,
-      }
-      const rec: SessionRecord = {
-        session,
-        env: env.config,
-        totals: emptyUsage(),
-        budget_created: budget !== null,
-        budget_removed: false,
-        running_since: null,
-        ...(req.key === undefined ? {} : { created_by: fingerprint(b) }),
-      }
-      const record = await FencedRecord.create(store, sessionKey(id), rec).catch(async (err) => {
-        await release()
-        throw err
-      })
-      if (!record) {
-        await release()
-        const raced = req.key === undefined ? undefined : await retriedCreate(id, req)
-        if (raced) return raced
-        throw fail('session_exists', id)
-      }
-      const actor = SessionActor.fresh(deps, rec, record)
-      actors.add(actor)
-      if (b.initial_events?.length) {
-        await actor.accept(b.initial_events, req)
-        // The turn starts at once; the reply says so even if the first status event is a moment away.
-        return { ...actor.view(), status: 'running' }
-      }
-      return actor.view()
-    },
+    create: (req) => create(req, null),
+
+    // The run's body (its deployment's agent pinned, initial events with system messages) read as a create's.
+    'create.run': ({ body: { deployment_id, ...b }, ...req }) => create({ ...req, body: b }, deployment_id),
 
     async get({ id }) {
       const a = actors.peek(id)

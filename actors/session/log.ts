@@ -1,12 +1,13 @@
 import { headers as natsHeaders, TimeoutError, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node'
-import { JetStreamApiCodes, JetStreamApiError, PubHeaders, type JetStreamClient, type JetStreamManager, type PubAck, type StreamInfo } from '@nats-io/jetstream'
+import { JetStreamApiCodes, JetStreamApiError, PubHeaders, type JetStreamClient, type JetStreamManager, type PubAck } from '@nats-io/jetstream'
 import { fail } from '../../protocol/errors/fail.js'
 import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
 import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcard, liveSubject } from '../../protocol/subjects.js'
 import type { EventItem } from '../../protocol/event-item.js'
 import { readSessionRange } from './event-reader.js'
 import type { SessionTails } from './local-tails.js'
-import { ensureReplicas, replicasRefused, type Storage } from '../kit/replicas.js'
+import type { Storage } from '../kit/replicas.js'
+import { ensureStream } from '../kit/streams.js'
 import { jsPublisher } from '../kit/js-publish.js'
 import { AppendUncertain, FenceLost } from '../kit/mailbox.js'
 
@@ -42,8 +43,7 @@ export function checkFits(nc: NatsConnection, events: ReadonlyArray<{ type: stri
 
 /** Creates (or updates to) the one events stream: a subject per session thread, republished for live tails. */
 export async function ensureEventsStream(storage: Storage): Promise<void> {
-  const { jsm, replicas } = storage
-  const config = {
+  await ensureStream(storage, 'events stream', {
     name: EVENTS_STREAM,
     subjects: [`${EVENTS_PREFIX}.>`],
     // Stored events are re-sent, with their stream sequence, to troupe.live.<sid>.<thread> for SSE tails.
@@ -51,25 +51,8 @@ export async function ensureEventsStream(storage: Storage): Promise<void> {
     // A publish retried after a lost ack is dropped by its Nats-Msg-Id (the event id) within this window.
     duplicate_window: 120_000_000_000,
     allow_direct: true,
-  }
-  let existing: StreamInfo
-  try {
-    existing = await jsm.streams.info(EVENTS_STREAM)
-  } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err
-    await jsm.streams.add({ ...config, num_replicas: replicas }).catch((e) => {
-      throw e instanceof JetStreamApiError && replicas > 1 ? replicasRefused('events stream', replicas, e) : e
-    })
-    return
-  }
-  const next = { ...existing.config, ...config }
-  // An update is a proposal to the cluster's meta leader: only when something we set differs.
-  if (JSON.stringify(pick(existing.config, config)) !== JSON.stringify(config)) await jsm.streams.update(EVENTS_STREAM, next)
-  await ensureReplicas(storage, EVENTS_STREAM, next)
+  })
 }
-
-/** The fields of `from` named by `like`, in `like`'s order (to compare a stored config with the one we want). */
-const pick = (from: object, like: object) => Object.fromEntries(Object.keys(like).map((k) => [k, (from as Record<string, unknown>)[k]]))
 
 /** One stored record of a session, as read back. */
 export interface Stored {

@@ -110,6 +110,8 @@ export const catalog = {
   agent_version_not_found: entry(404, (id: string, version: number) => `Agent ${id} version ${version} not found`, WIRE),
   environment_not_found: entry(404, (id: string) => `Environment ${id} not found`, WIRE),
   session_not_found: entry(404, (id: string) => `Session ${id} not found`, WIRE),
+  deployment_not_found: entry(404, (id: string) => `Deployment ${id} not found`, WIRE),
+  deployment_run_not_found: entry(404, (id: string) => `Deployment run ${id} not found`, WIRE),
 
   // 405: the path exists under other methods (listed in `Allow`).
   method_not_allowed: entry(
@@ -124,6 +126,7 @@ export const catalog = {
   // 409: conflicts that retrying cannot fix; the envelope marks them `x-should-retry: false`.
   session_archived: entry(409, (id: string) => `Session ${id} is archived; it accepts no more events or updates`, WIRE),
   session_running: entry(409, (id: string) => `Session ${id} is running; interrupt it first (send user.interrupt) and retry once it is idle`, WIRE),
+  deployment_archived: entry(409, (id: string) => `Deployment ${id} is archived; it cannot be updated, unpaused or run`, WIRE),
   session_exists: entry(409, (id: string) => `Session ${id} already exists`),
   environment_in_use: entry(409, (id: string, sessions: number) => `Environment ${id} is referenced by ${sessions} session(s); delete them first`, WIRE),
   agent_version_conflict: entry(409, (current: number) => `version: stale (current version is ${current})`, WIRE),
@@ -155,6 +158,12 @@ export const catalog = {
     () => 'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',
     WIRE,
   ),
+  outcome_file_rubric_unavailable: entry(
+    422,
+    (field: string) =>
+      `${field}.rubric: a file rubric needs Files, which are not available on this server yet; give the rubric as {"type": "text", "content": …}`,
+    WIRE,
+  ),
   outcomes_unavailable: entry(422, (field: string) => `${field}: outcomes (user.define_outcome) are not available on this server yet`, WIRE),
   resource_unavailable: entry(
     422,
@@ -162,7 +171,11 @@ export const catalog = {
       `resources[${index}]: ${kind} resources are not available on this server yet (no ${kind === 'file' ? 'Files storage' : 'memory stores'} configured)`,
     WIRE,
   ),
-  resource_unsupported: entry(422, (index: number, kind: string) => `resources[${index}]: ${kind} resources are not supported on sessions`, WIRE),
+  resource_unsupported: entry(
+    422,
+    (index: number, kind: string, on: 'sessions' | 'deployments' = 'sessions') => `resources[${index}]: ${kind} resources are not supported on ${on}`,
+    WIRE,
+  ),
   vaults_unavailable: entry(422, () => 'vault_ids: vaults are not available on this server yet', WIRE),
   networking_unenforceable: entry(
     422,

@@ -1,9 +1,16 @@
 import { AgentKind } from './agent.js'
+import { DeploymentKind, DeploymentRunKind } from './deployment.js'
 import { EnvironmentKind } from './environment.js'
 import { SessionKind } from './session.js'
 
 export * from './define.js'
-export { AgentKind, EnvironmentKind, SessionKind }
+export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, SessionKind }
 
 /** Every kind's contract, by name. */
-export const KINDS = { agent: AgentKind, environment: EnvironmentKind, session: SessionKind } as const
+export const KINDS = {
+  agent: AgentKind,
+  environment: EnvironmentKind,
+  session: SessionKind,
+  deployment: DeploymentKind,
+  deployment_run: DeploymentRunKind,
+} as const

@@ -1,6 +1,7 @@
 import type { Page } from '../page.js'
 import type { SessionEvent, StreamOpenReply } from '../events.js'
 import { EventsListQuery, EventsSend, EventsStreamQuery } from '../schemas/events.js'
+import { SessionFromRun } from '../schemas/deployment.js'
 import { SessionCreate, SessionListQuery, SessionUpdate } from '../schemas/session.js'
 import type { Session } from '../session.js'
 import { defineKind, returns } from './define.js'
@@ -14,6 +15,8 @@ export const SessionKind = defineKind(
   { param: 'session_id', prefix: 'sesn', noun: 'Session' },
   {
     create: { placement: 'owner', mint: true, body: SessionCreate, reply: returns<Session>() },
+    /** Internal (a deployment run; no route): a session with `deployment_id`, its id and key from the run's id. */
+    'create.run': { placement: 'owner', mint: true, body: SessionFromRun, reply: returns<Session>() },
     list: { placement: 'any', query: SessionListQuery, reply: returns<Page<Session>>() },
     get: { placement: 'owner', reply: returns<Session>() },
     update: { placement: 'owner', body: SessionUpdate, reply: returns<Session>() },

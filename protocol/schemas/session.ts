@@ -51,7 +51,7 @@ const InitialEvent = tagged(
  * Any `type` passes here: the actor answers 422 for kinds it cannot provide, which a shape error would hide.
  * The ids a resource names are checked all the same: they must never reach a store unchecked.
  */
-const ResourceParams = type({ '[string]': 'unknown', type: 'string > 0', 'file_id?': FileId, 'memory_store_id?': MemoryStoreId })
+export const ResourceParams = type({ '[string]': 'unknown', type: 'string > 0', 'file_id?': FileId, 'memory_store_id?': MemoryStoreId })
 
 export const SessionCreate = type({
   '+': 'reject',

@@ -1,6 +1,7 @@
 // The checks, each a pure function of what the run recorded and what it read back afterwards. A check returns a
 // one-line summary and the evidence (capped) that a failure needs to be chased in the logs.
 import type { History, TagLine } from './history.js'
+import type { ScheduleData } from './schedules.js'
 import {
   CONNECT_FAILED,
   TIMED_OUT,
@@ -29,6 +30,8 @@ export interface RunData {
   /** Each session's status once the settle wait ended. */
   settled: Map<string, string>
   hostStarts: HostStart[]
+  /** The deployments fired while orchestrators were killed (schedules.ts). */
+  schedules: ScheduleData
 }
 
 export interface CheckResult {
@@ -465,6 +468,40 @@ export function restartReadiness(d: RunData): CheckResult {
   return check('a restarted host is ready within 3 s of its NATS connection', problems, `${n} restart(s) checked`)
 }
 
+const MINUTE = 60_000
+
+/**
+ * With two `troupe orchestrate` processes (one SIGKILLed every few seconds) and the hosts under faults, every schedule
+ * occurrence of the run made exactly one run and one session: per deployment, runs at every minute from its first
+ * occurrence through the end of the load, none twice, each with a session that exists and names the deployment.
+ */
+export function scheduleOccurrences(d: RunData): CheckResult {
+  const s = d.schedules
+  const problems: string[] = []
+  const lastDue = Math.floor(s.endClock / MINUTE) * MINUTE - MINUTE
+  const iso = (at: number) => new Date(at).toISOString()
+  let runs = 0
+  for (const dep of s.deployments) {
+    const at = dep.runs.map((r) => r.at)
+    runs += at.length
+    const twice = at.filter((v, i) => i > 0 && v === at[i - 1])
+    if (twice.length) problems.push(`${dep.id}: ${twice.length} occurrence(s) with two runs (${twice.slice(0, 3).map(iso).join(', ')})`)
+    const missing: number[] = []
+    const seen = new Set(at)
+    for (let m = dep.first; m <= Math.max(lastDue, at.at(-1) ?? 0); m += MINUTE) if (!seen.has(m)) missing.push(m)
+    if (missing.length) problems.push(`${dep.id}: ${missing.length} occurrence(s) without a run (${missing.slice(0, 3).map(iso).join(', ')})`)
+    for (const r of dep.runs) {
+      if (r.error || !r.sessionFound)
+        problems.push(`${dep.id} ${r.id} at ${iso(r.at)}: ${r.error ? `error ${r.error}` : `session ${r.session ?? 'none'} not found`}`)
+    }
+  }
+  return check(
+    'every schedule occurrence yields exactly one run and one session, none lost (two orchestrators, one SIGKILLed every few seconds)',
+    problems,
+    `${s.deployments.length} deployments, ${runs} runs through ${iso(lastDue)}, ${s.kills} orchestrator kill(s)`,
+  )
+}
+
 export function percentile(xs: number[], p: number): number | undefined {
   if (!xs.length) return undefined
   const s = [...xs].sort((a, b) => a - b)
@@ -486,6 +523,7 @@ export function runChecks(d: RunData, faults: boolean): CheckResult[] {
     noClientErrors(d),
     postsSucceeded(d),
     turnsFinished(d),
+    scheduleOccurrences(d),
   ]
   if (faults) out.push(failover(d), killFailover(d), restartReadiness(d))
   return out

@@ -15,6 +15,8 @@ export interface HostOptions {
   natsMonitors: () => string[]
   modelUrl: string
   dir: string
+  /** More environment for every host (the schedule clock). */
+  env?: Record<string, string>
 }
 
 export class Host {
@@ -79,6 +81,7 @@ export class Hosts {
         TROUPE_SSE_KEEPALIVE_MS: '1000',
         TROUPE_MODEL_RETRY_BASE_MS: '200',
         LOG_LEVEL: 'info',
+        ...this.o.env,
       })
       rec.blockAt = Date.now()
       h.procs.push(proc)

@@ -12,7 +12,7 @@ import { connect } from '@nats-io/transport-node'
 import { startNatsCluster } from '../helpers/nats-cluster.js'
 import { parseArgs } from './args.js'
 import { Balancer, CLIENT_HEADER, VIRTUAL_ORIGIN } from './balancer.js'
-import { runChecks, type RunData } from './checks.js'
+import { runChecks, scheduleOccurrences, type RunData } from './checks.js'
 import { cleanupNow, installCleanupHandlers, onBrokenRun, onCleanup } from './cleanup.js'
 import { FaultRunner, planFaults } from './faults.js'
 import { readHistories, readTags } from './history.js'
@@ -21,6 +21,8 @@ import { Load } from './load.js'
 import { placementReader, waitBalanced } from './placement.js'
 import { printReport } from './report.js'
 import { SseReader } from './sse.js'
+import { Rng } from './rng.js'
+import { Schedules } from './schedules.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -28,6 +30,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const SETTLE_MS = 30_000
 /** Past the load, setup and teardown together never take longer than this: the run gives up and cleans up. */
 const OVERRUN_MS = 6 * 60_000
+/** Deployments fired every minute of the schedule clock (6 real seconds). */
+const DEPLOYMENTS = 5
 
 const args = (() => {
   try {
@@ -85,7 +89,9 @@ const cluster = await startNatsCluster({ name: 'troupe-chaos', dir: path.join(ru
 onCleanup(() => cluster.stopNow())
 say(`NATS cluster ${cluster.url}, meta leader ${await cluster.metaLeader()}`)
 
+const schedules = new Schedules(cluster.url, path.join(runDir, 'orchestrators'))
 const hosts = new Hosts({
+  env: { TROUPE_SCHEDULE_CLOCK: schedules.clockSpec },
   count: args.hosts,
   natsUrl: cluster.url,
   natsMonitors: () => cluster.nodes.filter((n) => n.state() === 'running').map((n) => n.monitorUrl),
@@ -141,6 +147,9 @@ for (let i = 0; i < args.sessions; i++) {
   sessions.push(s.id)
 }
 say(`${sessions.length} sessions created`)
+await Promise.all([schedules.start(0), schedules.start(1)])
+await schedules.deploy(driverClient, agent.id, environment.id, DEPLOYMENTS)
+say(`${DEPLOYMENTS} deployments every minute of a clock 10 times as fast, fired by 2 orchestrators`)
 
 const readers = sessions.slice(0, args.readers).map((s, i) => new SseReader(s, balancer, i))
 for (const r of readers) r.start()
@@ -177,11 +186,13 @@ const ticker = setInterval(() => {
   const n503 = balancer.attempts.filter((a) => a.status === 503).length
   say(`${done} turns done, ${load.posts.length} POSTs, ${balancer.attempts.length} attempts (${n503} × 503)`)
 }, 15_000)
-await Promise.all([load.run(), faults.run(planFaults(args.seed, args.faults), endAt)])
+await Promise.all([load.run(), faults.run(planFaults(args.seed, args.faults), endAt), schedules.run(endAt, new Rng(args.seed ^ 0x5c4ed), say)])
 clearTimeout(stopLoad)
 clearInterval(ticker)
 load.stop()
 const loadEnd = Date.now()
+const endClock = schedules.clock()
+say(`orchestrator 1 SIGKILLed ${schedules.kills} times during the load`)
 say('load and faults over; waiting for sessions to settle')
 
 const settled = new Map<string, string>()
@@ -209,6 +220,16 @@ const lastStored = (s: string) => {
 }
 while (Date.now() < caughtUpBy && readers.some((r) => r.lastId !== lastStored(r.session))) await sleep(250)
 await Promise.all(readers.map((r) => r.stop()))
+// The orchestrators had the settle time to catch up; runs they queued are recorded by the hosts meanwhile.
+schedules.stop()
+const scheduled = await (async () => {
+  const by = Date.now() + 30_000
+  for (;;) {
+    const got = await schedules.collect(checkClient, endClock)
+    if (scheduleOccurrences({ schedules: got } as RunData).ok || Date.now() > by) return got
+    await sleep(1000)
+  }
+})()
 balancer.stop()
 
 const data: RunData = {
@@ -225,6 +246,7 @@ const data: RunData = {
   tags: readTags(tagDir, sessions),
   settled,
   hostStarts: hosts.starts,
+  schedules: scheduled,
 }
 const checks = runChecks(data, args.faults.length > 0)
 const failed = checks.some((c) => !c.ok)

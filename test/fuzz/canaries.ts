@@ -30,7 +30,17 @@ export async function createCanaries(url: string): Promise<Canaries> {
   const agent = await create(url, '/v1/agents', { name: 'canary', model: 'claude-sonnet-4-5', metadata: { canary: 'yes' } })
   const env = await create(url, '/v1/environments', { name: 'canary', metadata: { canary: 'yes' } })
   const session = await create(url, '/v1/sessions', { agent, environment_id: env, title: 'canary', metadata: { canary: 'yes' } })
-  const paths = [`/v1/agents/${agent}`, `/v1/environments/${env}`, `/v1/sessions/${session}`, `/v1/sessions/${session}/events`]
+  // No schedule: its upcoming runs would move with the clock alone.
+  const deployment = await create(url, '/v1/deployments', { ...deploymentOf(agent, env), schedule: null, name: 'canary', metadata: { canary: 'yes' } })
+  const run = await create(url, `/v1/deployments/${deployment}/run`, undefined)
+  const paths = [
+    `/v1/agents/${agent}`,
+    `/v1/environments/${env}`,
+    `/v1/sessions/${session}`,
+    `/v1/sessions/${session}/events`,
+    `/v1/deployments/${deployment}`,
+    `/v1/deployment_runs/${run}`,
+  ]
   const snapshots = new Map<string, string>()
   for (const p of paths) {
     const got = await read(url, p)
@@ -51,11 +61,23 @@ export async function changedCanaries(url: string, c: Canaries): Promise<Array<{
 }
 
 export async function createVictims(url: string, n = 3): Promise<Victims> {
-  const v: Victims = { agents: [], environments: [], sessions: [] }
+  const v: Victims = { agents: [], environments: [], sessions: [], deployments: [], deployment_runs: [] }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
     v.environments.push(await create(url, '/v1/environments', { name: `victim ${i}` }))
   }
   for (let i = 0; i < n; i++) v.sessions.push(await create(url, '/v1/sessions', { agent: v.agents[i]!, environment_id: v.environments[i]! }))
+  for (let i = 0; i < n; i++) {
+    v.deployments.push(await create(url, '/v1/deployments', { ...deploymentOf(v.agents[i]!, v.environments[i]!), name: `victim ${i}` }))
+    v.deployment_runs.push(await create(url, `/v1/deployments/${v.deployments[i]!}/run`, undefined))
+  }
   return v
 }
+
+/** A deployment's required fields, on a schedule (its upcoming runs then show in every read). */
+const deploymentOf = (agent: string, env: string) => ({
+  agent,
+  environment_id: env,
+  initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }],
+  schedule: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'Europe/Berlin' },
+})

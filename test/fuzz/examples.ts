@@ -77,6 +77,35 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
       }
     case 'sessions.events.send':
       return { events: [exampleEvent(rng)] }
+    case 'deployments.create':
+      return {
+        name: 'fuzz deployment',
+        agent: rng.chance(0.5) ? agent : { type: 'agent', id: agent, version: 1 },
+        environment_id: env,
+        description: 'made by the fuzzer',
+        initial_events: [
+          { type: 'user.message', content: [text('hello')] },
+          { type: 'system.message', content: [text('be brief')] },
+        ],
+        resources: [],
+        vault_ids: [],
+        schedule: { type: 'cron', expression: '*/15 9-17 * * MON-FRI', timezone: 'America/New_York' },
+        metadata: { team: 'fuzz' },
+        budget: { type: 'limit', max_list_cost: { amount: '100', currency: 'USD' } },
+      }
+    case 'deployments.update':
+      return {
+        name: 'renamed',
+        description: '',
+        agent,
+        environment_id: env,
+        initial_events: [{ type: 'user.message', content: [text('again')] }],
+        resources: null,
+        vault_ids: [],
+        schedule: rng.chance(0.5) ? null : { type: 'cron', expression: '0 0 * * 0', timezone: 'UTC' },
+        metadata: { team: null, k: 'v' },
+        budget: null,
+      }
     default:
       return undefined
   }
@@ -149,6 +178,23 @@ export function exampleQuery(operationId: string, v: Victims): Array<[string, st
       ]
     case 'sessions.events.stream':
       return [['event_deltas[]', 'agent.message']]
+    case 'deployments.list':
+      return [
+        ['limit', '10'],
+        ['agent_id', v.agents[0]!],
+        ['status', 'active'],
+        ['created_at[gte]', '2020-01-01T00:00:00Z'],
+        ['created_at[lte]', '2100-01-01T00:00:00Z'],
+      ]
+    case 'deployment_runs.list':
+      return [
+        ['limit', '10'],
+        ['deployment_id', v.deployments[0]!],
+        ['has_error', 'false'],
+        ['trigger_type', 'manual'],
+        ['created_at[gt]', '2020-01-01T00:00:00Z'],
+        ['created_at[lte]', '2100-01-01T00:00:00Z'],
+      ]
     default:
       return []
   }

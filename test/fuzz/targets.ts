@@ -32,7 +32,13 @@ export const GETS = TARGETS.filter((t) => t.method === 'GET')
 /** Routes a body can be sent to at all (the gateway reads a body on any method but GET). */
 export const NOT_GET = TARGETS.filter((t) => t.method !== 'GET')
 
-const VICTIM_OF: Record<string, keyof Victims> = { agent_id: 'agents', environment_id: 'environments', session_id: 'sessions' }
+const VICTIM_OF: Record<string, keyof Victims> = {
+  agent_id: 'agents',
+  environment_id: 'environments',
+  session_id: 'sessions',
+  deployment_id: 'deployments',
+  deployment_run_id: 'deployment_runs',
+}
 
 /** A live id for a path parameter, from the victims (never a canary). */
 export function victimFor(rng: Rng, param: string, v: Victims): string {

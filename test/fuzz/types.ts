@@ -22,6 +22,8 @@ export interface Victims {
   agents: string[]
   environments: string[]
   sessions: string[]
+  deployments: string[]
+  deployment_runs: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */

@@ -124,6 +124,16 @@ const SERVED: ReadonlyArray<readonly [string, string, string]> = [
   ['post', '/v1/sessions/{session_id}/events', 'sessions.events.send'],
   ['get', '/v1/sessions/{session_id}/events', 'sessions.events.list'],
   ['get', '/v1/sessions/{session_id}/events/stream', 'sessions.events.stream'],
+  ['post', '/v1/deployments', 'deployments.create'],
+  ['get', '/v1/deployments', 'deployments.list'],
+  ['get', '/v1/deployments/{deployment_id}', 'deployments.retrieve'],
+  ['post', '/v1/deployments/{deployment_id}', 'deployments.update'],
+  ['post', '/v1/deployments/{deployment_id}/pause', 'deployments.pause'],
+  ['post', '/v1/deployments/{deployment_id}/unpause', 'deployments.unpause'],
+  ['post', '/v1/deployments/{deployment_id}/archive', 'deployments.archive'],
+  ['post', '/v1/deployments/{deployment_id}/run', 'deployments.run'],
+  ['get', '/v1/deployment_runs', 'deployment_runs.list'],
+  ['get', '/v1/deployment_runs/{deployment_run_id}', 'deployment_runs.retrieve'],
   ['get', '/healthz', 'health'],
   ['get', '/readyz', 'ready'],
   ['get', '/openapi.yaml', 'openapi'],
@@ -151,6 +161,8 @@ t.test('openapi lists exactly the served routes', async (t) => {
     agent_id: 'agent_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     environment_id: 'env_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     session_id: 'sesn_01HZZZZZZZZZZZZZZZZZZZZZZZ',
+    deployment_id: 'depl_01HZZZZZZZZZZZZZZZZZZZZZZZ',
+    deployment_run_id: 'drun_01HZZZZZZZZZZZZZZZZZZZZZZZ',
   }
   for (const [m, p] of SERVED) {
     const url = p.replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { every } from '../../supervisor/loop.js'
+import { every } from '../../actors/kit/loop.js'
 import { until } from '../helpers/wait.js'
 
 // Placement wakes its pass when a host is due to be looked at, instead of waiting for the timer's next turn.

@@ -17,6 +17,8 @@ const IDS: Record<string, string> = {
   agent_id: 'agent_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
   environment_id: 'env_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
   session_id: 'sesn_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
+  deployment_id: 'depl_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
+  deployment_run_id: 'drun_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
 }
 
 const paramsOf = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!)

@@ -1,0 +1,46 @@
+import { fail, inField } from '../../protocol/errors/fail.js'
+import { AgentKind } from '../../protocol/ops/agent.js'
+import { EnvironmentKind } from '../../protocol/ops/environment.js'
+import type { AgentReference } from '../../protocol/schemas/agent.js'
+import type { DeploymentAgentParamsT } from '../../protocol/schemas/deployment.js'
+import type { SessionAgent } from '../../protocol/session.js'
+import type { ActorClient } from '../kit/client.js'
+import { agentResolver, prefixed, snapshotAgent, type AgentResolver } from '../session/admission.js'
+
+/**
+ * What a deployment's create and update check against other kinds: the agent it pins and the environment it names,
+ * with the errors a session create gives for them, so a deployment accepted is one whose runs can create sessions.
+ * The rules that need no stored state are the session's own (session/admission.ts#checkCreateInput).
+ */
+export class DeploymentAdmission {
+  /** Pins: refuses archived agents (the agent kind's resolve). */
+  private readonly resolve: AgentResolver
+  /** Reads a pin already made: an agent archived since is still read (a budget check on update needs its models). */
+  private readonly read: AgentResolver
+
+  constructor(private readonly client: ActorClient) {
+    this.resolve = agentResolver(client)
+    this.read = (id, version) => client.call(AgentKind.ops.get, { id, query: { version } })
+  }
+
+  /** The agent a deployment runs, pinned to a concrete version (a string: its latest), and what a session would run. */
+  async pin(input: DeploymentAgentParamsT): Promise<{ ref: AgentReference; agent: SessionAgent }> {
+    const agent = await snapshotAgent(this.resolve, input).catch(inField('agent'))
+    return { ref: { type: 'agent', id: agent.id, version: agent.version }, agent }
+  }
+
+  /** What the pinned version runs (its models, for a budget). */
+  pinned(ref: AgentReference): Promise<SessionAgent> {
+    return snapshotAgent(this.read, ref).catch(inField('agent'))
+  }
+
+  /** The environment exists and is not archived. */
+  async environment(id: string): Promise<void> {
+    const env = await this.client.call(EnvironmentKind.ops.get, { id }).catch(inField('environment_id'))
+    if (env.archived_at) prefixed('environment_id: ', () => throwArchived(id))
+  }
+}
+
+const throwArchived = (id: string): never => {
+  throw fail('environment_archived', id)
+}

@@ -1,0 +1,79 @@
+import { fail } from '../../protocol/errors/fail.js'
+import { systemClock } from '../../protocol/clock.js'
+import { DeploymentKind, DeploymentRunKind } from '../../protocol/ops/deployment.js'
+import type { DeploymentRun } from '../../protocol/schemas/deployment.js'
+import { Buckets, OUTBOX_PREFIX, OUTBOX_STREAM } from '../../protocol/subjects.js'
+import { openBucket } from '../kit/buckets.js'
+import { durableState } from '../kit/durable-state.js'
+import { implement } from '../kit/ops.js'
+import { Projection } from '../kit/projection.js'
+import { RecordStore } from '../kit/store.js'
+import { ensureStream } from '../kit/streams.js'
+import type { ActorKindDef } from '../kit/types.js'
+import { DeploymentAdmission } from './admission.js'
+import { deploymentOps } from './behaviour.js'
+import { runOps } from './run-kind.js'
+import { RunRecorder } from './runs.js'
+import { DEPLOYMENT_PREFIX, RUN_PREFIX, type DeploymentState, type StoredDeployment } from './state.js'
+
+/** Opens the outbox stream: lifecycle events for webhooks, one message each, deduplicated by event id. */
+const ensureOutbox = (ctx: Parameters<ActorKindDef['start']>[0]) =>
+  ensureStream(ctx.storage, 'outbox stream', { name: OUTBOX_STREAM, subjects: [`${OUTBOX_PREFIX}.>`], duplicate_window: 120_000_000_000 })
+
+/**
+ * Deployments. Each deployment is a durable-state actor (kit/durable-state.ts) on the host owning its partition: its
+ * updates, pauses and runs one at a time, its reads from memory. A run is work of that actor: its intent is stored in
+ * the deployment's state first, then the work step creates its session and records it (runs.ts), resumed by the
+ * partition's next owner after a crash. Creates and lists run on any host (the create of its state is the fence; lists
+ * come from a projection).
+ */
+export const deploymentKind: ActorKindDef = {
+  contract: DeploymentKind,
+  async start(ctx) {
+    const clock = ctx.settings.scheduleClock ?? systemClock
+    const runsKv = await openBucket(ctx.kvm, ctx.storage, Buckets.deploymentRuns)
+    await ensureOutbox(ctx)
+    const runs = new RecordStore<DeploymentRun>(runsKv)
+    const recorder = new RunRecorder(ctx.client, runs, ctx.js)
+    const states = await durableState<DeploymentState, typeof DeploymentKind>(ctx, {
+      contract: DeploymentKind,
+      bucket: Buckets.deployments,
+      missing: (id) => fail('deployment_not_found', id),
+      work: {
+        pending: (s) => s.runs.length > 0,
+        step: (s) => recorder.step(s),
+        // Never reached (maxRebuilds below): a run is not dropped, since it would leave a session without its run.
+        abandon: (s) => s,
+      },
+      // A run's failures of its own are bugs: its actor keeps retrying with back-off (capped at 5 s), logging each.
+      maxRebuilds: Number.POSITIVE_INFINITY,
+    })
+    const firesFrom = new Map<string, string | null>()
+    const projection = new Projection<StoredDeployment, DeploymentState>(states.kv, DEPLOYMENT_PREFIX, (s) => {
+      firesFrom.set(s.deployment.id, s.fires_from)
+      return s.deployment
+    })
+    await projection.start()
+    const ops = deploymentOps({
+      states,
+      projection,
+      firesFrom: (id) => firesFrom.get(id) ?? null,
+      admission: new DeploymentAdmission(ctx.client),
+      recorder,
+      runs,
+      clock,
+    })
+    return states.runtime(implement(DeploymentKind, ops), () => projection.stop())
+  },
+}
+
+/** Deployment runs: records written once by their deployment's owner, read on any host (lists from a projection). */
+export const deploymentRunKind: ActorKindDef = {
+  contract: DeploymentRunKind,
+  async start(ctx) {
+    const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.deploymentRuns)
+    const projection = new Projection<DeploymentRun>(kv, RUN_PREFIX)
+    await projection.start()
+    return { ops: implement(DeploymentRunKind, runOps(new RecordStore<DeploymentRun>(kv), projection)), close: async () => projection.stop() }
+  },
+}
