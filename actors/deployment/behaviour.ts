@@ -121,17 +121,6 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       return { state, reply: viewOf(state, clock()) }
     },
 
-    /** The run's intent, stored; the handler below waits for its record. Its reply is the run's id. */
-    run(s, { id, key }) {
-      const d = s.deployment
-      if (d.archived_at) throw fail('deployment_archived', id)
-      const runId = key === undefined ? newId('drun') : manualRunId(id, key)
-      recorder.expect(runId, RUN_WAIT_MS + 5000)
-      if (s.runs.some((r) => r.id === runId)) return { reply: runId as unknown as DeploymentRun }
-      const state = { ...s, runs: [...s.runs, pendingRun(d, runId, { type: 'manual' }, clock())] }
-      return { state, reply: runId as unknown as DeploymentRun }
-    },
-
     fire(s, { id, body }): { state?: DeploymentState; reply: FireReply } {
       const d = s.deployment
       const t = Date.parse(body.scheduled_at)
@@ -256,7 +245,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
 
     ...ops,
 
-    /** A manual run: its intent stored (the exclusive op), then its record once the work step has made it. */
+    /** A manual run: its intent stored (an exclusive step of the actor), then its record once the work step has made it. */
     async run(input) {
       const key = input.key
       // A retry of a run already recorded answers with it.
@@ -264,7 +253,15 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
         const done = await runs.get(runKey(manualRunId(input.id, key)))
         if (done) return done.value
       }
-      const runId = (await ops.run(input)) as unknown as string
+      const runId = await states.exclusive(input.id, (s) => {
+        const d = s.deployment
+        if (d.archived_at) throw fail('deployment_archived', input.id)
+        const id = key === undefined ? newId('drun') : manualRunId(input.id, key)
+        recorder.expect(id, RUN_WAIT_MS + 5000)
+        // A retry while the first attempt's run is still pending waits for the same run.
+        if (s.runs.some((r) => r.id === id)) return { reply: id }
+        return { state: { ...s, runs: [...s.runs, pendingRun(d, id, { type: 'manual' }, clock())] }, reply: id }
+      })
       const rec = await Promise.race([recorder.recorded(runId), sleep(RUN_WAIT_MS, undefined, { ref: false })])
       if (rec) return rec
       // Recorded elsewhere (the partition moved on): the store has it, or the run is still on its way.

@@ -97,6 +97,16 @@ export class DurableState<S, C extends KindContract> {
   }
 
   /**
+   * Runs `fn` on the actor of `id` as an exclusive op of the kind's own, with a reply of its own type: for a handler
+   * that does more than change the state (a deployment's manual run stores its intent here, then waits for the work
+   * that records it). Like an op of `ops`: after the exclusive ops queued before it, its new state stored before the
+   * next one runs, an ApiError it throws its answer.
+   */
+  exclusive<R>(id: string, fn: (state: S, self: Self) => Outcome<S, R> | Promise<Outcome<S, R>>): Promise<R> {
+    return this.withActor(id, (a) => a.write(fn))
+  }
+
+  /**
    * The state of `id`, undefined when it has no record and no initial state. From the actor where this host owns it
    * (activated if need be: no round trip while it stays in memory), from the store anywhere else.
    */
