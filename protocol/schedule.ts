@@ -7,7 +7,8 @@ import { CronExpressionParser } from 'cron-parser'
  *
  * Across a DST change an occurrence follows cron-parser: a wall-clock time that does not exist (02:30 on the spring
  * change in America/New_York) fires once, at the first instant after the gap (03:30 EDT); one that exists twice
- * (01:30 on the autumn change) fires once, at its first instance.
+ * (01:30 on the autumn change) fires once, at its first instance. A schedule that names every hour (`30 * * * *`, or
+ * every 30 minutes) goes by elapsed time through the repeated hour: 01:30 EDT and 01:30 EST, an hour apart, both fire.
  */
 
 export interface CronSchedule {
@@ -97,16 +98,39 @@ export function isTimezone(tz: string): boolean {
   }
 }
 
-/** The next `count` occurrences strictly after `after` (epoch ms), as epoch ms. */
-export function occurrencesAfter(s: CronSchedule, after: number, count: number): number[] {
-  const it = CronExpressionParser.parse(s.expression, { tz: s.timezone, currentDate: new Date(after) })
-  const out: number[] = []
-  for (let i = 0; i < count && it.hasNext(); i++) out.push(it.next().getTime())
-  return out
-}
+const iterate = (s: CronSchedule, after: number) => CronExpressionParser.parse(s.expression, { tz: s.timezone, currentDate: new Date(after) })
 
 /** The first occurrence strictly after `after` (epoch ms); undefined when the expression never fires again (31 February). */
-export const nextOccurrence = (s: CronSchedule, after: number): number | undefined => occurrencesAfter(s, after, 1)[0]
+export function nextOccurrence(s: CronSchedule, after: number): number | undefined {
+  const it = iterate(s, after)
+  return it.hasNext() ? it.next().getTime() : undefined
+}
+
+/**
+ * The next `count` occurrences strictly after `after` (epoch ms), as epoch ms: each the `nextOccurrence` of the one
+ * before, which is what the scheduler fires. One cron-parser iterator gives the same but inside an autumn change's
+ * repeated hour, where it may name a wall-clock time a second time (01:30 EDT, then 01:30 EST, for `30 1 * * *`): there
+ * the next is asked afresh.
+ */
+export function occurrencesAfter(s: CronSchedule, after: number, count: number): number[] {
+  const out: number[] = []
+  let it = iterate(s, after)
+  let prev = after
+  while (out.length < count && it.hasNext()) {
+    let t = it.next().getTime()
+    if (repeatsWallClock(s.timezone, t)) {
+      const fresh = nextOccurrence(s, prev)
+      if (fresh === undefined) break
+      if (fresh !== t) {
+        t = fresh
+        it = iterate(s, t)
+      }
+    }
+    out.push(t)
+    prev = t
+  }
+  return out
+}
 
 /** How far back a wall-clock time can repeat: DST shifts are 30 minutes (Lord Howe), an hour, or two. */
 const DST_SHIFTS_MS = [1800_000, 3600_000, 7200_000]

@@ -21,6 +21,24 @@ t.test('America/New_York: a skipped 02:30 fires once at 03:30; a repeated 01:30 
   t.notOk(isOccurrence(autumn, at('2026-11-01T06:30:00Z')), 'not 01:30 EST as well')
 })
 
+t.test('read from inside the night of an autumn change, the upcoming occurrences are the ones the scheduler fires', async (t) => {
+  // From 00:50 EDT on 1 November 2026, one cron-parser iterator names 01:30 twice (EDT, then EST); each occurrence as
+  // the next after the one before (what the scheduler fires) names it once.
+  t.same(next(cron('30 1 * * *', 'America/New_York'), '2026-11-01T04:50:00Z'), [
+    '2026-11-01T05:30:00.000Z',
+    '2026-11-02T06:30:00.000Z',
+    '2026-11-03T06:30:00.000Z',
+  ])
+  // A schedule over every hour goes by elapsed time through the repeated hour, as cron-parser defines: 01:30 EDT and
+  // 01:30 EST are an hour apart, and both fire.
+  t.same(next(cron('30 * * * *', 'America/New_York'), '2026-11-01T04:50:00Z'), [
+    '2026-11-01T05:30:00.000Z',
+    '2026-11-01T06:30:00.000Z',
+    '2026-11-01T07:30:00.000Z',
+  ])
+  t.ok(isOccurrence(cron('30 * * * *', 'America/New_York'), at('2026-11-01T06:30:00Z')))
+})
+
 t.test('Europe/Berlin: the same rules on its own change dates', async (t) => {
   const s = cron('30 2 * * *', 'Europe/Berlin')
   // 29 March 2026: 02:00 CET jumps to 03:00 CEST.
