@@ -1,12 +1,11 @@
 import { decodeCursor, encodeCursor, isSeq } from '../../protocol/cursor.js'
 import { fail } from '../../protocol/errors/fail.js'
-import { fingerprint } from '../../protocol/hash.js'
-import { idFromKey, newId } from '../../protocol/ids.js'
 import type { Agent, Multiagent } from '../../protocol/schemas/agent.js'
 import { patchMetadata } from '../../protocol/schemas/common.js'
 import { now } from '../../protocol/time.js'
 import { pageOf, type Page } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
+import { createdId } from '../kit/create-id.js'
 import type { Handlers } from '../kit/ops.js'
 import type { AgentKind } from '../../protocol/ops/agent.js'
 import {
@@ -65,8 +64,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
     async create(req) {
       const b = req.body
       // With an Idempotency-Key the id comes from the key: a retry finds the agent its first attempt stored.
-      const createdBy = req.key === undefined ? undefined : fingerprint(b)
-      const id = req.key === undefined ? newId('agent') : idFromKey('agent', 'agents.create', req.key)
+      const { id, createdBy } = createdId('agent', 'agents.create', req)
       const again = createdBy && (await retriedCreate(id, createdBy))
       if (again) return again
       const model = normalizeModel(b.model)

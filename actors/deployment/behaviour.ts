@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Clock } from '../../protocol/clock.js'
 import { fail } from '../../protocol/errors/fail.js'
-import { fingerprint } from '../../protocol/hash.js'
 import { idFromKey, newId } from '../../protocol/ids.js'
 import type { DeploymentKind, FireReply } from '../../protocol/ops/deployment.js'
 import { isOccurrence } from '../../protocol/schedule.js'
@@ -10,6 +9,7 @@ import type { Deployment, DeploymentCreateInput, DeploymentRun, DeploymentUpdate
 import { now } from '../../protocol/time.js'
 import { textOrNull } from '../agent/normalize.js'
 import type { DurableState } from '../kit/durable-state.js'
+import { createdId } from '../kit/create-id.js'
 import type { Handlers } from '../kit/ops.js'
 import { pageOf } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
@@ -175,8 +175,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
     async create(req) {
       const b = req.body
       // With an Idempotency-Key the id comes from the key: a retry finds the deployment its first attempt stored.
-      const createdBy = req.key === undefined ? undefined : fingerprint(b)
-      const id = req.key === undefined ? newId('depl') : idFromKey('depl', 'deployments.create', req.key)
+      const { id, createdBy } = createdId('depl', 'deployments.create', req)
       const again = createdBy && (await retriedCreate(id, createdBy))
       if (again) return again
       const { ref, agent } = await admission.pin(b.agent)

@@ -1,7 +1,6 @@
 import type { KV } from '@nats-io/kv'
 import { fail } from '../../protocol/errors/fail.js'
-import { fingerprint } from '../../protocol/hash.js'
-import { idFromKey, newId } from '../../protocol/ids.js'
+import { newId } from '../../protocol/ids.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
 import { now } from '../../protocol/time.js'
@@ -9,6 +8,7 @@ import { pageOf } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
 import { casLoop, LOST } from '../kit/cas.js'
 import { RecordStore } from '../kit/store.js'
+import { createdId } from '../kit/create-id.js'
 import type { Handlers } from '../kit/ops.js'
 import type { EnvironmentKind } from '../../protocol/ops/environment.js'
 import { resolveConfig } from './config.js'
@@ -24,8 +24,8 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
     async create(req) {
       const b = req.body
       // With an Idempotency-Key the id comes from the key: a retry finds the environment its first attempt stored.
-      const createdBy = req.key === undefined ? undefined : fingerprint(b)
-      let id = req.key === undefined ? newId('env') : idFromKey('env', 'environments.create', req.key)
+      const { id: minted, createdBy } = createdId('env', 'environments.create', req)
+      let id = minted
       const t = now()
       const env: Environment = {
         id,
