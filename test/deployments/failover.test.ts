@@ -1,11 +1,12 @@
 import t from 'tap'
+import { hostOf, placementOf } from '../helpers/placement.js'
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
 import '../helpers/keepalive.js'
 import { askActor } from '../../actors/kit/wire.js'
 import { decode } from '../../protocol/codec.js'
 import { DeploymentKind, type FireReply } from '../../protocol/ops/deployment.js'
-import { Buckets, opSubject, partitionOf, partitionToken } from '../../protocol/subjects.js'
+import { Buckets, opSubject } from '../../protocol/subjects.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import { startNats } from '../helpers/nats.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
@@ -37,11 +38,7 @@ t.teardown(() => {
 const nc = await connect({ servers: nats.url })
 t.teardown(() => void nc.close())
 const leases = await new Kvm(nc).open(Buckets.placement)
-const hostOf = (p: TroupeProcess) => /^\s+host\s+(host_[A-Za-z0-9]+)/m.exec(p.stdout())?.[1]
-const ownerOf = async (id: string) => {
-  const e = await leases.get(`deployment.${partitionToken(partitionOf(id))}`)
-  return e?.operation === 'PUT' ? decode<{ host: string }>(e.value).host : undefined
-}
+const ownerOf = await placementOf(nc, 'deployment')
 
 t.test('SIGKILL the owner while runs are committed: each run is recorded once, with its session', async (t) => {
   const [a, b] = procs as [TroupeProcess, TroupeProcess]

@@ -7,12 +7,13 @@ import { jetstream } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
 import '../helpers/keepalive.js'
 import { decode, encode } from '../../protocol/codec.js'
-import { Buckets, PARTITIONS, eventsSubject, partitionOf, partitionToken } from '../../protocol/subjects.js'
+import { Buckets, PARTITIONS, eventsSubject } from '../../protocol/subjects.js'
 import { EventHeaders } from '../../protocol/events.js'
 import { newId } from '../../protocol/ids.js'
 import { workKey } from '../../actors/kit/work-marks.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import { startNats } from '../helpers/nats.js'
+import { hostOf, placementOf } from '../helpers/placement.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { reader } from '../sessions/_helpers.js'
 import { until } from '../helpers/wait.js'
@@ -35,14 +36,7 @@ t.teardown(() => {
 const nc = await connect({ servers: nats.url })
 t.teardown(() => void nc.close())
 const leases = await new Kvm(nc).open(Buckets.placement)
-
-/** The host id in the start-up block. */
-const hostOf = (p: TroupeProcess) => /^\s+host\s+(host_[A-Za-z0-9]+)/m.exec(p.stdout())?.[1]
-
-async function ownerOf(sessionId: string): Promise<string | undefined> {
-  const e = await leases.get(`session.${partitionToken(partitionOf(sessionId))}`)
-  return e && e.operation === 'PUT' ? decode<{ host: string }>(e.value).host : undefined
-}
+const ownerOf = await placementOf(nc, 'session')
 
 /** Two hosts sharing the partitions evenly; returns [owner of sessionId, the other]. */
 async function twoHosts(t: Tap) {
