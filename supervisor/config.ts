@@ -2,6 +2,7 @@ import path from 'node:path'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
 import { parseClock, systemClock, type Clock } from '../protocol/clock.js'
+import { readSandboxSetting, type SandboxSetting } from '../sandbox/index.js'
 
 const MiB = 1024 * 1024
 const mebibytes = (n: number | undefined) => (n === undefined ? undefined : n * MiB)
@@ -62,6 +63,12 @@ export interface Config {
    * `TROUPE_PARSE_BUDGET_MIB` in MiB, default 256, at least 32 (the body limit: the largest body always fits).
    */
   parseBudget?: number
+  /**
+   * Where tools run: `TROUPE_SANDBOX` (`isolated`, `local`; default isolated where it can start, else local) and the
+   * isolated sandboxes' limits (`TROUPE_SANDBOX_MEMORY_MIB` default 2048, `TROUPE_SANDBOX_PIDS` default 256,
+   * `TROUPE_SANDBOX_CPU_SECONDS` default 3600) and host uid (`TROUPE_SANDBOX_UID`, default 65534, when run as root).
+   */
+  sandbox: SandboxSetting
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
   /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
@@ -106,6 +113,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     modelBaseUrl: blank(env.TROUPE_MODEL_BASE_URL),
     anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
+    sandbox: readSandboxSetting(env),
     logLevel: blank(env.LOG_LEVEL) ?? 'info',
     logFormat: logFormat(blank(env.LOG_FORMAT)),
     strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),

@@ -16,6 +16,7 @@ import { Kvm } from '@nats-io/kv'
 import { startScheduler, type RunningScheduler } from '../actors/deployment/scheduler/index.js'
 import { actorWire } from '../actors/kit/wire.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
+import { openSandboxBackend, type SandboxBackend } from '../sandbox/index.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate'
 
@@ -51,6 +52,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let connection: ConnectionState | undefined
   let host: ActorHost | undefined
   let gateway: Gateway | undefined
+  let sandbox: SandboxBackend | undefined
   let replicas: ReplicaChoice | undefined
   let scheduler: RunningScheduler | undefined
   const teardown = async () => {
@@ -87,6 +89,8 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
+      sandbox = openSandboxBackend(cfg.sandbox)
+      log.info({ sandbox: sandbox.kind }, `sandbox: ${sandbox.kind} (${sandbox.why})`)
       host = await startActorHost(
         nc,
         log,
@@ -98,6 +102,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           replicasExplicit: replicas.explicit,
           localCalls: cfg.localCalls,
           session: cfg.session,
+          sandbox,
           scheduleClock: cfg.scheduleClock,
         },
         { hostId: lock!.hostId, role },
@@ -149,6 +154,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         (cfg.anthropicApiKey ? 'https://api.anthropic.com (ANTHROPIC_API_KEY)' : 'no model configured (set TROUPE_MODEL_BASE_URL or ANTHROPIC_API_KEY)'),
     ])
   }
+  if (sandbox) facts.push(['sandbox', `${sandbox.kind} (${sandbox.why})`])
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
   facts.push(['version', version])
   return { url, facts, stop: teardown }

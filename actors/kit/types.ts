@@ -8,6 +8,7 @@ import type { KindContract } from '../../protocol/ops/define.js'
 import type { ActorClient } from './client.js'
 import type { OpTable } from './ops.js'
 import type { Storage } from './replicas.js'
+import type { SandboxBackend } from '../../sandbox/index.js'
 
 /** What a host hands every actor kind when it starts it. */
 export interface HostContext {
@@ -52,6 +53,8 @@ export interface HostSettings {
   replicasExplicit?: boolean
   /** The time schedules see, in epoch ms (`TROUPE_SCHEDULE_CLOCK`, a testing aid). Default the system clock. */
   scheduleClock?: Clock
+  /** Where sessions' tools run (`TROUPE_SANDBOX`, chosen at start-up). Default the local backend (host processes). */
+  sandbox?: SandboxBackend
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
   session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; runningRecordMs: number; maxTokens: number }>
 }

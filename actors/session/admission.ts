@@ -158,7 +158,10 @@ export function checkBudget(budget: BudgetParams | null, agent: SessionAgent): v
   if (code) throw fail('model_not_budgetable', modelNames(agent))
 }
 
-/** The host-process backend cannot enforce limited networking nor install packages (SPEC environments 2, 3). */
+/**
+ * Neither backend enforces limited networking nor installs packages yet (SPEC environments 2, 3): the local one never
+ * can, the isolated one waits for its egress proxy and package step (issue 25 points 2, 3).
+ */
 export function checkEnvironment(env: Environment): void {
   if (env.config.type !== 'cloud') return
   if (env.config.networking.type === 'limited') {

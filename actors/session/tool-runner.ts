@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises'
 import path from 'node:path'
-import { createHostSandbox, type Sandbox } from '../../sandbox/index.js'
+import { localBackend, type Sandbox, type SandboxBackend } from '../../sandbox/index.js'
 import type { Mailbox } from '../kit/mailbox.js'
 import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
@@ -23,6 +23,7 @@ export class ToolRunner {
     private readonly events: SessionEvents,
     private readonly mb: Mailbox,
     dataDir: string,
+    private readonly backend: SandboxBackend = localBackend,
   ) {
     this.workdir = path.join(dataDir, 'sessions', h.session.id)
   }
@@ -78,6 +79,6 @@ export class ToolRunner {
   }
 
   private shell(): Sandbox {
-    return (this.sandbox ??= createHostSandbox({ workdir: this.workdir }))
+    return (this.sandbox ??= this.backend.create({ workdir: this.workdir }))
   }
 }

@@ -180,13 +180,13 @@ export const catalog = {
   networking_unenforceable: entry(
     422,
     (environmentId: string) =>
-      `environment_id: environment ${environmentId} uses limited networking, which the host-process sandbox backend of this server cannot enforce`,
+      `environment_id: environment ${environmentId} uses limited networking, which this server's sandboxes cannot enforce yet (neither the local backend nor, until its egress proxy lands, the isolated one)`,
     WIRE,
   ),
   packages_unsupported: entry(
     422,
     (environmentId: string, managers: readonly string[]) =>
-      `environment_id: environment ${environmentId} lists packages (${managers.join(', ')}), which the host-process sandbox backend of this server cannot install`,
+      `environment_id: environment ${environmentId} lists packages (${managers.join(', ')}), which this server's sandboxes cannot install yet`,
     WIRE,
   ),
 

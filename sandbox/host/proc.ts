@@ -69,3 +69,15 @@ export function killSession(sid: number): void {
     for (const pid of pids) signalQuietly(pid, 'SIGKILL')
   }
 }
+
+/**
+ * SIGKILLs every member of session `sid` outside the process groups in `keep` (the sandbox's own bwrap processes and
+ * the idle shell): what the shell started, foreground or background, goes; the shell and its state stay.
+ */
+export function killJobs(sid: number, keep: readonly number[]): void {
+  for (let round = 0; round < 3; round++) {
+    const jobs = sessionMembers(sid).filter((pid) => !keep.includes(readStat(pid)?.pgrp ?? -1))
+    if (jobs.length === 0) return
+    for (const pid of jobs) signalQuietly(pid, 'SIGKILL')
+  }
+}

@@ -5,7 +5,7 @@ import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { spawn, type IPty } from 'node-pty'
 import { Capture, type CaptureEnd } from './capture.js'
-import { foregroundGroup, killSession, signalQuietly } from './proc.js'
+import { foregroundGroup, killJobs, killSession, signalQuietly } from './proc.js'
 import { cleanTerminalText } from './terminal-text.js'
 import { MAX_TIMER_MS, within } from './timers.js'
 
@@ -16,6 +16,18 @@ export interface ShellOptions {
   retainChars: number
   /** How long a fresh shell may take to answer its first sentinel; default 10_000 ms. */
   startTimeoutMs?: number
+  /** The program that becomes the interactive bash (e.g. bash inside a sandbox); default: the host's `bash -i`. */
+  program?: { file: string; args: string[] }
+  /**
+   * Where command files go: `host` is written by this process, `inside` is the same directory as the shell sees
+   * it; default: a fresh temp dir, the same path for both.
+   */
+  scratch?: { host: string; inside: string }
+  /**
+   * After an interrupt or a timeout, kill every job the shell started (background ones too), keeping the shell.
+   * Default false: the host backend leaves background jobs alone, as an interactive bash would.
+   */
+  killJobsOnInterrupt?: boolean
 }
 
 export interface ShellRunResult {
@@ -36,6 +48,9 @@ export interface ShellRunResult {
 // foreground group, and then how long before giving up on the shell entirely.
 const GRACE_AFTER_SIGINT_MS = 500
 const GRACE_AFTER_SIGKILL_MS = 2_000
+
+/** An interactive bash that reads no start-up files and does no line editing. */
+export const BASH_ARGS = ['--noprofile', '--norc', '--noediting', '-i']
 
 /**
  * One long-lived interactive bash on a pty, so `cd` and `export` persist between tool calls.
@@ -104,8 +119,9 @@ export class PersistentShell {
     const term = this.term
     if (!term) throw new Error('shell is not running')
     const id = ++this.seq
-    const file = path.join(this.scratch(), 'command.sh')
-    writeFileSync(file, command.endsWith('\n') ? command : `${command}\n`)
+    const scratch = this.scratch()
+    writeFileSync(path.join(scratch.host, 'command.sh'), command.endsWith('\n') ? command : `${command}\n`)
+    const file = path.posix.join(scratch.inside, 'command.sh')
     // Its own "done" marker, or a "sync" typed during an interrupt of this command.
     const cap = new Capture(this.markers, (m) => (m.kind === 'done' ? m.id === id : m.id > id), this.opts.retainChars)
     this.capture = { term, cap }
@@ -129,6 +145,7 @@ export class PersistentShell {
         ending = first
         end = await this.interrupt(term, cap)
         shellReset = end === undefined || end.kind === 'shell-exit'
+        if (!shellReset && this.opts.killJobsOnInterrupt) this.killJobs(term)
       } else {
         end = first
       }
@@ -195,6 +212,12 @@ export class PersistentShell {
     return end?.kind === 'marker'
   }
 
+  /** The shell is idle (its sync marker came back), so the terminal's foreground group is the shell's own. */
+  private killJobs(term: IPty): void {
+    const shellGroup = foregroundGroup(term.pid)
+    if (shellGroup !== null) killJobs(term.pid, [term.pid, shellGroup])
+  }
+
   private syncLine(id: number): string {
     return `printf '__TROUPE_%s__\\n' '${this.nonce}_${id}_sync' >/dev/tty\n`
   }
@@ -218,7 +241,8 @@ export class PersistentShell {
     if (this.closing) throw new Error('the sandbox is closed')
     if (this.term) return
     mkdirSync(this.opts.cwd, { recursive: true })
-    const term = spawn('bash', ['--noprofile', '--norc', '--noediting', '-i'], {
+    const program = this.opts.program ?? { file: 'bash', args: BASH_ARGS }
+    const term = spawn(program.file, program.args, {
       name: 'dumb',
       cols: 200,
       rows: 50,
@@ -258,10 +282,11 @@ export class PersistentShell {
     }
   }
 
-  private scratch(): string {
+  private scratch(): { host: string; inside: string } {
+    if (this.opts.scratch) return this.opts.scratch
     // Outside the workdir so command files never show up in the agent's own tree.
     this.scratchDir ??= mkdtempSync(path.join(tmpdir(), 'troupe-shell-'))
-    return this.scratchDir
+    return { host: this.scratchDir, inside: this.scratchDir }
   }
 
   private kill(): void {
@@ -275,6 +300,6 @@ export class PersistentShell {
   }
 }
 
-function shellQuote(s: string): string {
+export function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`
 }

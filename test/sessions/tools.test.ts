@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import { failure } from '../agents/_util.js'
+import { sessionWorkdir } from '../helpers/sandbox-backend.js'
 import { agentAndEnv, collect, isIdle, sessionStack } from './_helpers.js'
 
 /**
@@ -13,6 +14,8 @@ import { agentAndEnv, collect, isIdle, sessionStack } from './_helpers.js'
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-tools-'))
 const s = await sessionStack({ TROUPE_DATA_DIR: dataDir })
+
+const workspace = (id: string) => sessionWorkdir(dataDir, id).host
 
 const TOOLSET = [{ type: 'agent_toolset_20260401' }]
 const LOOKUP = { type: 'custom', name: 'lookup', description: 'Looks a key up in the client-side store.', input_schema: { type: 'object' } }
@@ -91,14 +94,14 @@ t.test('built-in tools run in a cloud session and their results go to the next m
   )
 })
 
-t.test('the working directory of a session is TROUPE_DATA_DIR/sessions/<id>', async (t) => {
+t.test('the working directory of a session is TROUPE_DATA_DIR/sessions/<id> (isolated: its workspace/, seen as /workspace)', async (t) => {
   const session = await newSession({ tools: TOOLSET })
   s.model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo there > g.txt && pwd' } }] }, {})
   const events = await step(session.id, [say('where are you')])
-  const workdir = path.join(dataDir, 'sessions', session.id)
+  const workdir = sessionWorkdir(dataDir, session.id)
   const out = of(events, 'agent.tool_result')[0]
-  t.equal(textOf(out).trim(), workdir)
-  t.equal(readFileSync(path.join(workdir, 'g.txt'), 'utf8'), 'there\n')
+  t.equal(textOf(out).trim(), workdir.inside)
+  t.equal(readFileSync(path.join(workdir.host, 'g.txt'), 'utf8'), 'there\n')
 })
 
 t.test('the shell persists across tool calls and across turns', async (t) => {
@@ -148,8 +151,7 @@ t.test('write, edit with replace_all, read with view_range, glob and grep', asyn
   t.notOk(w2.is_error)
   t.equal(ambiguous.is_error, true, 'an ambiguous edit without replace_all is refused')
   t.notOk(replaced.is_error)
-  const workdir = path.join(dataDir, 'sessions', session.id)
-  t.equal(readFileSync(path.join(workdir, 'a.txt'), 'utf8'), 'qux\nbar\nqux\nbaz\n')
+  t.equal(readFileSync(path.join(workspace(session.id), 'a.txt'), 'utf8'), 'qux\nbar\nqux\nbaz\n')
   t.notOk(read.is_error)
   t.equal(textOf(read), '     2\tbar\n     3\tqux', 'only lines 2-3')
   t.equal(textOf(glob).trim(), 'docs/b.md')
@@ -193,7 +195,7 @@ t.test('a built-in tool the agent disabled is not offered and not run', async (t
   const result = of(events, 'agent.tool_result')[0]
   t.equal(result.is_error, true)
   t.match(textOf(result), /not available/)
-  t.notOk(existsSync(path.join(dataDir, 'sessions', session.id, 'disabled.txt')))
+  t.notOk(existsSync(path.join(workspace(session.id), 'disabled.txt')))
   t.same(events.at(-1).stop_reason, { type: 'end_turn' })
 })
 
@@ -310,14 +312,14 @@ t.test('in a self_hosted environment a built-in tool use parks with requires_act
   t.match(use, { name: 'bash', input: { command: 'touch not-here.txt' } })
   t.equal(of(events, 'agent.tool_result').length, 0)
   t.same(events.at(-1).stop_reason, { type: 'requires_action', event_ids: [use.id] })
-  t.notOk(existsSync(path.join(dataDir, 'sessions', session.id, 'not-here.txt')), 'the service did not run it')
+  t.notOk(existsSync(path.join(workspace(session.id), 'not-here.txt')), 'the service did not run it')
 
   s.model.enqueue({ steps: [{ type: 'text', text: 'touched' }] })
   const resumed = await step(session.id, [{ type: 'user.tool_result', tool_use_id: use.id, content: [{ type: 'text', text: 'ran remotely' }] }])
   t.same(resumed.map((e) => e.type).slice(0, 2), ['user.tool_result', 'session.status_running'])
   t.same(resumed.at(-1).stop_reason, { type: 'end_turn' })
   t.same(lastUser(s.model.requests[base + 1]!), [{ type: 'tool_result', tool_use_id: use.id, content: [{ type: 'text', text: 'ran remotely' }] }])
-  t.notOk(existsSync(path.join(dataDir, 'sessions', session.id, 'not-here.txt')))
+  t.notOk(existsSync(path.join(workspace(session.id), 'not-here.txt')))
 })
 
 t.test('user.tool_result is refused in a cloud session', async (t) => {
@@ -337,7 +339,7 @@ const ASK_TOOLSET = [{ type: 'agent_toolset_20260401', default_config: { permiss
 t.test('always_ask: the tool use waits for confirmation; allow runs it and the turn continues', async (t) => {
   const session = await newSession({ tools: ASK_TOOLSET })
   const base = s.model.requests.length
-  const file = path.join(dataDir, 'sessions', session.id, 'allowed.txt')
+  const file = path.join(workspace(session.id), 'allowed.txt')
   s.model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo yes > allowed.txt && echo wrote' } }] })
   const events = await step(session.id, [say('write')])
   const use = of(events, 'agent.tool_use')[0]
@@ -379,7 +381,7 @@ t.test('always_ask: the tool use waits for confirmation; allow runs it and the t
 t.test('always_ask: deny with a deny_message gives an error result and does not run the tool', async (t) => {
   const session = await newSession({ tools: ASK_TOOLSET })
   const base = s.model.requests.length
-  const file = path.join(dataDir, 'sessions', session.id, 'denied.txt')
+  const file = path.join(workspace(session.id), 'denied.txt')
   s.model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo no > denied.txt' } }] })
   const events = await step(session.id, [say('write')])
   const use = of(events, 'agent.tool_use')[0]

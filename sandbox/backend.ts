@@ -1,0 +1,110 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { createHostSandbox } from './host/sandbox.js'
+import { LAUNCH_ENV, sandboxed } from './isolated/launch.js'
+import { insideEnv, prepareDirs, sandboxDirs } from './isolated/layout.js'
+import { DEFAULT_LIMITS, LimitGroup, openCgroupRoot, type SandboxLimits } from './isolated/limits.js'
+import { createIsolatedSandbox, type IsolatedRuntime } from './isolated/sandbox.js'
+import type { Sandbox, SandboxOptions } from './types.js'
+
+export type SandboxKind = 'isolated' | 'local'
+
+/** The backend this server runs tools with, chosen once at start-up. */
+export interface SandboxBackend {
+  kind: SandboxKind
+  /** Why this one, for the start-up message. */
+  why: string
+  create(opts: SandboxOptions): Sandbox
+}
+
+/** `TROUPE_SANDBOX` and the isolated backend's limits, as read from the environment. */
+export interface SandboxSetting {
+  /** `TROUPE_SANDBOX`: `isolated` or `local`; default (unset): isolated where it can start, else local. */
+  kind?: SandboxKind
+  limits: SandboxLimits
+  /** `TROUPE_SANDBOX_UID`: the host uid sandboxes run as when the server runs as root; default 65534 (nobody). */
+  hostUid: number
+}
+
+export const DEFAULT_SANDBOX_UID = 65534
+
+export const localBackend: SandboxBackend = {
+  kind: 'local',
+  why: 'TROUPE_SANDBOX=local: tools run on the host as the server’s own user, no isolation',
+  create: createHostSandbox,
+}
+
+/**
+ * Opens the backend `setting` asks for. Unset: isolated when a probe sandbox starts and exits cleanly here, else
+ * local with the reason. `isolated` asked for and failing its probe throws, naming what failed.
+ */
+export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
+  if (setting.kind === 'local') return localBackend
+  const rt: IsolatedRuntime = {
+    limits: setting.limits,
+    cgroups: openCgroupRoot(),
+    hostUid: process.geteuid?.() === 0 ? setting.hostUid : null,
+  }
+  const failure = probe(rt)
+  if (failure) {
+    if (setting.kind === 'isolated') throw new Error(`TROUPE_SANDBOX=isolated cannot start here: ${failure}`)
+    return {
+      ...localBackend,
+      why: `isolated sandbox unavailable (${failure}); tools run on the host as the server’s own user, no isolation (set TROUPE_SANDBOX=local to choose this knowingly)`,
+    }
+  }
+  const limits = new LimitGroup(rt.limits, rt.cgroups, 'probe').describe()
+  const uid = rt.hostUid === null ? 'the server’s uid' : `host uid ${rt.hostUid}`
+  return {
+    kind: 'isolated',
+    why: `${setting.kind ? 'TROUPE_SANDBOX=isolated' : 'bubblewrap starts here'}: one bubblewrap sandbox per session, ${uid}, no network; ${limits}`,
+    create: (opts) => createIsolatedSandbox(opts, rt),
+  }
+}
+
+/** Starts `/bin/true` in a throw-away sandbox exactly as sessions' sandboxes start; the reason it failed, or null. */
+function probe(rt: IsolatedRuntime): string | null {
+  const root = mkdtempSync(path.join(tmpdir(), 'troupe-sandbox-probe-'))
+  const limits = new LimitGroup(rt.limits, rt.cgroups, `probe-${process.pid}`)
+  try {
+    const dirs = sandboxDirs(root)
+    prepareDirs(dirs, rt.hostUid)
+    limits.create()
+    const { file, args } = sandboxed({ dirs, limits, hostUid: rt.hostUid, env: insideEnv() }, ['/bin/true'])
+    const r = spawnSync(file, args, { cwd: root, env: LAUNCH_ENV, encoding: 'utf8', timeout: 10_000 })
+    if (r.error) return r.error.message
+    if (r.status === 0) return null
+    const said = r.stderr.trim().split('\n').at(-1) ?? ''
+    if (/bwrap: (not found|No such file)/.test(said)) return 'bubblewrap (bwrap) is not installed'
+    return said || `the probe sandbox exited with ${r.status ?? r.signal}`
+  } catch (err) {
+    return (err as Error).message
+  } finally {
+    limits.removed()
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+
+/** Reads TROUPE_SANDBOX and the limit settings; throws on a value that is not one of them. */
+export function readSandboxSetting(env: NodeJS.ProcessEnv): SandboxSetting {
+  const raw = env.TROUPE_SANDBOX?.trim() ?? ''
+  if (raw !== '' && raw !== 'isolated' && raw !== 'local') throw new Error(`TROUPE_SANDBOX must be isolated or local (was ${JSON.stringify(raw)})`)
+  const int = (name: string, byDefault: number, min: number): number => {
+    const v = env[name]?.trim() ?? ''
+    if (v === '') return byDefault
+    const n = Number(v)
+    if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min} (was ${JSON.stringify(v)})`)
+    return n
+  }
+  return {
+    kind: raw === '' ? undefined : raw,
+    limits: {
+      memoryMib: int('TROUPE_SANDBOX_MEMORY_MIB', DEFAULT_LIMITS.memoryMib, 64),
+      pids: int('TROUPE_SANDBOX_PIDS', DEFAULT_LIMITS.pids, 16),
+      cpuSeconds: int('TROUPE_SANDBOX_CPU_SECONDS', DEFAULT_LIMITS.cpuSeconds, 1),
+    },
+    hostUid: int('TROUPE_SANDBOX_UID', DEFAULT_SANDBOX_UID, 1),
+  }
+}

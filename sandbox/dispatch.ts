@@ -1,0 +1,31 @@
+import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from './definitions.js'
+import { describeToolError, type FileToolName, INTERRUPTED } from './host/file-tools.js'
+import { errorResult, type Sandbox, type ToolResult } from './types.js'
+
+/** What a backend provides: bash in its persistent shell, the five file tools, and shutting both down. */
+export interface BackendTools {
+  bash(input: unknown, signal?: AbortSignal): Promise<ToolResult>
+  file(name: FileToolName, input: unknown, signal?: AbortSignal): Promise<ToolResult>
+  close(): Promise<void>
+}
+
+/** The `Sandbox` every backend presents: unknown names, a closed sandbox and thrown errors all become is_error results. */
+export function toolSandbox(tools: BackendTools): Sandbox {
+  let closed = false
+  return {
+    async run(name, input, signal) {
+      if (closed) return errorResult('The sandbox is closed.')
+      if (!isBuiltinToolName(name)) return errorResult(`Unknown tool "${name}". Built-in tools: ${BUILTIN_TOOL_NAMES.join(', ')}.`)
+      if (signal?.aborted) return errorResult(INTERRUPTED)
+      try {
+        return await (name === 'bash' ? tools.bash(input, signal) : tools.file(name, input, signal))
+      } catch (err) {
+        return errorResult(describeToolError(name, err))
+      }
+    },
+    async close() {
+      closed = true
+      await tools.close()
+    },
+  }
+}

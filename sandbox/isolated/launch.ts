@@ -1,0 +1,56 @@
+import { shellQuote } from '../host/shell.js'
+import { bwrapArgs, type SandboxDirs, sessionMounts } from './layout.js'
+import type { LimitGroup } from './limits.js'
+
+/** A program to spawn: the file and its arguments. */
+export interface Program {
+  file: string
+  args: string[]
+}
+
+export interface LaunchContext {
+  dirs: SandboxDirs
+  limits: LimitGroup
+  /** The host uid (and gid) the sandbox runs as; null: this process's own (a server not running as root). */
+  hostUid: number | null
+  /** The whole environment inside (bwrap clears whatever the spawner's environment held). */
+  env: Record<string, string>
+  /** Host files bound read-only at the same path (e.g. a node binary outside /usr). */
+  extraReadOnly?: readonly string[]
+}
+
+/** The environment of the launching shell, setpriv and bwrap: only what finds them. */
+export const LAUNCH_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' }
+
+/** Where a root server stages the session's directories for bwrap, in a mount namespace of the sandbox's own. */
+const STAGE = '/mnt'
+
+/**
+ * How to start `command` inside a session's sandbox. A tiny /bin/sh, still this process's user, joins the sandbox's
+ * cgroups (so everything the sandbox forks is counted from the first instruction) and becomes bwrap (exec all the
+ * way, so the pid spawned is bwrap's: killing it, or this server dying, `--die-with-parent`, ends the whole PID
+ * namespace); bwrap then runs `command` under prlimit.
+ *
+ * A root server first drops to `hostUid` with no supplementary groups. That uid may have no search permission on the
+ * data directory (a 0700 directory is common), so before dropping, the shell enters a private mount namespace,
+ * mounts a small tmpfs on /mnt there and bind-mounts the session's directories onto it; bwrap binds them from there.
+ * The host's /mnt is untouched, and the staging namespace dies with the sandbox.
+ */
+export function sandboxed(ctx: LaunchContext, command: readonly string[]): Program {
+  const inner = ['/usr/bin/prlimit', ...ctx.limits.prlimitArgs(), ...command]
+  const mounts = sessionMounts(ctx.dirs)
+  const joins = ctx.limits.procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`)
+  if (ctx.hostUid === null) {
+    const script = [...joins, 'exec bwrap "$@"'].join(' && ')
+    return { file: '/bin/sh', args: ['-c', script, 'troupe-sandbox', ...bwrapArgs(mounts, ctx.env, ctx.extraReadOnly), '--', ...inner] }
+  }
+  const staged = mounts.map((m, i) => ({ ...m, source: `${STAGE}/${i}` }))
+  const stage = [
+    `mount -t tmpfs -o mode=0755,size=64k troupe-stage ${STAGE}`,
+    `mkdir ${staged.map((m) => m.source).join(' ')}`,
+    ...mounts.map((m, i) => `mount --bind ${shellQuote(m.source)} ${staged[i]!.source}`),
+    `exec setpriv --reuid=${ctx.hostUid} --regid=${ctx.hostUid} --clear-groups -- bwrap "$@"`,
+  ].join(' && ')
+  const script = [...joins, 'exec unshare --mount --propagation private -- /bin/sh -c "$0" troupe-sandbox "$@"'].join(' && ')
+  return { file: '/bin/sh', args: ['-c', script, stage, ...bwrapArgs(staged, ctx.env, ctx.extraReadOnly), '--', ...inner] }
+}

@@ -1,0 +1,125 @@
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+
+/** Where things are inside every sandbox. */
+export const INSIDE = {
+  workspace: '/workspace',
+  uploads: '/mnt/session/uploads',
+  outputs: '/mnt/session/outputs',
+  tmp: '/tmp',
+  /** Read-only: the shell's command files and the file-tool server. */
+  run: '/run/troupe',
+} as const
+
+/** The uid and gid the agent has inside (its host uid is another, see `hostUid`). */
+export const INSIDE_UID = 1000
+
+/** A session's host directories, all beneath its own directory. */
+export interface SandboxDirs {
+  root: string
+  workspace: string
+  uploads: string
+  outputs: string
+  tmp: string
+  /** Bound read-only at /run/troupe: command files, the tool server, and etc/ (/etc/passwd and friends link there). */
+  run: string
+  etc: string
+}
+
+export function sandboxDirs(root: string): SandboxDirs {
+  const d = (name: string) => path.join(root, name)
+  return { root, workspace: d('workspace'), uploads: d('uploads'), outputs: d('outputs'), tmp: d('tmp'), run: d('.run'), etc: path.join(root, '.run', 'etc') }
+}
+
+/**
+ * Creates the directories; the writable ones are handed to `hostUid` (the sandbox's own host uid when the server is
+ * root), the read-only ones stay the server's, readable by all.
+ */
+export function prepareDirs(dirs: SandboxDirs, hostUid: number | null): void {
+  for (const dir of [dirs.root, dirs.uploads, dirs.run, dirs.etc]) {
+    mkdirSync(dir, { recursive: true })
+    chmodSync(dir, 0o755)
+  }
+  for (const dir of [dirs.workspace, dirs.outputs, dirs.tmp]) {
+    mkdirSync(dir, { recursive: true })
+    if (hostUid !== null) chownSync(dir, hostUid, hostUid)
+  }
+  chmodSync(dirs.tmp, 0o1777)
+  // Only the agent's own user: the host's user list (names, home directories) is none of its business.
+  writeFileSync(
+    path.join(dirs.etc, 'passwd'),
+    `root:x:0:0::/:/usr/sbin/nologin\nagent:x:${INSIDE_UID}:${INSIDE_UID}:agent:/tmp:/bin/bash\nnobody:x:65534:65534::/:/usr/sbin/nologin\n`,
+  )
+  writeFileSync(path.join(dirs.etc, 'group'), `root:x:0:\nagent:x:${INSIDE_UID}:\nnogroup:x:65534:\n`)
+  writeFileSync(path.join(dirs.etc, 'hosts'), '127.0.0.1 localhost\n::1 localhost\n')
+}
+
+/** Host files under /etc the toolset needs (dynamic linker cache, `alternatives` links, certificates, time zone). */
+const ETC_READ_ONLY = ['ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives', 'ssl', 'ca-certificates', 'localtime', 'nsswitch.conf', 'mime.types']
+
+/** Files of /etc made for the sandbox (in `SandboxDirs.etc`), linked from /etc. */
+const ETC_GENERATED = ['passwd', 'group', 'hosts']
+
+/** The top-level names that merged-/usr systems link into /usr (or that hold libraries on the others). */
+const ROOT_LINKS = ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']
+
+/** A session directory mounted into the sandbox. */
+export interface SessionMount {
+  source: string
+  dest: string
+  readOnly: boolean
+}
+
+/** The session's own directories, as they appear inside. */
+export function sessionMounts(dirs: SandboxDirs): SessionMount[] {
+  return [
+    { source: dirs.tmp, dest: INSIDE.tmp, readOnly: false },
+    { source: dirs.workspace, dest: INSIDE.workspace, readOnly: false },
+    { source: dirs.uploads, dest: INSIDE.uploads, readOnly: true },
+    { source: dirs.outputs, dest: INSIDE.outputs, readOnly: false },
+    { source: dirs.run, dest: INSIDE.run, readOnly: true },
+  ]
+}
+
+/**
+ * bwrap options for one sandbox: every namespace new (user, mount, PID, IPC, UTS, network, cgroup), nested user
+ * namespaces refused, no capabilities, uid/gid 1000 inside, dies with its parent, `env` its whole environment. The filesystem is built from
+ * nothing: /usr and a few /etc files read-only, fresh /proc and /dev, the session's directories, nothing else of the
+ * host (not its other files, not the data directory, not the server's checkout). `mounts` are the session's
+ * directories, each `source` a path bwrap can reach (launch.ts stages them when bwrap cannot reach the data dir).
+ */
+export function bwrapArgs(mounts: readonly SessionMount[], env: Record<string, string>, extraReadOnly: readonly string[] = []): string[] {
+  const args = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--hostname', 'sandbox']
+  // Whatever the spawning process's environment held (a test runner's NODE_OPTIONS, a secret) stays outside.
+  args.push('--clearenv')
+  for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
+  args.push('--uid', String(INSIDE_UID), '--gid', String(INSIDE_UID), '--cap-drop', 'ALL')
+  args.push('--ro-bind', '/usr', '/usr')
+  for (const name of ROOT_LINKS) {
+    const host = `/${name}`
+    if (!existsSync(host)) continue
+    if (lstatSync(host).isSymbolicLink()) args.push('--symlink', readlinkSync(host), host)
+    else args.push('--ro-bind', host, host)
+  }
+  args.push('--dir', '/etc')
+  for (const name of ETC_READ_ONLY) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`)
+  for (const name of ETC_GENERATED) args.push('--symlink', path.posix.join(INSIDE.run, 'etc', name), `/etc/${name}`)
+  for (const p of extraReadOnly) args.push('--ro-bind', p, p)
+  args.push('--proc', '/proc', '--dev', '/dev')
+  for (const m of mounts) args.push(m.readOnly ? '--ro-bind' : '--bind', m.source, m.dest)
+  args.push('--chdir', INSIDE.workspace)
+  return args
+}
+
+/** The environment inside: nothing of the server's own. */
+export function insideEnv(): Record<string, string> {
+  return {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: INSIDE.tmp,
+    USER: 'agent',
+    LOGNAME: 'agent',
+    SHELL: '/bin/bash',
+    LANG: 'C.UTF-8',
+    TMPDIR: INSIDE.tmp,
+  }
+}

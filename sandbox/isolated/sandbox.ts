@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
+import { toolSandbox } from '../dispatch.js'
+import { shellEnv } from '../host/env.js'
+import { BASH_ARGS, PersistentShell } from '../host/shell.js'
+import { bashTool } from '../host/tools/bash.js'
+import { DEFAULT_BASH_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS, type Sandbox, type SandboxOptions } from '../types.js'
+import { toolServerBundle } from './bundle.js'
+import { LAUNCH_ENV, type LaunchContext, sandboxed } from './launch.js'
+import { INSIDE, insideEnv, prepareDirs, sandboxDirs } from './layout.js'
+import { type CgroupRoot, LimitGroup, type SandboxLimits } from './limits.js'
+import { ToolClient } from './tool-client.js'
+
+/** What every isolated sandbox of one server shares, fixed at start-up (backend.ts). */
+export interface IsolatedRuntime {
+  limits: SandboxLimits
+  /** This server's cgroup branch; null: rlimits only. */
+  cgroups: CgroupRoot | null
+  /** Host uid the sandboxes run as; null: the server's own (a server not running as root). */
+  hostUid: number | null
+}
+
+const TOOL_SERVER = 'tool-server.mjs'
+
+/**
+ * Built-in tools inside a bubblewrap sandbox (`TROUPE_SANDBOX=isolated`). `opts.workdir` is the session's own host
+ * directory; the sandbox sees its `workspace/` as /workspace (the working directory), `uploads/` read-only as
+ * /mnt/session/uploads, `outputs/` as /mnt/session/outputs and `tmp/` as /tmp (layout.ts). The persistent shell is
+ * bash inside one sandbox; the file tools run in a node process inside a second one over the same directories, so
+ * both see the same files and neither resolves a path on the host. Both share one set of limits (limits.ts).
+ */
+export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime): Sandbox {
+  const dirs = sandboxDirs(path.resolve(opts.workdir))
+  prepareDirs(dirs, rt.hostUid)
+  const limits = new LimitGroup(rt.limits, rt.cgroups, `sandbox-${randomBytes(6).toString('hex')}`)
+  limits.create()
+  // A node outside /usr (nvm, a tarball) is bound where it is, read-only.
+  const extraReadOnly = process.execPath.startsWith('/usr/') ? [] : [process.execPath]
+  const ctx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly }
+  const maxOutputChars = opts.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS
+  const defaultTimeoutMs = opts.bashTimeoutMs ?? DEFAULT_BASH_TIMEOUT_MS
+  const shell = new PersistentShell({
+    cwd: dirs.root,
+    env: LAUNCH_ENV,
+    retainChars: Math.max(maxOutputChars * 4, 256 * 1024),
+    program: sandboxed(ctx, ['/bin/bash', ...BASH_ARGS]),
+    scratch: { host: dirs.run, inside: INSIDE.run },
+    killJobsOnInterrupt: true,
+    // bwrap sets up namespaces and mounts before bash runs.
+    startTimeoutMs: 20_000,
+  })
+  const tools = new ToolClient(
+    () => sandboxed(ctx, [process.execPath, path.posix.join(INSIDE.run, TOOL_SERVER), String(maxOutputChars)]),
+    LAUNCH_ENV,
+    dirs.root,
+  )
+  let bundleWritten: Promise<void> | undefined
+  const writeBundle = () => (bundleWritten ??= toolServerBundle().then((text) => writeFileSync(path.join(dirs.run, TOOL_SERVER), text, { mode: 0o644 })))
+
+  return toolSandbox({
+    bash: (input, signal) => bashTool(input, { workdir: INSIDE.workspace, maxOutputChars, signal, shell, defaultTimeoutMs }),
+    async file(name, input, signal) {
+      await writeBundle()
+      return tools.call(name, input, signal)
+    },
+    async close() {
+      tools.close()
+      await shell.close()
+      // The kernel tears a PID namespace down asynchronously; the groups can go once their last task has.
+      for (let i = 0; i < 20 && !limits.removed(); i++) await delay(50)
+    },
+  })
+}

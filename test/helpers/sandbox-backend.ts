@@ -1,0 +1,27 @@
+import path from 'node:path'
+import { openSandboxBackend, readSandboxSetting, type SandboxKind } from '../../sandbox/index.js'
+
+let kind: SandboxKind | undefined
+
+/** The backend a server started with this process's environment runs: probed the way the server probes. */
+export function expectedSandbox(): SandboxKind {
+  kind ??= openSandboxBackend(readSandboxSetting(process.env)).kind
+  return kind
+}
+
+/** A session's working directory on the host (where the test reads its files) and as its tools see it (`pwd`). */
+export function sessionWorkdir(dataDir: string, sessionId: string): { host: string; inside: string } {
+  const root = path.join(dataDir, 'sessions', sessionId)
+  if (expectedSandbox() === 'local') return { host: root, inside: root }
+  return { host: path.join(root, 'workspace'), inside: '/workspace' }
+}
+
+/**
+ * Whether the isolated backend's own tests can run here. Where it cannot start they skip and say so, unless
+ * `TROUPE_REQUIRE_ISOLATED=1` (CI and our machines, where bwrap works): then that is a failure.
+ */
+export function isolatedOrSkip(): { skip: string | false } {
+  if (openSandboxBackend(readSandboxSetting({ ...process.env, TROUPE_SANDBOX: '' })).kind === 'isolated') return { skip: false }
+  if (process.env.TROUPE_REQUIRE_ISOLATED === '1') throw new Error('the isolated sandbox cannot start here, and TROUPE_REQUIRE_ISOLATED=1')
+  return { skip: 'the isolated sandbox (bubblewrap) cannot start on this machine' }
+}
