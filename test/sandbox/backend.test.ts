@@ -1,0 +1,41 @@
+import t from 'tap'
+import { openSandboxBackend, readSandboxSetting } from '../../sandbox/index.js'
+import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
+
+t.test('TROUPE_SANDBOX takes isolated or local; anything else stops start-up naming it', async (t) => {
+  t.throws(() => readSandboxSetting({ TROUPE_SANDBOX: 'docker' }), /TROUPE_SANDBOX must be isolated or local \(was "docker"\)/)
+  t.equal(readSandboxSetting({ TROUPE_SANDBOX: 'local' }).kind, 'local')
+  t.equal(readSandboxSetting({ TROUPE_SANDBOX: ' ' }).kind, undefined, 'blank: the default')
+})
+
+t.test('limits: defaults, and bad values refused naming the setting and the rule', async (t) => {
+  t.same(readSandboxSetting({}).limits, { memoryMib: 2048, pids: 256, cpuSeconds: 3600 })
+  t.equal(readSandboxSetting({}).hostUid, 65534)
+  t.same(readSandboxSetting({ TROUPE_SANDBOX_MEMORY_MIB: '512', TROUPE_SANDBOX_PIDS: '100', TROUPE_SANDBOX_CPU_SECONDS: '60' }).limits, {
+    memoryMib: 512,
+    pids: 100,
+    cpuSeconds: 60,
+  })
+  t.throws(() => readSandboxSetting({ TROUPE_SANDBOX_MEMORY_MIB: '10' }), /TROUPE_SANDBOX_MEMORY_MIB must be an integer of at least 64 \(was "10"\)/)
+  t.throws(() => readSandboxSetting({ TROUPE_SANDBOX_PIDS: 'many' }), /TROUPE_SANDBOX_PIDS must be an integer of at least 16/)
+  t.throws(() => readSandboxSetting({ TROUPE_SANDBOX_UID: '0' }), /TROUPE_SANDBOX_UID must be an integer of at least 1/)
+})
+
+t.test('local is taken as asked, saying it isolates nothing', async (t) => {
+  const b = openSandboxBackend(readSandboxSetting({ TROUPE_SANDBOX: 'local' }))
+  t.equal(b.kind, 'local')
+  t.match(b.why, /no isolation/)
+})
+
+t.test('the default is isolated where a probe sandbox starts, and says what it gives', async (t) => {
+  const gate = isolatedOrSkip()
+  if (gate.skip) {
+    const b = openSandboxBackend(readSandboxSetting({}))
+    t.equal(b.kind, 'local')
+    t.match(b.why, /isolated sandbox unavailable \(.+\)/, 'the fallback says why')
+    return
+  }
+  const b = openSandboxBackend(readSandboxSetting({}))
+  t.equal(b.kind, 'isolated')
+  t.match(b.why, /^bubblewrap starts here: one bubblewrap sandbox per session, .*no network; memory 2048 MiB, 256 processes/)
+})
