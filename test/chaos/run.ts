@@ -91,7 +91,10 @@ say(`NATS cluster ${cluster.url}, meta leader ${await cluster.metaLeader()}`)
 
 const schedules = new Schedules(cluster.url, path.join(runDir, 'orchestrators'))
 const hosts = new Hosts({
-  env: { TROUPE_SCHEDULE_CLOCK: schedules.clockSpec },
+  // Local sandboxes: the bash tool calls append to tag files in this run's directory, which an isolated sandbox
+  // cannot see; the isolated backend's own guarantees under chaos (none left behind, a working sandbox after a
+  // takeover) are not in this run yet.
+  env: { TROUPE_SCHEDULE_CLOCK: schedules.clockSpec, TROUPE_SANDBOX: 'local' },
   count: args.hosts,
   natsUrl: cluster.url,
   natsMonitors: () => cluster.nodes.filter((n) => n.state() === 'running').map((n) => n.monitorUrl),

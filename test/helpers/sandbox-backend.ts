@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { openSandboxBackend, readSandboxSetting, type SandboxKind } from '../../sandbox/index.js'
 
@@ -24,4 +26,16 @@ export function isolatedOrSkip(): { skip: string | false } {
   if (openSandboxBackend(readSandboxSetting({ ...process.env, TROUPE_SANDBOX: '' })).kind === 'isolated') return { skip: false }
   if (process.env.TROUPE_REQUIRE_ISOLATED === '1') throw new Error('the isolated sandbox cannot start here, and TROUPE_REQUIRE_ISOLATED=1')
   return { skip: 'the isolated sandbox (bubblewrap) cannot start on this machine' }
+}
+
+/**
+ * A directory a session's bash and the test both see: the host's temp dir on the local backend; on the isolated one
+ * the sandbox's /tmp, which is `<data dir>/sessions/<id>/tmp` of the server (pid `serverPid`) running the session.
+ */
+export function sharedTmp(serverPid: number, sessionId: string): { host: string; inside: string } {
+  if (expectedSandbox() === 'local') return { host: tmpdir(), inside: tmpdir() }
+  const environ = readFileSync(`/proc/${serverPid}/environ`, 'utf8').split('\0')
+  const dataDir = environ.find((v) => v.startsWith('TROUPE_DATA_DIR='))?.slice('TROUPE_DATA_DIR='.length)
+  if (!dataDir) throw new Error(`server ${serverPid} has no TROUPE_DATA_DIR`)
+  return { host: path.join(dataDir, 'sessions', sessionId, 'tmp'), inside: '/tmp' }
 }

@@ -54,7 +54,9 @@ const modelUrl = await new Promise<string>((resolve) => {
 })
 const troupe = await startTroupe({
   role: 'start',
-  env: { NATS_URL: '', TROUPE_DATA_DIR: dataDir, TROUPE_MODEL_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'k', LOG_LEVEL: 'info' },
+  // Local sandboxes: every session's bash appends to one shared file beside the sessions' directories, which no
+  // isolated sandbox can reach.
+  env: { NATS_URL: '', TROUPE_DATA_DIR: dataDir, TROUPE_MODEL_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'k', LOG_LEVEL: 'info', TROUPE_SANDBOX: 'local' },
 })
 const pid = troupe.proc.pid!
 const natsPgid: number = JSON.parse(readFileSync(path.join(dataDir, 'troupe.lock'), 'utf8')).nats_pgid

@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import t, { type Test as Tap } from 'tap'
 import { connect, headers } from '@nats-io/transport-node'
@@ -15,6 +14,7 @@ import { startFakeModelServer } from '../fakes/model-server.js'
 import { startNats } from '../helpers/nats.js'
 import { hostOf, placementOf } from '../helpers/placement.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
+import { sharedTmp } from '../helpers/sandbox-backend.js'
 import { reader } from '../sessions/_helpers.js'
 import { until } from '../helpers/wait.js'
 
@@ -148,8 +148,10 @@ t.test('the owner dies during a model request: another host reschedules the turn
 
 t.test('the owner dies while a built-in tool runs: the tool is not run again, the turn continues', async (t) => {
   const { owner, session, client } = await setup(t, [{ type: 'agent_toolset_20260401' }])
-  const marker = path.join(os.tmpdir(), `troupe-chaos-${session.id}`)
-  model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: `sleep 5 && touch ${marker}` } }] }, { steps: [{ type: 'text', text: 'noted' }] })
+  const tmp = sharedTmp(owner.proc.pid!, session.id)
+  const marker = path.join(tmp.host, `troupe-chaos-${session.id}`)
+  const inside = path.posix.join(tmp.inside, `troupe-chaos-${session.id}`)
+  model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: `sleep 5 && touch ${inside}` } }] }, { steps: [{ type: 'text', text: 'noted' }] })
   const stream = reader(await client.beta.sessions.events.stream(session.id))
   await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }] } as any)
   await stream.next((e) => e.type === 'agent.tool_use')
@@ -218,9 +220,11 @@ t.test('the owner dies after storing a tool use but before closing its model req
 
 t.test('the owner is paused (SIGSTOP) past its heartbeat while a tool runs: the new owner finishes, the resumed host writes nothing', async (t) => {
   const { owner, survivor, session, client } = await setup(t, [{ type: 'agent_toolset_20260401' }])
-  const marker = path.join(os.tmpdir(), `troupe-paused-${session.id}`)
+  const tmp = sharedTmp(owner.proc.pid!, session.id)
+  const marker = path.join(tmp.host, `troupe-paused-${session.id}`)
+  const inside = path.posix.join(tmp.inside, `troupe-paused-${session.id}`)
   model.enqueue(
-    { steps: [{ type: 'tool_use', name: 'bash', input: { command: `touch ${marker}.start && sleep 2 && echo ran >> ${marker}` } }] },
+    { steps: [{ type: 'tool_use', name: 'bash', input: { command: `touch ${inside}.start && sleep 2 && echo ran >> ${inside}` } }] },
     { steps: [{ type: 'text', text: 'noted' }] },
   )
   const stream = reader(await client.beta.sessions.events.stream(session.id))
