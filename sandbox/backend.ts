@@ -59,7 +59,7 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
   const uid = rt.hostUid === null ? 'the server’s uid' : `host uid ${rt.hostUid}`
   return {
     kind: 'isolated',
-    why: `${setting.kind ? 'TROUPE_SANDBOX=isolated' : 'bubblewrap starts here'}: one bubblewrap sandbox per session, ${uid}, no network; ${limits}`,
+    why: `${setting.kind ? 'TROUPE_SANDBOX=isolated' : 'bubblewrap starts here'}: one bubblewrap sandbox per session, ${uid}, loopback-only network (unrestricted networking not provided yet); ${limits}`,
     create: (opts) => createIsolatedSandbox(opts, rt),
   }
 }

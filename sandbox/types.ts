@@ -5,16 +5,19 @@ export interface ToolResult {
 }
 
 export interface SandboxOptions {
-  /** Per-session working directory; created if missing. */
+  /**
+   * The session's own host directory; created if missing. The local backend works in it; the isolated one keeps the
+   * sandbox's workspace/, uploads/, outputs/ and tmp/ beneath it (isolated/layout.ts).
+   */
   workdir: string
   /** Max characters of tool output kept in a result; default 30_000. The cap is stated in the result text when applied. */
   maxOutputChars?: number
   /** Default bash timeout in ms; default 120_000. A call may override it with `timeout_ms`. */
   bashTimeoutMs?: number
   /**
-   * Environment of the persistent shell; default: an allowlist of the server's own
+   * Environment of the persistent shell; default: local, an allowlist of the server's own
    * environment (PATH, HOME, LANG, …, see `host/env.ts`) so server secrets such as API keys
-   * are not handed to agent-run commands.
+   * are not handed to agent-run commands; isolated, a fixed one (isolated/layout.ts `insideEnv`).
    */
   env?: Record<string, string>
 }

@@ -29,15 +29,15 @@ const STAGE = '/mnt'
  * How to start `command` inside a session's sandbox. A tiny /bin/sh, still this process's user, joins the sandbox's
  * cgroups (so everything the sandbox forks is counted from the first instruction) and becomes bwrap (exec all the
  * way, so the pid spawned is bwrap's: killing it, or this server dying, `--die-with-parent`, ends the whole PID
- * namespace); bwrap then runs `command` under prlimit.
+ * namespace); bwrap then runs `command` under prlimit (`addressSpaceLimit: false` leaves RLIMIT_AS off, limits.ts).
  *
  * A root server first drops to `hostUid` with no supplementary groups. That uid may have no search permission on the
  * data directory (a 0700 directory is common), so before dropping, the shell enters a private mount namespace,
  * mounts a small tmpfs on /mnt there and bind-mounts the session's directories onto it; bwrap binds them from there.
  * The host's /mnt is untouched, and the staging namespace dies with the sandbox.
  */
-export function sandboxed(ctx: LaunchContext, command: readonly string[]): Program {
-  const inner = ['/usr/bin/prlimit', ...ctx.limits.prlimitArgs(), ...command]
+export function sandboxed(ctx: LaunchContext, command: readonly string[], { addressSpaceLimit = true } = {}): Program {
+  const inner = ['/usr/bin/prlimit', ...ctx.limits.prlimitArgs(addressSpaceLimit), ...command]
   const mounts = sessionMounts(ctx.dirs)
   const joins = ctx.limits.procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`)
   if (ctx.hostUid === null) {

@@ -49,10 +49,16 @@ export class LimitGroup {
     writeFileSync(path.join(pids, 'pids.max'), String(this.limits.pids))
   }
 
-  /** `prlimit` options for the process that runs inside: CPU time always, memory and processes without cgroups. */
-  prlimitArgs(): string[] {
+  /**
+   * `prlimit` options for the process that runs inside: CPU time always, memory and processes without cgroups. The
+   * address-space limit is left off for node (`addressSpace: false`, the tool server): V8 reserves more address space
+   * than it uses and will not start under a few hundred MiB of it.
+   */
+  prlimitArgs(addressSpace = true): string[] {
     const args = [`--cpu=${this.limits.cpuSeconds}`, '--core=0']
-    if (!this.cgroups) args.push(`--as=${this.limits.memoryMib * 1024 * 1024}`, `--nproc=${this.limits.pids}`)
+    if (this.cgroups) return args
+    if (addressSpace) args.push(`--as=${this.limits.memoryMib * 1024 * 1024}`)
+    args.push(`--nproc=${this.limits.pids}`)
     return args
   }
 

@@ -52,7 +52,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
     startTimeoutMs: 20_000,
   })
   const tools = new ToolClient(
-    () => sandboxed(ctx, [process.execPath, path.posix.join(INSIDE.run, TOOL_SERVER), String(maxOutputChars)]),
+    () => sandboxed(ctx, [process.execPath, path.posix.join(INSIDE.run, TOOL_SERVER), String(maxOutputChars)], { addressSpaceLimit: false }),
     LAUNCH_ENV,
     dirs.root,
   )

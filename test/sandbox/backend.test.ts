@@ -37,5 +37,8 @@ t.test('the default is isolated where a probe sandbox starts, and says what it g
   }
   const b = openSandboxBackend(readSandboxSetting({}))
   t.equal(b.kind, 'isolated')
-  t.match(b.why, /^bubblewrap starts here: one bubblewrap sandbox per session, .*no network; memory 2048 MiB, 256 processes/)
+  t.match(
+    b.why,
+    /^bubblewrap starts here: one bubblewrap sandbox per session, .*loopback-only network \(unrestricted networking not provided yet\); memory 2048 MiB, 256 processes/,
+  )
 })
