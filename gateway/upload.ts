@@ -64,9 +64,9 @@ export function receiveUpload(body: Readable, headers: Headers, id: string, file
         .catch((failed: unknown) => ({ failed }))
     })
     parser.on('partsLimit', () => (problem ??= fail('upload_malformed', `more than ${PART_LIMITS.parts} parts`)))
-    parser.once('error', (err: Error) => void finish(fail('upload_malformed', err.message)))
+    parser.on('error', (err: Error) => void finish(fail('upload_malformed', err.message)))
     parser.once('close', () => void finish())
-    body.once('error', (err) => void finish(err))
+    body.on('error', (err) => void finish(err))
     body.pipe(parser)
   })
 }

@@ -1,13 +1,11 @@
 import { createHash } from 'node:crypto'
-import type { JetStreamClient } from '@nats-io/jetstream'
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import { Objm, type ObjectStore } from '@nats-io/obj'
 import type { FileBytes } from '../../protocol/files.js'
 import { ObjectStores } from '../../protocol/subjects.js'
 
 /** Bytes per stored chunk (one JetStream message each; nats.js clamps it to the server's max_payload). */
 export const CHUNK_BYTES = 1024 * 1024
-/** Chunks a download asks for at a time: what it holds in memory ahead of a slow client. */
-const READ_AHEAD = 4
 
 /**
  * File bytes in the `troupe_files` object store, for the gateway. The store is created by the file kind on the actor
@@ -15,6 +13,7 @@ const READ_AHEAD = 4
  */
 export function fileBytes(js: JetStreamClient): FileBytes {
   let opened: Promise<ObjectStore> | undefined
+  let jsm: Promise<JetStreamManager> | undefined
   const store = () => {
     opened ??= new Objm(js).open(ObjectStores.files).catch((err) => {
       opened = undefined
@@ -36,33 +35,30 @@ export function fileBytes(js: JetStreamClient): FileBytes {
       const os = await store()
       const info = await os.info(id)
       if (!info || info.deleted) return undefined
-      return readChunks(js, `OBJ_${ObjectStores.files}`, `$O.${ObjectStores.files}.C.${info.nuid}`, info.chunks, info.digest)
+      jsm ??= js.jetstreamManager()
+      return readChunks(await jsm, `OBJ_${ObjectStores.files}`, `$O.${ObjectStores.files}.C.${info.nuid}`, info.chunks, info.digest)
     },
   }
 }
 
 /**
- * The chunks of one object through an ordered pull consumer: it asks for READ_AHEAD chunks at a time, so a reader
- * that stops taking them stops the reading (nats.js's own `get` pushes the whole object into memory as fast as the
- * server sends it). The digest is checked at the end; a mismatch throws, so the response is cut short, never
- * completed with wrong bytes.
+ * The chunks of one object, each fetched by direct get (the next message on the object's chunk subject), one ahead of
+ * the reader: a reader that stops taking them stops the reading (nats.js's own `get` pushes the whole object into
+ * memory as fast as the server sends it), and an object deleted midway ends the read at once rather than leaving a
+ * consumer waiting for chunks that will never come. The digest is checked at the end; a mismatch or a missing chunk
+ * throws, so the response is cut short, never completed with wrong bytes.
  */
-async function* readChunks(js: JetStreamClient, stream: string, subject: string, chunks: number, digest: string): AsyncGenerator<Uint8Array> {
-  if (chunks === 0) return
-  const consumer = await js.consumers.get(stream, { filter_subjects: subject })
-  const messages = await consumer.consume({ max_messages: READ_AHEAD })
+async function* readChunks(jsm: JetStreamManager, stream: string, subject: string, chunks: number, digest: string): AsyncGenerator<Uint8Array> {
+  const fetchFrom = (seq: number) => jsm.direct.getMessage(stream, { seq, next_by_subj: subject }).catch(() => null)
   const sha = createHash('sha256')
-  try {
-    let seen = 0
-    for await (const m of messages) {
-      sha.update(m.data)
-      yield m.data
-      if (++seen === chunks) break
-    }
-    if (seen < chunks) throw new Error(`object ${subject}: ${seen} of ${chunks} chunks read`)
-    const got = `SHA-256=${sha.digest('base64url')}`
-    if (got.replace(/=+$/, '') !== digest.replace(/=+$/, '')) throw new Error(`object ${subject}: digest mismatch`)
-  } finally {
-    messages.stop()
+  let next = chunks > 0 ? fetchFrom(1) : undefined
+  for (let i = 0; i < chunks; i++) {
+    const m = await next!
+    if (!m) throw new Error(`object ${subject}: chunk ${i + 1} of ${chunks} is gone`)
+    if (i + 1 < chunks) next = fetchFrom(m.seq + 1)
+    sha.update(m.data)
+    yield m.data
   }
+  const got = `SHA-256=${sha.digest('base64url')}`
+  if (chunks > 0 && got.replace(/=+$/, '') !== digest.replace(/=+$/, '')) throw new Error(`object ${subject}: digest mismatch`)
 }
