@@ -7,13 +7,15 @@
 // Then the session benchmarks (sessions.ts). Arguments pick what runs: `agents`, `sessions`, or one session
 // benchmark (`sessions.turn`, `sessions.streams`, `sessions.idle`, `sessions.calls`, `sessions.events`), or `bodies` (the
 // event loop while large bodies arrive, test/bench/big-bodies.ts), or `stops` (stopping and failing: stops.ts), or
-// `deployments` (10,000 deployments every minute on one orchestrator, then two: deployments.ts); none runs everything.
+// `deployments` (10,000 deployments every minute on one orchestrator, then two: deployments.ts), or `files` (upload and
+// download of 100 MB against a raw object store put and get: files.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
 import { decode } from '../../protocol/codec.js'
 import { Buckets, partitionOf, partitionToken } from '../../protocol/subjects.js'
 import { runBodyBench } from './big-bodies.js'
+import { runFileBench } from './files.js'
 import { runStopBench } from './stops.js'
 import { runDeploymentBench } from './deployments.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
@@ -185,7 +187,7 @@ async function agentBenches(): Promise<void> {
 }
 
 const args = process.argv.slice(2)
-const known = ['agents', 'sessions', 'bodies', 'stops', 'deployments', ...SESSION_BENCHES.map((b) => `sessions.${b}`)]
+const known = ['agents', 'sessions', 'bodies', 'stops', 'deployments', 'files', ...SESSION_BENCHES.map((b) => `sessions.${b}`)]
 const unknown = args.filter((a) => !known.includes(a))
 if (unknown.length) {
   console.error(`unknown benchmark ${unknown.join(', ')}; pick from ${known.join(', ')} (none: all)`)
@@ -198,3 +200,4 @@ else if (sessionArgs.length) await runSessionBenches(sessionArgs)
 if (!args.length || args.includes('bodies')) await runBodyBench()
 if (!args.length || args.includes('stops')) await runStopBench()
 if (!args.length || args.includes('deployments')) await runDeploymentBench()
+if (!args.length || args.includes('files')) await runFileBench()

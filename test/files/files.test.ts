@@ -3,6 +3,10 @@ import { toFile } from '@anthropic-ai/sdk'
 import t from 'tap'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
+import { actorWire } from '../../actors/kit/wire.js'
+import { FileKind } from '../../protocol/ops/file.js'
+import { newId } from '../../protocol/ids.js'
+import { opSubject } from '../../protocol/subjects.js'
 import { stack } from '../helpers/stack.js'
 import { until } from '../helpers/wait.js'
 import { chunked } from './chunked.js'
@@ -151,4 +155,28 @@ t.test('a client gone midway leaves nothing: its chunks are purged, nothing is l
   t.equal(await chunked(s.url, 5 * 1024 * 1024, { cut: true }), 'reset')
   await until('the partial chunks purged', async () => (await stored()) === base)
   t.equal((await files.list({ limit: 1000 })).data.length, listed)
+})
+
+t.test('scope_id lists the files scoped to one session (as session outputs will be recorded)', async (t) => {
+  const nc = await connect({ servers: s.nats.url })
+  t.teardown(() => nc.close())
+  const wire = actorWire(nc)
+  const session = newId('sesn')
+  // The bytes first, as every file is stored, then the record with its scope, through the kind's internal create.
+  const plain = await upload(new Uint8Array([5]), 'unscoped.bin', 'application/octet-stream')
+  const id = newId('file')
+  const record = { id, filename: 'out.txt', mime_type: 'text/plain', size_bytes: 0, scope_id: session }
+  const made = (await wire.ask(opSubject(FileKind.ops.create, undefined), { op: 'create', rid: newId('req'), params: {}, query: {}, body: record }, 5000)) as {
+    scope: unknown
+  }
+  t.same(made.scope, { type: 'session', id: session })
+  const scoped = await files.list({ scope_id: session } as never)
+  t.same(
+    scoped.data.map((f) => f.id),
+    [id],
+  )
+  t.ok(
+    (await files.list({ limit: 1000 })).data.some((f) => f.id === plain.id),
+    'unscoped listing has every file',
+  )
 })
