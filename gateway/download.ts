@@ -14,7 +14,8 @@ export function downloadHeaders(file: FileMetadata, rid: string): Headers {
 /**
  * Streams a file's bytes as the client takes them: the next chunk is read from the store only once the transport
  * has taken the last. A failure midway (the store, a digest mismatch) closes the connection: the response was
- * promised `size_bytes` and a short one must not look whole. Resolves once the response is complete or abandoned.
+ * promised `size_bytes` and a short one must not look whole; it then rejects, saying why. Resolves once the response
+ * is complete or abandoned.
  */
 export async function sendBytes(ex: Exchange, state: ResponseState, file: FileMetadata, rid: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
   if (state.aborted || state.done) return
@@ -35,6 +36,6 @@ export async function sendBytes(ex: Exchange, state: ResponseState, file: FileMe
     out.end()
   } catch (err) {
     ex.close()
-    throw err
+    throw new Error(`download of ${file.id} cut short after ${state.bytesOut} of ${file.size_bytes} bytes`, { cause: err })
   }
 }

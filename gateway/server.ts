@@ -173,7 +173,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     if (ex.method === 'HEAD') return sendHead(ex, state, 200, downloadHeaders(file, rid), file.size_bytes)
     const chunks = await opts.actors.files.read(file.id)
     if (!chunks) throw fail('file_not_found', file.id)
-    await sendBytes(ex, state, file, rid, chunks)
+    // Cut short (the file deleted midway, the store gone): the client saw a closed connection; not a bug of ours.
+    await sendBytes(ex, state, file, rid, chunks).catch((err) =>
+      log.warn({ rid, err: String(err.message), cause: String(err.cause?.message ?? err.cause) }, 'download cut short'),
+    )
   }
 
   /** One line per request, once its response is complete (an SSE stream: once it ends). */

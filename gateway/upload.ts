@@ -12,20 +12,20 @@ export const MULTIPART_SLACK = 64 * 1024
 /** An upload's parts: at most this many, and fields (`expires_in_seconds`) of at most this many bytes. */
 const PART_LIMITS = { parts: 16, fieldSize: 1024, headerPairs: 32 }
 
-export type UploadResult = { ok: true; file: Omit<FileRecordInputT, 'id'> } | { ok: false; error: ApiError; early: boolean }
+export type UploadResult = { ok: true; file: Omit<FileRecordInputT, 'id'> } | { ok: false; error: ApiError }
 
 /**
  * Reads a multipart upload, streaming its one `file` part into the store under `id` while the body arrives. The
  * file's record is the caller's to write, and only once this resolves ok: on any failure the bytes are gone (or
- * never complete, which the store never shows). `early` says the body had not ended when the answer was decided
- * (too large), so the caller drops the rest. The filename is its last path component (busboy strips the rest).
+ * never complete, which the store never shows), and what is left of the body is the caller's to drop. The filename
+ * is its last path component (busboy strips the rest).
  */
 export function receiveUpload(body: Readable, headers: Headers, id: string, files: FileBytes, limit: number): Promise<UploadResult> {
   let parser: busboy.Busboy
   try {
     parser = busboy({ headers, limits: PART_LIMITS })
   } catch {
-    return Promise.resolve({ ok: false, error: fail('upload_not_multipart'), early: false })
+    return Promise.resolve({ ok: false, error: fail('upload_not_multipart') })
   }
   return new Promise((resolve) => {
     let put: Promise<{ size: number } | { failed: unknown }> | undefined
@@ -44,8 +44,7 @@ export function receiveUpload(body: Readable, headers: Headers, id: string, file
       if (error === undefined) return resolve({ ok: true, file: { ...file!, size_bytes: (stored as { size: number }).size } })
       // Bytes stored whole for an upload that then broke a rule (a second `file` part): take them back.
       if (stored && putFailed === undefined) await files.discard(id).catch(() => undefined)
-      const early = error instanceof ApiError && error.code === 'file_too_large'
-      resolve({ ok: false, error: error instanceof ApiError ? error : fail('upload_malformed', String(error)), early })
+      resolve({ ok: false, error: error instanceof ApiError ? error : fail('upload_malformed', String(error)) })
     }
     parser.on('file', (name, stream, info) => {
       // A part cut short errors; that reaches the answer through the parser (and the store's read), not from here.
@@ -61,7 +60,11 @@ export function receiveUpload(body: Readable, headers: Headers, id: string, file
           id,
           limited(stream, limit, (e) => void finish(e)),
         )
-        .catch((failed: unknown) => ({ failed }))
+        .catch((failed: unknown) => {
+          // The store gave up while the body still arrives: nothing reads the part any more, so stop here.
+          void finish(storeFailure(failed))
+          return { failed }
+        })
     })
     parser.on('partsLimit', () => (problem ??= fail('upload_malformed', `more than ${PART_LIMITS.parts} parts`)))
     parser.on('error', (err: Error) => void finish(fail('upload_malformed', err.message)))

@@ -180,3 +180,23 @@ t.test('scope_id lists the files scoped to one session (as session outputs will 
     'unscoped listing has every file',
   )
 })
+
+t.test('a file deleted while a slow client downloads it: the download is cut short, never completed or hung', async (t) => {
+  const bytes = randomBytes(30 * 1000 * 1000)
+  const f = await upload(bytes, 'deleted-midway.bin', 'application/octet-stream')
+  const res = await fetch(`${s.url}/v1/files/${f.id}/content`)
+  t.equal(res.headers.get('content-length'), String(bytes.length))
+  const reader = res.body!.getReader()
+  let got = (await reader.read()).value?.length ?? 0
+  // The client stalls after its first piece; the server can be at most a socket's buffers ahead of it.
+  await files.delete(f.id)
+  const outcome = await (async () => {
+    for (;;) {
+      const r = await reader.read()
+      if (r.done) return 'ended'
+      got += r.value.length
+    }
+  })().catch(() => 'cut')
+  t.equal(outcome, 'cut', 'the connection closed before the promised length')
+  t.ok(got < bytes.length, `${got} of ${bytes.length} bytes came`)
+})
