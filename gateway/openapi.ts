@@ -33,8 +33,9 @@ export function openapiYaml(routes: readonly (Route | OpsRoute)[], version: stri
         lines.push('      parameters:')
         for (const p of params) lines.push(`        - name: ${q(p)}`, '          in: path', '          required: true', '          schema: {type: string}')
       }
-      const stream = 'stream' in r && r.stream
-      lines.push('      responses:', `        "200":`, `          description: ${q(stream ? 'Server-sent event stream' : 'OK')}`)
+      const answer = 'stream' in r && r.stream ? 'Server-sent event stream' : 'bytes' in r && r.bytes === 'download' ? "The file's bytes" : 'OK'
+      if ('bytes' in r && r.bytes === 'upload') lines.push('      requestBody:', '        content: {multipart/form-data: {}}')
+      lines.push('      responses:', `        "200":`, `          description: ${q(answer)}`)
     }
   }
   return `${lines.join('\n')}\n`

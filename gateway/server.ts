@@ -1,7 +1,9 @@
 import { ApiError, isApiError } from '../protocol/errors/api-error.js'
 import { toEnvelope } from '../protocol/errors/envelope.js'
 import { fail } from '../protocol/errors/fail.js'
-import { newId } from '../protocol/ids.js'
+import { idFromKey, newId } from '../protocol/ids.js'
+import { DEFAULT_FILE_MAX_BYTES } from '../protocol/files.js'
+import type { FileMetadata } from '../protocol/schemas/file.js'
 import { ROUTES, type Route } from '../protocol/routes/index.js'
 import { bodyLimitFor } from '../protocol/wire.js'
 import { parse } from '../protocol/validate.js'
@@ -13,13 +15,15 @@ import { dispatch, dispatchLarge } from './dispatch.js'
 import { parseBody } from './parse-body.js'
 import { OFF_LOOP_ABOVE, ParsePool } from './parse-pool.js'
 import { readiness } from './health.js'
-import { send, sendJson, type ResponseState } from './http.js'
+import { send, sendHead, sendJson, type ResponseState } from './http.js'
+import { downloadHeaders, sendBytes } from './download.js'
+import { MULTIPART_SLACK, receiveUpload } from './upload.js'
 import { OPS_ROUTES, openapiYaml } from './openapi.js'
 import { parseQuery } from './query.js'
 import { Router } from './router.js'
 import { createSessionStreams } from './session-stream.js'
 import { strictProblem } from './strict.js'
-import type { After, Exchange, TransportName } from './transport.js'
+import type { After, BodyStream, Exchange, TransportName } from './transport.js'
 import type { GatewayOptions, IncomingRequest } from './types.js'
 
 export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024
@@ -56,6 +60,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     )
   }
   const actorTimeoutMs = opts.actorTimeoutMs ?? 15_000
+  const fileLimit = opts.fileLimit ?? DEFAULT_FILE_MAX_BYTES
   const strict = opts.strict ?? false
   const router = new Router(ROUTES)
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
@@ -113,10 +118,17 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     // Whatever body the transport framed is dropped as it comes.
     if (badLength) return answerError(ex, state, rid, badLength, ex.dropBody())
     if (strict) {
-      const problem = strictProblem(inc.headers, route.beta ?? 'managed-agents', mayHaveBody && !!route.op.body)
+      const problem = strictProblem(inc.headers, route.beta ?? 'managed-agents', mayHaveBody && !!route.op.body && route.bytes !== 'upload')
       // The body may still be streaming in: answer now, drop it as it comes.
       if (problem) return answerError(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
     }
+
+    if (route.bytes === 'upload') {
+      if (!mayHaveBody) return answerError(ex, state, rid, fail('upload_file_missing'))
+      if (declared !== undefined && declared > fileLimit + MULTIPART_SLACK) return answerError(ex, state, rid, fail('file_too_large', fileLimit), ex.dropBody())
+      return upload(ex, state, inc, route, ex.streamBody())
+    }
+    if (route.bytes === 'download') return download(ex, state, inc, route, params)
 
     let bytes: Buffer | undefined
     if (mayHaveBody) {
@@ -137,6 +149,34 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       ? await dispatchLarge(opts.actors.wire, parsePool, route, req, bytes!, actorTimeoutMs)
       : await dispatch(opts.actors.wire, route, { ...req, body }, actorTimeoutMs)
     sendJson(ex, state, 200, rid, result)
+  }
+
+  /** An upload: the bytes into the store as they arrive, then the file's record (gateway/upload.ts). */
+  async function upload(ex: Exchange, state: ResponseState, inc: IncomingRequest, route: Route, body: BodyStream): Promise<void> {
+    const { rid } = inc
+    state.onAbort = () => body.readable.destroy(new Error('the client went away before the body ended'))
+    const key = idempotencyKeyOf(route, inc.headers)
+    // From the Idempotency-Key when there is one: a retry stores over the same object and finds its record.
+    const id = key ? idFromKey('file', route.operationId, key) : newId('file')
+    const got = await receiveUpload(body.readable, inc.headers, id, opts.actors.files, fileLimit)
+    if (!got.ok) return answerError(ex, state, rid, got.error, body.drop())
+    inc.bytesIn = got.file.size_bytes
+    // Bytes whose record is never written (this call fails) are swept as orphans (actors/file/sweep.ts).
+    const req = { op: route.op.name, rid, params: {}, query: {}, body: { id, ...got.file }, ...(key === undefined ? {} : { key }) }
+    sendJson(ex, state, 200, rid, await dispatch(opts.actors.wire, route, req, actorTimeoutMs))
+  }
+
+  /** A download: the file's record (404 when there is none), then its bytes (gateway/download.ts). */
+  async function download(ex: Exchange, state: ResponseState, inc: IncomingRequest, route: Route, params: Record<string, string>): Promise<void> {
+    const { rid } = inc
+    const file = (await dispatch(opts.actors.wire, route, { op: route.op.name, rid, params, query: {}, body: undefined }, actorTimeoutMs)) as FileMetadata
+    if (ex.method === 'HEAD') return sendHead(ex, state, 200, downloadHeaders(file, rid), file.size_bytes)
+    const chunks = await opts.actors.files.read(file.id)
+    if (!chunks) throw fail('file_not_found', file.id)
+    // Cut short (the file deleted midway, the store gone): the client saw a closed connection; not a bug of ours.
+    await sendBytes(ex, state, file, rid, chunks).catch((err) =>
+      log.warn({ rid, err: String(err.message), cause: String(err.cause?.message ?? err.cause) }, 'download cut short'),
+    )
   }
 
   /** One line per request, once its response is complete (an SSE stream: once it ends). */

@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream'
+
 /**
  * What the gateway needs of an HTTP server, and nothing more: the router, the handlers, SSE and the body limit are
  * written against these types, and each transport (gateway/adapters/uws, gateway/adapters/node) implements them.
@@ -53,6 +55,17 @@ export interface ResponseStream {
   end(last?: string | Uint8Array): void
 }
 
+/** A request body read as it arrives (an upload), never gathered whole. */
+export interface BodyStream {
+  /**
+   * The body's bytes in order; while the reader takes none, the transport stops reading from the client. Ends with
+   * the body; destroyed with an error when the client goes away.
+   */
+  readonly readable: Readable
+  /** Stops reading: what is still to come is dropped as it arrives (for an answer before the body ended). */
+  drop(): Unread
+}
+
 /**
  * One request and its response. Facts are copied off the wire before the handler runs (uWS invalidates its request
  * object when the handler returns). At most one of `send`, `sendHead`, `stream` is called; after the client went
@@ -75,6 +88,8 @@ export interface Exchange {
   readBody(limit: number, declared: number | undefined): Promise<BodyResult>
   /** Drops a body that will not be read at all; same timing rule as `readBody`. */
   dropBody(): Unread
+  /** Hands the body over as it arrives (an upload), whatever its size; same timing rule as `readBody`. */
+  streamBody(): BodyStream
   /** A whole response; the transport adds `content-length`. */
   send(status: number, headers: Headers, body: Uint8Array, after?: After): void
   /**
@@ -88,6 +103,11 @@ export interface Exchange {
    * is waiting, the filler is written.
    */
   stream(status: number, headers: Headers, filler: string): ResponseStream
+  /**
+   * Starts a response of exactly `length` bytes (a download; the transport sends its `content-length`), written in
+   * pieces with the same backpressure as `stream`. `end` after the last byte; a response cut short is `close`d.
+   */
+  sized(status: number, headers: Headers, length: number): ResponseStream
   /** Runs `fn` once if the client goes away before the response is complete. One callback; a later one replaces it. */
   onAbort(fn: () => void): void
   /** Closes the connection now, whatever is in flight (a stream whose client fell too far behind). */

@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import type { LocalTails, ReadHistory } from '../protocol/event-item.js'
 import type { ActorWire } from '../protocol/wire.js'
+import type { FileBytes } from '../protocol/files.js'
 import type { TransportName } from './transport.js'
 
 /** What the gateway asks of the actors: requests over the actor wire, and a session's stored events for SSE. */
@@ -12,6 +13,8 @@ export interface ActorAccess {
   readHistory: ReadHistory
   /** The session owners of this process feeding SSE tails in-process (none: every tail listens over NATS). */
   localTails?: LocalTails | undefined
+  /** File bytes in and out of the object store (uploads and downloads stream through here, not the actor wire). */
+  files: FileBytes
 }
 
 export interface GatewayOptions {
@@ -32,6 +35,8 @@ export interface GatewayOptions {
    * a body that would pass it is answered 503 with `retry-after-ms`. Default 256 MiB (gateway/parse-pool.ts).
    */
   parseBudget?: number
+  /** Largest file an upload may carry, in bytes; 413 beyond, with nothing stored. Default 500 MiB (`TROUPE_FILE_MAX_MIB`). */
+  fileLimit?: number
   /** How long an actor may take to answer before the request gets a 503. Default 15 000 ms. */
   actorTimeoutMs?: number
   /** The actors' side of the gateway's work, wired by the supervisor (the gateway imports only protocol/). */

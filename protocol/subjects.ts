@@ -79,6 +79,14 @@ export const Buckets = {
   placement: 'troupe_placement',
   /** `host.<host id>` → `HostBeat`: one heartbeat per host; the bucket's max age is the liveness TTL. */
   hosts: 'troupe_hosts',
+  /** `file.<id>` → a file's metadata, written once its bytes are whole in the `troupe_files` object store. */
+  files: 'troupe_file_records',
+} as const
+
+/** JetStream object stores (their streams are `OBJ_<name>`). */
+export const ObjectStores = {
+  /** A file's bytes, named by its id; visible only once complete (its meta entry is written last). */
+  files: 'troupe_files',
 } as const
 
 /** What each host writes to `troupe_hosts` on every heartbeat (msgpack). */

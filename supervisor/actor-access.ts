@@ -5,14 +5,15 @@ import { actorWire } from '../actors/kit/wire.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { LocalTails } from '../protocol/event-item.js'
 import { readSessionEvents } from '../actors/session/event-reader.js'
+import { fileBytes } from '../actors/file/bytes.js'
 
 /**
  * What the gateway asks of the actors, on one NATS connection: the actor wire (by default over NATS; an actor host's
  * own, which serves what it owns in-process, when one runs beside the gateway), the session kind's reader for
- * SSE replay, and, when an actor host runs beside the gateway, its session owners' in-process feed of SSE tails.
+ * SSE replay, file bytes in the object store, and, when an actor host runs beside the gateway, its session owners' in-process feed of SSE tails.
  * The gateway imports only protocol/, so the supervisor hands it these.
  */
 export function actorAccess(nc: NatsConnection, wire: ActorWire = actorWire(nc), localTails?: LocalTails): ActorAccess {
   const js = jetstream(nc)
-  return { wire, readHistory: (sessionId, from) => readSessionEvents(js, sessionId, from), localTails }
+  return { wire, readHistory: (sessionId, from) => readSessionEvents(js, sessionId, from), localTails, files: fileBytes(js) }
 }

@@ -69,6 +69,8 @@ export interface Config {
    * `TROUPE_SANDBOX_CPU_SECONDS` default 3600) and host uid (`TROUPE_SANDBOX_UID`, default 65534, when run as root).
    */
   sandbox: SandboxSetting
+  /** Largest file an upload may carry. `TROUPE_FILE_MAX_MIB` in MiB, default 500, at least 1. */
+  fileLimit?: number
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
   /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
@@ -103,6 +105,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     localCalls: onOff('TROUPE_LOCAL_CALLS', env.TROUPE_LOCAL_CALLS, true),
     scheduleClock: scheduleClock(blank(env.TROUPE_SCHEDULE_CLOCK)),
     parseBudget: mebibytes(count('TROUPE_PARSE_BUDGET_MIB', DEFAULT_BODY_LIMIT / MiB)),
+    fileLimit: mebibytes(count('TROUPE_FILE_MAX_MIB', 1)),
     host: blank(env.HOST) ?? '127.0.0.1',
     http: httpTransport(blank(env.TROUPE_HTTP)),
     natsUrl: blank(env.NATS_URL),

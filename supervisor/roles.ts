@@ -117,6 +117,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         strict: cfg.strict,
         sseKeepaliveMs: cfg.sseKeepaliveMs,
         parseBudget: cfg.parseBudget,
+        fileLimit: cfg.fileLimit,
       })
       const url = `http://${cfg.host}:${gateway.port}`
       host.describe({ http_url: url })

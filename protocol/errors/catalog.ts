@@ -56,6 +56,10 @@ const WIRE = { wire: true }
 export const catalog = {
   // 400: the request breaks a rule of its shape or of the resource.
   invalid_request: entry(400, (message: string) => message),
+  upload_not_multipart: entry(400, () => 'content-type: an upload must be multipart/form-data with a boundary'),
+  upload_file_missing: entry(400, () => 'file: the upload has no part named "file"; send the bytes as a file part named "file"'),
+  upload_file_repeated: entry(400, () => 'file: the upload has more than one part named "file"; send exactly one'),
+  upload_malformed: entry(400, (why: string) => `body: not well-formed multipart/form-data (${why}); nothing was stored`),
   invalid_cursor: entry(400, () => 'page must be a cursor returned by this endpoint (was not a valid cursor)'),
   cursor_filter_mismatch: entry(400, () => 'page was issued for different filters; repeat the original query with it', WIRE),
   metadata_too_many_keys: entry(400, (max: number, left: number) => `metadata: at most ${max} keys (this patch would leave ${left})`),
@@ -112,6 +116,7 @@ export const catalog = {
   session_not_found: entry(404, (id: string) => `Session ${id} not found`, WIRE),
   deployment_not_found: entry(404, (id: string) => `Deployment ${id} not found`, WIRE),
   deployment_run_not_found: entry(404, (id: string) => `Deployment run ${id} not found`, WIRE),
+  file_not_found: entry(404, (id: string) => `File ${id} not found`, WIRE),
 
   // 405: the path exists under other methods (listed in `Allow`).
   method_not_allowed: entry(
@@ -133,6 +138,7 @@ export const catalog = {
 
   // 413.
   body_too_large: entry(413, (limit: number) => `Request body exceeds the limit of ${limit} bytes`),
+  file_too_large: entry(413, (limit: number) => `file: larger than the limit of ${limit} bytes (TROUPE_FILE_MAX_MIB); nothing was stored`),
   encoded_too_large: entry(
     413,
     (size: number, maxPayload: number) =>

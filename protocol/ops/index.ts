@@ -1,10 +1,11 @@
 import { AgentKind } from './agent.js'
 import { DeploymentKind, DeploymentRunKind } from './deployment.js'
 import { EnvironmentKind } from './environment.js'
+import { FileKind } from './file.js'
 import { SessionKind } from './session.js'
 
 export * from './define.js'
-export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, SessionKind }
+export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind }
 
 /** Every kind's contract, by name. */
 export const KINDS = {
@@ -13,4 +14,5 @@ export const KINDS = {
   session: SessionKind,
   deployment: DeploymentKind,
   deployment_run: DeploymentRunKind,
+  file: FileKind,
 } as const

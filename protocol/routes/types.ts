@@ -3,7 +3,8 @@ import type { Op } from '../ops/define.js'
 export type Method = 'GET' | 'POST' | 'DELETE'
 
 /** Which beta a strict-mode request must claim on this route. */
-export type BetaGroup = 'managed-agents' | 'skills' | 'memory'
+/** `files`: the official client sends no beta header on these (WIRE §10), so strict mode asks for none. */
+export type BetaGroup = 'managed-agents' | 'skills' | 'memory' | 'files'
 
 export interface Route {
   method: Method
@@ -25,4 +26,10 @@ export interface Route {
   once?: boolean
   /** Served as a server-sent event stream rather than one JSON reply. */
   stream?: boolean
+  /**
+   * The body or the answer is a file's bytes, streamed (protocol/files.ts) rather than one JSON message: `upload`
+   * reads a multipart body's `file` part into the store, then calls the op with what it stored; `download` calls the
+   * op (the file's metadata), then streams its bytes.
+   */
+  bytes?: 'upload' | 'download'
 }

@@ -7,14 +7,16 @@
 // Then the session benchmarks (sessions.ts). Arguments pick what runs: `agents`, `sessions`, or one session
 // benchmark (`sessions.turn`, `sessions.streams`, `sessions.idle`, `sessions.calls`, `sessions.events`), or `bodies` (the
 // event loop while large bodies arrive, test/bench/big-bodies.ts), or `stops` (stopping and failing: stops.ts), or
-// `deployments` (10,000 deployments every minute on one orchestrator, then two: deployments.ts), or `sandbox` (sandbox
-// start-up and tool round trips, local vs isolated: sandbox.ts); none runs everything.
+// `deployments` (10,000 deployments every minute on one orchestrator, then two: deployments.ts), `sandbox` (sandbox
+// start-up and tool round trips, local vs isolated: sandbox.ts), or `files` (upload and download of 100 MB against a
+// raw object store put and get: files.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
 import { decode } from '../../protocol/codec.js'
 import { Buckets, partitionOf, partitionToken } from '../../protocol/subjects.js'
 import { runBodyBench } from './big-bodies.js'
+import { runFileBench } from './files.js'
 import { runStopBench } from './stops.js'
 import { runDeploymentBench } from './deployments.js'
 import { runSandboxBench } from './sandbox.js'
@@ -187,7 +189,7 @@ async function agentBenches(): Promise<void> {
 }
 
 const args = process.argv.slice(2)
-const known = ['agents', 'sessions', 'bodies', 'stops', 'deployments', 'sandbox', ...SESSION_BENCHES.map((b) => `sessions.${b}`)]
+const known = ['agents', 'sessions', 'bodies', 'stops', 'deployments', 'sandbox', 'files', ...SESSION_BENCHES.map((b) => `sessions.${b}`)]
 const unknown = args.filter((a) => !known.includes(a))
 if (unknown.length) {
   console.error(`unknown benchmark ${unknown.join(', ')}; pick from ${known.join(', ')} (none: all)`)
@@ -201,3 +203,4 @@ if (!args.length || args.includes('bodies')) await runBodyBench()
 if (!args.length || args.includes('stops')) await runStopBench()
 if (!args.length || args.includes('deployments')) await runDeploymentBench()
 if (!args.length || args.includes('sandbox')) await runSandboxBench()
+if (!args.length || args.includes('files')) await runFileBench()

@@ -13,6 +13,16 @@ export interface Canaries {
   snapshots: Map<string, string>
 }
 
+/** Uploads a small file (multipart, as the official client does) and returns its id. */
+async function uploadFile(url: string, name: string): Promise<string> {
+  const form = new FormData()
+  form.append('file', new Blob([`bytes of ${name}`], { type: 'text/plain' }), name)
+  const r = await fetch(`${url}/v1/files`, { method: 'POST', body: form })
+  const j = (await r.json()) as { id?: unknown }
+  if (r.status !== 200 || typeof j.id !== 'string') throw new Error(`setup: upload ${name} answered ${r.status}: ${JSON.stringify(j)}`)
+  return j.id
+}
+
 async function create(url: string, path: string, body: unknown): Promise<string> {
   const r = await raw(url, 'POST', path, body)
   if (r.status !== 200 || typeof r.json?.id !== 'string') throw new Error(`setup: POST ${path} answered ${r.status}: ${r.text}`)
@@ -33,6 +43,7 @@ export async function createCanaries(url: string): Promise<Canaries> {
   // No schedule: its upcoming runs would move with the clock alone.
   const deployment = await create(url, '/v1/deployments', { ...deploymentOf(agent, env), schedule: null, name: 'canary', metadata: { canary: 'yes' } })
   const run = await create(url, `/v1/deployments/${deployment}/run`, undefined)
+  const file = await uploadFile(url, 'canary.txt')
   const paths = [
     `/v1/agents/${agent}`,
     `/v1/environments/${env}`,
@@ -40,6 +51,8 @@ export async function createCanaries(url: string): Promise<Canaries> {
     `/v1/sessions/${session}/events`,
     `/v1/deployments/${deployment}`,
     `/v1/deployment_runs/${run}`,
+    `/v1/files/${file}`,
+    `/v1/files/${file}/content`,
   ]
   const snapshots = new Map<string, string>()
   for (const p of paths) {
@@ -61,7 +74,7 @@ export async function changedCanaries(url: string, c: Canaries): Promise<Array<{
 }
 
 export async function createVictims(url: string, n = 3): Promise<Victims> {
-  const v: Victims = { agents: [], environments: [], sessions: [], deployments: [], deployment_runs: [] }
+  const v: Victims = { agents: [], environments: [], sessions: [], deployments: [], deployment_runs: [], files: [] }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
     v.environments.push(await create(url, '/v1/environments', { name: `victim ${i}` }))
@@ -70,6 +83,7 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
   for (let i = 0; i < n; i++) {
     v.deployments.push(await create(url, '/v1/deployments', { ...deploymentOf(v.agents[i]!, v.environments[i]!), name: `victim ${i}` }))
     v.deployment_runs.push(await create(url, `/v1/deployments/${v.deployments[i]!}/run`, undefined))
+    v.files.push(await uploadFile(url, `victim-${i}.txt`))
   }
   return v
 }

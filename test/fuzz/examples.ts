@@ -195,6 +195,11 @@ export function exampleQuery(operationId: string, v: Victims): Array<[string, st
         ['created_at[gt]', '2020-01-01T00:00:00Z'],
         ['created_at[lte]', '2100-01-01T00:00:00Z'],
       ]
+    case 'files.list':
+      return [
+        ['limit', '10'],
+        ['scope_id', v.sessions[0]!],
+      ]
     default:
       return []
   }

@@ -152,6 +152,8 @@ const CASES: RawCase[] = [
     method: 'POST',
     writes: () => [post(`content-length: ${body.length}\r\n`, body.slice(0, 5)), { bytes: Buffer.from(body.slice(5)), delayMs: 30 }],
   },
+  // Hostile multipart uploads: each is refused with an envelope, or stored whole (a well-formed one).
+  ...multipartCases(),
   // Garbage and hang-ups.
   { name: 'garbage bytes', expect: 'parser', writes: (rng) => [rng.bytes(rng.between(1, 4096))] },
   {
@@ -179,6 +181,32 @@ const CASES: RawCase[] = [
     ],
   },
 ]
+
+/** Multipart bodies a broken or hostile client sends to POST /v1/files, framed by a correct content-length. */
+function multipartCases(): RawCase[] {
+  const upload = (contentType: string, payload: string | Buffer) => {
+    const bytes = typeof payload === 'string' ? Buffer.from(payload, 'latin1') : payload
+    return Buffer.concat([Buffer.from(`POST /v1/files HTTP/1.1\r\n${H}content-type: ${contentType}\r\ncontent-length: ${bytes.length}\r\n\r\n`), bytes])
+  }
+  const mp = 'multipart/form-data; boundary=B'
+  const part = (disposition: string, headers = '', data = 'x') => `--B\r\ncontent-disposition: ${disposition}\r\n${headers}\r\n${data}\r\n`
+  const cases: Array<[string, string, string | Buffer]> = [
+    ['multipart without boundary', 'multipart/form-data', part('form-data; name="file"; filename="a"')],
+    ['multipart with empty boundary', 'multipart/form-data; boundary=', '--\r\n\r\n'],
+    ['multipart never closed', mp, part('form-data; name="file"; filename="a"')],
+    ['multipart only the closing boundary', mp, '--B--\r\n'],
+    ['multipart part without disposition', mp, `--B\r\ncontent-type: text/plain\r\n\r\nx\r\n--B--\r\n`],
+    ['multipart traversal and CRLF in filename', mp, `${part('form-data; name="file"; filename="../../etc/pa\\r\\nss%0d%0awd"')}--B--\r\n`],
+    ['multipart filename* in a bogus charset', mp, `${part('form-data; name="file"; filename*=x-bogus\'\'%ff%fe')}--B--\r\n`],
+    ['multipart 200 parts', mp, `${Array.from({ length: 200 }, (_, i) => part(`form-data; name="f${i}"`)).join('')}--B--\r\n`],
+    ['multipart 64 KB part header', mp, `${part('form-data; name="file"; filename="a"', `x-pad: ${'a'.repeat(64 * 1024)}\r\n`)}--B--\r\n`],
+    ['multipart base64 transfer encoding', mp, `${part('form-data; name="file"; filename="a"', 'content-transfer-encoding: base64\r\n', '!!!')}--B--\r\n`],
+    ['multipart file field as text', mp, `${part('form-data; name="file"')}--B--\r\n`],
+    ['multipart binary garbage', mp, Buffer.concat([Buffer.from('--B\r\n'), Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256))])],
+    ['multipart body under a JSON type', 'application/json', `${part('form-data; name="file"; filename="a"')}--B--\r\n`],
+  ]
+  return cases.map(([name, type, payload]) => ({ name, expect: 'answer', method: 'POST', writes: () => [upload(type, payload)] }))
+}
 
 export const RAW_CASE_COUNT = CASES.length
 

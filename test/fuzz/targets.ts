@@ -19,7 +19,8 @@ export const TARGETS: readonly Target[] = [
     method: r.method,
     path: r.path,
     operationId: r.operationId,
-    hasBody: !!r.op.body,
+    // An upload's body is multipart (its hostile forms are raw cases, raw-http.ts), not the op's JSON.
+    hasBody: !!r.op.body && r.bytes !== 'upload',
     hasQuery: !!r.op.query,
     params: paramsOf(r.path),
   })),
@@ -38,6 +39,7 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   session_id: 'sessions',
   deployment_id: 'deployments',
   deployment_run_id: 'deployment_runs',
+  file_id: 'files',
 }
 
 /** A live id for a path parameter, from the victims (never a canary). */

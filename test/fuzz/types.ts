@@ -24,6 +24,7 @@ export interface Victims {
   sessions: string[]
   deployments: string[]
   deployment_runs: string[]
+  files: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */

@@ -134,6 +134,11 @@ const SERVED: ReadonlyArray<readonly [string, string, string]> = [
   ['post', '/v1/deployments/{deployment_id}/run', 'deployments.run'],
   ['get', '/v1/deployment_runs', 'deployment_runs.list'],
   ['get', '/v1/deployment_runs/{deployment_run_id}', 'deployment_runs.retrieve'],
+  ['post', '/v1/files', 'files.upload'],
+  ['get', '/v1/files', 'files.list'],
+  ['get', '/v1/files/{file_id}', 'files.retrieveMetadata'],
+  ['get', '/v1/files/{file_id}/content', 'files.download'],
+  ['delete', '/v1/files/{file_id}', 'files.delete'],
   ['get', '/healthz', 'health'],
   ['get', '/readyz', 'ready'],
   ['get', '/openapi.yaml', 'openapi'],
@@ -163,6 +168,7 @@ t.test('openapi lists exactly the served routes', async (t) => {
     session_id: 'sesn_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     deployment_id: 'depl_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     deployment_run_id: 'drun_01HZZZZZZZZZZZZZZZZZZZZZZZ',
+    file_id: 'file_01HZZZZZZZZZZZZZZZZZZZZZZZ',
   }
   for (const [m, p] of SERVED) {
     const url = p.replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!)

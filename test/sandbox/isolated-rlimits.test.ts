@@ -26,6 +26,10 @@ t.test('the isolated backend on rlimits alone', isolatedOrSkip(), async (t) => {
   t.equal(hog.is_error, true)
   t.match(text(hog), /memory exhausted|Cannot allocate|Killed/)
   const spin = await sb.run('bash', { command: 'while :; do :; done' })
-  t.match(text(spin), /CPU time limit exceeded|exit code 13[57]|shell exited with code 13[57]|Killed/, 'a CPU hog dies at its CPU time (a loop in the shell itself takes the shell, which starts afresh)')
+  t.match(
+    text(spin),
+    /CPU time limit exceeded|exit code 13[57]|shell exited with code 13[57]|Killed/,
+    'a CPU hog dies at its CPU time (a loop in the shell itself takes the shell, which starts afresh)',
+  )
   t.match(text(await sb.run('bash', { command: 'echo alive' })), /alive/)
 })

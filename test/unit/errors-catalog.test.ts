@@ -12,6 +12,12 @@ import { fail, inField } from '../../protocol/errors/fail.js'
 /** Parameters for every code's template. Typed per code: a code added to the catalog must be added here. */
 const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
   invalid_request: ['name: must be non-empty'],
+  upload_not_multipart: [],
+  upload_file_missing: [],
+  upload_file_repeated: [],
+  upload_malformed: ['Unexpected end of form'],
+  file_not_found: ['file_1'],
+  file_too_large: [1024],
   invalid_cursor: [],
   cursor_filter_mismatch: [],
   metadata_too_many_keys: [16, 17],
@@ -91,6 +97,12 @@ const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
  */
 const STATUS: { [C in ErrorCode]: number } = {
   invalid_request: 400,
+  upload_not_multipart: 400,
+  upload_file_missing: 400,
+  upload_file_repeated: 400,
+  upload_malformed: 400,
+  file_not_found: 404,
+  file_too_large: 413,
   invalid_cursor: 400,
   cursor_filter_mismatch: 400,
   metadata_too_many_keys: 400,
@@ -202,6 +214,7 @@ const SENT: readonly ErrorCode[] = [
   'outcome_file_rubric_unavailable',
   'deployment_not_found',
   'deployment_run_not_found',
+  'file_not_found',
   'deployment_archived',
   'resource_unavailable',
   'resource_unsupported',

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import type { BodyResult, Unread } from '../../transport.js'
+import type { BodyResult, BodyStream, Unread } from '../../transport.js'
 import type { Life } from '../life.js'
 
 /**
@@ -64,4 +64,15 @@ export function dropBody(req: IncomingMessage): Unread {
   })
   req.once('error', () => undefined)
   return unread
+}
+
+/** Hands the body over as it arrives: the request is itself a readable with backpressure. */
+export function streamBody(req: IncomingMessage): BodyStream {
+  return {
+    readable: req,
+    drop() {
+      req.unpipe()
+      return dropBody(req)
+    },
+  }
 }

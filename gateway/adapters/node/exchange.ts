@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { After, BodyResult, Exchange, Headers, ResponseStream, Unread } from '../../transport.js'
-import { dropBody, readBody } from './body.js'
+import type { After, BodyResult, BodyStream, Exchange, Headers, ResponseStream, Unread } from '../../transport.js'
+import { dropBody, readBody, streamBody } from './body.js'
 import { send, sendHead, stream } from './response.js'
 import { gone, type Life } from '../life.js'
 
@@ -38,6 +38,10 @@ export class NodeExchange implements Exchange {
     return dropBody(this.req)
   }
 
+  streamBody(): BodyStream {
+    return streamBody(this.req)
+  }
+
   send(status: number, headers: Headers, body: Uint8Array, after: After = 'keep'): void {
     send(this.res, this.life, status, headers, body, after)
   }
@@ -49,6 +53,10 @@ export class NodeExchange implements Exchange {
   stream(status: number, headers: Headers, _filler: string): ResponseStream {
     // node drains its own buffer: no filler needed.
     return stream(this.res, this.life, status, headers)
+  }
+
+  sized(status: number, headers: Headers, length: number): ResponseStream {
+    return stream(this.res, this.life, status, headers, length)
   }
 
   onAbort(fn: () => void): void {

@@ -47,9 +47,12 @@ function linger(res: ServerResponse, life: Life, status: number, headers: Header
   })
 }
 
-/** A chunked response; node buffers what the socket does not take and says when it drained. */
-export function stream(res: ServerResponse, life: Life, status: number, headers: Headers): ResponseStream {
-  if (writable(life)) res.writeHead(status, headers)
+/**
+ * A chunked response (or, with `length`, one of exactly that many bytes); node buffers what the socket does not take
+ * and says when it drained.
+ */
+export function stream(res: ServerResponse, life: Life, status: number, headers: Headers, length?: number): ResponseStream {
+  if (writable(life)) res.writeHead(status, length === undefined ? headers : { ...headers, 'content-length': String(length) })
   let drained: (() => void) | undefined
   res.on('drain', () => {
     if (writable(life)) drained?.()

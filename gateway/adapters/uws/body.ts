@@ -1,5 +1,6 @@
 import type { HttpResponse } from 'uWebSockets.js'
-import type { BodyResult, Unread } from '../../transport.js'
+import { Readable } from 'node:stream'
+import type { BodyResult, BodyStream, Unread } from '../../transport.js'
 import type { Life } from '../life.js'
 
 /**
@@ -57,4 +58,45 @@ function dropped(unread: Unread, chunk: ArrayBuffer, isLast: boolean): void {
   unread.dropped += chunk.byteLength
   if (isLast) unread.ended = true
   unread.onProgress?.()
+}
+
+/**
+ * Hands the body over as it arrives: uWS is paused while the reader holds more than its high-water mark, and resumed
+ * when it asks for more. Register it before the uWS handler returns (as `readBody`).
+ */
+export function streamBody(res: HttpResponse, life: Life): BodyStream {
+  let unread: Unread | undefined
+  let ended = false
+  let paused = false
+  // Only ever a change: uWS resets the connection on a resume of a response it never paused. It throws on a response
+  // it already invalidated; a pause or resume then has nothing left to do.
+  const flow = (on: boolean) => {
+    if (life.aborted || paused !== on) return
+    paused = !on
+    try {
+      on ? res.resume() : res.pause()
+    } catch {}
+  }
+  const readable = new Readable({ read: () => flow(true) })
+  res.onData((chunk, isLast) => {
+    if (unread) return dropped(unread, chunk, isLast)
+    if (isLast) ended = true
+    // uWS reuses the chunk's memory after this callback returns: copy it.
+    if (chunk.byteLength && !readable.push(Buffer.from(new Uint8Array(chunk))) && !isLast) flow(false)
+    if (!isLast) return
+    readable.push(null)
+    // A paused socket reads nothing, the next request on the connection included: never leave it paused.
+    flow(true)
+  })
+  life.hooks.add(() => {
+    if (!ended) readable.destroy(new Error('the client went away before the body ended'))
+  })
+  return {
+    readable,
+    drop() {
+      unread ??= { ended, dropped: 0 }
+      flow(true)
+      return unread
+    },
+  }
 }

@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
-import type { After, BodyResult, Exchange, Headers, ResponseStream, Unread } from '../../transport.js'
-import { dropBody, readBody } from './body.js'
-import { send, sendHead, stream } from './response.js'
+import type { After, BodyResult, BodyStream, Exchange, Headers, ResponseStream, Unread } from '../../transport.js'
+import { dropBody, readBody, streamBody } from './body.js'
+import { send, sendHead, sized, stream } from './response.js'
 import { gone, type Life } from '../life.js'
 
 export class UwsExchange implements Exchange {
@@ -37,6 +37,10 @@ export class UwsExchange implements Exchange {
     return dropBody(this.res)
   }
 
+  streamBody(): BodyStream {
+    return streamBody(this.res, this.life)
+  }
+
   send(status: number, headers: Headers, body: Uint8Array, after: After = 'keep'): void {
     send(this.res, this.life, status, headers, body, after)
   }
@@ -47,6 +51,10 @@ export class UwsExchange implements Exchange {
 
   stream(status: number, headers: Headers, filler: string): ResponseStream {
     return stream(this.res, this.life, status, headers, filler)
+  }
+
+  sized(status: number, headers: Headers, length: number): ResponseStream {
+    return sized(this.res, this.life, status, headers, length)
   }
 
   onAbort(fn: () => void): void {

@@ -111,3 +111,62 @@ export function stream(res: HttpResponse, life: Life, status: number, headers: H
     },
   }
 }
+
+/**
+ * A response of exactly `length` bytes, each chunk offered with `tryEnd` (which frames the body by `length`); what
+ * uWS does not take is offered again from where it stopped once the socket drains (uWS's own streaming pattern).
+ */
+export function sized(res: HttpResponse, life: Life, status: number, headers: Headers, length: number): ResponseStream {
+  let drained: (() => void) | undefined
+  let pending: Uint8Array | undefined
+  /** The write offset at which `pending` starts. */
+  let base = 0
+  let started = false
+  const offer = (chunk: Uint8Array): boolean => {
+    const [ok, done] = res.tryEnd(chunk, length)
+    if (done) life.ended = true
+    return ok || done
+  }
+  const start = () => {
+    if (started) return
+    started = true
+    head(res, status, headers)
+    res.onWritable((offset) => {
+      if (life.aborted || life.ended || !pending) return true
+      const ok = offer(pending.subarray(offset - base))
+      if (ok) {
+        pending = undefined
+        drained?.()
+      }
+      return ok
+    })
+  }
+  return {
+    write(chunk) {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+      let ok = false
+      corked(res, life, () => {
+        start()
+        base = res.getWriteOffset()
+        ok = offer(bytes)
+        if (!ok) pending = bytes
+      })
+      return ok
+    },
+    onWritable: (cb) => void (drained = cb),
+    end() {
+      if (life.ended) return
+      corked(res, life, () => {
+        if (!started && length === 0) {
+          head(res, status, headers)
+          res.end()
+          life.ended = true
+        } else {
+          // Fewer bytes than promised: the client must not take a short body for a whole one.
+          life.ended = true
+          res.close()
+        }
+      })
+    },
+  }
+}

@@ -1,0 +1,43 @@
+import { Objm } from '@nats-io/obj'
+import { FileKind } from '../../protocol/ops/file.js'
+import type { FileMetadata } from '../../protocol/schemas/file.js'
+import { Buckets, ObjectStores } from '../../protocol/subjects.js'
+import { openBucket } from '../kit/buckets.js'
+import { every } from '../kit/loop.js'
+import { openObjectStore } from '../kit/object-stores.js'
+import { implement } from '../kit/ops.js'
+import { Projection } from '../kit/projection.js'
+import type { ActorKindDef } from '../kit/types.js'
+import { fileOps } from './behaviour.js'
+import { FILE_PREFIX } from './state.js'
+import { ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'
+
+/**
+ * Files: any host serves any file's metadata (KV records, written only once the bytes are whole); the bytes live in
+ * the `troupe_files` object store, which the gateway streams in and out (actors/file/bytes.ts).
+ */
+export const fileKind: ActorKindDef = {
+  contract: FileKind,
+  async start(ctx) {
+    const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.files)
+    const objects = await openObjectStore(new Objm(ctx.js), ctx.storage, ObjectStores.files)
+    const projection = new Projection<FileMetadata>(kv, FILE_PREFIX)
+    await projection.start()
+    const sweeper = every(
+      ORPHAN_AGE_MS,
+      async () => {
+        await projection.fresh()
+        const swept = await sweepOrphans(objects, ctx.jsm, (id) => projection.get(id) !== undefined)
+        if (swept) ctx.log.info({ swept }, 'swept file bytes no record names')
+      },
+      (err) => ctx.log.warn({ err }, 'sweeping orphaned file bytes failed'),
+    )
+    return {
+      ops: implement(FileKind, fileOps(kv, objects, projection)),
+      close: async () => {
+        await sweeper.stop()
+        projection.stop()
+      },
+    }
+  },
+}

@@ -1,0 +1,39 @@
+import type { JetStreamManager } from '@nats-io/jetstream'
+import type { ObjectStore } from '@nats-io/obj'
+import { ObjectStores } from '../../protocol/subjects.js'
+
+/** How old bytes without a record must be before they are swept: far longer than recording an upload takes. */
+export const ORPHAN_AGE_MS = 10 * 60_000
+
+/**
+ * Removes bytes no file record names, older than `ageMs`: an object whose record was never written (the host died
+ * between the two writes) or was deleted without its object; and chunks of an upload that never finished (a killed
+ * process: nats.js purges them itself on any failure it lives through), which have no meta entry at all. A live
+ * upload writes a chunk at least every few seconds, so chunks whose newest is `ageMs` old belong to none.
+ */
+export async function sweepOrphans(os: ObjectStore, jsm: JetStreamManager, recorded: (id: string) => boolean, ageMs = ORPHAN_AGE_MS): Promise<number> {
+  const before = Date.now() - ageMs
+  let swept = 0
+  const live = new Set<string>()
+  for (const info of await os.list()) {
+    if (recorded(info.name) || Date.parse(info.mtime) > before) live.add(info.nuid)
+    else if (
+      await os.delete(info.name).then(
+        () => true,
+        () => false,
+      )
+    )
+      swept++
+  }
+  const stream = `OBJ_${ObjectStores.files}`
+  const chunkPrefix = `$O.${ObjectStores.files}.C.`
+  const si = await jsm.streams.info(stream, { subjects_filter: `${chunkPrefix}>` })
+  for (const subject of Object.keys(si.state.subjects ?? {})) {
+    if (live.has(subject.slice(chunkPrefix.length))) continue
+    const last = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null)
+    if (!last || last.time.getTime() > before) continue
+    await jsm.streams.purge(stream, { filter: subject })
+    swept++
+  }
+  return swept
+}

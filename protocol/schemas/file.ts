@@ -1,0 +1,49 @@
+import { type } from 'arktype'
+import { limitParam, pageParam } from './common.js'
+import { FileId, SessionId } from './ids.js'
+import { listParam } from './events.js'
+
+/** At most this many `ids[]` in one list (WIRE §10). */
+export const MAX_LIST_IDS = 100
+
+/** `GET /v1/files`: `ids[]` asks for those files as one page (no `limit` or `page` beside it). */
+export const FileListQuery = type({
+  'limit?': limitParam(1000),
+  'page?': pageParam,
+  'scope_id?': SessionId,
+  'ids?': listParam(FileId).pipe(type(`string[] <= ${MAX_LIST_IDS}`)),
+}).narrow(
+  (q, ctx) =>
+    q.ids === undefined ||
+    (q.limit === undefined && q.page === undefined) ||
+    ctx.reject({ path: ['ids'], expected: 'ids[] without limit or page', actual: 'ids[] with limit or page' }),
+)
+
+/**
+ * What the gateway records once an upload's bytes are stored whole (internal: the create op's body, never a
+ * client's): the object is named by `id`, which the gateway minted.
+ */
+export const FileRecordInput = type({
+  '+': 'reject',
+  id: FileId,
+  filename: 'string',
+  mime_type: 'string',
+  size_bytes: 'number.integer >= 0',
+  'scope_id?': SessionId,
+})
+
+export type FileListInput = typeof FileListQuery.infer
+export type FileRecordInputT = typeof FileRecordInput.infer
+
+/** A file on the wire (WIRE §10). */
+export interface FileMetadata {
+  id: string
+  type: 'file'
+  filename: string
+  mime_type: string
+  size_bytes: number
+  created_at: string
+  downloadable: boolean
+  expires_at: string | null
+  scope: { type: 'session'; id: string } | null
+}

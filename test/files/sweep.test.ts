@@ -1,0 +1,40 @@
+import { jetstreamManager } from '@nats-io/jetstream'
+import { Objm } from '@nats-io/obj'
+import { connect } from '@nats-io/transport-node'
+import pino from 'pino'
+import t from 'tap'
+import { openObjectStore } from '../../actors/kit/object-stores.js'
+import { sweepOrphans } from '../../actors/file/sweep.js'
+import { ObjectStores } from '../../protocol/subjects.js'
+import { startNats } from '../helpers/nats.js'
+
+/**
+ * The orphan sweep on a real object store: bytes no record names go once old enough (an object whose record was never
+ * written, chunks of an upload whose process was killed before its meta entry), and nothing else does.
+ */
+const nats = await startNats()
+const nc = await connect({ servers: nats.url })
+t.teardown(async () => {
+  await nc.close()
+  await nats.stop()
+})
+const jsm = await jetstreamManager(nc)
+const os = await openObjectStore(new Objm(nc), { jsm, replicas: 1, log: pino({ level: 'silent' }) }, ObjectStores.files)
+const bytes = (n: number) => new Blob([new Uint8Array(n).fill(1)]).stream()
+
+t.test('orphaned objects and chunks go; recorded and young ones stay', async (t) => {
+  await os.put({ name: 'file_recorded' }, bytes(10))
+  await os.put({ name: 'file_orphan' }, bytes(10))
+  // A killed upload: chunks on a subject no meta entry names.
+  await nc.request('$O.troupe_files.C.deadupload', new Uint8Array(5))
+  const recorded = (id: string) => id === 'file_recorded'
+
+  t.equal(await sweepOrphans(os, jsm, recorded, 60_000), 0, 'nothing is old enough yet')
+  t.equal(await sweepOrphans(os, jsm, recorded, -1), 2, 'the orphaned object and the dead chunks')
+  t.ok(await os.info('file_recorded'), 'the recorded file stays')
+  const orphan = await os.info('file_orphan')
+  t.ok(!orphan || orphan.deleted, 'the orphan is gone')
+  const si = await jsm.streams.info('OBJ_troupe_files', { subjects_filter: '$O.troupe_files.C.>' })
+  t.notOk(Object.keys(si.state.subjects ?? {}).includes('$O.troupe_files.C.deadupload'), 'the dead chunks are purged')
+  t.equal(await sweepOrphans(os, jsm, recorded, -1), 0, 'a second pass finds nothing')
+})
