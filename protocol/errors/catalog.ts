@@ -174,7 +174,7 @@ export const catalog = {
   resource_unavailable: entry(
     422,
     (index: number, kind: 'file' | 'memory_store') =>
-      `resources[${index}]: ${kind} resources are not available on this server yet (no ${kind === 'file' ? 'Files storage' : 'memory stores'} configured)`,
+      `resources[${index}]: ${kind} resources are not available on this server yet (${kind === 'file' ? 'Files can be uploaded, but not yet mounted into sessions' : 'memory stores are not built'})`,
     WIRE,
   ),
   resource_unsupported: entry(
