@@ -13,13 +13,8 @@ import { Router } from '../../gateway/router.js'
 
 const router = new Router(ROUTES)
 
-const IDS: Record<string, string> = {
-  agent_id: 'agent_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
-  environment_id: 'env_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
-  session_id: 'sesn_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
-  deployment_id: 'depl_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
-  deployment_run_id: 'drun_01HZX8Q2V3W4Y5Z6A7B8C9D0EF',
-}
+// A well-formed id for every path parameter of the table, so a kind added later is covered without editing this.
+const IDS: Record<string, string> = Object.fromEntries(Object.entries(PATH_ID_PREFIX).map(([param, id]) => [param, `${id.prefix}_01HZX8Q2V3W4Y5Z6A7B8C9D0EF`]))
 
 const paramsOf = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!)
 const concrete = (path: string, ids: Record<string, string> = IDS) => path.replace(/\{(\w+)\}/g, (_, p: string) => ids[p]!)
