@@ -26,7 +26,8 @@ export { isCasConflict }
  * fewer bytes held than objects).
  */
 export class RecordStore<T> {
-  private readonly cache = new Map<string, { value: T | Uint8Array; revision: number }>()
+  /** `shared`: with `copies`, the one decoded value `peek` hands every reader, made on its first peek. */
+  private readonly cache = new Map<string, { value: T | Uint8Array; revision: number; shared?: T }>()
   /** Mutations waiting for the write in flight on their key. */
   private readonly queued = new Map<string, Mutation<T>[]>()
   private readonly draining = new Set<string>()
@@ -51,6 +52,17 @@ export class RecordStore<T> {
     const v = { value: decode<T>(e.value), revision: e.revision }
     this.remember(key, v.value, e.value, v.revision)
     return v
+  }
+
+  /**
+   * As `get`, for a caller that only reads what it gets: with `copies`, a cached record is decoded once per revision
+   * and that one value is shared by every `peek`, not decoded again per read (an idle session's GET). Never mutate it.
+   */
+  async peek(key: string): Promise<Versioned<T> | undefined> {
+    const hit = this.cache.get(key)
+    if (!hit || !this.copies) return this.get(key)
+    hit.shared ??= decode<T>(hit.value as Uint8Array)
+    return { value: hit.shared, revision: hit.revision }
   }
 
   private remember(key: string, value: T, bytes: Uint8Array, revision: number) {

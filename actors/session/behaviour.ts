@@ -142,7 +142,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     async get({ id }) {
       const a = actors.peek(id)
       if (a) return a.view()
-      const [cur, work] = await Promise.all([store.get(sessionKey(id)), deps.actors.hasWork(id)])
+      // Read only (a view is made of it): the record decoded once per revision, not per GET.
+      const [cur, work] = await Promise.all([store.peek(sessionKey(id)), deps.actors.hasWork(id)])
       if (!cur) throw fail('session_not_found', id)
       // The record trails the history (it is written once the events it sums up are stored): a host that died
       // in between left it stale. A session with work in flight, or whose record says it had, is answered from
