@@ -89,6 +89,11 @@ export const ObjectStores = {
   files: 'troupe_files',
 } as const
 
+/** The stream an object store keeps its chunks and meta in (nats.js's layout). */
+export const objectStream = (store: string) => `OBJ_${store}`
+/** The subject prefix of an object's chunks in that stream: `<prefix><object nuid>` (nats.js's layout). */
+export const objectChunkPrefix = (store: string) => `$O.${store}.C.`
+
 /** What each host writes to `troupe_hosts` on every heartbeat (msgpack). */
 export interface HostBeat {
   /** Wall-clock ms of this beat. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import { Objm, type ObjectStore } from '@nats-io/obj'
 import type { FileBytes } from '../../protocol/files.js'
-import { ObjectStores } from '../../protocol/subjects.js'
+import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/subjects.js'
 
 /** Bytes per stored chunk (one JetStream message each; nats.js clamps it to the server's max_payload). */
 export const CHUNK_BYTES = 1024 * 1024
@@ -36,7 +36,7 @@ export function fileBytes(js: JetStreamClient): FileBytes {
       const info = await os.info(id)
       if (!info || info.deleted) return undefined
       jsm ??= js.jetstreamManager()
-      return readChunks(await jsm, `OBJ_${ObjectStores.files}`, `$O.${ObjectStores.files}.C.${info.nuid}`, info.chunks, info.digest)
+      return readChunks(await jsm, objectStream(ObjectStores.files), objectChunkPrefix(ObjectStores.files) + info.nuid, info.chunks, info.digest)
     },
   }
 }

@@ -1,6 +1,6 @@
 import type { JetStreamManager } from '@nats-io/jetstream'
 import type { ObjectStore } from '@nats-io/obj'
-import { ObjectStores } from '../../protocol/subjects.js'
+import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/subjects.js'
 
 /** How old bytes without a record must be before they are swept: far longer than recording an upload takes. */
 export const ORPHAN_AGE_MS = 10 * 60_000
@@ -25,8 +25,8 @@ export async function sweepOrphans(os: ObjectStore, jsm: JetStreamManager, recor
     )
       swept++
   }
-  const stream = `OBJ_${ObjectStores.files}`
-  const chunkPrefix = `$O.${ObjectStores.files}.C.`
+  const stream = objectStream(ObjectStores.files)
+  const chunkPrefix = objectChunkPrefix(ObjectStores.files)
   const si = await jsm.streams.info(stream, { subjects_filter: `${chunkPrefix}>` })
   for (const subject of Object.keys(si.state.subjects ?? {})) {
     if (live.has(subject.slice(chunkPrefix.length))) continue

@@ -5,10 +5,10 @@ import type Anthropic from '@anthropic-ai/sdk'
 import type { NatsCluster } from '../helpers/nats-cluster.js'
 import type { Hosts, Host } from './hosts.js'
 import { substream } from './rng.js'
-import { Buckets, EVENTS_STREAM, ObjectStores } from '../../protocol/subjects.js'
+import { Buckets, EVENTS_STREAM, ObjectStores, objectStream } from '../../protocol/subjects.js'
 
 /** The streams Troupe keeps: the events, one per KV bucket (`KV_<bucket>`) and one per object store (`OBJ_<name>`). */
-const PROJECT_STREAMS = [EVENTS_STREAM, ...Object.values(Buckets).map((b) => `KV_${b}`), ...Object.values(ObjectStores).map((o) => `OBJ_${o}`)]
+const PROJECT_STREAMS = [EVENTS_STREAM, ...Object.values(Buckets).map((b) => `KV_${b}`), ...Object.values(ObjectStores).map(objectStream)]
 import type { FaultKind, FaultWindow, ProbeResult } from './types.js'
 
 export interface PlannedFault {

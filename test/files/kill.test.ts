@@ -2,7 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream'
 import { Objm } from '@nats-io/obj'
 import { connect } from '@nats-io/transport-node'
 import t from 'tap'
-import { ObjectStores } from '../../protocol/subjects.js'
+import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/subjects.js'
 import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { clientFor, startTroupe } from '../helpers/troupe.js'
@@ -21,7 +21,7 @@ t.teardown(async () => {
 })
 const jsm = await jetstreamManager(nc)
 const chunkCount = async () => {
-  const si = await jsm.streams.info(`OBJ_${ObjectStores.files}`, { subjects_filter: `$O.${ObjectStores.files}.C.>` })
+  const si = await jsm.streams.info(objectStream(ObjectStores.files), { subjects_filter: `${objectChunkPrefix(ObjectStores.files)}>` })
   return Object.values(si.state.subjects ?? {}).reduce((n, c) => n + c, 0)
 }
 
