@@ -14,6 +14,7 @@ import { listCostCents } from './billing/list-cost.js'
 import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
+import { localBackend } from '../../sandbox/index.js'
 import { checkCreateInput, checkEnvironment, modelNames, modelsOf, prefixed, snapshotAgent } from './admission.js'
 import { SessionActor } from './actor.js'
 import type { ActorDeps } from './deps.js'
@@ -78,7 +79,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
     const release = () => deps.environments.release(env.id, id, req.rid)
     try {
-      checkEnvironment(env)
+      checkEnvironment(env, ctx.settings.sandbox ?? localBackend)
     } catch (err) {
       await release()
       throw err
