@@ -1,6 +1,8 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
+import { DEFAULT_FILE_MAX_BYTES } from '../../protocol/files.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
+import { fileBytes } from '../file/bytes.js'
 import { openBucket } from '../kit/buckets.js'
 import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
@@ -16,6 +18,7 @@ import { listSessions } from './list.js'
 import { SessionTails } from './local-tails.js'
 import { ensureEventsStream } from './log.js'
 import { modelClient } from './model.js'
+import { SessionOutputs } from './outputs.js'
 import { EnvironmentRefs } from './references.js'
 import { SESSION_PREFIX, type SessionRecord } from './state.js'
 
@@ -61,6 +64,14 @@ export const sessionKind: ActorKindDef = {
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,
       tails,
+      outputs: new SessionOutputs({
+        kv: await openBucket(ctx.kvm, ctx.storage, Buckets.sessionOutputs),
+        bytes: fileBytes(ctx.js),
+        client: ctx.client,
+        log: ctx.log,
+        dataDir: ctx.settings.dataDir,
+        maxFileBytes: ctx.settings.fileMaxBytes ?? DEFAULT_FILE_MAX_BYTES,
+      }),
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),
