@@ -20,7 +20,7 @@ else await suite()
 
 async function suite() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-outputs-'))
-  const s = await sessionStack({ TROUPE_DATA_DIR: dataDir, TROUPE_SANDBOX: local ? 'local' : 'isolated' })
+  const s = await sessionStack({ TROUPE_DATA_DIR: dataDir, TROUPE_SANDBOX: local ? 'local' : 'isolated', TROUPE_FILE_MAX_MIB: '4' })
   const files = s.client.beta.files
   const say = (text: string) => ({ type: 'user.message', content: [{ type: 'text', text }] })
   /** The outputs folder as the session's bash sees it: the local backend runs in the session directory itself. */
@@ -60,7 +60,7 @@ async function suite() {
       [
         `mkdir -p ${OUT}/reports/2024 && printf 'hello' > ${OUT}/a.txt`,
         `echo ${ALL_BYTES.toString('base64')} | base64 -d > ${OUT}/all.bin`,
-        `head -c 3000000 /dev/urandom > ${OUT}/reports/2024/blob.dat`,
+        `head -c 3000000 /dev/urandom > ${OUT}/reports/2024/blob.dat && head -c 5000000 /dev/zero > ${OUT}/too-big.bin`,
         `printf '# title\\n' > ${OUT}/reports/notes.md && : > ${OUT}/empty.json`,
         `ln -s /etc/passwd ${OUT}/passwd && ln -s /etc ${OUT}/etc && ln -s ../a.txt ${OUT}/reports/a-link.txt && mkfifo ${OUT}/fifo`,
         'echo wrote',
@@ -100,7 +100,17 @@ async function suite() {
     )
     t.equal(line.published, 5)
     const why = Object.fromEntries((line.skipped as Array<{ path: string; why: string }>).map((x) => [x.path, x.why]))
-    t.same(why, { passwd: 'a symbolic link', etc: 'a symbolic link', 'reports/a-link.txt': 'a symbolic link', fifo: 'a FIFO' }, 'each skip said, with why')
+    t.same(
+      why,
+      {
+        passwd: 'a symbolic link',
+        etc: 'a symbolic link',
+        'reports/a-link.txt': 'a symbolic link',
+        fifo: 'a FIFO',
+        'too-big.bin': 'larger than the limit of 4194304 bytes (TROUPE_FILE_MAX_MIB)',
+      },
+      'each skip said, with why',
+    )
   })
 
   t.test('a file rewritten in a later turn is a new File (the old one stays); unchanged and touched files are not published again', async (t) => {
