@@ -80,32 +80,28 @@ t.test('a missing folder is an empty pass; a folder that is itself a symlink is 
   t.equal(r.skipped.get('.'), 'a symbolic link', 'the folder itself')
 })
 
-t.test('a parent directory swapped for a symlink between its listing and its open is refused', async (t) => {
+/** Walks a folder holding the agent's `a/secret`, swapping `a` for a symlink to `outside/` just before `when` is opened. */
+async function walkSwapping(t: Test, when: string) {
   const { root, outside } = tree(t)
   mkdirSync(path.join(root, 'a'))
   writeFileSync(path.join(root, 'a', 'secret'), 'mine')
-  const r = await walk(root, {
+  return walk(root, {
     beforeOpen(rel) {
-      if (rel !== 'a') return
+      if (rel !== when) return
       renameSync(path.join(root, 'a'), path.join(root, 'a.old'))
       symlinkSync(outside, path.join(root, 'a'))
     },
   })
+}
+
+t.test('a parent directory swapped for a symlink between its listing and its open is refused', async (t) => {
+  const r = await walkSwapping(t, 'a')
   t.notOk([...r.read.values()].includes(SECRET), 'nothing outside was read')
   t.equal(r.skipped.get('a'), 'a symbolic link')
 })
 
 t.test('a directory swapped after it was opened: its files are read from the directory opened, never through the link', async (t) => {
-  const { root, outside } = tree(t)
-  mkdirSync(path.join(root, 'a'))
-  writeFileSync(path.join(root, 'a', 'secret'), 'mine')
-  const r = await walk(root, {
-    beforeOpen(rel) {
-      if (rel !== 'a/secret') return
-      renameSync(path.join(root, 'a'), path.join(root, 'a.old'))
-      symlinkSync(outside, path.join(root, 'a'))
-    },
-  })
+  const r = await walkSwapping(t, 'a/secret')
   t.equal(r.read.get('a/secret'), 'mine', 'the agent’s own file, from the directory that was listed')
   t.notOk([...r.read.values()].includes(SECRET))
 })
