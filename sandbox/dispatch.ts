@@ -1,4 +1,5 @@
 import type { EgressPolicy } from './egress/policy.js'
+import { listedManagers, type PackageLists, type Provisioned } from './packages.js'
 import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from './definitions.js'
 import { describeToolError, type FileToolName, INTERRUPTED } from './host/file-tools.js'
 import { errorResult, type Sandbox, type ToolResult } from './types.js'
@@ -8,6 +9,8 @@ export interface BackendTools {
   bash(input: unknown, signal?: AbortSignal): Promise<ToolResult>
   file(name: FileToolName, input: unknown, signal?: AbortSignal): Promise<ToolResult>
   setNetwork?(policy: EgressPolicy): void
+  /** Default: a non-empty list fails (the local backend). */
+  provision?(packages: PackageLists, signal?: AbortSignal): Promise<Provisioned>
   close(): Promise<void>
 }
 
@@ -27,6 +30,11 @@ export function toolSandbox(tools: BackendTools): Sandbox {
     },
     setNetwork(policy) {
       tools.setNetwork?.(policy)
+    },
+    async provision(packages, signal) {
+      if (tools.provision) return tools.provision(packages, signal)
+      const listed = listedManagers(packages)
+      return listed.length ? { ok: false, message: `this host’s sandbox backend (local) installs no packages (${listed.join(', ')} listed)` } : { ok: true }
     },
     async close() {
       closed = true

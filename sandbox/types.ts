@@ -5,6 +5,7 @@ export interface ToolResult {
 }
 
 import type { EgressPolicy } from './egress/policy.js'
+import type { PackageLists, Provisioned } from './packages.js'
 
 export interface SandboxOptions {
   /**
@@ -39,6 +40,12 @@ export interface Sandbox {
    * without one).
    */
   setNetwork(policy: EgressPolicy): void
+  /**
+   * Installs an environment's package lists before the session's first tool runs (packages.ts); at once when they
+   * are empty or already installed in this sandbox's directory. The local backend installs nothing: a non-empty list
+   * is a failure there.
+   */
+  provision(packages: PackageLists, signal?: AbortSignal): Promise<Provisioned>
   /** Kills the persistent shell and anything it started. Idempotent. */
   close(): Promise<void>
 }

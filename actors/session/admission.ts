@@ -1,7 +1,7 @@
 import { fail } from '../../protocol/errors/fail.js'
 import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
-import type { SandboxBackend } from '../../sandbox/index.js'
+import { listedManagers, type SandboxBackend } from '../../sandbox/index.js'
 import type { BudgetParams, SessionCreateInput } from '../../protocol/schemas/session.js'
 import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
 import { budgetCents, checkBudgetCreate } from './billing/budget.js'
@@ -160,16 +160,13 @@ export function checkBudget(budget: BudgetParams | null, agent: SessionAgent): v
 }
 
 /**
- * Limited networking needs a backend whose sandboxes reach the network only through their egress proxy (the
- * isolated one with socat); the local backend runs tools on the host's own network. Packages are not installed yet
- * (issue 25 point 3).
+ * Limited networking and packages need a backend whose sandboxes reach the network only through their egress proxy
+ * (the isolated one with socat), which also installs packages into the session's own prefix (SPEC environments
+ * rule 2); the local backend runs tools on the host itself.
  */
 export function checkEnvironment(env: Environment, backend: Pick<SandboxBackend, 'enforcesNetwork'>): void {
-  if (env.config.type !== 'cloud') return
-  if (env.config.networking.type === 'limited' && !backend.enforcesNetwork) {
-    throw fail('networking_unenforceable', env.id)
-  }
-  const p = env.config.packages
-  const listed = (['apt', 'cargo', 'gem', 'go', 'npm', 'pip'] as const).filter((k) => p[k].length > 0)
+  if (env.config.type !== 'cloud' || backend.enforcesNetwork) return
+  if (env.config.networking.type === 'limited') throw fail('networking_unenforceable', env.id)
+  const listed = listedManagers(env.config.packages)
   if (listed.length) throw fail('packages_unsupported', env.id, listed)
 }

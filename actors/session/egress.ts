@@ -1,6 +1,6 @@
 import type { SessionAgent } from '../../protocol/session.js'
 import type { EnvironmentConfig } from '../../protocol/schemas/environment.js'
-import { type EgressPolicy, PACKAGE_REGISTRY_HOSTS } from '../../sandbox/index.js'
+import { type EgressPolicy, PACKAGE_REGISTRY_HOSTS, type PackageLists } from '../../sandbox/index.js'
 
 /**
  * What a session's sandbox may reach (SPEC environments rule 9): unrestricted, or a limited environment's
@@ -29,4 +29,11 @@ function hostOf(url: string): string | undefined {
   } catch {
     return undefined
   }
+}
+
+const NO_PACKAGES: PackageLists = { apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] }
+
+/** The package lists a session's sandbox installs before its first tool (SPEC environments rules 10, 11). */
+export function packagesOf(env: EnvironmentConfig): PackageLists {
+  return env.type === 'cloud' ? env.packages : NO_PACKAGES
 }

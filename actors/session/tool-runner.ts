@@ -2,7 +2,7 @@ import { rm } from 'node:fs/promises'
 import path from 'node:path'
 import { localBackend, type Sandbox, type SandboxBackend } from '../../sandbox/index.js'
 import type { Mailbox } from '../kit/mailbox.js'
-import { egressPolicy } from './egress.js'
+import { egressPolicy, packagesOf } from './egress.js'
 import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
 import { routeTool } from './tools.js'
@@ -20,6 +20,8 @@ const SANDBOX_IDLE_MS = 10 * 60_000
  */
 export class ToolRunner {
   private sandbox: Sandbox | undefined
+  /** The environment's packages are installed in this sandbox (asked once per sandbox, before its first tool). */
+  private provisioned = false
   private readonly workdir: string
 
   constructor(
@@ -37,8 +39,11 @@ export class ToolRunner {
     return this.sandbox ? SANDBOX_IDLE_MS : undefined
   }
 
-  /** Runs the open tool uses that may run, in order, each answered by its result; returns the ones parked. */
-  async run(signal: AbortSignal): Promise<OpenTool[]> {
+  /**
+   * Runs the open tool uses that may run, in order, each answered by its result; returns the ones parked, or
+   * `failed` when the environment's packages did not install (the turn then ends: tools cannot run).
+   */
+  async run(signal: AbortSignal): Promise<OpenTool[] | 'failed'> {
     for (const t of [...this.h.open.values()]) {
       if (signal.aborted || this.mb.dead) break
       if (t.kind !== 'builtin' || (t.ask && !t.confirmation)) continue
@@ -63,12 +68,39 @@ export class ToolRunner {
         this.error(t, UNENFORCEABLE)
         continue
       }
+      if (!this.provisioned) {
+        const r = await sandbox.provision(packagesOf(this.h.rec.env), signal)
+        if (signal.aborted || this.mb.dead) break
+        if (!r.ok) {
+          this.provisionFailed(r.message)
+          return 'failed'
+        }
+        this.provisioned = true
+      }
       const result = await sandbox.run(t.name, t.input, signal)
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) break
     }
     return [...this.h.open.values()]
+  }
+
+  /**
+   * SPEC environments rule 11: a package-manager error blocks tool execution. The turn's tool uses are answered
+   * without running, the session says why, and the next turn that uses a tool installs again (the lists are stored
+   * with the session; the sandbox's directory says what was installed).
+   */
+  private provisionFailed(message: string): void {
+    for (const t of this.h.open.values()) {
+      if (t.kind === 'builtin') this.error(t, 'Not run: the environment’s packages did not install (see the session.error event).')
+    }
+    this.events.emit('session.error', {
+      error: {
+        type: 'unknown_error',
+        message: `The environment's packages did not install, so tools cannot run; the next turn that uses a tool installs them again. ${message}`,
+        retry_status: { type: 'exhausted' },
+      },
+    })
   }
 
   /** Answers a tool use with an error result, without running it. */
@@ -78,6 +110,7 @@ export class ToolRunner {
 
   /** The shell goes (the actor stopped). */
   async close(): Promise<void> {
+    this.provisioned = false
     await this.sandbox?.close()
   }
 

@@ -95,6 +95,7 @@ export class TurnLoop {
         if (h.open.size) {
           const parked = await this.p.tools.run(ac.signal)
           if (ac.signal.aborted || mb.dead) return
+          if (parked === 'failed') return this.end({ type: 'retries_exhausted' })
           if (parked.length) return this.end({ type: 'requires_action', event_ids: parked.map((t) => t.eventId) })
           continue
         }

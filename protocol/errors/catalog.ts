@@ -192,7 +192,7 @@ export const catalog = {
   packages_unsupported: entry(
     422,
     (environmentId: string, managers: readonly string[]) =>
-      `environment_id: environment ${environmentId} lists packages (${managers.join(', ')}), which this server's sandboxes cannot install yet`,
+      `environment_id: environment ${environmentId} lists packages (${managers.join(', ')}), which this server's sandboxes cannot install (the local backend installs none; the isolated one needs socat for the registries)`,
     WIRE,
   ),
 

@@ -1,5 +1,6 @@
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { PACKAGES_PREFIX } from '../packages.js'
 
 /** Where things are inside every sandbox. */
 export const INSIDE = {
@@ -9,6 +10,8 @@ export const INSIDE = {
   tmp: '/tmp',
   /** Read-only: the shell's command files and the file-tool server. */
   run: '/run/troupe',
+  /** The session's own install prefix (packages.ts `PACKAGES_PREFIX`), writable. */
+  packages: PACKAGES_PREFIX,
   /** Read-only: the directory of the egress proxy's socket (sandbox/egress/), in the shell's sandbox only. */
   egress: '/run/egress',
 } as const
@@ -29,6 +32,8 @@ export interface SandboxDirs {
   uploads: string
   outputs: string
   tmp: string
+  /** Bound at /opt/packages: what the environment's package lists installed. */
+  packages: string
   /** Bound read-only at /run/troupe: command files, the tool server, and etc/ (/etc/passwd and friends link there). */
   run: string
   etc: string
@@ -36,7 +41,16 @@ export interface SandboxDirs {
 
 export function sandboxDirs(root: string): SandboxDirs {
   const d = (name: string) => path.join(root, name)
-  return { root, workspace: d('workspace'), uploads: d('uploads'), outputs: d('outputs'), tmp: d('tmp'), run: d('.run'), etc: path.join(root, '.run', 'etc') }
+  return {
+    root,
+    workspace: d('workspace'),
+    uploads: d('uploads'),
+    outputs: d('outputs'),
+    tmp: d('tmp'),
+    packages: d('packages'),
+    run: d('.run'),
+    etc: path.join(root, '.run', 'etc'),
+  }
 }
 
 /**
@@ -48,7 +62,7 @@ export function prepareDirs(dirs: SandboxDirs, hostUid: number | null): void {
     mkdirSync(dir, { recursive: true })
     chmodSync(dir, 0o755)
   }
-  for (const dir of [dirs.workspace, dirs.outputs, dirs.tmp]) {
+  for (const dir of [dirs.workspace, dirs.outputs, dirs.tmp, dirs.packages]) {
     mkdirSync(dir, { recursive: true })
     if (hostUid !== null) chownSync(dir, hostUid, hostUid)
   }
@@ -62,8 +76,11 @@ export function prepareDirs(dirs: SandboxDirs, hostUid: number | null): void {
   writeFileSync(path.join(dirs.etc, 'hosts'), '127.0.0.1 localhost\n::1 localhost\n')
 }
 
-/** Host files under /etc the toolset needs (dynamic linker cache, `alternatives` links, certificates, time zone). */
-const ETC_READ_ONLY = ['ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives', 'ssl', 'ca-certificates', 'localtime', 'nsswitch.conf', 'mime.types']
+/**
+ * Host files under /etc the toolset needs (dynamic linker cache, `alternatives` links, certificates, time zone, and
+ * apt's sources, for apt package lists).
+ */
+const ETC_READ_ONLY = ['apt', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives', 'ssl', 'ca-certificates', 'localtime', 'nsswitch.conf', 'mime.types']
 
 /** Files of /etc made for the sandbox (in `SandboxDirs.etc`), linked from /etc. */
 const ETC_GENERATED = ['passwd', 'group', 'hosts']
@@ -85,6 +102,7 @@ export function sessionMounts(dirs: SandboxDirs, egressDir?: string): SessionMou
     { source: dirs.workspace, dest: INSIDE.workspace, readOnly: false },
     { source: dirs.uploads, dest: INSIDE.uploads, readOnly: true },
     { source: dirs.outputs, dest: INSIDE.outputs, readOnly: false },
+    { source: dirs.packages, dest: INSIDE.packages, readOnly: false },
     { source: dirs.run, dest: INSIDE.run, readOnly: true },
   ]
   if (egressDir) mounts.push({ source: egressDir, dest: INSIDE.egress, readOnly: true })
@@ -115,19 +133,35 @@ export function bwrapArgs(mounts: readonly SessionMount[], env: Record<string, s
   for (const name of ETC_READ_ONLY) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`)
   for (const name of ETC_GENERATED) args.push('--symlink', path.posix.join(INSIDE.run, 'etc', name), `/etc/${name}`)
   for (const p of extraReadOnly) args.push('--ro-bind', p, p)
+  // apt package lists need to know what the host has installed (packages.ts), so they fetch only what is missing.
+  args.push('--ro-bind-try', '/var/lib/dpkg', '/var/lib/dpkg')
   args.push('--proc', '/proc', '--dev', '/dev')
   for (const m of mounts) args.push(m.readOnly ? '--ro-bind' : '--bind', m.source, m.dest)
   args.push('--chdir', INSIDE.workspace)
   return args
 }
 
+/** Debian's bundle of the system's trusted certificates (bound read-only with /etc/ssl). */
+const SYSTEM_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
+
+/** Debian's multiarch library directory name for this machine. */
+const MULTIARCH = `${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu`
+
 /**
  * The environment inside: nothing of the server's own. With `egress`, the proxy variables every common client reads
  * (curl, pip, npm, apt, cargo, go, gem), in both spellings; the sandbox itself stays reachable directly.
  */
 export function insideEnv(egress = false): Record<string, string> {
+  const p = INSIDE.packages
   const env: Record<string, string> = {
-    PATH: '/usr/local/bin:/usr/bin:/bin',
+    // What the environment's packages installed comes first (packages.ts): their binaries, Python and Node modules,
+    // gems, and the libraries of unpacked apt packages.
+    PATH: `${p}/bin:${p}/python/bin:${p}/apt/usr/bin:${p}/apt/bin:/usr/local/bin:/usr/bin:/bin`,
+    NODE_PATH: `${p}/lib/node_modules`,
+    PYTHONPATH: `${p}/python`,
+    GEM_HOME: `${p}/gems`,
+    GOBIN: `${p}/bin`,
+    LD_LIBRARY_PATH: `${p}/apt/usr/lib/${MULTIARCH}:${p}/apt/usr/lib:${p}/apt/lib/${MULTIARCH}`,
     HOME: INSIDE.tmp,
     USER: 'agent',
     LOGNAME: 'agent',
@@ -135,6 +169,9 @@ export function insideEnv(egress = false): Record<string, string> {
     LANG: 'C.UTF-8',
     TMPDIR: INSIDE.tmp,
   }
+  // Node and pip carry their own certificate bundles; inside they trust what the host's system trusts (an
+  // intercepting corporate proxy's CA included), as curl, apt and git do.
+  if (existsSync(SYSTEM_CA_BUNDLE)) env.NODE_EXTRA_CA_CERTS = env.REQUESTS_CA_BUNDLE = SYSTEM_CA_BUNDLE
   if (egress) {
     const proxy = `http://127.0.0.1:${PROXY_PORT}`
     for (const name of ['http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY']) env[name] = proxy

@@ -13,6 +13,7 @@ import { DEFAULT_BASH_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS, type Sandbox, type S
 import { toolServerBundle } from './bundle.js'
 import { LAUNCH_ENV, type LaunchContext, sandboxed, withForwarder } from './launch.js'
 import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, sandboxDirs } from './layout.js'
+import { provision } from './provision.js'
 import { type CgroupRoot, LimitGroup, type SandboxLimits } from './limits.js'
 import { ToolClient } from './tool-client.js'
 
@@ -97,6 +98,17 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
       await writeBundle()
       return tools.call(name, input, signal)
     },
+    provision: (packages, signal) =>
+      provision(
+        {
+          ctx,
+          marker: path.join(dirs.root, '.packages-installed'),
+          policy: network?.policy ?? null,
+          openProxy: (socket, policy) => openProxy(rt.egress!, socket, policy),
+        },
+        packages,
+        signal,
+      ),
     setNetwork(policy) {
       if (network) network.policy = policy
       void egress?.then(

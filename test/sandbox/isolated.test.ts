@@ -78,7 +78,7 @@ async function suite() {
     t.match(bash!.text, `ls: cannot access '${REPO}/package.json': No such file or directory`)
     t.match(bash!.text, /^0$/m, 'no server variable inside')
     t.match(bash!.text, /^1000$/m, 'uid 1000 inside')
-    t.match(bash!.text, /^top: bin dev etc lib lib64 mnt proc run sbin tmp usr workspace\s*$/m, 'nothing else of the host at the top')
+    t.match(bash!.text, /^top: bin dev etc lib lib64 mnt opt proc run sbin tmp usr var workspace\s*$/m, 'nothing else of the host at the top')
     t.equal(shadow!.isError, true)
     t.match(shadow!.text, 'No such file or directory: /etc/shadow')
     t.equal(data!.isError, true)
