@@ -2,6 +2,7 @@ import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
 import { openBucket } from '../kit/buckets.js'
+import { fileBytes } from '../file/bytes.js'
 import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
@@ -57,6 +58,7 @@ export const sessionKind: ActorKindDef = {
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey, ctx.log) : undefined,
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
+      files: fileBytes(ctx.js),
       settings,
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,

@@ -4,6 +4,7 @@ import { localBackend, type Sandbox, type SandboxBackend } from '../../sandbox/i
 import type { Mailbox } from '../kit/mailbox.js'
 import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
+import type { Mounts } from './mounts.js'
 import { routeTool } from './tools.js'
 
 /** A session with a live shell keeps it (and stays in memory) this long after its last work. */
@@ -24,6 +25,7 @@ export class ToolRunner {
     private readonly mb: Mailbox,
     dataDir: string,
     private readonly backend: SandboxBackend = localBackend,
+    private readonly mounts?: Mounts,
   ) {
     this.workdir = path.join(dataDir, 'sessions', h.session.id)
   }
@@ -53,8 +55,9 @@ export class ToolRunner {
       if (signal.aborted || this.mb.dead) break
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
+      const unmounted = await this.mounts?.ready(signal)
       this.mb.checkServing('it starts no tool until it knows the session is still its own')
-      const result = await this.shell().run(t.name, t.input, signal)
+      const result = unmounted ?? (await this.shell().run(t.name, t.input, signal))
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) break
