@@ -13,7 +13,7 @@ import { FileId, MemoryStoreId } from './ids.js'
 export const UPLOADS_ROOT = '/mnt/session/uploads'
 
 /** The longest mount path accepted; each of its segments is a file name, at most 255 bytes (NAME_MAX). */
-export const MAX_MOUNT_PATH = 1024
+const MAX_MOUNT_PATH = 1024
 const MAX_SEGMENT_BYTES = 255
 
 /** A file resource's mount path when it names none (WIRE §6). */
@@ -52,7 +52,7 @@ export const FileResourceParams = type({ '+': 'reject', type: "'file'", file_id:
 const OtherResourceParams = type({ '[string]': 'unknown', type: 'string > 0', 'memory_store_id?': MemoryStoreId })
 
 export type FileResourceParamsT = typeof FileResourceParams.infer
-export type OtherResourceParamsT = typeof OtherResourceParams.infer
+type OtherResourceParamsT = typeof OtherResourceParams.infer
 export type ResourceParamsT = FileResourceParamsT | OtherResourceParamsT
 
 /** One resource of a session's or a deployment's `resources`: a file is checked whole, other kinds by their ids. */
@@ -68,7 +68,6 @@ export const ResourceUpdate = type({ '+': 'reject', authorization_token: 'string
 
 export const ResourceListQuery = type({ 'limit?': limitParam(100), 'page?': pageParam })
 
-export type ResourceAddInput = typeof ResourceAdd.infer
 export type ResourceListInput = typeof ResourceListQuery.infer
 
 /** WIRE §9 FileResource. */

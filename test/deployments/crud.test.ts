@@ -97,7 +97,12 @@ t.test('resources, vaults, outcomes and budgets get the errors sessions give', a
     ],
     [{ resources: [{ type: 'file', file_id: 'file_01ABC' }] }, 404, 'file_not_found', /^resources\[0\]\.file_id: File file_01ABC not found/],
     [
-      { resources: [{ type: 'file', file_id: 'file_01ABC' }, { type: 'file', file_id: 'file_01ABC' }] },
+      {
+        resources: [
+          { type: 'file', file_id: 'file_01ABC' },
+          { type: 'file', file_id: 'file_01ABC' },
+        ],
+      },
       400,
       'invalid_request',
       /^resources\[1\]\.mount_path: \/mnt\/session\/uploads\/file_01ABC overlaps/,

@@ -23,7 +23,8 @@ async function suite() {
   const UP = '/mnt/session/uploads'
   const textOf = (ev: any) => (ev.content as any[]).map((c) => c.text).join('')
   const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex')
-  const upload = async (bytes: Uint8Array, name: string) => s.client.beta.files.upload({ file: await toFile(bytes, name, { type: 'application/octet-stream' }) })
+  const upload = async (bytes: Uint8Array, name: string) =>
+    s.client.beta.files.upload({ file: await toFile(bytes, name, { type: 'application/octet-stream' }) })
 
   /** One turn in which the model calls each tool in turn; their results, in order. */
   async function tools(id: string, ...calls: Array<[string, Record<string, unknown>]>): Promise<Array<{ text: string; isError: boolean }>> {

@@ -139,7 +139,12 @@ t.test('add, get, list and delete resources of an idle session', async (t) => {
 
 t.test('a retried create (same Idempotency-Key) and a retried add make no second copy', async (t) => {
   const f = await upload('once\n', 'once.txt')
-  const body = { resources: [{ type: 'file', file_id: f.id }, { type: 'file', file_id: f.id, mount_path: `${UP}/second` }] }
+  const body = {
+    resources: [
+      { type: 'file', file_id: f.id },
+      { type: 'file', file_id: f.id, mount_path: `${UP}/second` },
+    ],
+  }
   const opts = { headers: { 'Idempotency-Key': `create-${f.id}` } }
   const first = await create(body, opts)
   const second = await create(body, opts)
@@ -177,11 +182,20 @@ t.test('bad resources at create: a 4xx naming the field, and nothing left behind
     [[file({ mount_path: `${UP}/${'x/'.repeat(600)}x` })], 400, /mount_path must be at most 1024 characters/],
     [[file({ mount_path: 7 })], 400, /resources\[0\]\.mount_path must be a string or null/],
     [[file(), file()], 400, /resources\[1\]\.mount_path: \/mnt\/session\/uploads\/file_\w+ overlaps the mount path of resources\[0\]/],
-    [[file({ mount_path: `${UP}/a` }), file({ mount_path: `${UP}/a/b` })], 400, /resources\[1\]\.mount_path: .* overlaps .* resources\[0\] \(\/mnt\/session\/uploads\/a\)/],
+    [
+      [file({ mount_path: `${UP}/a` }), file({ mount_path: `${UP}/a/b` })],
+      400,
+      /resources\[1\]\.mount_path: .* overlaps .* resources\[0\] \(\/mnt\/session\/uploads\/a\)/,
+    ],
     [[file({ mount_path: `${UP}/a/b` }), file({ mount_path: `${UP}/a` })], 400, /resources\[1\]\.mount_path/],
     [[file(), { type: 'file', file_id: 'file_01NOSUCHFILE' }], 404, /^resources\[1\]\.file_id: File file_01NOSUCHFILE not found/, 'file_not_found'],
     [[{ type: 'memory_store', memory_store_id: 'memstore_01ABC' }], 422, /resources\[0\]: memory_store resources are not available/, 'resource_unavailable'],
-    [[{ type: 'github_repository', url: 'https://github.com/o/r' }], 422, /resources\[0\]: github_repository resources are not supported on sessions/, 'resource_unsupported'],
+    [
+      [{ type: 'github_repository', url: 'https://github.com/o/r' }],
+      422,
+      /resources\[0\]: github_repository resources are not supported on sessions/,
+      'resource_unsupported',
+    ],
   ]
   for (const [i, [resources, status, names, code]] of cases.entries()) {
     const key = `bad-${i}-${f.id}`
@@ -201,10 +215,22 @@ t.test('bad adds and bad resource ids', async (t) => {
   const rid = (session.resources[0] as any).id as string
   const add = (body: Record<string, unknown>) => sessions.resources.add(session.id, body as any)
   isError(t, await failure(add({ type: 'file', file_id: 'file_01NOSUCH' })), 404, 'not_found_error', /^file_id: File file_01NOSUCH not found/, 'file_not_found')
-  isError(t, await failure(add({ type: 'file', file_id: f.id, mount_path: `${UP}/dir` })), 400, 'invalid_request_error', new RegExp(`^mount_path: .* overlaps the mount path of ${rid}`))
+  isError(
+    t,
+    await failure(add({ type: 'file', file_id: f.id, mount_path: `${UP}/dir` })),
+    400,
+    'invalid_request_error',
+    new RegExp(`^mount_path: .* overlaps the mount path of ${rid}`),
+  )
   isError(t, await failure(add({ type: 'file', file_id: f.id, mount_path: `${UP}/dir/y` })), 400, 'invalid_request_error', /^mount_path: /)
   isError(t, await failure(add({ type: 'file', file_id: f.id, mount_path: '/etc/x' })), 400, 'invalid_request_error', /^mount_path must be an absolute path/)
-  isError(t, await failure(add({ type: 'memory_store', memory_store_id: 'memstore_01A' })), 400, 'invalid_request_error', /^type must be "file" \(only files can be added to a session\) \(was "memory_store"\)/)
+  isError(
+    t,
+    await failure(add({ type: 'memory_store', memory_store_id: 'memstore_01A' })),
+    400,
+    'invalid_request_error',
+    /^type must be "file" \(only files can be added to a session\) \(was "memory_store"\)/,
+  )
   isError(t, await failure(add({ file_id: f.id })), 400, 'invalid_request_error', /^type must be "file" .*\(was missing\)/)
   t.equal((await scoped(session.id)).length, 1, 'no refused add left a copy')
 
@@ -215,7 +241,13 @@ t.test('bad adds and bad resource ids', async (t) => {
   const badSession = await raw(s.url, 'GET', `/v1/sessions/sesrsc_01ABC/resources/${rid}`)
   t.equal(badSession.status, 404)
   t.match(badSession.json.error.message, /^Session sesrsc_01ABC not found/)
-  isError(t, await failure(sessions.resources.retrieve('sesrsc_01NOSUCH', { session_id: session.id })), 404, 'not_found_error', /sesrsc_01NOSUCH not found in session/)
+  isError(
+    t,
+    await failure(sessions.resources.retrieve('sesrsc_01NOSUCH', { session_id: session.id })),
+    404,
+    'not_found_error',
+    /sesrsc_01NOSUCH not found in session/,
+  )
   isError(t, await failure(sessions.resources.retrieve(rid, { session_id: 'sesn_01NOSUCH' })), 404, 'not_found_error', /Session sesn_01NOSUCH not found/)
   // A token rotation is for GitHub repositories.
   const rotated = await failure(sessions.resources.update(rid, { session_id: session.id, authorization_token: 'ghp_x' }))
@@ -243,7 +275,14 @@ t.test('adds and deletes only while the session is idle; archived sessions refus
   t.equal((await scoped(session.id)).length, 1, 'the refused add left no copy')
 
   await sessions.archive(session.id)
-  isError(t, await failure(sessions.resources.add(session.id, { type: 'file', file_id: f.id, mount_path: `${UP}/later` })), 409, 'conflict_error', /archived/, 'session_archived')
+  isError(
+    t,
+    await failure(sessions.resources.add(session.id, { type: 'file', file_id: f.id, mount_path: `${UP}/later` })),
+    409,
+    'conflict_error',
+    /archived/,
+    'session_archived',
+  )
   isError(t, await failure(sessions.resources.delete(rid, { session_id: session.id })), 409, 'conflict_error', /archived/, 'session_archived')
   t.same(await listed(session.id), session.resources)
 })
