@@ -57,12 +57,14 @@ export class Mounts {
   }
 
   private async sync(want: Map<string, string>, signal: AbortSignal | undefined): Promise<void> {
-    const uploads = path.join(this.root, 'uploads')
+    const uploads = path.resolve(this.root, 'uploads')
     const manifest = path.join(this.root, MANIFEST)
     const had: Record<string, string> = await readFile(manifest, 'utf8').then(JSON.parse, () => ({}))
     // What is no longer wanted goes before anything arrives: a new path may lie where an old one's directory was.
     for (const [rel, copy] of Object.entries(had)) {
       if (want.get(rel) === copy) continue
+      // Only what lies beneath uploads/: the manifest is a file on disk (the local backend's tools can write it).
+      if (!path.resolve(uploads, rel).startsWith(`${uploads}${path.sep}`)) continue
       await rm(path.join(uploads, rel), { force: true, recursive: true })
       await pruneEmpty(uploads, path.dirname(rel))
     }
