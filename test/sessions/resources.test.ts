@@ -158,8 +158,15 @@ t.test('a retried create (same Idempotency-Key) and a retried add make no second
   t.same(repeated, added)
   t.equal((await listed(first.id)).length, 3)
   t.equal((await scoped(first.id)).length, 3)
-  const other = await failure(sessions.resources.add(first.id, { type: 'file', file_id: f.id, mount_path: `${UP}/fourth` }, addOpts as any))
-  isError(t, other, 422, 'invalid_request_error', /Idempotency-Key/, 'idempotency_key_reused')
+  // A page's cursor is bound to its session.
+  const page = await raw(s.url, 'GET', `/v1/sessions/${first.id}/resources?limit=2`)
+  t.equal(page.json.data.length, 2)
+  const other = await create({})
+  const crossed = await raw(s.url, 'GET', `/v1/sessions/${other.id}/resources?limit=2&page=${page.json.next_page}`)
+  t.equal(crossed.status, 400)
+  t.equal(crossed.json.error.details?.error_code, 'cursor_filter_mismatch')
+  const reused = await failure(sessions.resources.add(first.id, { type: 'file', file_id: f.id, mount_path: `${UP}/fourth` }, addOpts as any))
+  isError(t, reused, 422, 'invalid_request_error', /Idempotency-Key/, 'idempotency_key_reused')
 })
 
 t.test('bad resources at create: a 4xx naming the field, and nothing left behind', async (t) => {
