@@ -1,6 +1,6 @@
 #!/bin/sh
-# Makes sure what troupe runs on is on this machine: nats-server (required) and bubblewrap (`bwrap`, for the isolated
-# sandbox backend). Installs Debian's packages where apt-get exists; otherwise prints the exact command for this system,
+# Makes sure what troupe runs on is on this machine: nats-server (required), bubblewrap (`bwrap`, for the isolated
+# sandbox backend) and socat (the forwarder inside each sandbox to its egress proxy). Installs Debian's packages where apt-get exists; otherwise prints the exact command for this system,
 # failing for a missing nats-server only (without bwrap, troupe runs tools on the local backend and says so at
 # start-up). Used by the README's set-up commands and by .ci/run.
 set -e
@@ -8,6 +8,7 @@ has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/b
 missing=""
 has nats-server || missing="nats-server"
 has bwrap || missing="$missing bubblewrap"
+has socat || missing="$missing socat"
 [ -z "$missing" ] && exit 0
 if command -v apt-get >/dev/null 2>&1; then
   SUDO=""
@@ -24,6 +25,7 @@ for pkg in $missing; do
     */nats-server) echo "nats-server is missing; install nats-server 2.9 or newer with your package manager (on Debian or Ubuntu: sudo apt-get install -y nats-server)" ;;
     Linux/bubblewrap) echo "bubblewrap is missing: sessions' tools will run unisolated (TROUPE_SANDBOX=local); install it with your package manager (package bubblewrap)" ;;
     */bubblewrap) echo "bubblewrap is Linux-only: sessions' tools run unisolated here (TROUPE_SANDBOX=local)" ;;
+    Linux/socat) echo "socat is missing: isolated sandboxes get no network and limited environments are refused; install it with your package manager (package socat)" ;;
   esac
 done
 case "$missing" in *nats-server*) exit 1 ;; esac

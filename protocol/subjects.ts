@@ -81,6 +81,8 @@ export const Buckets = {
   hosts: 'troupe_hosts',
   /** `file.<id>` → a file's metadata, written once its bytes are whole in the `troupe_files` object store. */
   files: 'troupe_file_records',
+  /** `outputs.<session id>` → what of the session's outputs folder is published (actors/session/output-state.ts). */
+  sessionOutputs: 'troupe_session_outputs',
 } as const
 
 /** JetStream object stores (their streams are `OBJ_<name>`). */

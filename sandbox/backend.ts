@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { isIP } from 'node:net'
 import path from 'node:path'
 import { createHostSandbox } from './host/sandbox.js'
-import { LAUNCH_ENV, sandboxed } from './isolated/launch.js'
+import type { EgressSettings } from './egress/proxy.js'
+import { LAUNCH_ENV, SOCAT, sandboxed } from './isolated/launch.js'
 import { insideEnv, prepareDirs, sandboxDirs } from './isolated/layout.js'
 import { DEFAULT_LIMITS, LimitGroup, openCgroupRoot, type SandboxLimits } from './isolated/limits.js'
 import { createIsolatedSandbox, type IsolatedRuntime } from './isolated/sandbox.js'
@@ -16,6 +18,8 @@ export interface SandboxBackend {
   kind: SandboxKind
   /** Why this one, for the start-up message. */
   why: string
+  /** Sandboxes reach the network only through an egress proxy that applies `SandboxOptions.network`. */
+  enforcesNetwork: boolean
   create(opts: SandboxOptions): Sandbox
 }
 
@@ -26,12 +30,14 @@ export interface SandboxSetting {
   limits: SandboxLimits
   /** `TROUPE_SANDBOX_UID`: the host uid sandboxes run as when the server runs as root; default 65534 (nobody). */
   hostUid: number
+  egress: EgressSettings
 }
 
 export const DEFAULT_SANDBOX_UID = 65534
 
 export const localBackend: SandboxBackend = {
   kind: 'local',
+  enforcesNetwork: false,
   why: 'TROUPE_SANDBOX=local: tools run on the host as the server’s own user, no isolation',
   create: createHostSandbox,
 }
@@ -46,6 +52,7 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
     limits: setting.limits,
     cgroups: openCgroupRoot(),
     hostUid: process.geteuid?.() === 0 ? setting.hostUid : null,
+    egress: null,
   }
   const failure = probe(rt)
   if (failure) {
@@ -57,9 +64,20 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
   }
   const limits = new LimitGroup(rt.limits, rt.cgroups, 'probe').describe()
   const uid = rt.hostUid === null ? 'the server’s uid' : `host uid ${rt.hostUid}`
+  let network: string
+  if (existsSync(SOCAT)) {
+    rt.egress = setting.egress
+    const allowed = setting.egress.allowAddresses.length
+      ? ` (the host's addresses ${setting.egress.allowAddresses.join(', ')} allowed by TROUPE_SANDBOX_EGRESS_ALLOW)`
+      : ''
+    network = `network only through an egress proxy per session, never to this host’s own services${allowed}`
+  } else {
+    network = `loopback-only network: ${SOCAT} (Debian’s socat) is missing, so no egress proxy; limited environments are refused`
+  }
   return {
     kind: 'isolated',
-    why: `${setting.kind ? 'TROUPE_SANDBOX=isolated' : 'bubblewrap starts here'}: one bubblewrap sandbox per session, ${uid}, loopback-only network (unrestricted networking not provided yet); ${limits}`,
+    enforcesNetwork: rt.egress !== null,
+    why: `${setting.kind ? 'TROUPE_SANDBOX=isolated' : 'bubblewrap starts here'}: one bubblewrap sandbox per session, ${uid}, ${network}; ${limits}`,
     create: (opts) => createIsolatedSandbox(opts, rt),
   }
 }
@@ -106,5 +124,22 @@ export function readSandboxSetting(env: NodeJS.ProcessEnv): SandboxSetting {
       cpuSeconds: int('TROUPE_SANDBOX_CPU_SECONDS', DEFAULT_LIMITS.cpuSeconds, 1),
     },
     hostUid: int('TROUPE_SANDBOX_UID', DEFAULT_SANDBOX_UID, 1),
+    egress: { allowAddresses: readAllowAddresses(env.TROUPE_SANDBOX_EGRESS_ALLOW) },
   }
+}
+
+/** `TROUPE_SANDBOX_EGRESS_ALLOW`: comma-separated addresses or CIDR ranges, each optionally with `:port`. */
+function readAllowAddresses(raw: string | undefined): string[] {
+  const entries = (raw ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')
+  for (const e of entries) {
+    const bare = e.startsWith('[') ? e.slice(1, e.indexOf(']')) : e.includes('.') ? e.split(':')[0]! : e
+    const [address, prefix] = bare.split('/')
+    if (isIP(address ?? '') === 0 || (prefix !== undefined && !/^\d{1,3}$/.test(prefix))) {
+      throw new Error(`TROUPE_SANDBOX_EGRESS_ALLOW: ${JSON.stringify(e)} is not an address or CIDR range (with an optional :port)`)
+    }
+  }
+  return entries
 }

@@ -1,3 +1,4 @@
+import type { EgressPolicy } from './egress/policy.js'
 import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from './definitions.js'
 import { describeToolError, type FileToolName, INTERRUPTED } from './host/file-tools.js'
 import { errorResult, type Sandbox, type ToolResult } from './types.js'
@@ -6,6 +7,7 @@ import { errorResult, type Sandbox, type ToolResult } from './types.js'
 export interface BackendTools {
   bash(input: unknown, signal?: AbortSignal): Promise<ToolResult>
   file(name: FileToolName, input: unknown, signal?: AbortSignal): Promise<ToolResult>
+  setNetwork?(policy: EgressPolicy): void
   close(): Promise<void>
 }
 
@@ -22,6 +24,9 @@ export function toolSandbox(tools: BackendTools): Sandbox {
       } catch (err) {
         return errorResult(describeToolError(name, err))
       }
+    },
+    setNetwork(policy) {
+      tools.setNetwork?.(policy)
     },
     async close() {
       closed = true

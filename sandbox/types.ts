@@ -4,6 +4,8 @@ export interface ToolResult {
   is_error: boolean
 }
 
+import type { EgressPolicy } from './egress/policy.js'
+
 export interface SandboxOptions {
   /**
    * The session's own host directory; created if missing. The local backend works in it; the isolated one keeps the
@@ -20,11 +22,23 @@ export interface SandboxOptions {
    * are not handed to agent-run commands; isolated, a fixed one (isolated/layout.ts `insideEnv`).
    */
   env?: Record<string, string>
+  /**
+   * What the sandbox may reach on the network, through its egress proxy (egress/); default: nothing but its own
+   * loopback. Only a backend whose `enforcesNetwork` is true applies it (backend.ts); the local one runs on the host's
+   * network whatever this says.
+   */
+  network?: EgressPolicy
 }
 
 export interface Sandbox {
   /** Runs one built-in tool by name ('bash' | 'read' | 'write' | 'edit' | 'glob' | 'grep'). Unknown names and bad inputs give is_error results, never throws. Aborting `signal` kills whatever runs (the bash command's process group) and resolves with an is_error result saying it was interrupted. */
   run(name: string, input: unknown, signal?: AbortSignal): Promise<ToolResult>
+  /**
+   * Replaces the network policy for connections opened from now on (a session update changed the MCP servers, or
+   * package installation widens it for a while). No-op where no policy applies (the local backend, a sandbox made
+   * without one).
+   */
+  setNetwork(policy: EgressPolicy): void
   /** Kills the persistent shell and anything it started. Idempotent. */
   close(): Promise<void>
 }

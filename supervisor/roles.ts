@@ -103,6 +103,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           localCalls: cfg.localCalls,
           session: cfg.session,
           sandbox,
+          fileMaxBytes: cfg.fileLimit,
           scheduleClock: cfg.scheduleClock,
         },
         { hostId: lock!.hostId, role },

@@ -55,6 +55,8 @@ export interface HostSettings {
   scheduleClock?: Clock
   /** Where sessions' tools run (`TROUPE_SANDBOX`, chosen at start-up). Default the local backend (host processes). */
   sandbox?: SandboxBackend
+  /** The largest file stored (`TROUPE_FILE_MAX_MIB`): a session output larger is not published. Default 500 MiB. */
+  fileMaxBytes?: number
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
   session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; runningRecordMs: number; maxTokens: number }>
 }

@@ -58,7 +58,8 @@ export class SessionActor extends MailboxActor {
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
     const mounts = new Mounts(h, sessionDir(deps.ctx.settings.dataDir, this.id), deps.files, deps.ctx.log)
     this.tools = new ToolRunner(h, this.events, mb, deps.ctx.settings.dataDir, deps.ctx.settings.sandbox, mounts)
-    this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, deps })
+    const outputs = deps.outputs.publisher(this.id, mb)
+    this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, outputs, deps })
     this.recovery = new Recovery(h, this.events, this.tools, this.turns)
   }
 
@@ -228,6 +229,7 @@ export class SessionActor extends MailboxActor {
     await purgeSession(this.deps.ctx.jsm, this.id)
     await this.deps.environments.release(this.h.session.environment_id, this.id, rid)
     await this.tools.remove()
+    await this.deps.outputs.forget(this.id)
     this.deps.actors.gone(this)
   }
 
@@ -312,7 +314,7 @@ export class SessionActor extends MailboxActor {
         // Input swept up with the interrupt asked for a turn: the client is owed an idle, as for a stopped turn.
         const owed = this.h.turnOpen || this.h.status !== 'idle' || swept.some((e) => e.type !== 'user.interrupt')
         this.events.processed(swept.map((e) => e.id))
-        if (owed) this.turns.idle({ type: 'end_turn' })
+        if (owed) await this.turns.end({ type: 'end_turn' })
         continue
       }
       const results = pending.filter(isResult)

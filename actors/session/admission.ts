@@ -2,6 +2,7 @@ import { fail } from '../../protocol/errors/fail.js'
 import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
 import { isFileParams, mountPathOf, mountsOverlap, type ResourceParamsT } from '../../protocol/schemas/resource.js'
+import type { SandboxBackend } from '../../sandbox/index.js'
 import type { BudgetParams, SessionCreateInput } from '../../protocol/schemas/session.js'
 import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
 import { budgetCents, checkBudgetCreate } from './billing/budget.js'
@@ -170,12 +171,13 @@ export function checkBudget(budget: BudgetParams | null, agent: SessionAgent): v
 }
 
 /**
- * Neither backend enforces limited networking nor installs packages yet (SPEC environments 2, 3): the local one never
- * can, the isolated one waits for its egress proxy and package step (issue 25 points 2, 3).
+ * Limited networking needs a backend whose sandboxes reach the network only through their egress proxy (the
+ * isolated one with socat); the local backend runs tools on the host's own network. Packages are not installed yet
+ * (issue 25 point 3).
  */
-export function checkEnvironment(env: Environment): void {
+export function checkEnvironment(env: Environment, backend: Pick<SandboxBackend, 'enforcesNetwork'>): void {
   if (env.config.type !== 'cloud') return
-  if (env.config.networking.type === 'limited') {
+  if (env.config.networking.type === 'limited' && !backend.enforcesNetwork) {
     throw fail('networking_unenforceable', env.id)
   }
   const p = env.config.packages

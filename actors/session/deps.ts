@@ -7,6 +7,7 @@ import type { SessionActor } from './actor.js'
 import type { AgentResolver } from './admission.js'
 import type { SessionTails } from './local-tails.js'
 import type { Model } from './model.js'
+import type { SessionOutputs } from './outputs.js'
 import type { EnvironmentRefs } from './references.js'
 import type { SessionRecord } from './state.js'
 
@@ -45,4 +46,6 @@ export interface ActorDeps {
   actors: KeyedActors<SessionActor>
   /** This process's SSE tails of the sessions owned here, fed by their event logs. */
   tails: SessionTails
+  /** Publishes what sessions write to their outputs folder as Files (outputs.ts). */
+  outputs: SessionOutputs
 }

@@ -1,8 +1,9 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
+import { DEFAULT_FILE_MAX_BYTES } from '../../protocol/files.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
-import { openBucket } from '../kit/buckets.js'
 import { fileBytes } from '../file/bytes.js'
+import { openBucket } from '../kit/buckets.js'
 import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
@@ -17,6 +18,7 @@ import { listSessions } from './list.js'
 import { SessionTails } from './local-tails.js'
 import { ensureEventsStream } from './log.js'
 import { modelClient } from './model.js'
+import { SessionOutputs } from './outputs.js'
 import { EnvironmentRefs } from './references.js'
 import { SESSION_PREFIX, type SessionRecord } from './state.js'
 
@@ -52,17 +54,27 @@ export const sessionKind: ActorKindDef = {
       othersMayTail: () => !localTails || !ctx.alone(),
       log: ctx.log,
     })
+    // One reader and writer of file bytes: resources' copies are mounted from it, outputs are published through it.
+    const bytes = fileBytes(ctx.js)
     const deps: ActorDeps = {
       ctx,
       store: actors.records<SessionRecord>(SESSION_PREFIX),
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey, ctx.log) : undefined,
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
-      files: fileBytes(ctx.js),
+      files: bytes,
       settings,
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,
       tails,
+      outputs: new SessionOutputs({
+        kv: await openBucket(ctx.kvm, ctx.storage, Buckets.sessionOutputs),
+        bytes,
+        client: ctx.client,
+        log: ctx.log,
+        dataDir: ctx.settings.dataDir,
+        maxFileBytes: ctx.settings.fileMaxBytes ?? DEFAULT_FILE_MAX_BYTES,
+      }),
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),

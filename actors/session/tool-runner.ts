@@ -2,10 +2,14 @@ import { rm } from 'node:fs/promises'
 import path from 'node:path'
 import { localBackend, type Sandbox, type SandboxBackend } from '../../sandbox/index.js'
 import type { Mailbox } from '../kit/mailbox.js'
+import { egressPolicy } from './egress.js'
 import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
 import type { Mounts } from './mounts.js'
 import { routeTool } from './tools.js'
+
+const UNENFORCEABLE =
+  'This tool cannot run on this host: its sandbox backend cannot enforce the environment’s limited networking (TROUPE_SANDBOX=local, or socat missing).'
 
 /** A session with a live shell keeps it (and stays in memory) this long after its last work. */
 const SANDBOX_IDLE_MS = 10 * 60_000
@@ -53,11 +57,17 @@ export class ToolRunner {
       // one that dies before it leaves nothing that ran.
       await this.mb.settled()
       if (signal.aborted || this.mb.dead) break
+      // The session's files in place first (mounts.ts): a copy may take a while, so the check below comes after it.
+      const unmounted = await this.mounts?.ready(signal)
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
-      const unmounted = await this.mounts?.ready(signal)
       this.mb.checkServing('it starts no tool until it knows the session is still its own')
-      const result = unmounted ?? (await this.shell().run(t.name, t.input, signal))
+      const sandbox = this.shell()
+      if (!sandbox) {
+        this.error(t, UNENFORCEABLE)
+        continue
+      }
+      const result = unmounted ?? (await sandbox.run(t.name, t.input, signal))
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) break
@@ -81,7 +91,15 @@ export class ToolRunner {
     await rm(this.workdir, { recursive: true, force: true }).catch(() => undefined)
   }
 
-  private shell(): Sandbox {
-    return (this.sandbox ??= this.backend.create({ workdir: this.workdir }))
+  /**
+   * The session's sandbox, with the network policy of its environment and current agent (applied afresh each time:
+   * a session update may have changed the MCP servers). Undefined when this host's backend cannot enforce a limited
+   * policy: admission refuses such sessions on such a host, but one may move to it from a host that can.
+   */
+  private shell(): Sandbox | undefined {
+    const network = egressPolicy(this.h.rec.env, this.h.session.agent)
+    if (network?.type === 'limited' && !this.backend.enforcesNetwork) return undefined
+    if (this.sandbox && network) this.sandbox.setNetwork(network)
+    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network }))
   }
 }

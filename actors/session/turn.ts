@@ -11,6 +11,7 @@ import type { SessionEvents } from './events.js'
 import type { History } from './history.js'
 import { classifyFailure, streamModel, type ModelResponse } from './model.js'
 import { sessionDir, systemWithFiles } from './mounts.js'
+import type { OutputPublisher } from './outputs.js'
 import type { RecordWriter } from './record-writer.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, routeTool, toolDefinitions } from './tools.js'
@@ -23,6 +24,7 @@ export interface TurnParts {
   readonly events: SessionEvents
   readonly writer: RecordWriter
   readonly tools: ToolRunner
+  readonly outputs: Pick<OutputPublisher, 'publish'>
   readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings'>
 }
 
@@ -94,17 +96,17 @@ export class TurnLoop {
         if (h.open.size) {
           const parked = await this.p.tools.run(ac.signal)
           if (ac.signal.aborted || mb.dead) return
-          if (parked.length) return this.idle({ type: 'requires_action', event_ids: parked.map((t) => t.eventId) })
+          if (parked.length) return this.end({ type: 'requires_action', event_ids: parked.map((t) => t.eventId) })
           continue
         }
         if (!h.needsModel()) {
           const stop = this.lastStop
           this.lastStop = undefined
-          return this.idle(stop?.reason ?? { type: 'end_turn' }, stop?.details ?? null)
+          return this.end(stop?.reason ?? { type: 'end_turn' }, stop?.details ?? null)
         }
         if (budgetReached(h.liveTotals(), h.session.budget)) {
           events.emit('session.usage', { usage: toWireUsage(h.liveTotals()), budget: h.session.budget })
-          return this.idle({ type: 'budget_reached' })
+          return this.end({ type: 'budget_reached' })
         }
         if (!(await this.modelRequest(ac.signal))) return
       }
@@ -113,7 +115,17 @@ export class TurnLoop {
     }
   }
 
-  /** The turn ends (or parks): the session goes idle, its record says so, and one log line sums the turn up. */
+  /**
+   * The turn ends (or parks, or is interrupted): what it wrote to the outputs folder is published (outputs.ts), then
+   * the session goes idle. A turn abandoned after repeated failures goes idle without a pass (`idle`): the next does it.
+   */
+  async end(stop: StopReason, details: unknown = null): Promise<void> {
+    await this.p.outputs.publish()
+    if (this.p.mb.dead) return
+    this.idle(stop, details)
+  }
+
+  /** The session goes idle, its record says so, and one log line sums the turn up. */
   idle(stop: StopReason, details: unknown = null): void {
     const started = this.stats?.startedAt ?? this.p.h.rec.running_since
     this.p.events.emit('session.status_idle', { stop_reason: stop, stop_details: details })
@@ -142,7 +154,7 @@ export class TurnLoop {
     const stats = (this.stats ??= newTurnStats())
     if (!model) {
       events.emit('session.error', { error: { type: 'model_request_failed_error', message: NO_MODEL, retry_status: { type: 'exhausted' } } })
-      this.idle({ type: 'retries_exhausted' })
+      await this.end({ type: 'retries_exhausted' })
       return false
     }
     // The request starts while its span event is still being stored: the chain keeps every event in order.
@@ -164,7 +176,7 @@ export class TurnLoop {
       events.emit('session.error', { error: { type: f.type, message: f.message, retry_status: { type: retry ? 'retrying' : 'exhausted' } } })
       if (!retry) {
         this.attempts = 0
-        this.idle({ type: 'retries_exhausted' })
+        await this.end({ type: 'retries_exhausted' })
         return false
       }
       const wait = (f.kind === 'retryable' && f.retryAfterMs) || intervalAfter(policy, this.attempts + 1)

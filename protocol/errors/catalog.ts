@@ -202,7 +202,7 @@ export const catalog = {
   networking_unenforceable: entry(
     422,
     (environmentId: string) =>
-      `environment_id: environment ${environmentId} uses limited networking, which this server's sandboxes cannot enforce yet (neither the local backend nor, until its egress proxy lands, the isolated one)`,
+      `environment_id: environment ${environmentId} uses limited networking, which this server's sandboxes cannot enforce (the local backend runs tools on the host's own network; the isolated one needs socat for its egress proxy)`,
     WIRE,
   ),
   packages_unsupported: entry(

@@ -5,6 +5,8 @@ import { readdirSync, readFileSync } from 'node:fs'
  * callers fall back to coarser kills (the shell's own group) rather than failing.
  */
 interface ProcStat {
+  /** Dead and not yet reaped: signals no longer reach it. */
+  zombie: boolean
   pgrp: number
   session: number
   /** Foreground process group of the controlling terminal. */
@@ -25,7 +27,7 @@ export function readStat(pid: number): ProcStat | null {
   const session = Number(rest[3])
   const tpgid = Number(rest[5])
   if (!Number.isInteger(pgrp) || !Number.isInteger(session) || !Number.isInteger(tpgid)) return null
-  return { pgrp, session, tpgid }
+  return { zombie: rest[0] === 'Z', pgrp, session, tpgid }
 }
 
 /** Process group currently in the foreground of the shell's pty, if it is not the shell itself. */
@@ -75,9 +77,17 @@ export function killSession(sid: number): void {
  * the idle shell): what the shell started, foreground or background, goes; the shell and its state stay.
  */
 export function killJobs(sid: number, keep: readonly number[]): void {
-  for (let round = 0; round < 3; round++) {
-    const jobs = sessionMembers(sid).filter((pid) => !keep.includes(readStat(pid)?.pgrp ?? -1))
+  // A fork bomb forks between one listing and its kills: sweep until a listing finds nothing alive (bounded, so a
+  // process this server may not signal cannot hold it here).
+  for (let round = 0; round < KILL_ROUNDS; round++) {
+    const jobs = sessionMembers(sid).filter((pid) => {
+      const st = readStat(pid)
+      return st !== null && !st.zombie && !keep.includes(st.pgrp)
+    })
     if (jobs.length === 0) return
     for (const pid of jobs) signalQuietly(pid, 'SIGKILL')
   }
 }
+
+/** Sweeps of `killJobs` at most. */
+const KILL_ROUNDS = 100

@@ -1,5 +1,5 @@
 import { shellQuote } from '../host/shell.js'
-import { bwrapArgs, type SandboxDirs, sessionMounts } from './layout.js'
+import { bwrapArgs, EGRESS_SOCKET, INSIDE, PROXY_PORT, type SandboxDirs, sessionMounts } from './layout.js'
 import type { LimitGroup } from './limits.js'
 
 /** A program to spawn: the file and its arguments. */
@@ -17,6 +17,8 @@ export interface LaunchContext {
   env: Record<string, string>
   /** Host files bound read-only at the same path (e.g. a node binary outside /usr). */
   extraReadOnly?: readonly string[]
+  /** The egress proxy's socket directory, bound read-only at /run/egress; none: loopback only (layout.ts). */
+  egressDir?: string
 }
 
 /** The environment of the launching shell, setpriv and bwrap: only what finds them. */
@@ -38,7 +40,7 @@ const STAGE = '/mnt'
  */
 export function sandboxed(ctx: LaunchContext, command: readonly string[], { addressSpaceLimit = true } = {}): Program {
   const inner = ['/usr/bin/prlimit', ...ctx.limits.prlimitArgs(addressSpaceLimit), ...command]
-  const mounts = sessionMounts(ctx.dirs)
+  const mounts = sessionMounts(ctx.dirs, ctx.egressDir)
   const joins = ctx.limits.procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`)
   if (ctx.hostUid === null) {
     const script = [...joins, 'exec bwrap "$@"'].join(' && ')
@@ -53,4 +55,19 @@ export function sandboxed(ctx: LaunchContext, command: readonly string[], { addr
   ].join(' && ')
   const script = [...joins, 'exec unshare --mount --propagation private -- /bin/sh -c "$0" troupe-sandbox "$@"'].join(' && ')
   return { file: '/bin/sh', args: ['-c', script, stage, ...bwrapArgs(staged, ctx.env, ctx.extraReadOnly), '--', ...inner] }
+}
+
+/** Debian's socat: the forwarder from the sandbox's loopback to its egress proxy's socket. */
+export const SOCAT = '/usr/bin/socat'
+
+/**
+ * `command` preceded by the forwarder that is the sandbox's only way out: socat listens on 127.0.0.1:3128 inside
+ * (the network namespace has nothing else) and carries each connection to the egress proxy's Unix socket, outside.
+ * It starts in the process group of the sandbox's own processes, which an interrupt's job kill spares (shell.ts);
+ * the agent may kill it (same uid) and then has no network, nothing more.
+ */
+export function withForwarder(command: readonly string[]): string[] {
+  const socket = `${INSIDE.egress}/${EGRESS_SOCKET}`
+  const forward = `${SOCAT} TCP-LISTEN:${PROXY_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${socket} </dev/null >/dev/null 2>&1 &`
+  return ['/bin/sh', '-c', `${forward} exec "$@"`, 'troupe-sandbox', ...command]
 }

@@ -9,7 +9,15 @@ export const INSIDE = {
   tmp: '/tmp',
   /** Read-only: the shell's command files and the file-tool server. */
   run: '/run/troupe',
+  /** Read-only: the directory of the egress proxy's socket (sandbox/egress/), in the shell's sandbox only. */
+  egress: '/run/egress',
 } as const
+
+/** Where the shell's sandbox reaches its egress proxy: a forwarder inside listens here (launch.ts). */
+export const PROXY_PORT = 3128
+
+/** The egress proxy's socket, in its directory (bound at `INSIDE.egress`). */
+export const EGRESS_SOCKET = 'proxy.sock'
 
 /** The uid and gid the agent has inside (its host uid is another, see `hostUid`). */
 export const INSIDE_UID = 1000
@@ -70,15 +78,17 @@ export interface SessionMount {
   readOnly: boolean
 }
 
-/** The session's own directories, as they appear inside. */
-export function sessionMounts(dirs: SandboxDirs): SessionMount[] {
-  return [
+/** The session's own directories, as they appear inside, and the egress proxy's socket directory when it has one. */
+export function sessionMounts(dirs: SandboxDirs, egressDir?: string): SessionMount[] {
+  const mounts: SessionMount[] = [
     { source: dirs.tmp, dest: INSIDE.tmp, readOnly: false },
     { source: dirs.workspace, dest: INSIDE.workspace, readOnly: false },
     { source: dirs.uploads, dest: INSIDE.uploads, readOnly: true },
     { source: dirs.outputs, dest: INSIDE.outputs, readOnly: false },
     { source: dirs.run, dest: INSIDE.run, readOnly: true },
   ]
+  if (egressDir) mounts.push({ source: egressDir, dest: INSIDE.egress, readOnly: true })
+  return mounts
 }
 
 /**
@@ -111,9 +121,12 @@ export function bwrapArgs(mounts: readonly SessionMount[], env: Record<string, s
   return args
 }
 
-/** The environment inside: nothing of the server's own. */
-export function insideEnv(): Record<string, string> {
-  return {
+/**
+ * The environment inside: nothing of the server's own. With `egress`, the proxy variables every common client reads
+ * (curl, pip, npm, apt, cargo, go, gem), in both spellings; the sandbox itself stays reachable directly.
+ */
+export function insideEnv(egress = false): Record<string, string> {
+  const env: Record<string, string> = {
     PATH: '/usr/local/bin:/usr/bin:/bin',
     HOME: INSIDE.tmp,
     USER: 'agent',
@@ -122,4 +135,10 @@ export function insideEnv(): Record<string, string> {
     LANG: 'C.UTF-8',
     TMPDIR: INSIDE.tmp,
   }
+  if (egress) {
+    const proxy = `http://127.0.0.1:${PROXY_PORT}`
+    for (const name of ['http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY']) env[name] = proxy
+    env.no_proxy = env.NO_PROXY = 'localhost,127.0.0.1,::1'
+  }
+  return env
 }

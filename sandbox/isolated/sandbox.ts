@@ -1,15 +1,18 @@
 import { randomBytes } from 'node:crypto'
-import { writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { toolSandbox } from '../dispatch.js'
+import type { EgressPolicy } from '../egress/policy.js'
+import type { EgressProxy, EgressSettings } from '../egress/proxy.js'
 import { shellEnv } from '../host/env.js'
 import { BASH_ARGS, PersistentShell } from '../host/shell.js'
 import { bashTool } from '../host/tools/bash.js'
 import { DEFAULT_BASH_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS, type Sandbox, type SandboxOptions } from '../types.js'
 import { toolServerBundle } from './bundle.js'
-import { LAUNCH_ENV, type LaunchContext, sandboxed } from './launch.js'
-import { INSIDE, insideEnv, prepareDirs, sandboxDirs } from './layout.js'
+import { LAUNCH_ENV, type LaunchContext, sandboxed, withForwarder } from './launch.js'
+import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, sandboxDirs } from './layout.js'
 import { type CgroupRoot, LimitGroup, type SandboxLimits } from './limits.js'
 import { ToolClient } from './tool-client.js'
 
@@ -20,6 +23,22 @@ export interface IsolatedRuntime {
   cgroups: CgroupRoot | null
   /** Host uid the sandboxes run as; null: the server's own (a server not running as root). */
   hostUid: number | null
+  /** The operator's egress settings; null: no network (socat missing), every sandbox loopback only. */
+  egress: EgressSettings | null
+}
+
+let proxies: Promise<(socket: string, policy: EgressPolicy) => Promise<EgressProxy>> | undefined
+
+/**
+ * Opens an egress proxy. Its modules (the vendor's sandbox runtime and what it loads) are loaded by the first
+ * sandbox that needs a network, not by every server, and its address judge is made once.
+ */
+function openProxy(settings: EgressSettings, socket: string, policy: EgressPolicy): Promise<EgressProxy> {
+  proxies ??= import('../egress/proxy.js').then(({ AddressJudge, EgressProxy }) => {
+    const judge = new AddressJudge(settings)
+    return (socket, policy) => EgressProxy.open(socket, policy, judge)
+  })
+  return proxies.then((open) => open(socket, policy))
 }
 
 const TOOL_SERVER = 'tool-server.mjs'
@@ -38,21 +57,31 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   limits.create()
   // A node outside /usr (nvm, a tarball) is bound where it is, read-only.
   const extraReadOnly = process.execPath.startsWith('/usr/') ? [] : [process.execPath]
-  const ctx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly }
+  const network = rt.egress && opts.network ? { settings: rt.egress, policy: opts.network } : null
+  // The proxy's socket gets a short directory of its own (a socket path may not exceed 107 bytes; a data directory's
+  // may), bound into the shell's sandbox only: the file tools have no network.
+  const egressDir = network ? mkdtempSync(path.join(tmpdir(), 'troupe-egress-')) : undefined
+  if (egressDir) chmodSync(egressDir, 0o755)
+  const toolCtx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly }
+  const ctx: LaunchContext = { ...toolCtx, env: shellEnv(opts.env ?? insideEnv(network !== null)), egressDir }
+  const egress = network && egressDir ? openProxy(network.settings, path.join(egressDir, EGRESS_SOCKET), network.policy) : undefined
+  // Awaited before the shell first starts; a failure then is that command's error result.
+  egress?.catch(() => undefined)
+  const bash = ['/bin/bash', ...BASH_ARGS]
   const maxOutputChars = opts.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS
   const defaultTimeoutMs = opts.bashTimeoutMs ?? DEFAULT_BASH_TIMEOUT_MS
   const shell = new PersistentShell({
     cwd: dirs.root,
     env: LAUNCH_ENV,
     retainChars: Math.max(maxOutputChars * 4, 256 * 1024),
-    program: sandboxed(ctx, ['/bin/bash', ...BASH_ARGS]),
+    program: sandboxed(ctx, network ? withForwarder(bash) : bash),
     scratch: { host: dirs.run, inside: INSIDE.run },
     killJobsOnInterrupt: true,
     // bwrap sets up namespaces and mounts before bash runs.
     startTimeoutMs: 20_000,
   })
   const tools = new ToolClient(
-    () => sandboxed(ctx, [process.execPath, path.posix.join(INSIDE.run, TOOL_SERVER), String(maxOutputChars)], { addressSpaceLimit: false }),
+    () => sandboxed(toolCtx, [process.execPath, path.posix.join(INSIDE.run, TOOL_SERVER), String(maxOutputChars)], { addressSpaceLimit: false }),
     LAUNCH_ENV,
     dirs.root,
   )
@@ -60,14 +89,28 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   const writeBundle = () => (bundleWritten ??= toolServerBundle().then((text) => writeFileSync(path.join(dirs.run, TOOL_SERVER), text, { mode: 0o644 })))
 
   return toolSandbox({
-    bash: (input, signal) => bashTool(input, { workdir: INSIDE.workspace, maxOutputChars, signal, shell, defaultTimeoutMs }),
+    async bash(input, signal) {
+      await egress
+      return bashTool(input, { workdir: INSIDE.workspace, maxOutputChars, signal, shell, defaultTimeoutMs })
+    },
     async file(name, input, signal) {
       await writeBundle()
       return tools.call(name, input, signal)
     },
+    setNetwork(policy) {
+      if (network) network.policy = policy
+      void egress?.then(
+        (proxy) => {
+          proxy.policy = network!.policy
+        },
+        () => undefined,
+      )
+    },
     async close() {
       tools.close()
       await shell.close()
+      await egress?.then((proxy) => proxy.close()).catch(() => undefined)
+      if (egressDir) rmSync(egressDir, { recursive: true, force: true })
       // The kernel tears a PID namespace down asynchronously; the groups can go once their last task has.
       for (let i = 0; i < 20 && !limits.removed(); i++) await delay(50)
     },

@@ -21,6 +21,19 @@ t.test('limits: defaults, and bad values refused naming the setting and the rule
   t.throws(() => readSandboxSetting({ TROUPE_SANDBOX_UID: '0' }), /TROUPE_SANDBOX_UID must be an integer of at least 1/)
 })
 
+t.test('TROUPE_SANDBOX_EGRESS_ALLOW takes addresses and ranges with optional ports; anything else stops start-up', async (t) => {
+  t.same(readSandboxSetting({}).egress.allowAddresses, [])
+  t.same(readSandboxSetting({ TROUPE_SANDBOX_EGRESS_ALLOW: ' 127.0.0.1:8080, 10.0.0.0/8,[::1]:9000 ,fd00::/8 ' }).egress.allowAddresses, [
+    '127.0.0.1:8080',
+    '10.0.0.0/8',
+    '[::1]:9000',
+    'fd00::/8',
+  ])
+  for (const bad of ['localhost', 'example.com:80', '10.0.0.0/x', '300.1.1.1']) {
+    t.throws(() => readSandboxSetting({ TROUPE_SANDBOX_EGRESS_ALLOW: bad }), /TROUPE_SANDBOX_EGRESS_ALLOW: .* is not an address or CIDR range/, bad)
+  }
+})
+
 t.test('local is taken as asked, saying it isolates nothing', async (t) => {
   const b = openSandboxBackend(readSandboxSetting({ TROUPE_SANDBOX: 'local' }))
   t.equal(b.kind, 'local')
@@ -39,6 +52,6 @@ t.test('the default is isolated where a probe sandbox starts, and says what it g
   t.equal(b.kind, 'isolated')
   t.match(
     b.why,
-    /^bubblewrap starts here: one bubblewrap sandbox per session, .*loopback-only network \(unrestricted networking not provided yet\); memory 2048 MiB, 256 processes/,
+    /^bubblewrap starts here: one bubblewrap sandbox per session, .*network only through an egress proxy per session, never to this host’s own services; memory 2048 MiB, 256 processes/,
   )
 })

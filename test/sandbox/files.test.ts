@@ -44,7 +44,8 @@ t.test('read lists a directory', async (t) => {
   await writeFile(path.join(dir, 'a.txt'), '')
   const r = await sb.run('read', { file_path: '.' })
   t.equal(r.is_error, false)
-  t.equal(text(r), 'a.txt\nb.txt\nsub/')
+  // outputs/ is the local backend's outputs folder, made with the sandbox.
+  t.equal(text(r), 'a.txt\nb.txt\noutputs/\nsub/')
 })
 
 t.test('read errors: missing, binary; empty file is fine', async (t) => {

@@ -4,7 +4,8 @@ import { agentAndEnv, sessionStack, failure, isError, until } from './_helpers.j
 
 // SPEC "Sessions": create body, create rules 1–8, and the session state table's first rows.
 
-const s = await sessionStack()
+// The local backend: it refuses limited networking and packages at admission, which tests below rely on.
+const s = await sessionStack({ TROUPE_SANDBOX: 'local' })
 const sessions = s.client.beta.sessions
 const agents = s.client.beta.agents
 const environments = s.client.beta.environments

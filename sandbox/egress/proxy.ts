@@ -1,0 +1,117 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import { chmod, rm } from 'node:fs/promises'
+import type { Server } from 'node:http'
+import { isIP } from 'node:net'
+// The vendor's sandbox runtime (@anthropic-ai/sandbox-runtime) exports only its process-wide SandboxManager; its
+// proxy and its resolved-address guard are what we take from it, from their modules (pinned version, no exports map).
+import { createHttpProxyServer } from '@anthropic-ai/sandbox-runtime/dist/sandbox/http-proxy.js'
+import { canonicalizeHost } from '@anthropic-ai/sandbox-runtime/dist/sandbox/parent-proxy.js'
+import { createResolvedAddressGuard, ResolvedAddressDeniedError } from '@anthropic-ai/sandbox-runtime/dist/sandbox/resolved-address-guard.js'
+import { type EgressPolicy, policyAllows } from './policy.js'
+
+/** The operator's egress settings, shared by every sandbox of this server. */
+export interface EgressSettings {
+  /**
+   * `TROUPE_SANDBOX_EGRESS_ALLOW`: addresses (`10.0.0.5`, `127.0.0.1:8080`, `[::1]:9000`, a CIDR range) a sandbox may
+   * reach although they are loopback, link-local or this host's own; default none. For an intranet service on the
+   * host, or a test server. A limited policy must still name the host.
+   */
+  allowAddresses: readonly string[]
+}
+
+/** A name that is never an address nor a loopback name, under which the guard judges an address by itself. */
+const AS_ADDRESS = 'address.invalid'
+
+/**
+ * Judges destination addresses: the guard of the vendor's runtime (loopback, unspecified, link-local, multicast,
+ * broadcast, cloud metadata addresses, this host's interface addresses, and IPv6 forms carrying any of those as an
+ * IPv4 address), with the operator's exceptions. Used for literals in requests and for every address a name
+ * resolves to, so `localhost`, a name pointing at 127.0.0.1 and `0x7f.1` are all the same refusal.
+ */
+export class AddressJudge {
+  private readonly guard: ReturnType<typeof createResolvedAddressGuard>
+
+  constructor(settings: EgressSettings) {
+    this.guard = createResolvedAddressGuard({ allowedDomains: [...settings.allowAddresses] })
+  }
+
+  permits(address: string, port: number): boolean {
+    return this.guard.permits(AS_ADDRESS, address, port)
+  }
+
+  /** A `dns.lookup` for dials to `port` that keeps only the addresses `permits` allows, so the one dialed was checked. */
+  lookupFor(port: number) {
+    return (hostname: string, options: object, callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
+      dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+        if (err) return callback(err, [])
+        const kept = addresses.filter((a) => this.permits(a.address, port))
+        if (kept.length === 0) {
+          const reason = addresses.length ? 'resolved to an address the sandbox may not reach' : 'resolved to nothing'
+          return callback(
+            new ResolvedAddressDeniedError(
+              hostname,
+              reason,
+              addresses.map((a) => a.address),
+            ),
+            [],
+          )
+        }
+        if ((options as { all?: boolean }).all) return callback(null, kept)
+        callback(null, kept[0]!.address, kept[0]!.family)
+      })
+    }
+  }
+}
+
+/**
+ * One sandbox's way out: an HTTP proxy (CONNECT tunnels and absolute-URI requests) on a Unix socket that only that
+ * sandbox sees. It admits a destination when the policy names its host and, for an address literal, when the judge
+ * permits the address; a name is resolved here and dialed only at an address the judge permits (re-checked on every
+ * dial, so DNS cannot point an allowed name at the host's NATS). `policy` can change while it runs (package
+ * installation widens it, then puts it back); the next connection sees the change.
+ */
+export class EgressProxy {
+  private constructor(
+    private readonly server: Server,
+    private readonly socket: string,
+    public policy: EgressPolicy,
+  ) {}
+
+  /**
+   * Starts a proxy for one sandbox on the Unix socket `socket` (which must not exist; at most 107 bytes, the kernel's
+   * bound), connectable by any uid: its directory decides who sees it.
+   */
+  static async open(socket: string, policy: EgressPolicy, judge: AddressJudge, onRefused?: (host: string, port: number) => void): Promise<EgressProxy> {
+    let proxy: EgressProxy | undefined
+    const server = createHttpProxyServer({
+      filter(port, host) {
+        const canonical = canonicalizeHost(host)
+        const ok = canonical !== undefined && policyAllows(proxy!.policy, canonical) && (isIP(canonical) === 0 || judge.permits(canonical, port))
+        if (!ok) onRefused?.(host, port)
+        return ok
+      },
+      lookupFor: (port) => judge.lookupFor(port),
+    })
+    proxy = new EgressProxy(server, socket, policy)
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(socket, () => {
+          server.off('error', reject)
+          resolve()
+        })
+      })
+      await chmod(socket, 0o666)
+    } catch (err) {
+      await proxy.close()
+      throw err
+    }
+    return proxy
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+    await rm(this.socket, { force: true })
+  }
+}
