@@ -2,6 +2,7 @@ import type { SessionStatus } from './events.js'
 import type { Agent, AdvisorEntry } from './schemas/agent.js'
 import type { EnvironmentConfig } from './schemas/environment.js'
 import type { Budget, SessionUsage } from './cost.js'
+import type { SessionResource } from './schemas/resource.js'
 
 /** A roster member as a session captures it: a full definition, without its own roster (WIRE §6 ThreadAgent). */
 export type ThreadAgent = Omit<Agent, 'metadata' | 'created_at' | 'updated_at' | 'archived_at' | 'multiagent'>
@@ -21,7 +22,7 @@ export interface Session {
   title: string | null
   metadata: Record<string, string>
   budget: Budget | null
-  resources: unknown[]
+  resources: SessionResource[]
   vault_ids: string[]
   outcome_evaluations: unknown[]
   stats: { active_seconds: number; duration_seconds: number }

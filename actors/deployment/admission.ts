@@ -1,6 +1,8 @@
 import { fail, inField } from '../../protocol/errors/fail.js'
 import { AgentKind } from '../../protocol/ops/agent.js'
 import { EnvironmentKind } from '../../protocol/ops/environment.js'
+import { FileKind } from '../../protocol/ops/file.js'
+import { isFileParams, type ResourceParamsT } from '../../protocol/schemas/resource.js'
 import type { AgentReference } from '../../protocol/schemas/agent.js'
 import type { DeploymentAgentParamsT } from '../../protocol/schemas/deployment.js'
 import type { SessionAgent } from '../../protocol/session.js'
@@ -32,6 +34,13 @@ export class DeploymentAdmission {
   /** What the pinned version runs (its models, for a budget). */
   pinned(ref: AgentReference): Promise<SessionAgent> {
     return snapshotAgent(this.read, ref).catch(inField('agent'))
+  }
+
+  /** Each file a resource names exists (each run's session copies them; one deleted since fails that run). */
+  async files(resources: readonly ResourceParamsT[]): Promise<void> {
+    for (const [i, r] of resources.entries()) {
+      if (isFileParams(r)) await this.client.call(FileKind.ops.get, { id: r.file_id }).catch(inField(`resources[${i}].file_id`))
+    }
   }
 
   /** The environment exists and is not archived. */

@@ -167,6 +167,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       },
       agent as SessionAgent,
     )
+    if (b.resources) await admission.files(b.resources)
     return next
   }
 
@@ -181,6 +182,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       const { ref, agent } = await admission.pin(b.agent)
       await admission.environment(b.environment_id)
       checkFields(b, agent)
+      await admission.files(b.resources ?? [])
       const t = now()
       const at = clock()
       const deployment: StoredDeployment = {

@@ -29,6 +29,8 @@ function runError(err: ApiError): RunErrorType {
       return 'environment_archived_error'
     case 'environment_not_found':
       return 'environment_not_found_error'
+    case 'file_not_found':
+      return 'file_not_found_error'
   }
   return err.status < 500 ? 'session_creation_rejected_error' : 'unknown_error'
 }

@@ -1,19 +1,42 @@
 import type { KV } from '@nats-io/kv'
-import type { ObjectStore } from '@nats-io/obj'
 import { fail } from '../../protocol/errors/fail.js'
+import type { FileBytes } from '../../protocol/files.js'
 import type { FileKind } from '../../protocol/ops/file.js'
-import type { FileMetadata } from '../../protocol/schemas/file.js'
+import type { FileCopyInputT, FileMetadata } from '../../protocol/schemas/file.js'
 import { now } from '../../protocol/time.js'
 import type { Handlers } from '../kit/ops.js'
 import { pageOf } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
 import { RecordStore } from '../kit/store.js'
-import { fileKey, type StoredFile } from './state.js'
+import { pulled } from './bytes.js'
+import { fileKey, type StoredFile, view } from './state.js'
 
-export function fileOps(kv: KV, objects: ObjectStore, projection: Projection<FileMetadata>): Handlers<typeof FileKind> {
+export function fileOps(kv: KV, bytes: FileBytes, projection: Projection<StoredFile>): Handlers<typeof FileKind> {
   const store = new RecordStore<StoredFile>(kv)
   const missing = (id: string): never => {
     throw fail('file_not_found', id)
+  }
+  /** Copies in progress here, by the copy's id: a retry that arrives meanwhile waits for the first, never copies twice. */
+  const copying = new Map<string, Promise<FileMetadata>>()
+
+  /**
+   * The copy `b.id` of `b.source_id`: found if made before (the id is the caller's, derived from what it copies for),
+   * else its bytes streamed from the source's object into its own (one chunk at a time; nats.js writes the object's
+   * meta entry only after the last chunk), then its record created, as an upload's is once its bytes are whole.
+   */
+  async function copyOnce(b: FileCopyInputT): Promise<FileMetadata> {
+    const had = await store.get(fileKey(b.id))
+    if (had) return view(had.value)
+    const src = (await store.get(fileKey(b.source_id)))?.value ?? missing(b.source_id)
+    const chunks = (await bytes.read(b.source_id)) ?? missing(b.source_id)
+    await bytes.put(b.id, pulled(chunks)).catch(async (err) => {
+      // The source deleted midway: its chunks went with it (nats.js purged what was written of the copy).
+      if (!(await store.get(fileKey(b.source_id)))) missing(b.source_id)
+      throw err
+    })
+    const file: StoredFile = { ...view(src), id: b.id, created_at: now(), scope: { type: 'session', id: b.scope_id }, resource_id: b.resource_id }
+    if ((await store.create(fileKey(b.id), file)) !== false) return view(file)
+    return view((await store.get(fileKey(b.id)))?.value ?? missing(b.id))
   }
 
   return {
@@ -32,23 +55,35 @@ export function fileOps(kv: KV, objects: ObjectStore, projection: Projection<Fil
       if ((await store.create(fileKey(b.id), file)) !== false) return file
       // The id came from an Idempotency-Key whose first upload was recorded: answer as it was answered.
       const cur = await store.get(fileKey(b.id))
-      return cur ? cur.value : missing(b.id)
+      return cur ? view(cur.value) : missing(b.id)
+    },
+
+    copy({ body: b }) {
+      let running = copying.get(b.id)
+      if (!running) {
+        running = copyOnce(b).finally(() => copying.delete(b.id))
+        copying.set(b.id, running)
+      }
+      return running
     },
 
     async get({ id }) {
       const cur = await store.get(fileKey(id))
-      return cur ? cur.value : missing(id)
+      return cur ? view(cur.value) : missing(id)
     },
 
     async list({ query: q }) {
       await projection.fresh()
       if (q.ids) {
         const wanted = new Set(q.ids)
-        const data = projection.list().filter((f) => wanted.has(f.id) && (!q.scope_id || f.scope?.id === q.scope_id))
+        const data = projection
+          .list()
+          .filter((f) => wanted.has(f.id) && (!q.scope_id || f.scope?.id === q.scope_id))
+          .map(view)
         return { data, next_page: null }
       }
       const scope = q.scope_id ?? null
-      return pageOf(projection, 'files', { scope_id: scope }, q.page, q.limit ?? 20, (f) => scope === null || f.scope?.id === scope)
+      return pageOf(projection, 'files', { scope_id: scope }, q.page, q.limit ?? 20, (f) => scope === null || f.scope?.id === scope, view)
     },
 
     async delete({ id }) {
@@ -57,7 +92,7 @@ export function fileOps(kv: KV, objects: ObjectStore, projection: Projection<Fil
       // The record goes first: from then on the file is 404 everywhere. Bytes left behind by a failure here are
       // swept as orphans (actors/file/sweep.ts).
       if ((await store.delete(fileKey(id), cur!.revision)) === false) missing(id)
-      await objects.delete(id).catch(() => undefined)
+      await bytes.discard(id).catch(() => undefined)
       return { id, type: 'file_deleted' as const }
     },
   }

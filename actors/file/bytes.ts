@@ -41,6 +41,24 @@ export function fileBytes(js: JetStreamClient): FileBytes {
   }
 }
 
+/** `chunks` as a stream that asks for the next one only when its reader wants it (no read-ahead of its own). */
+export function pulled(chunks: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
+  const it = chunks[Symbol.asyncIterator]()
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(c) {
+        const r = await it.next()
+        if (r.done) c.close()
+        else c.enqueue(r.value)
+      },
+      async cancel() {
+        await it.return?.()
+      },
+    },
+    { highWaterMark: 0 },
+  )
+}
+
 /**
  * The chunks of one object, each fetched by direct get (the next message on the object's chunk subject), one ahead of
  * the reader: a reader that stops taking them stops the reading (nats.js's own `get` pushes the whole object into

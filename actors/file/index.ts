@@ -1,6 +1,5 @@
 import { Objm } from '@nats-io/obj'
 import { FileKind } from '../../protocol/ops/file.js'
-import type { FileMetadata } from '../../protocol/schemas/file.js'
 import { Buckets, ObjectStores } from '../../protocol/subjects.js'
 import { openBucket } from '../kit/buckets.js'
 import { every } from '../kit/loop.js'
@@ -9,19 +8,22 @@ import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
 import type { ActorKindDef } from '../kit/types.js'
 import { fileOps } from './behaviour.js'
-import { FILE_PREFIX } from './state.js'
+import { fileBytes } from './bytes.js'
+import { sweepCopies } from './copies.js'
+import { FILE_PREFIX, type StoredFile } from './state.js'
 import { ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'
 
 /**
  * Files: any host serves any file's metadata (KV records, written only once the bytes are whole); the bytes live in
- * the `troupe_files` object store, which the gateway streams in and out (actors/file/bytes.ts).
+ * the `troupe_files` object store, which the gateway streams in and out (actors/file/bytes.ts), and which `copy`
+ * streams from one object to another for session resources.
  */
 export const fileKind: ActorKindDef = {
   contract: FileKind,
   async start(ctx) {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.files)
     const objects = await openObjectStore(new Objm(ctx.js), ctx.storage, ObjectStores.files)
-    const projection = new Projection<FileMetadata>(kv, FILE_PREFIX)
+    const projection = new Projection<StoredFile>(kv, FILE_PREFIX)
     await projection.start()
     const sweeper = every(
       ORPHAN_AGE_MS,
@@ -29,11 +31,13 @@ export const fileKind: ActorKindDef = {
         await projection.fresh()
         const swept = await sweepOrphans(objects, ctx.jsm, (id) => projection.get(id) !== undefined)
         if (swept) ctx.log.info({ swept }, 'swept file bytes no record names')
+        const copies = await sweepCopies(projection.list(), ctx.client)
+        if (copies) ctx.log.info({ copies }, 'swept copies made for session resources that never came to be or are gone')
       },
       (err) => ctx.log.warn({ err }, 'sweeping orphaned file bytes failed'),
     )
     return {
-      ops: implement(FileKind, fileOps(kv, objects, projection)),
+      ops: implement(FileKind, fileOps(kv, fileBytes(ctx.js), projection)),
       close: async () => {
         await sweeper.stop()
         projection.stop()

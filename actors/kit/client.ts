@@ -8,6 +8,8 @@ import { dispatch, type OpTable } from './ops.js'
 /** The input of a call: the id it names (ops placed on an owner need one), its body and query. */
 export interface CallInput<O> {
   id?: string
+  /** The op's second path id (ops that declare `sub`). */
+  sub?: string
   body?: BodyOf<O>
   query?: QueryOf<O>
   /** The request this call serves, for logs; a fresh one when absent. */
@@ -41,7 +43,10 @@ export function actorClient(o: ActorClientOptions): ActorClient {
       const req: ActorRequest = {
         op: op.name,
         rid: input.rid ?? newId('req'),
-        params: input.id === undefined ? {} : { [op.id.param]: input.id },
+        params: {
+          ...(input.id === undefined ? {} : { [op.id.param]: input.id }),
+          ...(input.sub === undefined || !op.sub ? {} : { [op.sub.param]: input.sub }),
+        },
         query: input.query ?? {},
         body: input.body,
         ...(input.key === undefined ? {} : { key: input.key }),

@@ -6,6 +6,8 @@ import type { BodyOf, KindContract, Op, QueryOf, ReplyOf } from '../../protocol/
 export interface OpInput<B, Q> {
   /** The id the request names (the kind's path parameter); '' for ops that name none (create, list). */
   id: string
+  /** The op's second path id (`OpSpec.sub`, checked by the router like the first); '' for ops that declare none. */
+  sub: string
   body: B
   query: Q
   /** The HTTP request id (`req_…`), for logs. */
@@ -43,5 +45,6 @@ export async function dispatch(table: OpTable, req: ActorRequest, placed: { plac
     throw fail('operation_not_placed', req.op, table.contract.kind, placed.placement === 'any' ? 'any host' : 'the owner')
   const handler = (table.handlers as Record<string, Erased>)[req.op]!
   const id = placed.placement === 'owner' ? placed.id : (req.params[op.id.param] ?? '')
-  return handler({ id, body: req.body, query: req.query, rid: req.rid, ...(req.key === undefined ? {} : { key: req.key }) })
+  const sub = op.sub ? (req.params[op.sub.param] ?? '') : ''
+  return handler({ id, sub, body: req.body, query: req.query, rid: req.rid, ...(req.key === undefined ? {} : { key: req.key }) })
 }

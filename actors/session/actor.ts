@@ -13,6 +13,7 @@ import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
 import { History } from './history.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
+import { Mounts, sessionDir } from './mounts.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
@@ -55,7 +56,8 @@ export class SessionActor extends MailboxActor {
     const { mb } = this
     this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
-    this.tools = new ToolRunner(h, this.events, mb, deps.ctx.settings.dataDir, deps.ctx.settings.sandbox)
+    const mounts = new Mounts(h, sessionDir(deps.ctx.settings.dataDir, this.id), deps.files, deps.ctx.log)
+    this.tools = new ToolRunner(h, this.events, mb, deps.ctx.settings.dataDir, deps.ctx.settings.sandbox, mounts)
     const outputs = deps.outputs.publisher(this.id, mb)
     this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, outputs, deps })
     this.recovery = new Recovery(h, this.events, this.tools, this.turns)

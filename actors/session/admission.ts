@@ -1,6 +1,7 @@
 import { fail } from '../../protocol/errors/fail.js'
 import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
+import { isFileParams, mountPathOf, mountsOverlap, type ResourceParamsT } from '../../protocol/schemas/resource.js'
 import { listedManagers, type SandboxBackend } from '../../sandbox/index.js'
 import type { BudgetParams, SessionCreateInput } from '../../protocol/schemas/session.js'
 import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
@@ -110,7 +111,7 @@ export const modelNames = (agent: SessionAgent): string[] => modelsOf(agent).map
 
 /** What of a create the rules below read: a session's body, or a deployment's. */
 export interface CreateInput {
-  resources?: ReadonlyArray<{ type: string }> | null
+  resources?: readonly ResourceParamsT[] | null
   vault_ids?: readonly string[] | null
   initial_events?: ReadonlyArray<{ type: string; rubric?: { type: string } }>
   budget?: BudgetParams | null
@@ -127,12 +128,22 @@ export function checkCreateInput(b: CreateInput, agent: SessionAgent, on: 'sessi
   checkBudget(b.budget ?? null, agent)
 }
 
-/** No resource kind can be attached yet: files and memory stores are not configured, the rest never will be here. */
-export function checkResources(resources: ReadonlyArray<{ type: string }>, on: 'sessions' | 'deployments'): void {
+/**
+ * Files only (whether each exists is for the copy to find out, actors/session/resources.ts): no two may share a mount
+ * path, nor may one lie beneath another. Memory stores are not built yet; the other kinds never will be here.
+ */
+export function checkResources(resources: readonly ResourceParamsT[], on: 'sessions' | 'deployments'): void {
+  const mounts: Array<{ at: number; path: string }> = []
   for (const [i, r] of resources.entries()) {
-    const kind = String(r.type)
-    if (kind === 'file' || kind === 'memory_store') throw fail('resource_unavailable', i, kind)
-    throw fail('resource_unsupported', i, kind, on)
+    if (isFileParams(r)) {
+      const path = mountPathOf(r)
+      const clash = mounts.find((m) => mountsOverlap(m.path, path))
+      if (clash) throw fail('mount_path_conflict', `resources[${i}].mount_path`, path, `resources[${clash.at}]`, clash.path)
+      mounts.push({ at: i, path })
+      continue
+    }
+    if (r.type === 'memory_store') throw fail('resource_unavailable', i, 'memory_store')
+    throw fail('resource_unsupported', i, String(r.type), on)
   }
 }
 

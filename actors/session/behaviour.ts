@@ -7,6 +7,7 @@ import type { DeploymentInitialEvent } from '../../protocol/schemas/deployment.j
 import { FencedRecord } from '../kit/fenced-record.js'
 import type { Handlers, OpInput } from '../kit/ops.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
+import type { SessionResource } from '../../protocol/schemas/resource.js'
 import type { Session } from '../../protocol/session.js'
 import { now } from '../../protocol/time.js'
 import { budgetCents, checkBudgetUpdate } from './billing/budget.js'
@@ -20,6 +21,7 @@ import { SessionActor } from './actor.js'
 import type { ActorDeps } from './deps.js'
 import { checkFits, lastSequence } from './log.js'
 import { listEvents } from './pages.js'
+import { attachFiles, dropCopies, resourceOps } from './resources.js'
 import { checkClientEvents } from './rules.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
 
@@ -78,13 +80,16 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     checkCreateInput(b, agent)
     const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
     const release = () => deps.environments.release(env.id, id, req.rid)
+    const t = now()
+    let resources: SessionResource[]
     try {
       checkEnvironment(env, ctx.settings.sandbox ?? localBackend)
+      // Copies made here and not listed by a record (this host killed before it) are swept (actors/file/copies.ts).
+      resources = await attachFiles(deps, id, b.resources ?? [], t, req.rid)
     } catch (err) {
       await release()
       throw err
     }
-    const t = now()
     const budget = b.budget ?? null
     const session: Session = {
       id,
@@ -95,7 +100,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       title: b.title ?? null,
       metadata: b.metadata ?? {},
       budget,
-      resources: [],
+      resources,
       vault_ids: [],
       outcome_evaluations: [],
       stats: { active_seconds: 0, duration_seconds: 0 },
@@ -135,6 +140,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
   }
 
   return {
+    ...resourceOps(deps, (id) => actors.peek(id), live),
+
     create: (req) => create(req, null),
 
     // The run's body (its deployment's agent pinned, initial events with system messages) read as a create's.
@@ -213,6 +220,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     async delete({ id, rid }) {
       const actor = await live(id)
       await actor.destroy(rid)
+      // The session is gone: so are the copies its resources held.
+      await dropCopies(deps, id, actor.h.session.resources, rid)
       return { id, type: 'session_deleted' }
     },
 

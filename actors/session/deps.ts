@@ -1,3 +1,4 @@
+import type { FileBytes } from '../../protocol/files.js'
 import type { KeyedActors } from '../kit/keyed-actors.js'
 import type { RetryPolicy } from '../kit/retry-policy.js'
 import type { RecordStore } from '../kit/store.js'
@@ -34,6 +35,8 @@ export interface ActorDeps {
   /** Undefined when neither a model base URL nor a key is configured: turns end with a session.error. */
   model: Model | undefined
   environments: EnvironmentRefs
+  /** Reads file bytes from the object store: a session's resource copies, as they are mounted (mounts.ts). */
+  files: Pick<FileBytes, 'read'>
   /** Reads the agent a new session snapshots. */
   agents: AgentResolver
   settings: SessionSettings

@@ -54,19 +54,22 @@ export const sessionKind: ActorKindDef = {
       othersMayTail: () => !localTails || !ctx.alone(),
       log: ctx.log,
     })
+    // One reader and writer of file bytes: resources' copies are mounted from it, outputs are published through it.
+    const bytes = fileBytes(ctx.js)
     const deps: ActorDeps = {
       ctx,
       store: actors.records<SessionRecord>(SESSION_PREFIX),
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey, ctx.log) : undefined,
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
+      files: bytes,
       settings,
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,
       tails,
       outputs: new SessionOutputs({
         kv: await openBucket(ctx.kvm, ctx.storage, Buckets.sessionOutputs),
-        bytes: fileBytes(ctx.js),
+        bytes,
         client: ctx.client,
         log: ctx.log,
         dataDir: ctx.settings.dataDir,

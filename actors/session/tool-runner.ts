@@ -5,6 +5,7 @@ import type { Mailbox } from '../kit/mailbox.js'
 import { egressPolicy, packagesOf } from './egress.js'
 import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
+import type { Mounts } from './mounts.js'
 import { routeTool } from './tools.js'
 
 const UNENFORCEABLE =
@@ -30,6 +31,7 @@ export class ToolRunner {
     private readonly mb: Mailbox,
     dataDir: string,
     private readonly backend: SandboxBackend = localBackend,
+    private readonly mounts?: Mounts,
   ) {
     this.workdir = path.join(dataDir, 'sessions', h.session.id)
   }
@@ -60,9 +62,9 @@ export class ToolRunner {
       // one that dies before it leaves nothing that ran.
       await this.mb.settled()
       if (signal.aborted || this.mb.dead) break
-      // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
-      // tool use with an error result, so running it here could make it run after all. Step down instead.
-      this.mb.checkServing('it starts no tool until it knows the session is still its own')
+      // The session's files in place first (mounts.ts) and its packages installed: both may take a while, so the
+      // check below comes after them.
+      const unmounted = await this.mounts?.ready(signal)
       const sandbox = this.shell()
       if (!sandbox) {
         this.error(t, UNENFORCEABLE)
@@ -77,7 +79,10 @@ export class ToolRunner {
         }
         this.provisioned = true
       }
-      const result = await sandbox.run(t.name, t.input, signal)
+      // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
+      // tool use with an error result, so running it here could make it run after all. Step down instead.
+      this.mb.checkServing('it starts no tool until it knows the session is still its own')
+      const result = unmounted ?? (await sandbox.run(t.name, t.input, signal))
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) break

@@ -10,6 +10,7 @@ import type { ActorDeps } from './deps.js'
 import type { SessionEvents } from './events.js'
 import type { History } from './history.js'
 import { classifyFailure, streamModel, type ModelResponse } from './model.js'
+import { sessionDir, systemWithFiles } from './mounts.js'
 import type { OutputPublisher } from './outputs.js'
 import type { RecordWriter } from './record-writer.js'
 import type { ToolRunner } from './tool-runner.js'
@@ -213,12 +214,14 @@ export class TurnLoop {
     const agent = this.p.h.session.agent
     const m = agent.model
     const tools = toolDefinitions(agent)
+    const { dataDir, sandbox } = this.p.deps.ctx.settings
+    const system = systemWithFiles(agent.system, this.p.h.session.resources, sandbox?.kind ?? 'local', sessionDir(dataDir, this.p.id))
     return {
       model: m.id,
       max_tokens: this.p.deps.settings.maxTokens,
       messages: this.p.h.messages,
       stream: true,
-      ...(agent.system ? { system: agent.system } : {}),
+      ...(system ? { system } : {}),
       ...(tools.length ? { tools } : {}),
       ...(m.speed ? { speed: m.speed } : {}),
       ...(m.inference_geo ? { inference_geo: m.inference_geo } : {}),

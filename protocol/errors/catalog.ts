@@ -97,6 +97,16 @@ export const catalog = {
       `budget.max_list_cost.amount: the new maximum must be greater than the list cost already consumed (${formatAmount(consumedCents)} cents, rounded)`,
     WIRE,
   ),
+  mount_path_conflict: entry(
+    400,
+    (field: string, path: string, other: string, otherPath: string) =>
+      `${field}: ${path} overlaps the mount path of ${other} (${otherPath}); two resources may not share a mount path, nor may one lie beneath the other`,
+  ),
+  too_many_resources: entry(400, (max: number) => `resources: a session holds at most ${max} resources; delete one first`),
+  resource_token_unsupported: entry(
+    400,
+    (id: string, kind: string) => `authorization_token: only github_repository resources take a token; ${id} is a ${kind} resource`,
+  ),
   model_not_budgetable: entry(
     400,
     (models: readonly string[]) => `budget: every model of the session needs a known list price to be budgeted (${models.join(', ')})`,
@@ -117,6 +127,7 @@ export const catalog = {
   deployment_not_found: entry(404, (id: string) => `Deployment ${id} not found`, WIRE),
   deployment_run_not_found: entry(404, (id: string) => `Deployment run ${id} not found`, WIRE),
   file_not_found: entry(404, (id: string) => `File ${id} not found`, WIRE),
+  session_resource_not_found: entry(404, (id: string, sessionId: string) => `Session resource ${id} not found in session ${sessionId}`, WIRE),
 
   // 405: the path exists under other methods (listed in `Allow`).
   method_not_allowed: entry(
@@ -131,6 +142,12 @@ export const catalog = {
   // 409: conflicts that retrying cannot fix; the envelope marks them `x-should-retry: false`.
   session_archived: entry(409, (id: string) => `Session ${id} is archived; it accepts no more events or updates`, WIRE),
   session_running: entry(409, (id: string) => `Session ${id} is running; interrupt it first (send user.interrupt) and retry once it is idle`, WIRE),
+  session_busy_resources: entry(
+    409,
+    (id: string) =>
+      `Session ${id} is running; its resources change only while it is idle: interrupt it first (send user.interrupt), or wait for session.status_idle, and retry`,
+    WIRE,
+  ),
   deployment_archived: entry(409, (id: string) => `Deployment ${id} is archived; it cannot be updated, unpaused or run`, WIRE),
   session_exists: entry(409, (id: string) => `Session ${id} already exists`),
   environment_in_use: entry(409, (id: string, sessions: number) => `Environment ${id} is referenced by ${sessions} session(s); delete them first`, WIRE),
@@ -173,8 +190,7 @@ export const catalog = {
   outcomes_unavailable: entry(422, (field: string) => `${field}: outcomes (user.define_outcome) are not available on this server yet`, WIRE),
   resource_unavailable: entry(
     422,
-    (index: number, kind: 'file' | 'memory_store') =>
-      `resources[${index}]: ${kind} resources are not available on this server yet (${kind === 'file' ? 'Files can be uploaded, but not yet mounted into sessions' : 'memory stores are not built'})`,
+    (index: number, kind: 'memory_store') => `resources[${index}]: ${kind} resources are not available on this server yet (memory stores are not built)`,
     WIRE,
   ),
   resource_unsupported: entry(

@@ -32,6 +32,12 @@ export interface OpSpec<B, Q, R> {
    * the create lands on the host that will own it.
    */
   mint?: true
+  /**
+   * A second path id, naming one thing inside the actor the first names (a session's resource, `resource_id`): the
+   * router checks its prefix as it checks the first (a wrong one is a 404 before anyone is asked), and the handler
+   * gets it as `sub`. The request still goes to the actor of the first id.
+   */
+  sub?: IdSpec
   reply: Reply<R>
 }
 

@@ -1,5 +1,5 @@
 import type { Page } from '../page.js'
-import { type FileMetadata, FileListQuery, FileRecordInput } from '../schemas/file.js'
+import { type FileMetadata, FileCopyInput, FileListQuery, FileRecordInput } from '../schemas/file.js'
 import { defineKind, returns } from './define.js'
 
 /**
@@ -13,6 +13,11 @@ export const FileKind = defineKind(
   {
     /** Records a file whose bytes are stored whole under its id (the gateway, after an upload). */
     create: { placement: 'any', body: FileRecordInput, reply: returns<FileMetadata>() },
+    /**
+     * Internal (the session kind; no route): copies a file's bytes, object store to object store as they are read,
+     * under a new id scoped to a session. Idempotent by the new id.
+     */
+    copy: { placement: 'any', body: FileCopyInput, reply: returns<FileMetadata>() },
     list: { placement: 'any', query: FileListQuery, reply: returns<Page<FileMetadata>>() },
     get: { placement: 'any', reply: returns<FileMetadata>() },
     delete: { placement: 'any', reply: returns<{ id: string; type: 'file_deleted' }>() },

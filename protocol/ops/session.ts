@@ -4,7 +4,11 @@ import { EventsListQuery, EventsSend, EventsStreamQuery } from '../schemas/event
 import { SessionFromRun } from '../schemas/deployment.js'
 import { SessionCreate, SessionListQuery, SessionUpdate } from '../schemas/session.js'
 import type { Session } from '../session.js'
-import { defineKind, returns } from './define.js'
+import { ResourceAdd, ResourceListQuery, ResourceUpdate, type FileResource, type SessionResource } from '../schemas/resource.js'
+import { defineKind, type IdSpec, returns } from './define.js'
+
+/** A session's resource, named beside its session in the resources routes (WIRE §9). */
+const ResourceId: IdSpec = { param: 'resource_id', prefix: 'sesrsc', noun: 'Session resource' }
 
 /**
  * Sessions: everything about one session goes to the host owning its partition (a create mints the id that picks
@@ -24,6 +28,13 @@ export const SessionKind = defineKind(
     archive: { placement: 'owner', reply: returns<Session>() },
     'events.send': { placement: 'owner', body: EventsSend, reply: returns<{ data: SessionEvent[] }>() },
     'events.list': { placement: 'owner', query: EventsListQuery, reply: returns<Page<SessionEvent>>() },
+    'resources.list': { placement: 'owner', query: ResourceListQuery, reply: returns<Page<SessionResource>>() },
+    /** Adds a file resource to an idle session: an independent copy of the file, mounted before its next tool runs. */
+    'resources.add': { placement: 'owner', body: ResourceAdd, reply: returns<FileResource>() },
+    'resources.get': { placement: 'owner', sub: ResourceId, reply: returns<SessionResource>() },
+    /** A token rotation: only GitHub repositories take one, and sessions have none here. */
+    'resources.update': { placement: 'owner', sub: ResourceId, body: ResourceUpdate, reply: returns<SessionResource>() },
+    'resources.delete': { placement: 'owner', sub: ResourceId, reply: returns<{ id: string; type: 'session_resource_deleted' }>() },
     /** Opens an SSE tail: the last stored sequence, from which the gateway goes live. */
     'stream.open': { placement: 'owner', query: EventsStreamQuery, reply: returns<StreamOpenReply>() },
   },

@@ -12,7 +12,8 @@ import {
   type UserMessageParamsT,
 } from './events.js'
 import { AgentId, DeploymentId, EnvironmentId, VaultId } from './ids.js'
-import { Budget, ResourceParams, type BudgetParams, type ResourceParamsT } from './session.js'
+import { ResourceParams, type ResourceParamsT } from './resource.js'
+import { Budget, type BudgetParams } from './session.js'
 
 /**
  * Deployments and their runs on the wire (WIRE.md §13–§14, SPEC "Deployments", DECISIONS "Deployments and runs").

@@ -1,6 +1,6 @@
 import { type } from 'arktype'
 import { limitParam, pageParam } from './common.js'
-import { FileId, SessionId } from './ids.js'
+import { FileId, SessionId, SessionResourceId } from './ids.js'
 import { listParam } from './events.js'
 
 /** At most this many `ids[]` in one list (WIRE §10). */
@@ -32,8 +32,23 @@ export const FileRecordInput = type({
   'scope_id?': SessionId,
 })
 
+/**
+ * Internal (the session kind, for a file resource; no route): an independent copy of `source_id`'s bytes and
+ * metadata as the file `id`, scoped to session `scope_id`. The caller derives `id` from the session and the
+ * resource, so a repeated copy finds the first and makes no second. `resource_id` is kept with the copy (never shown)
+ * so a copy whose resource never came to be, or is gone, can be found and swept.
+ */
+export const FileCopyInput = type({
+  '+': 'reject',
+  id: FileId,
+  source_id: FileId,
+  scope_id: SessionId,
+  resource_id: SessionResourceId,
+})
+
 export type FileListInput = typeof FileListQuery.infer
 export type FileRecordInputT = typeof FileRecordInput.infer
+export type FileCopyInputT = typeof FileCopyInput.infer
 
 /** A file on the wire (WIRE §10). */
 export interface FileMetadata {

@@ -3,7 +3,8 @@ import { parseAmount } from '../cost.js'
 import { SESSION_STATUSES } from '../events.js'
 import { McpServerList, ModelInput, SkillList, ToolList } from './agent.js'
 import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, timestampParam } from './common.js'
-import { AgentId, DeploymentId, EnvironmentId, FileId, MemoryStoreId, VaultId } from './ids.js'
+import { AgentId, DeploymentId, EnvironmentId, MemoryStoreId, VaultId } from './ids.js'
+import { ResourceParams } from './resource.js'
 import { UserDefineOutcomeParams, UserMessageParams, listParam, tagged } from './events.js'
 
 /**
@@ -46,12 +47,6 @@ const InitialEvent = tagged(
   UserMessageParams.or(UserDefineOutcomeParams),
   'user.message or user.define_outcome, the only event types allowed in initial_events',
 )
-
-/**
- * Any `type` passes here: the actor answers 422 for kinds it cannot provide, which a shape error would hide.
- * The ids a resource names are checked all the same: they must never reach a store unchecked.
- */
-export const ResourceParams = type({ '[string]': 'unknown', type: 'string > 0', 'file_id?': FileId, 'memory_store_id?': MemoryStoreId })
 
 export const SessionCreate = type({
   '+': 'reject',
@@ -108,7 +103,6 @@ export const SessionListQuery = type({
 
 export type BudgetParams = typeof Budget.infer
 export type AgentRefParamsT = typeof AgentRefParams.infer
-export type ResourceParamsT = typeof ResourceParams.infer
 export type SessionCreateInput = typeof SessionCreate.infer
 export type SessionUpdateInput = typeof SessionUpdate.infer
 export type SessionListInput = typeof SessionListQuery.infer

@@ -95,7 +95,18 @@ t.test('resources, vaults, outcomes and budgets get the errors sessions give', a
       'resource_unsupported',
       /resources\[0\]: github_repository resources are not supported on deployments/,
     ],
-    [{ resources: [{ type: 'file', file_id: 'file_01ABC' }] }, 422, 'resource_unavailable', /resources\[0\]: file resources are not available/],
+    [{ resources: [{ type: 'file', file_id: 'file_01ABC' }] }, 404, 'file_not_found', /^resources\[0\]\.file_id: File file_01ABC not found/],
+    [
+      {
+        resources: [
+          { type: 'file', file_id: 'file_01ABC' },
+          { type: 'file', file_id: 'file_01ABC' },
+        ],
+      },
+      400,
+      'invalid_request',
+      /^resources\[1\]\.mount_path: \/mnt\/session\/uploads\/file_01ABC overlaps/,
+    ],
     [{ resources: [{ type: 'memory_store', memory_store_id: 'memstore_01ABC' }] }, 422, 'resource_unavailable', /memory stores/],
     [{ vault_ids: ['vlt_01A', 'vlt_01A'] }, 400, 'invalid_request', /vault_ids\[1\]: vlt_01A appears twice/],
     [{ vault_ids: ['vlt_01A'] }, 422, 'vaults_unavailable', /vault_ids: vaults are not available/],

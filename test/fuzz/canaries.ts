@@ -39,16 +39,19 @@ async function read(url: string, path: string): Promise<string> {
 export async function createCanaries(url: string): Promise<Canaries> {
   const agent = await create(url, '/v1/agents', { name: 'canary', model: 'claude-sonnet-4-5', metadata: { canary: 'yes' } })
   const env = await create(url, '/v1/environments', { name: 'canary', metadata: { canary: 'yes' } })
-  const session = await create(url, '/v1/sessions', { agent, environment_id: env, title: 'canary', metadata: { canary: 'yes' } })
+  const file = await uploadFile(url, 'canary.txt')
+  const resources = [{ type: 'file', file_id: file, mount_path: '/mnt/session/uploads/canary.txt' }]
+  const session = await create(url, '/v1/sessions', { agent, environment_id: env, title: 'canary', metadata: { canary: 'yes' }, resources })
   // No schedule: its upcoming runs would move with the clock alone.
   const deployment = await create(url, '/v1/deployments', { ...deploymentOf(agent, env), schedule: null, name: 'canary', metadata: { canary: 'yes' } })
   const run = await create(url, `/v1/deployments/${deployment}/run`, undefined)
-  const file = await uploadFile(url, 'canary.txt')
   const paths = [
     `/v1/agents/${agent}`,
     `/v1/environments/${env}`,
     `/v1/sessions/${session}`,
     `/v1/sessions/${session}/events`,
+    `/v1/sessions/${session}/resources`,
+    `/v1/files?scope_id=${session}`,
     `/v1/deployments/${deployment}`,
     `/v1/deployment_runs/${run}`,
     `/v1/files/${file}`,
@@ -74,7 +77,7 @@ export async function changedCanaries(url: string, c: Canaries): Promise<Array<{
 }
 
 export async function createVictims(url: string, n = 3): Promise<Victims> {
-  const v: Victims = { agents: [], environments: [], sessions: [], deployments: [], deployment_runs: [], files: [] }
+  const v: Victims = { agents: [], environments: [], sessions: [], deployments: [], deployment_runs: [], files: [], session_resources: [] }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
     v.environments.push(await create(url, '/v1/environments', { name: `victim ${i}` }))
@@ -84,6 +87,9 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     v.deployments.push(await create(url, '/v1/deployments', { ...deploymentOf(v.agents[i]!, v.environments[i]!), name: `victim ${i}` }))
     v.deployment_runs.push(await create(url, `/v1/deployments/${v.deployments[i]!}/run`, undefined))
     v.files.push(await uploadFile(url, `victim-${i}.txt`))
+  }
+  for (let i = 0; i < n; i++) {
+    v.session_resources.push(await create(url, `/v1/sessions/${v.sessions[i]!}/resources`, { type: 'file', file_id: v.files[i]! }))
   }
   return v
 }

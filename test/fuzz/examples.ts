@@ -65,9 +65,13 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
         title: 'fuzz session',
         metadata: { team: 'fuzz' },
         vault_ids: [],
-        resources: [],
+        resources: [{ type: 'file', file_id: rng.pick(v.files), mount_path: '/mnt/session/uploads/fuzz/in.txt' }],
         budget: { type: 'limit', max_list_cost: { amount: '100', currency: 'USD' } },
       }
+    case 'sessions.resources.add':
+      return { type: 'file', file_id: rng.pick(v.files), mount_path: rng.chance(0.5) ? null : '/mnt/session/uploads/fuzz/added.txt' }
+    case 'sessions.resources.update':
+      return { authorization_token: 'ghp_fuzz' }
     case 'sessions.update':
       return {
         title: 'renamed',
@@ -194,6 +198,11 @@ export function exampleQuery(operationId: string, v: Victims): Array<[string, st
         ['trigger_type', 'manual'],
         ['created_at[gt]', '2020-01-01T00:00:00Z'],
         ['created_at[lte]', '2100-01-01T00:00:00Z'],
+      ]
+    case 'sessions.resources.list':
+      return [
+        ['limit', '2'],
+        ['page', ''],
       ]
     case 'files.list':
       return [

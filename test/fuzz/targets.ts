@@ -40,6 +40,7 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   deployment_id: 'deployments',
   deployment_run_id: 'deployment_runs',
   file_id: 'files',
+  resource_id: 'session_resources',
 }
 
 /** A live id for a path parameter, from the victims (never a canary). */

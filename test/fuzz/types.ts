@@ -25,6 +25,8 @@ export interface Victims {
   deployments: string[]
   deployment_runs: string[]
   files: string[]
+  /** Resources of the victim sessions (`resource_id`), each a copy of a victim file. */
+  session_resources: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */

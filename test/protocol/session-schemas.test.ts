@@ -50,7 +50,8 @@ t.test('session create: good input', async (t) => {
     metadata: { k: 'v' },
     initial_events: [um, { type: 'user.define_outcome', description: 'd', rubric: { type: 'file', file_id: 'file_1' }, max_iterations: null }],
     resources: [
-      { type: 'file', file_id: 'file_1', mount_path: '/x' },
+      { type: 'file', file_id: 'file_1', mount_path: '/mnt/session/uploads/x/y.txt' },
+      { type: 'file', file_id: 'file_2', mount_path: null },
       { type: 'github_repository', url: 'https://github.com/a/b' },
     ],
     vault_ids: ['vlt_1'],
@@ -73,6 +74,8 @@ t.test('session create: bad input', async (t) => {
     ]),
     [{ ...ok, vault_ids: ['vlt_a', 'v.x'] }, /^vault_ids\[1\] must be an id like vlt_01…/],
     [{ ...ok, resources: [{ type: 'file', file_id: 'file_a>' }] }, /^resources\[0\]\.file_id must be an id like file_01…/],
+    [{ ...ok, resources: [{ type: 'file', file_id: 'file_a', mount_path: '/x' }] }, /^resources\[0\]\.mount_path must be an absolute path strictly beneath/],
+    [{ ...ok, resources: [{ type: 'file', file_id: 'file_a', url: 'u' }] }, /^resources\[0\]\.url is not a known field/],
     [{ ...ok, metadata: ['x'] }, 'metadata must be an object (was an array)'],
     [{ ...ok, agent: '' }, /^agent must be an id like agent_01…/],
     [{ ...ok, agent: 5 }, /^agent must be a string or an object/],

@@ -132,6 +132,8 @@ t.test('known paths under other methods: the methods they have (the server answe
     ['GET', concrete('/v1/sessions/{session_id}/archive'), ['POST']],
     ['DELETE', concrete('/v1/sessions/{session_id}/events'), ['GET', 'POST']],
     ['POST', concrete('/v1/sessions/{session_id}/events/stream'), ['GET']],
+    ['PUT', concrete('/v1/sessions/{session_id}/resources/{resource_id}'), ['DELETE', 'GET', 'POST']],
+    ['DELETE', concrete('/v1/sessions/{session_id}/resources'), ['GET', 'POST']],
     // HEAD is the server's business (it routes HEAD as GET): the router itself has no HEAD route.
     ['HEAD', '/v1/agents', ['GET', 'POST']],
   ]
@@ -173,6 +175,11 @@ t.test('an id with the wrong prefix or shape is a 404 naming the resource, befor
     ['DELETE', '/v1/sessions/sesn_1.2', 'Session sesn_1.2 not found'],
     ['GET', '/v1/sessions/sesn_*', 'Session sesn_* not found'],
     ['GET', '/v1/sessions/sesn_>', 'Session sesn_> not found'],
+    // A second path id is checked as the first (its own prefix; the first is checked before it).
+    ['GET', '/v1/sessions/sesn_1/resources/file_1', 'Session resource file_1 not found'],
+    ['DELETE', '/v1/sessions/sesn_1/resources/sesrsc_1.x', 'Session resource sesrsc_1.x not found'],
+    ['POST', '/v1/sessions/sesn_1/resources/sesn_1', 'Session resource sesn_1 not found'],
+    ['GET', '/v1/sessions/sesrsc_1/resources/sesrsc_1', 'Session sesrsc_1 not found'],
   ]
   for (const [method, path, message] of cases) expect404(t, method, path, message)
 })
@@ -219,6 +226,13 @@ t.test('a route table without id parameters matches anything in a parameter segm
   t.same(small.match('GET', '/x/%E0%A4%A/y')?.params, { thing: '%E0%A4%A' }, 'a malformed escape stays as sent')
   t.equal(small.match('POST', '/x/a/y'), undefined)
   t.same(small.methodsFor('/x/a/y'), ['GET'])
+})
+
+t.test('the second path id reaches the params beside the first', async (t) => {
+  const m = router.match('GET', '/v1/sessions/sesn_1/resources/sesrsc_2')
+  t.equal(m?.route.operationId, 'sessions.resources.retrieve')
+  t.same(m?.params, { session_id: 'sesn_1', resource_id: 'sesrsc_2' })
+  t.equal(PATH_ID_PREFIX.resource_id?.prefix, 'sesrsc', 'declared by the op (OpSpec.sub), not by a kind')
 })
 
 t.test('partitioned subjects parse back into what built them', async (t) => {
