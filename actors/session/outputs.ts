@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import type { KV } from '@nats-io/kv'
 import type { Logger } from 'pino'
@@ -68,6 +69,18 @@ export class OutputPublisher {
     private readonly mb: Pick<Mailbox, 'dead' | 'checkServing'>,
   ) {}
 
+  /**
+   * Whether there is a folder to pass over: a session that never ran a tool on this host has none. Synchronous, so
+   * a turn without tools ends without yielding, and its last events and its idle status are stored as one write.
+   */
+  hasFolder(): boolean {
+    return existsSync(this.folder())
+  }
+
+  private folder(): string {
+    return path.join(this.o.dataDir, 'sessions', this.session, 'outputs')
+  }
+
   /** One pass over the folder. Throws only when the host no longer serves the session (the actor steps down). */
   async publish(): Promise<void> {
     const started = Date.now()
@@ -125,7 +138,7 @@ export class OutputPublisher {
     }
 
     try {
-      const walk = await walkOutputs(path.join(this.o.dataDir, 'sessions', this.session, 'outputs'), each, skip, this.o.walk)
+      const walk = await walkOutputs(this.folder(), each, skip, this.o.walk)
       await this.save(changes, walk.complete ? seen : undefined)
     } catch (err) {
       if (err instanceof NotServing || err instanceof FenceLost) throw err

@@ -24,7 +24,7 @@ export interface TurnParts {
   readonly events: SessionEvents
   readonly writer: RecordWriter
   readonly tools: ToolRunner
-  readonly outputs: Pick<OutputPublisher, 'publish'>
+  readonly outputs: Pick<OutputPublisher, 'hasFolder' | 'publish'>
   readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings'>
 }
 
@@ -121,8 +121,10 @@ export class TurnLoop {
    * the session goes idle. A turn abandoned after repeated failures goes idle without a pass (`idle`): the next does it.
    */
   async end(stop: StopReason, details: unknown = null): Promise<void> {
-    await this.p.outputs.publish()
-    if (this.p.mb.dead) return
+    if (this.p.outputs.hasFolder()) {
+      await this.p.outputs.publish()
+      if (this.p.mb.dead) return
+    }
     this.idle(stop, details)
   }
 
