@@ -5,6 +5,7 @@ import { isIP } from 'node:net'
 import path from 'node:path'
 import { createHostSandbox } from './host/sandbox.js'
 import type { EgressSettings } from './egress/proxy.js'
+import { sweepEgressDirs } from './isolated/egress-dirs.js'
 import { LAUNCH_ENV, SOCAT, sandboxed } from './isolated/launch.js'
 import { insideEnv, prepareDirs, sandboxDirs } from './isolated/layout.js'
 import { DEFAULT_LIMITS, LimitGroup, openCgroupRoot, type SandboxLimits } from './isolated/limits.js'
@@ -66,6 +67,7 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
   const uid = rt.hostUid === null ? 'the server’s uid' : `host uid ${rt.hostUid}`
   let network: string
   if (existsSync(SOCAT)) {
+    sweepEgressDirs()
     rt.egress = setting.egress
     const allowed = setting.egress.allowAddresses.length
       ? ` (the host's addresses ${setting.egress.allowAddresses.join(', ')} allowed by TROUPE_SANDBOX_EGRESS_ALLOW)`

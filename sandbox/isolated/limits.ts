@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { serverRuns } from './servers.js'
 
 /** What one session's sandbox may use. */
 export interface SandboxLimits {
@@ -117,7 +118,7 @@ function sweepDeadServers(hierarchy: string): void {
   }
   for (const name of names) {
     const pid = /^troupe-(\d+)$/.exec(name)?.[1]
-    if (!pid || isAlive(Number(pid))) continue
+    if (!pid || serverRuns(Number(pid))) continue
     const dir = path.join(hierarchy, name)
     try {
       for (const child of readdirSync(dir, { withFileTypes: true })) if (child.isDirectory()) rmdirSync(path.join(dir, child.name))
@@ -125,14 +126,5 @@ function sweepDeadServers(hierarchy: string): void {
     } catch {
       // A group with a live task (cannot be, its server is gone and sandboxes die with it) or a race: next start.
     }
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process'
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { type EgressPolicy, PACKAGE_REGISTRY_HOSTS, widened } from '../egress/policy.js'
 import type { EgressProxy } from '../egress/proxy.js'
 import { signalQuietly } from '../host/proc.js'
 import { installScript, listedManagers, type PackageLists, type Provisioned, packagesDigest } from '../packages.js'
+import { egressDirectory } from './egress-dirs.js'
 import { LAUNCH_ENV, type LaunchContext, sandboxed, withForwarder } from './launch.js'
 import { EGRESS_SOCKET } from './layout.js'
 
@@ -36,8 +36,7 @@ export async function provision(p: ProvisionContext, packages: PackageLists, sig
   const digest = packagesDigest(packages)
   if (readMarker(p.marker) === digest) return { ok: true }
   if (!p.policy) return { ok: false, message: 'packages need the network, and this host’s sandboxes have none (socat is not installed)' }
-  const dir = mkdtempSync(path.join(tmpdir(), 'troupe-egress-'))
-  chmodSync(dir, 0o755)
+  const dir = egressDirectory()
   let proxy: EgressProxy | undefined
   try {
     proxy = await p.openProxy(path.join(dir, EGRESS_SOCKET), widened(p.policy, PACKAGE_REGISTRY_HOSTS))

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { toolSandbox } from '../dispatch.js'
@@ -12,6 +11,7 @@ import { bashTool } from '../host/tools/bash.js'
 import { DEFAULT_BASH_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS, type Sandbox, type SandboxOptions } from '../types.js'
 import { toolServerBundle } from './bundle.js'
 import { LAUNCH_ENV, type LaunchContext, sandboxed, withForwarder } from './launch.js'
+import { egressDirectory } from './egress-dirs.js'
 import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, sandboxDirs } from './layout.js'
 import { provision } from './provision.js'
 import { type CgroupRoot, LimitGroup, type SandboxLimits } from './limits.js'
@@ -61,8 +61,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   const network = rt.egress && opts.network ? { settings: rt.egress, policy: opts.network } : null
   // The proxy's socket gets a short directory of its own (a socket path may not exceed 107 bytes; a data directory's
   // may), bound into the shell's sandbox only: the file tools have no network.
-  const egressDir = network ? mkdtempSync(path.join(tmpdir(), 'troupe-egress-')) : undefined
-  if (egressDir) chmodSync(egressDir, 0o755)
+  const egressDir = network ? egressDirectory() : undefined
   const toolCtx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly }
   const ctx: LaunchContext = { ...toolCtx, env: shellEnv(opts.env ?? insideEnv(network !== null)), egressDir }
   const egress = network && egressDir ? openProxy(network.settings, path.join(egressDir, EGRESS_SOCKET), network.policy) : undefined

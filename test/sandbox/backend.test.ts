@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import t from 'tap'
 import { openSandboxBackend, readSandboxSetting } from '../../sandbox/index.js'
 import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
@@ -54,4 +58,15 @@ t.test('the default is isolated where a probe sandbox starts, and says what it g
     b.why,
     /^bubblewrap starts here: one bubblewrap sandbox per session, .*network only through an egress proxy per session, never to this host’s own services; memory 2048 MiB, 256 processes/,
   )
+})
+
+t.test("the egress directories of a server that died are removed when the next isolated backend opens; a live one's stay", isolatedOrSkip(), async (t) => {
+  const dead = spawnSync('true').pid!
+  const deadDir = path.join(tmpdir(), `troupe-egress-pid${dead}`)
+  const liveDir = path.join(tmpdir(), `troupe-egress-pid${process.ppid}`)
+  for (const d of [deadDir, liveDir]) mkdirSync(path.join(d, 'sabc'), { recursive: true })
+  t.teardown(() => rmSync(liveDir, { recursive: true, force: true }))
+  openSandboxBackend(readSandboxSetting({}))
+  t.notOk(existsSync(deadDir), 'the dead server’s directory is gone')
+  t.ok(existsSync(liveDir), 'a running process’s stays')
 })

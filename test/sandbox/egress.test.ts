@@ -31,7 +31,7 @@ async function suite() {
   const allowed = await listen('allowed-host')
   const other = await listen('other-host')
   const s = await sessionStack({
-    TROUPE_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'troupe-egress-')),
+    TROUPE_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'troupe-egress-test-')),
     TROUPE_SANDBOX: 'isolated',
     TROUPE_SANDBOX_EGRESS_ALLOW: `127.0.0.1:${allowed.port}`,
   })
