@@ -2,8 +2,8 @@ import { ApiError, isApiError } from '../protocol/errors/api-error.js'
 import { toEnvelope } from '../protocol/errors/envelope.js'
 import { fail } from '../protocol/errors/fail.js'
 import { idFromKey, newId } from '../protocol/ids.js'
-import { DEFAULT_FILE_MAX_BYTES } from '../protocol/files.js'
-import type { FileMetadata } from '../protocol/schemas/file.js'
+import { DEFAULT_FILE_MAX_BYTES, uploadObjectName } from '../protocol/files.js'
+import type { FileContent } from '../protocol/schemas/file.js'
 import { ROUTES, type Route } from '../protocol/routes/index.js'
 import { bodyLimitFor } from '../protocol/wire.js'
 import { parse } from '../protocol/validate.js'
@@ -156,22 +156,25 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const { rid } = inc
     state.onAbort = () => body.readable.destroy(new Error('the client went away before the body ended'))
     const key = idempotencyKeyOf(route, inc.headers)
-    // From the Idempotency-Key when there is one: a retry stores over the same object and finds its record.
+    // From the Idempotency-Key when there is one: a retry finds the record. The object is this attempt's own, so no
+    // other upload with the key can overwrite the bytes a record names; `create` decides which attempt's is kept.
     const id = key ? idFromKey('file', route.operationId, key) : newId('file')
-    const got = await receiveUpload(body.readable, inc.headers, id, opts.actors.files, fileLimit)
+    const object = uploadObjectName(id)
+    const got = await receiveUpload(body.readable, inc.headers, object, opts.actors.files, fileLimit)
     if (!got.ok) return answerError(ex, state, rid, got.error, body.drop())
     inc.bytesIn = got.file.size_bytes
     // Bytes whose record is never written (this call fails) are swept as orphans (actors/file/sweep.ts).
-    const req = { op: route.op.name, rid, params: {}, query: {}, body: { id, ...got.file }, ...(key === undefined ? {} : { key }) }
+    const req = { op: route.op.name, rid, params: {}, query: {}, body: { id, object, ...got.file }, ...(key === undefined ? {} : { key }) }
     sendJson(ex, state, 200, rid, await dispatch(opts.actors.wire, route, req, actorTimeoutMs))
   }
 
-  /** A download: the file's record (404 when there is none), then its bytes (gateway/download.ts). */
+  /** A download: the file's record (404 when there is none), then the bytes of the object it names (gateway/download.ts). */
   async function download(ex: Exchange, state: ResponseState, inc: IncomingRequest, route: Route, params: Record<string, string>): Promise<void> {
     const { rid } = inc
-    const file = (await dispatch(opts.actors.wire, route, { op: route.op.name, rid, params, query: {}, body: undefined }, actorTimeoutMs)) as FileMetadata
+    const req = { op: route.op.name, rid, params, query: {}, body: undefined }
+    const { file, object } = (await dispatch(opts.actors.wire, route, req, actorTimeoutMs)) as FileContent
     if (ex.method === 'HEAD') return sendHead(ex, state, 200, downloadHeaders(file, rid), file.size_bytes)
-    const chunks = await opts.actors.files.read(file.id)
+    const chunks = await opts.actors.files.read(object)
     if (!chunks) throw fail('file_not_found', file.id)
     // Cut short (the file deleted midway, the store gone): the client saw a closed connection; not a bug of ours.
     await sendBytes(ex, state, file, rid, chunks).catch((err) =>

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream'
 import busboy from 'busboy'
 import { ApiError } from '../protocol/errors/api-error.js'
 import { fail } from '../protocol/errors/fail.js'
-import type { FileBytes } from '../protocol/files.js'
+import type { FileBytes, StoredObject } from '../protocol/files.js'
 import type { FileRecordInputT } from '../protocol/schemas/file.js'
 import type { Headers } from './transport.js'
 
@@ -12,15 +12,15 @@ export const MULTIPART_SLACK = 64 * 1024
 /** An upload's parts: at most this many, and fields (`expires_in_seconds`) of at most this many bytes. */
 const PART_LIMITS = { parts: 16, fieldSize: 1024, headerPairs: 32 }
 
-export type UploadResult = { ok: true; file: Omit<FileRecordInputT, 'id'> } | { ok: false; error: ApiError }
+export type UploadResult = { ok: true; file: Omit<FileRecordInputT, 'id' | 'object'> } | { ok: false; error: ApiError }
 
 /**
- * Reads a multipart upload, streaming its one `file` part into the store under `id` while the body arrives. The
+ * Reads a multipart upload, streaming its one `file` part into the store as `object` while the body arrives. The
  * file's record is the caller's to write, and only once this resolves ok: on any failure the bytes are gone (or
  * never complete, which the store never shows), and what is left of the body is the caller's to drop. The filename
  * is its last path component (busboy strips the rest).
  */
-export function receiveUpload(body: Readable, headers: Headers, id: string, files: FileBytes, limit: number): Promise<UploadResult> {
+export function receiveUpload(body: Readable, headers: Headers, object: string, files: FileBytes, limit: number): Promise<UploadResult> {
   let parser: busboy.Busboy
   try {
     parser = busboy({ headers, limits: PART_LIMITS })
@@ -28,7 +28,7 @@ export function receiveUpload(body: Readable, headers: Headers, id: string, file
     return Promise.resolve({ ok: false, error: fail('upload_not_multipart') })
   }
   return new Promise((resolve) => {
-    let put: Promise<{ size: number } | { failed: unknown }> | undefined
+    let put: Promise<StoredObject | { failed: unknown }> | undefined
     let file: { filename: string; mime_type: string } | undefined
     let problem: ApiError | undefined
     let settled = false
@@ -41,9 +41,12 @@ export function receiveUpload(body: Readable, headers: Headers, id: string, file
       const stored = put && (await put)
       const putFailed = stored && 'failed' in stored ? stored.failed : undefined
       const error: unknown = err ?? problem ?? (putFailed !== undefined ? storeFailure(putFailed) : file ? undefined : fail('upload_file_missing'))
-      if (error === undefined) return resolve({ ok: true, file: { ...file!, size_bytes: (stored as { size: number }).size } })
+      if (error === undefined) {
+        const { size, digest } = stored as StoredObject
+        return resolve({ ok: true, file: { ...file!, size_bytes: size, digest } })
+      }
       // Bytes stored whole for an upload that then broke a rule (a second `file` part): take them back.
-      if (stored && putFailed === undefined) await files.discard(id).catch(() => undefined)
+      if (stored && putFailed === undefined) await files.discard(object).catch(() => undefined)
       resolve({ ok: false, error: error instanceof ApiError ? error : fail('upload_malformed', String(error)) })
     }
     parser.on('file', (name, stream, info) => {
@@ -57,7 +60,7 @@ export function receiveUpload(body: Readable, headers: Headers, id: string, file
       file = { filename: info.filename || 'unnamed', mime_type: info.mimeType || 'application/octet-stream' }
       put = files
         .put(
-          id,
+          object,
           limited(stream, limit, (e) => void finish(e)),
         )
         .catch((failed: unknown) => {

@@ -39,6 +39,9 @@ export type IdPrefix =
 /** A prefixed, time-ordered id: `agent_01JX…`. */
 export const newId = (prefix: IdPrefix | (string & {})): string => `${prefix}_${ulid()}`
 
+/** What follows the prefix of a minted id (26 Crockford base32 characters, time-ordered), for names that extend an id. */
+export const newSuffix = (): string => ulid()
+
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 
 /**

@@ -1,17 +1,18 @@
 import type { KV } from '@nats-io/kv'
 import { fail } from '../../protocol/errors/fail.js'
-import type { FileBytes } from '../../protocol/files.js'
 import type { FileKind } from '../../protocol/ops/file.js'
-import type { FileCopyInputT, FileMetadata } from '../../protocol/schemas/file.js'
+import { type FileCopyInputT, type FileMetadata, FileRecordInput } from '../../protocol/schemas/file.js'
 import { now } from '../../protocol/time.js'
+import { parse } from '../../protocol/validate.js'
+import { casLoop, LOST } from '../kit/cas.js'
 import type { Handlers } from '../kit/ops.js'
 import { pageOf } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
 import { RecordStore } from '../kit/store.js'
-import { pulled } from './bytes.js'
-import { fileKey, type StoredFile, view } from './state.js'
+import { type FileObjects, pulled, sameDigest } from './bytes.js'
+import { fileKey, objectOf, type StoredFile, view } from './state.js'
 
-export function fileOps(kv: KV, bytes: FileBytes, projection: Projection<StoredFile>): Handlers<typeof FileKind> {
+export function fileOps(kv: KV, bytes: FileObjects, projection: Projection<StoredFile>): Handlers<typeof FileKind> {
   const store = new RecordStore<StoredFile>(kv)
   const missing = (id: string): never => {
     throw fail('file_not_found', id)
@@ -28,7 +29,7 @@ export function fileOps(kv: KV, bytes: FileBytes, projection: Projection<StoredF
     const had = await store.get(fileKey(b.id))
     if (had) return view(had.value)
     const src = (await store.get(fileKey(b.source_id)))?.value ?? missing(b.source_id)
-    const chunks = (await bytes.read(b.source_id)) ?? missing(b.source_id)
+    const chunks = (await bytes.read(objectOf(src))) ?? missing(b.source_id)
     await bytes.put(b.id, pulled(chunks)).catch(async (err) => {
       // The source deleted midway: its chunks went with it (nats.js purged what was written of the copy).
       if (!(await store.get(fileKey(b.source_id)))) missing(b.source_id)
@@ -39,9 +40,36 @@ export function fileOps(kv: KV, bytes: FileBytes, projection: Projection<StoredF
     return view((await store.get(fileKey(b.id)))?.value ?? missing(b.id))
   }
 
+  /**
+   * `cur`, recorded by the upload with the Idempotency-Key `attempt` has too (so the same id), when `attempt` is that
+   * upload again (the same bytes, by digest and size, under the same name and type); else the key was reused for
+   * another upload: 422. Either way the attempt's own object goes, as no record will name it. An attempt naming the
+   * recorded object is that request itself again (a re-sent create, or a writer whose objects are named by the id,
+   * which stores the same bytes each time): nothing of it to discard.
+   */
+  async function retried(cur: StoredFile, attempt: StoredFile): Promise<FileMetadata> {
+    if (objectOf(cur) === objectOf(attempt)) return view(cur)
+    // A record from before digests were kept: its object's own.
+    const digest = cur.digest ?? (await bytes.digest(objectOf(cur)))
+    const same =
+      digest !== undefined &&
+      attempt.digest !== undefined &&
+      sameDigest(digest, attempt.digest) &&
+      cur.size_bytes === attempt.size_bytes &&
+      cur.filename === attempt.filename &&
+      cur.mime_type === attempt.mime_type &&
+      cur.scope?.id === attempt.scope?.id
+    await bytes.discard(objectOf(attempt)).catch(() => undefined)
+    if (!same) throw fail('idempotency_key_reused')
+    return view(cur)
+  }
+
   return {
-    async create({ body: b }) {
-      const file: FileMetadata = {
+    async create({ body }) {
+      // Checked here too, though its callers built it: a record naming another file's object would keep that
+      // object from the sweep, and a delete of this file would take its bytes.
+      const b = parse(FileRecordInput, body)
+      const file: StoredFile = {
         id: b.id,
         type: 'file',
         filename: b.filename,
@@ -51,11 +79,18 @@ export function fileOps(kv: KV, bytes: FileBytes, projection: Projection<StoredF
         downloadable: true,
         expires_at: null,
         scope: b.scope_id ? { type: 'session', id: b.scope_id } : null,
+        ...(b.object === undefined ? {} : { object: b.object }),
+        ...(b.digest === undefined ? {} : { digest: b.digest }),
       }
-      if ((await store.create(fileKey(b.id), file)) !== false) return file
-      // The id came from an Idempotency-Key whose first upload was recorded: answer as it was answered.
-      const cur = await store.get(fileKey(b.id))
-      return cur ? view(cur.value) : missing(b.id)
+      // The record's create is the compare-and-set between two uploads with one Idempotency-Key (so one id): the
+      // first recorded wins, the other is its retry or a reused key. An attempt's object no record names (it lost
+      // and died before discarding it) is swept as an orphan (sweep.ts).
+      return casLoop(async () => {
+        if ((await store.create(fileKey(b.id), file)) !== false) return view(file)
+        const cur = await store.get(fileKey(b.id))
+        // Deleted since the create failed: nothing to be a retry of, so this one is recorded.
+        return cur ? retried(cur.value, file) : LOST
+      })
     },
 
     copy({ body: b }) {
@@ -70,6 +105,11 @@ export function fileOps(kv: KV, bytes: FileBytes, projection: Projection<StoredF
     async get({ id }) {
       const cur = await store.get(fileKey(id))
       return cur ? view(cur.value) : missing(id)
+    },
+
+    async content({ id }) {
+      const cur = await store.get(fileKey(id))
+      return cur ? { file: view(cur.value), object: objectOf(cur.value) } : missing(id)
     },
 
     async list({ query: q }) {
@@ -92,7 +132,7 @@ export function fileOps(kv: KV, bytes: FileBytes, projection: Projection<StoredF
       // The record goes first: from then on the file is 404 everywhere. Bytes left behind by a failure here are
       // swept as orphans (actors/file/sweep.ts).
       if ((await store.delete(fileKey(id), cur!.revision)) === false) missing(id)
-      await bytes.discard(id).catch(() => undefined)
+      await bytes.discard(objectOf(cur!.value)).catch(() => undefined)
       return { id, type: 'file_deleted' as const }
     },
   }

@@ -7,11 +7,17 @@ import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/su
 /** Bytes per stored chunk (one JetStream message each; nats.js clamps it to the server's max_payload). */
 export const CHUNK_BYTES = 1024 * 1024
 
+/** File bytes, and what the file kind also asks of the store: the digest of an object stored before records kept it. */
+export interface FileObjects extends FileBytes {
+  /** The SHA-256 the store computed for `object` (`SHA-256=<base64url>`); undefined when there is no such object. */
+  digest(object: string): Promise<string | undefined>
+}
+
 /**
- * File bytes in the `troupe_files` object store, for the gateway. The store is created by the file kind on the actor
- * host, which starts before the gateway; here it is only opened.
+ * File bytes in the `troupe_files` object store, for the gateway and the file and session kinds. The store is created
+ * by the file kind on the actor host, which starts before the gateway; here it is only opened.
  */
-export function fileBytes(js: JetStreamClient): FileBytes {
+export function fileBytes(js: JetStreamClient): FileObjects {
   let opened: Promise<ObjectStore> | undefined
   let jsm: Promise<JetStreamManager> | undefined
   const store = () => {
@@ -22,24 +28,31 @@ export function fileBytes(js: JetStreamClient): FileBytes {
     return opened
   }
   return {
-    async put(id, body) {
+    async put(object, body) {
       // nats.js reads `body` as it publishes each chunk (so the upload is paced by the store), and on a failure
       // purges the chunks it wrote: no meta entry is ever written for an incomplete object.
-      const info = await (await store()).put({ name: id, options: { max_chunk_size: CHUNK_BYTES } }, body)
-      return { size: info.size }
+      const info = await (await store()).put({ name: object, options: { max_chunk_size: CHUNK_BYTES } }, body)
+      return { size: info.size, digest: info.digest }
     },
-    async discard(id) {
-      await (await store()).delete(id)
+    async discard(object) {
+      await (await store()).delete(object)
     },
-    async read(id) {
+    async digest(object) {
+      const info = await (await store()).info(object)
+      return info && !info.deleted ? info.digest : undefined
+    },
+    async read(object) {
       const os = await store()
-      const info = await os.info(id)
+      const info = await os.info(object)
       if (!info || info.deleted) return undefined
       jsm ??= js.jetstreamManager()
       return readChunks(await jsm, objectStream(ObjectStores.files), objectChunkPrefix(ObjectStores.files) + info.nuid, info.chunks, info.digest)
     },
   }
 }
+
+/** Whether two `SHA-256=<base64url>` digests are the same, padded or not. */
+export const sameDigest = (a: string, b: string): boolean => a.replace(/=+$/, '') === b.replace(/=+$/, '')
 
 /** `chunks` as a stream that asks for the next one only when its reader wants it (no read-ahead of its own). */
 export function pulled(chunks: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
@@ -78,5 +91,5 @@ async function* readChunks(jsm: JetStreamManager, stream: string, subject: strin
     yield m.data
   }
   const got = `SHA-256=${sha.digest('base64url')}`
-  if (chunks > 0 && got.replace(/=+$/, '') !== digest.replace(/=+$/, '')) throw new Error(`object ${subject}: digest mismatch`)
+  if (chunks > 0 && !sameDigest(got, digest)) throw new Error(`object ${subject}: digest mismatch`)
 }

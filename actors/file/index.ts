@@ -11,7 +11,7 @@ import { fileOps } from './behaviour.js'
 import { fileBytes } from './bytes.js'
 import { sweepCopies } from './copies.js'
 import { FILE_PREFIX, type StoredFile } from './state.js'
-import { ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'
+import { namedByRecords, ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'
 
 /**
  * Files: any host serves any file's metadata (KV records, written only once the bytes are whole); the bytes live in
@@ -29,7 +29,8 @@ export const fileKind: ActorKindDef = {
       ORPHAN_AGE_MS,
       async () => {
         await projection.fresh()
-        const swept = await sweepOrphans(objects, ctx.jsm, (id) => projection.get(id) !== undefined)
+        const named = namedByRecords((id) => projection.get(id))
+        const swept = await sweepOrphans(objects, ctx.jsm, named)
         if (swept) ctx.log.info({ swept }, 'swept file bytes no record names')
         const copies = await sweepCopies(projection.list(), ctx.client)
         if (copies) ctx.log.info({ copies }, 'swept copies made for session resources that never came to be or are gone')

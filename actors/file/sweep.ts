@@ -1,22 +1,37 @@
 import type { JetStreamManager } from '@nats-io/jetstream'
 import type { ObjectStore } from '@nats-io/obj'
 import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/subjects.js'
+import { objectOf, type StoredFile } from './state.js'
+
+/**
+ * Whether a file record names `object`, its records found by id through `record`. An object is named for its file
+ * (the id, alone or before a `.`: protocol/files.ts#uploadObjectName), so its one possible record is the one of that
+ * id, and it is named when it is the object that record's bytes are in (by its `object`, else by its id).
+ */
+export const namedByRecords =
+  (record: (id: string) => StoredFile | undefined) =>
+  (object: string): boolean => {
+    const f = record(object.split('.', 1)[0]!)
+    return f !== undefined && objectOf(f) === object
+  }
 
 /** How old bytes without a record must be before they are swept: far longer than recording an upload takes. */
 export const ORPHAN_AGE_MS = 10 * 60_000
 
 /**
  * Removes bytes no file record names, older than `ageMs`: an object whose record was never written (the host died
- * between the two writes) or was deleted without its object; and chunks of an upload that never finished (a killed
- * process: nats.js purges them itself on any failure it lives through), which have no meta entry at all. A live
- * upload writes a chunk at least every few seconds, so chunks whose newest is `ageMs` old belong to none.
+ * between the two writes), or was deleted without its object, or was written by another upload with the same
+ * Idempotency-Key (an attempt that lost and died before discarding its object); and chunks of an upload that never
+ * finished (a killed process: nats.js purges them itself on any failure it lives through), which have no meta entry
+ * at all. A live upload writes a chunk at least every few seconds, so chunks whose newest is `ageMs` old belong to
+ * none. `named(object)`: whether a record names the object (actors/file/state.ts#objectOf).
  */
-export async function sweepOrphans(os: ObjectStore, jsm: JetStreamManager, recorded: (id: string) => boolean, ageMs = ORPHAN_AGE_MS): Promise<number> {
+export async function sweepOrphans(os: ObjectStore, jsm: JetStreamManager, named: (object: string) => boolean, ageMs = ORPHAN_AGE_MS): Promise<number> {
   const before = Date.now() - ageMs
   let swept = 0
   const live = new Set<string>()
   for (const info of await os.list()) {
-    if (recorded(info.name) || Date.parse(info.mtime) > before) live.add(info.nuid)
+    if (named(info.name) || Date.parse(info.mtime) > before) live.add(info.nuid)
     else if (
       await os.delete(info.name).then(
         () => true,

@@ -1,4 +1,3 @@
-import type { FileBytes } from '../../protocol/files.js'
 import type { KeyedActors } from '../kit/keyed-actors.js'
 import type { RetryPolicy } from '../kit/retry-policy.js'
 import type { RecordStore } from '../kit/store.js'
@@ -10,6 +9,7 @@ import type { Model } from './model.js'
 import type { SessionOutputs } from './outputs.js'
 import type { EnvironmentRefs } from './references.js'
 import type { SessionRecord } from './state.js'
+import type { FileReader } from '../file/read.js'
 
 export interface SessionSettings {
   /** Retries of a failed model request before the turn gives up (retries_exhausted). */
@@ -36,7 +36,7 @@ export interface ActorDeps {
   model: Model | undefined
   environments: EnvironmentRefs
   /** Reads file bytes from the object store: a session's resource copies, as they are mounted (mounts.ts). */
-  files: Pick<FileBytes, 'read'>
+  files: FileReader
   /** Reads the agent a new session snapshots. */
   agents: AgentResolver
   settings: SessionSettings

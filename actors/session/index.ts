@@ -3,6 +3,7 @@ import type { Session } from '../../protocol/session.js'
 import { DEFAULT_FILE_MAX_BYTES } from '../../protocol/files.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
 import { fileBytes } from '../file/bytes.js'
+import { fileReader } from '../file/read.js'
 import { openBucket } from '../kit/buckets.js'
 import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
@@ -54,7 +55,8 @@ export const sessionKind: ActorKindDef = {
       othersMayTail: () => !localTails || !ctx.alone(),
       log: ctx.log,
     })
-    // One reader and writer of file bytes: resources' copies are mounted from it, outputs are published through it.
+    // One reader and writer of file bytes: resources' copies are mounted from it (each from the object its record
+    // names), outputs are published through it.
     const bytes = fileBytes(ctx.js)
     const deps: ActorDeps = {
       ctx,
@@ -62,7 +64,7 @@ export const sessionKind: ActorKindDef = {
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey, ctx.log) : undefined,
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
-      files: bytes,
+      files: fileReader(ctx.client, bytes),
       settings,
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,

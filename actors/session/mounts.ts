@@ -1,9 +1,9 @@
 import { mkdir, open, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Logger } from 'pino'
-import type { FileBytes } from '../../protocol/files.js'
 import { type SessionResource, UPLOADS_ROOT } from '../../protocol/schemas/resource.js'
 import type { SandboxKind } from '../../sandbox/index.js'
+import type { FileReader } from '../file/read.js'
 import { errorResult, type ToolResult } from '../../sandbox/types.js'
 import type { History } from './history.js'
 import { copyIdOf } from './resources.js'
@@ -35,7 +35,7 @@ export class Mounts {
   constructor(
     private readonly h: History,
     private readonly root: string,
-    private readonly files: Pick<FileBytes, 'read'>,
+    private readonly files: FileReader,
     private readonly log: Logger,
   ) {}
 

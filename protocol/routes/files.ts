@@ -12,7 +12,7 @@ export const fileRoutes: Route[] = [
     path: '/v1/files/{file_id}/content',
     operationId: 'files.download',
     summary: 'Download a file',
-    op: ops.get,
+    op: ops.content,
     beta: 'files',
     bytes: 'download',
   },

@@ -29,7 +29,7 @@ export interface Route {
   /**
    * The body or the answer is a file's bytes, streamed (protocol/files.ts) rather than one JSON message: `upload`
    * reads a multipart body's `file` part into the store, then calls the op with what it stored; `download` calls the
-   * op (the file's metadata), then streams its bytes.
+   * op (the file's metadata and the object holding its bytes), then streams them.
    */
   bytes?: 'upload' | 'download'
 }

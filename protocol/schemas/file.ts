@@ -2,6 +2,7 @@ import { type } from 'arktype'
 import { limitParam, pageParam } from './common.js'
 import { FileId, SessionId, SessionResourceId } from './ids.js'
 import { listParam } from './events.js'
+import { isUploadObjectOf } from '../files.js'
 
 /** At most this many `ids[]` in one list (WIRE §10). */
 export const MAX_LIST_IDS = 100
@@ -21,7 +22,10 @@ export const FileListQuery = type({
 
 /**
  * What the gateway records once an upload's bytes are stored whole (internal: the create op's body, never a
- * client's): the object is named by `id`, which the gateway minted.
+ * client's). `object` is the object holding them (protocol/files.ts#uploadObjectName: the id, a `.` and a fresh
+ * suffix, so it can name no other file's object); without it, the object named like the id (session outputs). With
+ * `digest` (the object's SHA-256, as the store computed it) it is what tells a retry of the upload (the same
+ * Idempotency-Key, so the same id) from another upload under a reused key.
  */
 export const FileRecordInput = type({
   '+': 'reject',
@@ -30,7 +34,14 @@ export const FileRecordInput = type({
   mime_type: 'string',
   size_bytes: 'number.integer >= 0',
   'scope_id?': SessionId,
-})
+  'object?': 'string',
+  'digest?': /^SHA-256=[A-Za-z0-9_-]+=*$/,
+}).narrow(
+  (r, ctx) =>
+    r.object === undefined ||
+    isUploadObjectOf(r.id, r.object) ||
+    ctx.reject({ path: ['object'], expected: `the file's id, "." and 26 characters`, actual: JSON.stringify(r.object.slice(0, 80)) }),
+)
 
 /**
  * Internal (the session kind, for a file resource; no route): an independent copy of `source_id`'s bytes and
@@ -49,6 +60,12 @@ export const FileCopyInput = type({
 export type FileListInput = typeof FileListQuery.infer
 export type FileRecordInputT = typeof FileRecordInput.infer
 export type FileCopyInputT = typeof FileCopyInput.infer
+
+/** What a download needs (internal: the file kind's `content`): the file, and the object its bytes are in. */
+export interface FileContent {
+  file: FileMetadata
+  object: string
+}
 
 /** A file on the wire (WIRE §10). */
 export interface FileMetadata {
