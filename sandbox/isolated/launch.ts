@@ -63,11 +63,15 @@ export const SOCAT = '/usr/bin/socat'
 /**
  * `command` preceded by the forwarder that is the sandbox's only way out: socat listens on 127.0.0.1:3128 inside
  * (the network namespace has nothing else) and carries each connection to the egress proxy's Unix socket, outside.
- * It starts in the process group of the sandbox's own processes, which an interrupt's job kill spares (shell.ts);
- * the agent may kill it (same uid) and then has no network, nothing more.
+ * `command` starts once socat listens (its socket in the namespace's /proc/net/tcp; at most 3 s), so a first command
+ * never finds the way out missing. socat runs in the process group of the sandbox's own processes, which an
+ * interrupt's job kill spares (shell.ts); the agent may kill it (same uid) and then has no network, nothing more.
  */
 export function withForwarder(command: readonly string[]): string[] {
   const socket = `${INSIDE.egress}/${EGRESS_SOCKET}`
   const forward = `${SOCAT} TCP-LISTEN:${PROXY_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${socket} </dev/null >/dev/null 2>&1 &`
-  return ['/bin/sh', '-c', `${forward} exec "$@"`, 'troupe-sandbox', ...command]
+  // 127.0.0.1:PORT in /proc/net/tcp's notation, in state 0A (listening).
+  const listening = ` 0100007F:${PROXY_PORT.toString(16).toUpperCase().padStart(4, '0')} 00000000:0000 0A `
+  const wait = `i=0; until grep -q '${listening}' /proc/net/tcp || [ $i -ge 300 ]; do i=$((i+1)); sleep 0.01; done;`
+  return ['/bin/sh', '-c', `${forward} ${wait} exec "$@"`, 'troupe-sandbox', ...command]
 }
