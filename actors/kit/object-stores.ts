@@ -1,7 +1,11 @@
-import { JetStreamApiError } from '@nats-io/jetstream'
+import { createHash } from 'node:crypto'
+import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream'
 import type { ObjectStore, ObjectStoreOptions, Objm } from '@nats-io/obj'
 import { ensureReplicas, replicasRefused, type Storage } from './replicas.js'
 import { retryWhileStarting } from './retry.js'
+
+/** Bytes per stored chunk (one JetStream message each; nats.js clamps it to the server's max_payload). */
+export const CHUNK_BYTES = 1024 * 1024
 
 /**
  * Opens one of the project's object stores, creating it when missing with the configured replicas (an existing one
@@ -15,4 +19,26 @@ export async function openObjectStore(objm: Objm, storage: Storage, name: string
   const status = await os.status()
   await ensureReplicas(storage, status.streamInfo.config.name, status.streamInfo.config)
   return os
+}
+
+/**
+ * The chunks of one object, each fetched by direct get (the next message on the object's chunk subject), one ahead of
+ * the reader: a reader that stops taking them stops the reading (nats.js's own `get` pushes the whole object into
+ * memory as fast as the server sends it), and an object deleted midway ends the read at once rather than leaving a
+ * consumer waiting for chunks that will never come. The digest is checked at the end; a mismatch or a missing chunk
+ * throws, so the response is cut short, never completed with wrong bytes.
+ */
+export async function* readChunks(jsm: JetStreamManager, stream: string, subject: string, chunks: number, digest: string): AsyncGenerator<Uint8Array> {
+  const fetchFrom = (seq: number) => jsm.direct.getMessage(stream, { seq, next_by_subj: subject }).catch(() => null)
+  const sha = createHash('sha256')
+  let next = chunks > 0 ? fetchFrom(1) : undefined
+  for (let i = 0; i < chunks; i++) {
+    const m = await next!
+    if (!m) throw new Error(`object ${subject}: chunk ${i + 1} of ${chunks} is gone`)
+    if (i + 1 < chunks) next = fetchFrom(m.seq + 1)
+    sha.update(m.data)
+    yield m.data
+  }
+  const got = `SHA-256=${sha.digest('base64url')}`
+  if (chunks > 0 && got.replace(/=+$/, '') !== digest.replace(/=+$/, '')) throw new Error(`object ${subject}: digest mismatch`)
 }

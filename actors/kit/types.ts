@@ -56,7 +56,16 @@ export interface HostSettings {
   /** Where sessions' tools run (`TROUPE_SANDBOX`, chosen at start-up). Default the local backend (host processes). */
   sandbox?: SandboxBackend
   /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
-  session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; runningRecordMs: number; maxTokens: number }>
+  session?: Partial<{
+    retries: number
+    retryBaseMs: number
+    idleMs: number
+    runningRecordMs: number
+    maxTokens: number
+    shellIdleMs: number
+    workspaceMaxEntries: number
+    workspaceMaxBytes: number
+  }>
 }
 
 /** A kind running on one host: its op table, its partitions' lifecycle (owner-placed ops), and how to stop it. */

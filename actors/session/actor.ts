@@ -55,7 +55,19 @@ export class SessionActor extends MailboxActor {
     const { mb } = this
     this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
-    this.tools = new ToolRunner(h, this.events, mb, deps.ctx.settings.dataDir, deps.ctx.settings.sandbox)
+    this.tools = new ToolRunner(
+      h,
+      this.events,
+      mb,
+      deps.ctx.settings.dataDir,
+      {
+        store: deps.workspaces,
+        bounds: { maxEntries: deps.settings.workspaceMaxEntries, maxBytes: deps.settings.workspaceMaxBytes },
+        log: deps.ctx.log,
+        shellIdleMs: deps.settings.shellIdleMs,
+      },
+      deps.ctx.settings.sandbox,
+    )
     this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, deps })
     this.recovery = new Recovery(h, this.events, this.tools, this.turns)
   }

@@ -8,6 +8,7 @@ import type { SessionTails } from './local-tails.js'
 import type { Model } from './model.js'
 import type { EnvironmentRefs } from './references.js'
 import type { SessionRecord } from './state.js'
+import type { WorkspaceStore } from './workspace-store.js'
 
 export interface SessionSettings {
   /** Retries of a failed model request before the turn gives up (retries_exhausted). */
@@ -24,6 +25,12 @@ export interface SessionSettings {
   runningRecordMs: number
   /** max_tokens of each model request. */
   maxTokens: number
+  /** A session whose shell is live stays in memory this long after its last work (its shell goes when it leaves). */
+  shellIdleMs: number
+  /** Files, directories and links a workspace may hold and still be saved for a move (workspace-sync.ts). */
+  workspaceMaxEntries: number
+  /** Bytes of files a workspace may hold and still be saved. */
+  workspaceMaxBytes: number
 }
 
 /** What the session actors of a host share. */
@@ -42,4 +49,6 @@ export interface ActorDeps {
   actors: KeyedActors<SessionActor>
   /** This process's SSE tails of the sessions owned here, fed by their event logs. */
   tails: SessionTails
+  /** Where workspaces are saved for a move to another host. */
+  workspaces: WorkspaceStore
 }

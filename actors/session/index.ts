@@ -1,7 +1,9 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
-import { Buckets, partitionOf } from '../../protocol/subjects.js'
+import { Objm } from '@nats-io/obj'
+import { Buckets, ObjectStores, partitionOf } from '../../protocol/subjects.js'
 import { openBucket } from '../kit/buckets.js'
+import { openObjectStore } from '../kit/object-stores.js'
 import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
@@ -18,6 +20,8 @@ import { ensureEventsStream } from './log.js'
 import { modelClient } from './model.js'
 import { EnvironmentRefs } from './references.js'
 import { SESSION_PREFIX, type SessionRecord } from './state.js'
+import { WorkspaceStore } from './workspace-store.js'
+import { DEFAULT_WORKSPACE_BOUNDS } from './workspace-sync.js'
 
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   retries: modelRetry.maximumAttempts - 1,
@@ -25,6 +29,9 @@ export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   idleMs: 30_000,
   runningRecordMs: 200,
   maxTokens: 8192,
+  shellIdleMs: 10 * 60_000,
+  workspaceMaxEntries: DEFAULT_WORKSPACE_BOUNDS.maxEntries,
+  workspaceMaxBytes: DEFAULT_WORKSPACE_BOUNDS.maxBytes,
 }
 
 /**
@@ -38,6 +45,7 @@ export const sessionKind: ActorKindDef = {
   async start(ctx) {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.sessions)
     await retryWhileStarting('events stream', () => ensureEventsStream(ctx.storage))
+    const workspaces = new WorkspaceStore(ctx.js, ctx.jsm, await openObjectStore(new Objm(ctx.js), ctx.storage, ObjectStores.workspaces))
     const projection = new Projection<Session, SessionRecord>(kv, SESSION_PREFIX, (r) => r.session)
     await projection.start()
     const settings = { ...DEFAULT_SESSION_SETTINGS, ...ctx.settings.session }
@@ -61,6 +69,7 @@ export const sessionKind: ActorKindDef = {
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,
       tails,
+      workspaces,
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),

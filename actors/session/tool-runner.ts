@@ -5,9 +5,7 @@ import type { Mailbox } from '../kit/mailbox.js'
 import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
 import { routeTool } from './tools.js'
-
-/** A session with a live shell keeps it (and stays in memory) this long after its last work. */
-const SANDBOX_IDLE_MS = 10 * 60_000
+import { type WorkspaceContext, WorkspaceSync, workspaceOf } from './workspace-sync.js'
 
 /**
  * The tool uses of a turn: the built-in ones it may run, run in the session's sandbox (one persistent shell per
@@ -17,20 +15,25 @@ const SANDBOX_IDLE_MS = 10 * 60_000
 export class ToolRunner {
   private sandbox: Sandbox | undefined
   private readonly workdir: string
+  private readonly workspace: WorkspaceSync
+  private readonly shellIdleMs: number
 
   constructor(
     private readonly h: History,
     private readonly events: SessionEvents,
     private readonly mb: Mailbox,
     dataDir: string,
+    workspaces: WorkspaceContext & { shellIdleMs: number },
     private readonly backend: SandboxBackend = localBackend,
   ) {
     this.workdir = path.join(dataDir, 'sessions', h.session.id)
+    this.shellIdleMs = workspaces.shellIdleMs
+    this.workspace = new WorkspaceSync(h.session.id, workspaceOf(backend.kind, this.workdir), `${this.workdir}.workspace-gen`, mb, events, workspaces)
   }
 
   /** A live shell keeps the session in memory longer (undefined: the kind's idle time). */
   get idleMs(): number | undefined {
-    return this.sandbox ? SANDBOX_IDLE_MS : undefined
+    return this.sandbox ? this.shellIdleMs : undefined
   }
 
   /** Runs the open tool uses that may run, in order, each answered by its result; returns the ones parked. */
@@ -54,7 +57,9 @@ export class ToolRunner {
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
       this.mb.checkServing('it starts no tool until it knows the session is still its own')
-      const result = await this.shell().run(t.name, t.input, signal)
+      const sandbox = this.shell()
+      // The workspace is brought here before the first tool of this activation, and saved after each (workspace-sync.ts).
+      const result = await this.workspace.around(signal, () => sandbox.run(t.name, t.input, signal))
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) break
@@ -72,10 +77,11 @@ export class ToolRunner {
     await this.sandbox?.close()
   }
 
-  /** The shell goes, and its working directory with it (session delete). */
+  /** The shell goes, and its working directory with it, and its workspace's saved copy (session delete). */
   async remove(): Promise<void> {
     await this.close()
     await rm(this.workdir, { recursive: true, force: true }).catch(() => undefined)
+    await this.workspace.remove()
   }
 
   private shell(): Sandbox {
