@@ -65,9 +65,10 @@ export class WorkspaceDir {
     private readonly skip: ReadonlySet<string> = new Set(),
   ) {}
 
-  /** Whether a path of a manifest belongs to this workspace (not under a skipped top-level name). */
+  /** Whether a path of a manifest names something in this workspace: relative, normal, not under a skipped name. */
   owns(rel: string): boolean {
-    return !this.skip.has(rel.split('/', 1)[0]!)
+    const parts = rel.split('/')
+    return parts.every((p) => p !== '' && p !== '.' && p !== '..') && !this.skip.has(parts[0]!)
   }
 
   /**
@@ -76,8 +77,10 @@ export class WorkspaceDir {
    * 3–5 ms), and the loop is never held for more than about a millisecond.
    */
   async scan(bounds: ScanBounds): Promise<Scan> {
-    const real = await this.realRoot()
     const out: Scan = { entries: new Map(), bytes: 0 }
+    // No directory (the agent removed the local backend's session directory): nothing in it.
+    const real = await this.realRoot().catch(() => undefined)
+    if (!real) return out
     let sinceYield = 0
     const walk = async (rel: string): Promise<void> => {
       const abs = rel ? `${real}/${rel}` : real
@@ -221,11 +224,12 @@ function entryAt(p: string): Entry | undefined {
   return undefined
 }
 
-/** A file's bytes, a megabyte at a time, as they are read. */
-export async function* readAll(fh: FileHandle): AsyncGenerator<Uint8Array> {
+/** A file's bytes, up to a megabyte at a time, as they are read; `sizeHint` keeps a small file's buffer small. */
+export async function* readAll(fh: FileHandle, sizeHint = READ_BYTES): AsyncGenerator<Uint8Array> {
+  const size = Math.min(READ_BYTES, Math.max(64 * 1024, sizeHint))
   for (;;) {
-    const buf = Buffer.allocUnsafe(READ_BYTES)
-    const { bytesRead } = await fh.read(buf, 0, READ_BYTES, null)
+    const buf = Buffer.allocUnsafe(size)
+    const { bytesRead } = await fh.read(buf, 0, size, null)
     if (bytesRead === 0) return
     yield buf.subarray(0, bytesRead)
   }

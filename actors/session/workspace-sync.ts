@@ -63,6 +63,12 @@ const PARALLEL = 8
 /** Attempts at writing back one file whose chunks a replica may not have yet. */
 const FILE_ATTEMPTS = 5
 
+/** The tool call was interrupted while the workspace was restored, or the actor stops while it is saved. */
+class Interrupted extends Error {}
+const stopIfAborted = (signal: AbortSignal) => {
+  if (signal.aborted) throw new Interrupted('interrupted')
+}
+
 const iso = (ms: number) => new Date(ms).toISOString()
 const asOf = (m: Manifest) => (m.gen ? `as it was saved at ${iso(m.at)}` : 'empty, as nothing of it was ever saved')
 const noteOf = (text: string) => ({ type: 'text' as const, text: `[workspace] ${text}` })
@@ -119,6 +125,7 @@ export class WorkspaceSync {
       await (this.ready ??= this.restore(signal))
     } catch (err) {
       this.ready = undefined
+      if (err instanceof Interrupted) return errorResult('Interrupted while the workspace was being restored; the tool did not run.')
       if (!isTransientNatsError(err)) throw err
       return errorResult(
         `The session's workspace could not be restored: the store does not answer (${(err as Error).message}). The tool did not run; try again.`,
@@ -205,6 +212,7 @@ export class WorkspaceSync {
     await inParallel(
       sorted.filter(([p, e]) => e.t !== 'd' && !(have(p) && sameEntry(have(p)!, e))),
       async ([p, e]) => {
+        stopIfAborted(signal)
         if (e.t === 'l') return this.dir.writeLink(p, e.target)
         if (e.t !== 'f') return
         for (let attempt = 1; ; attempt++) {
@@ -250,6 +258,8 @@ export class WorkspaceSync {
       await this.retrying(signal, (attempt) => this.commit(scan, attempt))
       this.told.clear()
     } catch (err) {
+      // What the interrupted save did not store, the next tool call's save does.
+      if (err instanceof Interrupted) return notes
       if (!isTransientNatsError(err)) throw err
       this.c.log.warn({ session: this.session, err: (err as Error).message }, 'the workspace could not be saved; the next tool call tries again')
       if (!this.told.has('store')) notes.push(this.say(storeNote(err as Error, this.held.m)))
@@ -281,11 +291,13 @@ export class WorkspaceSync {
     const added: string[] = []
     try {
       await inParallel(changed, async ([p]) => {
+        // An interrupted tool call is saved all the same (once, not retried); only an actor that stops gives up.
+        if (this.mb.dead) throw new Interrupted('the actor stopped')
         const opened = await this.dir.openFile(p)
         // Gone or replaced since the scan: the next save finds it as it is then.
         if (!opened) return
         try {
-          const blob = await this.c.store.putBlob(this.session, readAll(opened.fh))
+          const blob = await this.c.store.putBlob(this.session, readAll(opened.fh, opened.entry.size))
           added.push(blob.id)
           entries.set(p, { ...opened.entry, size: blob.size, blob })
         } finally {

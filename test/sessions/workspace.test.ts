@@ -13,7 +13,7 @@ import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { sessionWorkdir } from '../helpers/sandbox-backend.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
-import { collect, isIdle } from './_helpers.js'
+import { collect, isIdle, until } from './_helpers.js'
 
 /**
  * A session's workspace survives its move to another host (hosts share no disk): saved to the store at the end of
@@ -193,5 +193,22 @@ t.test('deleting the session removes its workspace from the store', async (t) =>
     .catch(() => null)
   t.equal(meta, null, 'no manifest, not even a tombstone')
   t.notOk(existsSync(path.join(data, 'sessions', `${session}.workspace-gen`)), 'the marker is gone')
+  await a.stop()
+})
+
+t.test('an interrupted tool call is saved too: what it wrote before the interrupt survives a move', async (t) => {
+  const data = dir()
+  const a = await host(data)
+  const session = await newSession(a.url)
+  const client = clientFor(a.url, { maxRetries: 8 })
+  model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo before > int.txt && sleep 30' } }] })
+  const stream = await client.beta.sessions.events.stream(session)
+  await client.beta.sessions.events.send(session, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
+  const file = path.join(sessionWorkdir(data, session).host, 'int.txt')
+  await until('the command wrote its file', () => existsSync(file))
+  await client.beta.sessions.events.send(session, { events: [{ type: 'user.interrupt' }] } as any)
+  const events = await collect(stream, isIdle, 30_000)
+  t.match(textOf(results(events)[0]), /interrupted/)
+  t.match((await manifest(session))?.entries.get('int.txt'), { t: 'f', size: 7 }, 'saved at the end of the interrupted call')
   await a.stop()
 })
