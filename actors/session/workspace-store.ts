@@ -4,7 +4,7 @@ import { headers, nuid } from '@nats-io/nats-core'
 import type { ObjectStore } from '@nats-io/obj'
 import { ObjectStores, objectChunkPrefix, objectMetaSubject, objectStream } from '../../protocol/subjects.js'
 import { FenceLost } from '../kit/mailbox.js'
-import { isCasConflict, isOutcomeUnknown } from '../kit/nats-errors.js'
+import { isCasConflict, isOutcomeUnknown, isTransientNatsError } from '../kit/nats-errors.js'
 import { CHUNK_BYTES, readChunks } from '../kit/object-stores.js'
 
 const STORE = ObjectStores.workspaces
@@ -20,9 +20,13 @@ export interface BlobRef {
   digest: string
 }
 
-/** A session's manifest as stored: its bytes, the blob holding them, and the revision a commit over it must name. */
+/**
+ * A session's manifest as stored: its bytes (or why they cannot be read: a chunk gone), the blob holding them, and the
+ * revision a commit over it must name.
+ */
 export interface StoredManifest {
-  bytes: Uint8Array
+  bytes?: Uint8Array
+  unreadable?: string
   blob: string
   revision: number
 }
@@ -50,7 +54,12 @@ export class WorkspaceStore {
     if (!info || info.deleted) return undefined
     const blob = info.nuid.slice(session.length + 1)
     const parts: Uint8Array[] = []
-    for await (const c of readChunks(this.jsm, STREAM, CHUNKS + info.nuid, info.chunks, info.digest)) parts.push(c)
+    try {
+      for await (const c of readChunks(this.jsm, STREAM, CHUNKS + info.nuid, info.chunks, info.digest, 'leader')) parts.push(c)
+    } catch (err) {
+      if (isTransientNatsError(err)) throw err
+      return { unreadable: (err as Error).message, blob, revision: info.revision }
+    }
     return { bytes: Buffer.concat(parts), blob, revision: info.revision }
   }
 
@@ -84,9 +93,9 @@ export class WorkspaceStore {
     return { id, size, chunks, digest: paddedDigest(sha.digest('base64url')) }
   }
 
-  /** A blob's bytes, chunk by chunk; throws when a chunk is missing or the digest differs. */
+  /** A blob's bytes, chunk by chunk, read at the stream's leader; throws when a chunk is missing or the digest differs. */
   readBlob(session: string, ref: BlobRef): AsyncGenerator<Uint8Array> {
-    return readChunks(this.jsm, STREAM, `${CHUNKS}${session}.${ref.id}`, ref.chunks, ref.digest)
+    return readChunks(this.jsm, STREAM, `${CHUNKS}${session}.${ref.id}`, ref.chunks, ref.digest, 'leader')
   }
 
   /**

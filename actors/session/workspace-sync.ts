@@ -159,11 +159,14 @@ export class WorkspaceSync {
     }
     let m: Manifest
     try {
+      if (!stored.bytes) throw new Error(stored.unreadable)
       m = decode<Manifest>(stored.bytes)
       if (m.v !== 1 || !Array.isArray(m.entries)) throw new Error(`unknown manifest version ${String(m.v)}`)
     } catch (err) {
       this.c.log.error({ session: this.session, err }, 'the stored workspace manifest cannot be read; the workspace here is kept and saved over it')
-      this.held = { m: { ...EMPTY, gen: 0 }, entries: new Map(), revision: stored.revision, blob: stored.blob }
+      // Saves go on from a generation no earlier one reached (the meta's stream sequence is past every save's count),
+      // so no host's marker of the lost lineage reads as current.
+      this.held = { m: { ...EMPTY, gen: stored.revision }, entries: new Map(), revision: stored.revision, blob: stored.blob }
       this.tell('unreadable', `The saved copy of the workspace could not be read (${(err as Error).message}); the workspace on this host is used as it is.`)
       return
     }
@@ -274,7 +277,7 @@ export class WorkspaceSync {
     if (attempt > 1 && this.attempt) {
       // The previous attempt's commit got no answer: it may have landed.
       const now = await this.c.store.manifest(this.session)
-      const landed = now && decode<Manifest>(now.bytes).id === this.attempt.m.id
+      const landed = now?.bytes && decode<Manifest>(now.bytes).id === this.attempt.m.id
       if (landed) return this.adopt(this.attempt.m, this.attempt.entries, now.revision, now.blob)
       if ((now?.revision ?? 0) !== base.revision) throw new FenceLost(`session ${this.session}: its workspace was saved by another host`)
     }

@@ -65,7 +65,7 @@ const store = new WorkspaceStore(jetstream(nc), jsm, await new Objm(jetstream(nc
 async function manifest(session: string): Promise<{ gen: number; entries: Map<string, any> } | undefined> {
   const m = await store.manifest(session)
   if (!m) return undefined
-  const d = decode<{ gen: number; entries: Array<[string, any]> }>(m.bytes)
+  const d = decode<{ gen: number; entries: Array<[string, any]> }>(m.bytes!)
   return { gen: d.gen, entries: new Map(d.entries) }
 }
 /** The session's blob subjects in the store, with their message counts. */
