@@ -2,6 +2,7 @@ import path from 'node:path'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
 import { parseClock, systemClock, type Clock } from '../protocol/clock.js'
+import type { SessionTuning } from '../actors/kit/types.js'
 import { readSandboxSetting, type SandboxSetting } from '../sandbox/index.js'
 
 const MiB = 1024 * 1024
@@ -47,16 +48,7 @@ export interface Config {
    * move to another host; default 10000) and `TROUPE_WORKSPACE_MAX_MIB` (MiB of files, the same; default 1024).
    * Unset keys take the defaults.
    */
-  session: {
-    retries?: number
-    retryBaseMs?: number
-    idleMs?: number
-    runningRecordMs?: number
-    maxTokens?: number
-    shellIdleMs?: number
-    workspaceMaxEntries?: number
-    workspaceMaxBytes?: number
-  }
+  session: Partial<SessionTuning>
   /**
    * Serve a call in-process when this host serves its subject: no NATS round trip, no msgpack; and feed the SSE
    * streams of sessions it owns in-process. `TROUPE_LOCAL_CALLS`, default on; `0` (or `off`, `false`) sends every

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 
 /** A process as /proc shows it; `start` (clock ticks after boot) tells it from a later process with the same pid. */
@@ -50,3 +51,11 @@ export function descendantsOf(pid: number): Proc[] {
 
 /** Whether this very process (same pid, same start) still runs. */
 export const stillRuns = (p: Proc): boolean => procOf(p.pid)?.start === p.start
+
+/** Host pids whose command line is exactly `args`. */
+export const pidsOf = (args: string): number[] =>
+  execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.trim().match(/^(\d+) (.*)$/))
+    .filter((m) => m?.[2] === args)
+    .map((m) => Number(m![1]))

@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
-import { descendantsOf } from '../helpers/procs.js'
+import { descendantsOf, pidsOf } from '../helpers/procs.js'
 import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
 import { agentAndEnv, collect, isIdle, sessionStack, until } from '../sessions/_helpers.js'
 
@@ -24,12 +23,6 @@ async function suite() {
     TROUPE_SESSION_IDLE_MS: '300',
     TROUPE_SESSION_SHELL_IDLE_MS: '1000',
   })
-  const pidsOf = (args: string) =>
-    execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
-      .split('\n')
-      .map((l) => l.trim().match(/^(\d+) (.*)$/))
-      .filter((m) => m?.[2] === args)
-      .map((m) => Number(m![1]))
   /** The server's sandbox processes: bwrap (it execs in place of the launch shell) and everything under it. */
   const sandboxes = () => descendantsOf(s.troupe.proc.pid!).filter((p) => p.comm === 'bwrap').length
 
