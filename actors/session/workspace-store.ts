@@ -11,7 +11,10 @@ const STORE = ObjectStores.workspaces
 const STREAM = objectStream(STORE)
 const CHUNKS = objectChunkPrefix(STORE)
 
-/** Where one version of one file's bytes is: chunks on `$O.troupe_workspaces.C.<session>.<id>`, in order. */
+/**
+ * Where one version of one file's bytes is: chunks on `$O.troupe_workspaces.C.<session>.<id>`, in order. The id is
+ * `<gen>-<nuid>`, `gen` the manifest generation the save that wrote it was making (see `strays`).
+ */
 export interface BlobRef {
   id: string
   size: number
@@ -63,9 +66,9 @@ export class WorkspaceStore {
     return { bytes: Buffer.concat(parts), blob, revision: info.revision }
   }
 
-  /** Stores `data` (read as it is published, one chunk in flight) as a new blob of the session. */
-  async putBlob(session: string, data: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<BlobRef> {
-    const id = nuid.next()
+  /** Stores `data` (read as it is published, one chunk in flight) as a new blob of the session, for generation `gen`. */
+  async putBlob(session: string, gen: number, data: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<BlobRef> {
+    const id = `${gen}-${nuid.next()}`
     const subject = `${CHUNKS}${session}.${id}`
     const sha = createHash('sha256')
     let size = 0
@@ -99,11 +102,11 @@ export class WorkspaceStore {
   }
 
   /**
-   * Makes `bytes` the session's manifest, if the stored one is still at `revision` (0: none yet); FenceLost when it
-   * moved on. Returns the new revision and the blob holding the bytes.
+   * Makes `bytes` (generation `gen`) the session's manifest, if the stored one is still at `revision` (0: none yet);
+   * FenceLost when it moved on. Returns the new revision and the blob holding the bytes.
    */
-  async commit(session: string, bytes: Uint8Array, revision: number): Promise<{ revision: number; blob: string }> {
-    const blob = await this.putBlob(session, [bytes])
+  async commit(session: string, gen: number, bytes: Uint8Array, revision: number): Promise<{ revision: number; blob: string }> {
+    const blob = await this.putBlob(session, gen, [bytes])
     const meta = {
       name: session,
       bucket: STORE,
@@ -133,13 +136,17 @@ export class WorkspaceStore {
     for (const id of ids) await this.jsm.streams.purge(STREAM, { filter: `${CHUNKS}${session}.${id}` })
   }
 
-  /** The session's blobs that `live` does not name: left by a save that never committed (its host died midway). */
-  async strays(session: string, live: ReadonlySet<string>): Promise<string[]> {
+  /**
+   * The session's blobs written for generation `gen` or before that `live` (generation `gen`'s) does not name: left by a
+   * save that never committed (its host died midway). A blob of a later generation is never one: it is another host's
+   * save in progress, or committed after this one, which a host that was paused since must not take for garbage.
+   */
+  async strays(session: string, gen: number, live: ReadonlySet<string>): Promise<string[]> {
     const prefix = `${CHUNKS}${session}.`
     const si = await this.jsm.streams.info(STREAM, { subjects_filter: `${prefix}>` })
     return Object.keys(si.state.subjects ?? {})
       .map((s) => s.slice(prefix.length))
-      .filter((id) => !live.has(id))
+      .filter((id) => !live.has(id) && Number(id.split('-', 1)[0]) <= gen)
   }
 
   /** Everything of the session: its manifest first (the workspace is gone for readers), then every blob. */

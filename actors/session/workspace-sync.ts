@@ -300,7 +300,7 @@ export class WorkspaceSync {
         // Gone or replaced since the scan: the next save finds it as it is then.
         if (!opened) return
         try {
-          const blob = await this.c.store.putBlob(this.session, readAll(opened.fh, opened.entry.size))
+          const blob = await this.c.store.putBlob(this.session, base.m.gen + 1, readAll(opened.fh, opened.entry.size))
           added.push(blob.id)
           entries.set(p, { ...opened.entry, size: blob.size, blob })
         } finally {
@@ -315,7 +315,7 @@ export class WorkspaceSync {
     this.mb.alive()
     this.mb.checkServing('it saves no workspace until it knows the session is still its own')
     this.attempt = { m, entries }
-    const { revision, blob } = await this.c.store.commit(this.session, encode(m), base.revision)
+    const { revision, blob } = await this.c.store.commit(this.session, m.gen, encode(m), base.revision)
     await this.adopt(m, entries, revision, blob)
   }
 
@@ -332,7 +332,7 @@ export class WorkspaceSync {
       await this.c.store.dropBlobs(this.session, gone)
       if (this.strays) {
         this.strays = false
-        await this.c.store.dropBlobs(this.session, await this.c.store.strays(this.session, live))
+        await this.c.store.dropBlobs(this.session, await this.c.store.strays(this.session, m.gen, live))
       }
     } catch (err) {
       // Left for the session's delete, which removes every blob of it.

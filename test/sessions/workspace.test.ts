@@ -111,6 +111,7 @@ t.test('a move keeps the workspace: saved after each tool call, only what change
   t.equal(m2!.gen, m1!.gen + 1)
   t.notOk(m2!.entries.has('keep.txt'), 'the removed file is out of the manifest')
   t.not(m2!.entries.get('src/a.txt').blob.id, m1!.entries.get('src/a.txt').blob.id, 'the changed file has a new blob')
+  t.match(m2!.entries.get('src/a.txt').blob.id, new RegExp(`^${m2!.gen}-`), 'named for the generation that saved it')
   t.equal(m2!.entries.get('big.bin').blob.id, m1!.entries.get('big.bin').blob.id, 'the unchanged file keeps its blob')
   const live = await blobs(session)
   t.equal(live.length, files.length, "the removed file's blob and the old manifest are gone; one new manifest")
@@ -122,8 +123,11 @@ t.test('a move keeps the workspace: saved after each tool call, only what change
   await bash(a.url, session, 'cat src/a.txt')
   t.equal((await manifest(session))!.gen, m2!.gen, 'no save without a change')
 
-  // The host dies; another, with a disk of its own, takes the session over.
+  // The host dies (here with the blobs of a save it never committed, as a host killed midway leaves them); another,
+  // with a disk of its own, takes the session over.
   await a.kill()
+  const leftover = await store.putBlob(session, m2!.gen + 1, [Buffer.from('a save that never committed')])
+  const later = await store.putBlob(session, m2!.gen + 5, [Buffer.from("another host's save in progress")])
   const b = await host(dirB)
   const moved = await bash(
     b.url,
@@ -147,6 +151,16 @@ t.test('a move keeps the workspace: saved after each tool call, only what change
   t.ok(lstatSync(path.join(hostB, 'empty')).isDirectory(), 'an empty directory too')
   if (process.geteuid?.() === 0) t.equal(lstatSync(path.join(hostB, 'src/a.txt')).uid, lstatSync(hostB).uid, "restored files belong to the workspace's owner")
 
+  const after = await blobs(session)
+  t.notOk(
+    after.some((s) => s.endsWith(leftover.id)),
+    "the first save of the new activation removes what a dead host's save of that generation left",
+  )
+  t.ok(
+    after.some((s) => s.endsWith(later.id)),
+    'but never a blob of a later generation',
+  )
+  await store.dropBlobs(session, [later.id])
   const again = await bash(b.url, session, 'echo second > second.txt')
   t.notMatch(textOf(results(again)[0]), /moved/, 'told once')
   t.equal(again.filter((e) => e.type === 'session.error').length, 0)
