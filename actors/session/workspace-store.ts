@@ -58,7 +58,7 @@ export class WorkspaceStore {
     const blob = info.nuid.slice(session.length + 1)
     const parts: Uint8Array[] = []
     try {
-      for await (const c of readChunks(this.jsm, STREAM, CHUNKS + info.nuid, info.chunks, info.digest, 'leader')) parts.push(c)
+      for await (const c of readChunks(this.jsm, STREAM, CHUNKS + info.nuid, info.chunks, info.digest, 'leader if missing')) parts.push(c)
     } catch (err) {
       if (isTransientNatsError(err)) throw err
       return { unreadable: (err as Error).message, blob, revision: info.revision }
@@ -96,9 +96,9 @@ export class WorkspaceStore {
     return { id, size, chunks, digest: paddedDigest(sha.digest('base64url')) }
   }
 
-  /** A blob's bytes, chunk by chunk, read at the stream's leader; throws when a chunk is missing or the digest differs. */
+  /** A blob's bytes, chunk by chunk (at the stream's leader when a replica has a chunk not); throws when a chunk is missing or the digest differs. */
   readBlob(session: string, ref: BlobRef): AsyncGenerator<Uint8Array> {
-    return readChunks(this.jsm, STREAM, `${CHUNKS}${session}.${ref.id}`, ref.chunks, ref.digest, 'leader')
+    return readChunks(this.jsm, STREAM, `${CHUNKS}${session}.${ref.id}`, ref.chunks, ref.digest, 'leader if missing')
   }
 
   /**
