@@ -89,12 +89,21 @@ export const Buckets = {
 export const ObjectStores = {
   /** A file's bytes, named by its id; visible only once complete (its meta entry is written last). */
   files: 'troupe_files',
+  /**
+   * Each session's workspace as its last completed tool call left it (actors/session/workspace-store.ts): one object
+   * named by the session id, its manifest, and the bytes of its files as chunks on `$O.troupe_workspaces.C.<session
+   * id>.<nuid>`, one subject per file version, so a session's bytes are one purge.
+   */
+  workspaces: 'troupe_workspaces',
 } as const
 
 /** The stream an object store keeps its chunks and meta in (nats.js's layout). */
 export const objectStream = (store: string) => `OBJ_${store}`
 /** The subject prefix of an object's chunks in that stream: `<prefix><object nuid>` (nats.js's layout). */
 export const objectChunkPrefix = (store: string) => `$O.${store}.C.`
+/** The subject of an object's meta entry: its name in padded base64url (nats.js's layout). */
+export const objectMetaSubject = (store: string, name: string) =>
+  `$O.${store}.M.${Buffer.from(name).toString('base64').replace(/\+/g, '-').replace(/\//g, '_')}`
 
 /** What each host writes to `troupe_hosts` on every heartbeat (msgpack). */
 export interface HostBeat {

@@ -2,6 +2,7 @@ import path from 'node:path'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
 import { parseClock, systemClock, type Clock } from '../protocol/clock.js'
+import type { SessionTuning } from '../actors/kit/types.js'
 import { readSandboxSetting, type SandboxSetting } from '../sandbox/index.js'
 
 const MiB = 1024 * 1024
@@ -41,10 +42,13 @@ export interface Config {
   /**
    * Session tuning: `TROUPE_MODEL_RETRIES` (default 4), `TROUPE_MODEL_RETRY_BASE_MS` (default 1000),
    * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_SESSION_RUNNING_RECORD_MS`
-   * (a turn's record says running once it has run this long; default 200), `TROUPE_MODEL_MAX_TOKENS` (default 8192).
+   * (a turn's record says running once it has run this long; default 200), `TROUPE_MODEL_MAX_TOKENS` (default 8192),
+   * `TROUPE_SESSION_SHELL_IDLE_MS` (a session with a live shell leaves memory, and its shell goes, after this; default
+   * 600000), `TROUPE_WORKSPACE_MAX_FILES` (files, directories and links a workspace may hold and still be saved for a
+   * move to another host; default 10000) and `TROUPE_WORKSPACE_MAX_MIB` (MiB of files, the same; default 1024).
    * Unset keys take the defaults.
    */
-  session: { retries?: number; retryBaseMs?: number; idleMs?: number; runningRecordMs?: number; maxTokens?: number }
+  session: Partial<SessionTuning>
   /**
    * Serve a call in-process when this host serves its subject: no NATS round trip, no msgpack; and feed the SSE
    * streams of sessions it owns in-process. `TROUPE_LOCAL_CALLS`, default on; `0` (or `off`, `false`) sends every
@@ -96,6 +100,9 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
       idleMs: count('TROUPE_SESSION_IDLE_MS', 0),
       runningRecordMs: count('TROUPE_SESSION_RUNNING_RECORD_MS', 0),
       maxTokens: count('TROUPE_MODEL_MAX_TOKENS', 1),
+      shellIdleMs: count('TROUPE_SESSION_SHELL_IDLE_MS', 0),
+      workspaceMaxEntries: count('TROUPE_WORKSPACE_MAX_FILES', 1),
+      workspaceMaxBytes: mebibytes(count('TROUPE_WORKSPACE_MAX_MIB', 1)),
     }).filter(([, v]) => v !== undefined),
   )
   return {

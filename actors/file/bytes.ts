@@ -1,11 +1,8 @@
-import { createHash } from 'node:crypto'
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import { Objm, type ObjectStore } from '@nats-io/obj'
 import type { FileBytes } from '../../protocol/files.js'
 import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/subjects.js'
-
-/** Bytes per stored chunk (one JetStream message each; nats.js clamps it to the server's max_payload). */
-export const CHUNK_BYTES = 1024 * 1024
+import { CHUNK_BYTES, readChunks } from '../kit/object-stores.js'
 
 /** File bytes, and what the file kind also asks of the store: the digest of an object stored before records kept it. */
 export interface FileObjects extends FileBytes {
@@ -70,26 +67,4 @@ export function pulled(chunks: AsyncIterable<Uint8Array>): ReadableStream<Uint8A
     },
     { highWaterMark: 0 },
   )
-}
-
-/**
- * The chunks of one object, each fetched by direct get (the next message on the object's chunk subject), one ahead of
- * the reader: a reader that stops taking them stops the reading (nats.js's own `get` pushes the whole object into
- * memory as fast as the server sends it), and an object deleted midway ends the read at once rather than leaving a
- * consumer waiting for chunks that will never come. The digest is checked at the end; a mismatch or a missing chunk
- * throws, so the response is cut short, never completed with wrong bytes.
- */
-async function* readChunks(jsm: JetStreamManager, stream: string, subject: string, chunks: number, digest: string): AsyncGenerator<Uint8Array> {
-  const fetchFrom = (seq: number) => jsm.direct.getMessage(stream, { seq, next_by_subj: subject }).catch(() => null)
-  const sha = createHash('sha256')
-  let next = chunks > 0 ? fetchFrom(1) : undefined
-  for (let i = 0; i < chunks; i++) {
-    const m = await next!
-    if (!m) throw new Error(`object ${subject}: chunk ${i + 1} of ${chunks} is gone`)
-    if (i + 1 < chunks) next = fetchFrom(m.seq + 1)
-    sha.update(m.data)
-    yield m.data
-  }
-  const got = `SHA-256=${sha.digest('base64url')}`
-  if (chunks > 0 && !sameDigest(got, digest)) throw new Error(`object ${subject}: digest mismatch`)
 }

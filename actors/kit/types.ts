@@ -57,8 +57,32 @@ export interface HostSettings {
   sandbox?: SandboxBackend
   /** The largest file stored (`TROUPE_FILE_MAX_MIB`): a session output larger is not published. Default 500 MiB. */
   fileMaxBytes?: number
-  /** Session actor tuning (retries, backoff, passivation); defaults in actors/session/index.ts. */
-  session?: Partial<{ retries: number; retryBaseMs: number; idleMs: number; runningRecordMs: number; maxTokens: number }>
+  /** Session actor tuning (retries, backoff, passivation, workspaces); defaults in actors/session/index.ts. */
+  session?: Partial<SessionTuning>
+}
+
+/** How a host's session actors behave (its settings: `HostSettings.session`). */
+export interface SessionTuning {
+  /** Retries of a failed model request before the turn gives up (retries_exhausted). */
+  retries: number
+  /** First backoff pause; doubles per attempt up to 30 s, unless the provider says when to come back. */
+  retryBaseMs: number
+  /** An idle session actor leaves memory after this long without work (its state is in KV and the stream). */
+  idleMs: number
+  /**
+   * A turn's record says it runs once the turn has run this long: a quicker turn's idle record would replace it at
+   * once (every host receives every record write, for lists). Lists show a running turn this much later; reads of
+   * the session itself come from its actor.
+   */
+  runningRecordMs: number
+  /** max_tokens of each model request. */
+  maxTokens: number
+  /** A session whose shell is live stays in memory this long after its last work (its shell goes when it leaves). */
+  shellIdleMs: number
+  /** Files, directories and links a workspace may hold and still be saved for a move (workspace-sync.ts). */
+  workspaceMaxEntries: number
+  /** Bytes of files a workspace may hold and still be saved. */
+  workspaceMaxBytes: number
 }
 
 /** A kind running on one host: its op table, its partitions' lifecycle (owner-placed ops), and how to stop it. */

@@ -57,7 +57,20 @@ export class SessionActor extends MailboxActor {
     this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
     const mounts = new Mounts(h, sessionDir(deps.ctx.settings.dataDir, this.id), deps.files, deps.ctx.log)
-    this.tools = new ToolRunner(h, this.events, mb, deps.ctx.settings.dataDir, deps.ctx.settings.sandbox, mounts)
+    this.tools = new ToolRunner(
+      h,
+      this.events,
+      mb,
+      deps.ctx.settings.dataDir,
+      {
+        store: deps.workspaces,
+        bounds: { maxEntries: deps.settings.workspaceMaxEntries, maxBytes: deps.settings.workspaceMaxBytes },
+        log: deps.ctx.log,
+        shellIdleMs: deps.settings.shellIdleMs,
+      },
+      deps.ctx.settings.sandbox,
+      mounts,
+    )
     const outputs = deps.outputs.publisher(this.id, mb)
     this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, outputs, deps })
     this.recovery = new Recovery(h, this.events, this.tools, this.turns)

@@ -1,7 +1,7 @@
 import type { KeyedActors } from '../kit/keyed-actors.js'
 import type { RetryPolicy } from '../kit/retry-policy.js'
 import type { RecordStore } from '../kit/store.js'
-import type { HostContext } from '../kit/types.js'
+import type { HostContext, SessionTuning } from '../kit/types.js'
 import type { SessionActor } from './actor.js'
 import type { AgentResolver } from './admission.js'
 import type { SessionTails } from './local-tails.js'
@@ -10,23 +10,10 @@ import type { SessionOutputs } from './outputs.js'
 import type { EnvironmentRefs } from './references.js'
 import type { SessionRecord } from './state.js'
 import type { FileReader } from '../file/read.js'
+import type { WorkspaceStore } from './workspace-store.js'
 
-export interface SessionSettings {
-  /** Retries of a failed model request before the turn gives up (retries_exhausted). */
-  retries: number
-  /** First backoff pause; doubles per attempt up to 30 s, unless the provider says when to come back. */
-  retryBaseMs: number
-  /** An idle session actor leaves memory after this long without work (its state is in KV and the stream). */
-  idleMs: number
-  /**
-   * A turn's record says it runs once the turn has run this long: a quicker turn's idle record would replace it at
-   * once (every host receives every record write, for lists). Lists show a running turn this much later; reads of
-   * the session itself come from its actor.
-   */
-  runningRecordMs: number
-  /** max_tokens of each model request. */
-  maxTokens: number
-}
+/** A host's session tuning, every setting given (defaults in index.ts). */
+export type SessionSettings = SessionTuning
 
 /** What the session actors of a host share. */
 export interface ActorDeps {
@@ -48,4 +35,6 @@ export interface ActorDeps {
   tails: SessionTails
   /** Publishes what sessions write to their outputs folder as Files (outputs.ts). */
   outputs: SessionOutputs
+  /** Where workspaces are saved for a move to another host. */
+  workspaces: WorkspaceStore
 }

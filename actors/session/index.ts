@@ -1,10 +1,12 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
 import { DEFAULT_FILE_MAX_BYTES } from '../../protocol/files.js'
-import { Buckets, partitionOf } from '../../protocol/subjects.js'
+import { Buckets, ObjectStores, partitionOf } from '../../protocol/subjects.js'
 import { fileBytes } from '../file/bytes.js'
 import { fileReader } from '../file/read.js'
+import { Objm } from '@nats-io/obj'
 import { openBucket } from '../kit/buckets.js'
+import { openObjectStore } from '../kit/object-stores.js'
 import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
@@ -22,6 +24,8 @@ import { modelClient } from './model.js'
 import { SessionOutputs } from './outputs.js'
 import { EnvironmentRefs } from './references.js'
 import { SESSION_PREFIX, type SessionRecord } from './state.js'
+import { WorkspaceStore } from './workspace-store.js'
+import { DEFAULT_WORKSPACE_BOUNDS } from './workspace-sync.js'
 
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   retries: modelRetry.maximumAttempts - 1,
@@ -29,6 +33,9 @@ export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   idleMs: 30_000,
   runningRecordMs: 200,
   maxTokens: 8192,
+  shellIdleMs: 10 * 60_000,
+  workspaceMaxEntries: DEFAULT_WORKSPACE_BOUNDS.maxEntries,
+  workspaceMaxBytes: DEFAULT_WORKSPACE_BOUNDS.maxBytes,
 }
 
 /**
@@ -42,6 +49,7 @@ export const sessionKind: ActorKindDef = {
   async start(ctx) {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.sessions)
     await retryWhileStarting('events stream', () => ensureEventsStream(ctx.storage))
+    const workspaces = new WorkspaceStore(ctx.js, ctx.jsm, await openObjectStore(new Objm(ctx.js), ctx.storage, ObjectStores.workspaces))
     const projection = new Projection<Session, SessionRecord>(kv, SESSION_PREFIX, (r) => r.session)
     await projection.start()
     const settings = { ...DEFAULT_SESSION_SETTINGS, ...ctx.settings.session }
@@ -77,6 +85,7 @@ export const sessionKind: ActorKindDef = {
         dataDir: ctx.settings.dataDir,
         maxFileBytes: ctx.settings.fileMaxBytes ?? DEFAULT_FILE_MAX_BYTES,
       }),
+      workspaces,
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),

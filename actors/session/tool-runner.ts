@@ -7,12 +7,10 @@ import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
 import type { Mounts } from './mounts.js'
 import { routeTool } from './tools.js'
+import { type WorkspaceContext, WorkspaceSync, workspaceOf } from './workspace-sync.js'
 
 const UNENFORCEABLE =
   'This tool cannot run on this host: its sandbox backend cannot enforce the environment’s limited networking (TROUPE_SANDBOX=local, or socat missing).'
-
-/** A session with a live shell keeps it (and stays in memory) this long after its last work. */
-const SANDBOX_IDLE_MS = 10 * 60_000
 
 /**
  * The tool uses of a turn: the built-in ones it may run, run in the session's sandbox (one persistent shell per
@@ -24,21 +22,26 @@ export class ToolRunner {
   /** The environment's packages are installed in this sandbox (asked once per sandbox, before its first tool). */
   private provisioned = false
   private readonly workdir: string
+  private readonly workspace: WorkspaceSync
+  private readonly shellIdleMs: number
 
   constructor(
     private readonly h: History,
     private readonly events: SessionEvents,
     private readonly mb: Mailbox,
     dataDir: string,
+    workspaces: WorkspaceContext & { shellIdleMs: number },
     private readonly backend: SandboxBackend = localBackend,
     private readonly mounts?: Mounts,
   ) {
     this.workdir = path.join(dataDir, 'sessions', h.session.id)
+    this.shellIdleMs = workspaces.shellIdleMs
+    this.workspace = new WorkspaceSync(h.session.id, workspaceOf(backend.kind, this.workdir), `${this.workdir}.workspace-gen`, mb, events, workspaces)
   }
 
   /** A live shell keeps the session in memory longer (undefined: the kind's idle time). */
   get idleMs(): number | undefined {
-    return this.sandbox ? SANDBOX_IDLE_MS : undefined
+    return this.sandbox ? this.shellIdleMs : undefined
   }
 
   /**
@@ -82,7 +85,8 @@ export class ToolRunner {
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
       this.mb.checkServing('it starts no tool until it knows the session is still its own')
-      const result = unmounted ?? (await sandbox.run(t.name, t.input, signal))
+      // The workspace is brought here before the first tool of this activation, and saved after each (workspace-sync.ts).
+      const result = unmounted ?? (await this.workspace.around(signal, () => sandbox.run(t.name, t.input, signal)))
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) break
@@ -119,10 +123,11 @@ export class ToolRunner {
     await this.sandbox?.close()
   }
 
-  /** The shell goes, and its working directory with it (session delete). */
+  /** The shell goes, and its working directory with it, and its workspace's saved copy (session delete). */
   async remove(): Promise<void> {
     await this.close()
     await rm(this.workdir, { recursive: true, force: true }).catch(() => undefined)
+    await this.workspace.remove()
   }
 
   /**

@@ -1,4 +1,5 @@
 // The command line of `npm run chaos`: every knob has a default small enough for a shared two-core machine.
+import { openSandboxBackend, readSandboxSetting, type SandboxKind } from '../../sandbox/index.js'
 import { FAULT_KINDS, type FaultKind } from './types.js'
 
 export interface ChaosArgs {
@@ -13,10 +14,12 @@ export interface ChaosArgs {
   faults: FaultKind[]
   /** Keep the run directory (stores, logs, tag files) even when every check passes. */
   keep: boolean
+  /** The hosts' sandbox backend (`TROUPE_SANDBOX`): isolated where it can start here, else local. */
+  sandbox: SandboxKind
 }
 
 export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessions N] [--hosts N] [--readers N]
-                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--keep]
+                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--keep]
 
   --seed N       fault schedule and load choices (default 1)
   --seconds S    load duration (default 60)
@@ -25,10 +28,11 @@ export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessio
   --readers N    sessions that also have an SSE reader (default min(10, sessions))
   --no-faults    load only
   --faults LIST  fault kinds to draw from (default all)
+  --sandbox K    the hosts' sandbox backend (default isolated where bubblewrap starts here, else local)
   --keep         keep the run directory even when every check passes`
 
 export function parseArgs(argv: string[]): ChaosArgs {
-  const known = new Set(['--seed', '--seconds', '--sessions', '--hosts', '--readers', '--faults', '--no-faults', '--keep', '--help', '-h'])
+  const known = new Set(['--seed', '--seconds', '--sessions', '--hosts', '--readers', '--faults', '--no-faults', '--sandbox', '--keep', '--help', '-h'])
   for (const a of argv) {
     if (a.startsWith('-') && !known.has(a)) throw new Error(`unknown flag ${a}\n${USAGE}`)
   }
@@ -65,6 +69,9 @@ export function parseArgs(argv: string[]): ChaosArgs {
     if (list !== undefined) throw new Error('--no-faults and --faults exclude each other')
     faults = []
   }
+  const sandbox = value('sandbox')
+  if (sandbox !== undefined && sandbox !== 'isolated' && sandbox !== 'local')
+    throw new Error(`--sandbox takes isolated or local (got ${JSON.stringify(sandbox)})`)
   return {
     seed: int('seed', 1, 0),
     seconds: int('seconds', 60, 5),
@@ -73,5 +80,6 @@ export function parseArgs(argv: string[]): ChaosArgs {
     readers: Math.min(sessions, int('readers', Math.min(10, sessions), 0)),
     faults,
     keep: argv.includes('--keep'),
+    sandbox: sandbox ?? openSandboxBackend(readSandboxSetting({ ...process.env, TROUPE_SANDBOX: '' })).kind,
   }
 }

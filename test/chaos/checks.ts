@@ -1,7 +1,11 @@
 // The checks, each a pure function of what the run recorded and what it read back afterwards. A check returns a
 // one-line summary and the evidence (capped) that a failure needs to be chased in the logs.
 import type { History, TagLine } from './history.js'
+import type { SandboxKill } from './sandboxes.js'
 import type { ScheduleData } from './schedules.js'
+import { toolResults, type TurnOutcome } from './turn.js'
+import type { UploadCheck } from './uploads.js'
+import type { ProbeCheck } from './workspaces.js'
 import {
   CONNECT_FAILED,
   TIMED_OUT,
@@ -32,6 +36,14 @@ export interface RunData {
   hostStarts: HostStart[]
   /** The deployments fired while orchestrators were killed (schedules.ts). */
   schedules: ScheduleData
+  /** Each session's workspace `tags.log`, read back by a bash call after the load (or why not). */
+  workspaceTags: Map<string, TurnOutcome>
+  /** Per host SIGKILL: what ran under the host, and what of it outlived it. */
+  sandboxKills: SandboxKill[]
+  /** Per host SIGKILL: the probe sessions it held, reading their workspace back on the hosts that took them over. */
+  probeChecks: ProbeCheck[]
+  /** Per host SIGKILL: the uploads streaming into it. */
+  uploads: UploadCheck[]
 }
 
 export interface CheckResult {
@@ -301,9 +313,12 @@ export function serverErrors(d: RunData): CheckResult {
   return { name: '5xx only as 503 + retry-after-ms inside fault windows', ok: bad === 0, summary, details: problems.slice(0, 40) }
 }
 
+/** Looking up an upload cut off by a kill finds nothing: that 404 is the answer the check wants. */
+export const UPLOAD_CHECK_CLIENT = 'uploads'
+
 export function noClientErrors(d: RunData): CheckResult {
   const problems = d.attempts
-    .filter((a) => a.status >= 400 && a.status < 500)
+    .filter((a) => a.status >= 400 && a.status < 500 && !(a.client === UPLOAD_CHECK_CLIENT && a.status === 404))
     .map((a) => `${a.status} at ${rel(d, a.at)} ${a.method} ${a.path} via ${a.backend}${a.key ? ` key ${a.key}` : ''}${a.requestId ? ` ${a.requestId}` : ''}`)
   return check('no 4xx (the driver sends only valid requests)', problems, 'none')
 }
@@ -502,6 +517,108 @@ export function scheduleOccurrences(d: RunData): CheckResult {
   )
 }
 
+/**
+ * What the workspace held is there wherever the session moved: its tags.log, read back after the load, holds the line of
+ * every bash run whose result was ok, once, in the order they ran. A run whose result is an error (cut off by a move)
+ * may have left its line or not; a line no stored tool use accounts for is a problem.
+ */
+export function workspaceKeptEveryTag(d: RunData): CheckResult {
+  const problems: string[] = []
+  let lines = 0
+  for (const s of d.sessions) {
+    const events = eventsOf(d.histories.get(s))
+    if (!events) continue
+    const read = d.workspaceTags.get(s)
+    if (!read || 'error' in read) {
+      problems.push(`${s}: the workspace could not be read back: ${read?.error ?? 'not tried'}`)
+      continue
+    }
+    const [r] = toolResults(read.events)
+    if (!r || (r.isError && !/No such file/.test(r.text))) {
+      problems.push(`${s}: reading tags.log failed: ${r?.text.slice(0, 200) ?? 'no tool result'}`)
+      continue
+    }
+    const found = (r.isError ? '' : r.text)
+      .split('\n')
+      .map((l) => /^(\S+) (toolu_\S+)$/.exec(l.trim())?.[2])
+      .filter((x): x is string => !!x)
+    lines += found.length
+    const ok: string[] = []
+    const errored = new Set<string>()
+    for (const u of events.filter((e) => e.type === 'agent.tool_use' && e.name === 'bash')) {
+      const id = /toolu_[0-9A-Za-z]+/.exec(String(u.input?.command ?? ''))?.[0]
+      const result = events.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === u.id)
+      if (!id || !result) continue
+      if (result.is_error) errored.add(id)
+      else ok.push(id)
+    }
+    const missing = ok.filter((id) => !found.includes(id))
+    const twice = found.filter((id, i) => found.indexOf(id) !== i)
+    const unknown = found.filter((id) => !ok.includes(id) && !errored.has(id))
+    const order = found.filter((id) => ok.includes(id))
+    const outOfOrder = order.some((id, i) => i > 0 && ok.indexOf(id) < ok.indexOf(order[i - 1]!))
+    if (missing.length)
+      problems.push(`${s}: ${missing.length} of ${ok.length} ok bash runs missing from the workspace (e.g. ${missing.slice(0, 3).join(', ')})`)
+    if (twice.length) problems.push(`${s}: lines twice in the workspace: ${twice.slice(0, 3).join(', ')}`)
+    if (unknown.length) problems.push(`${s}: lines no stored bash run accounts for: ${unknown.slice(0, 3).join(', ')}`)
+    if (outOfOrder) problems.push(`${s}: the workspace's lines are out of order`)
+  }
+  return check(
+    "each session's workspace holds every ok bash run's line after every move (read back by a bash call after the load)",
+    problems,
+    `${d.workspaceTags.size} workspaces, ${lines} lines, none missing`,
+  )
+}
+
+/** A host SIGKILL leaves no process it ran (sandboxes: bwrap and all under it) running. */
+export function sandboxesDieWithHost(d: RunData): CheckResult {
+  const problems = d.sandboxKills
+    .filter((k) => k.survivors.length)
+    .map((k) => `${k.host}: ${k.survivors.length} left running: ${k.survivors.slice(0, 5).join(', ')}`)
+  const procs = d.sandboxKills.reduce((n, k) => n + k.processes, 0)
+  const sandboxes = d.sandboxKills.reduce((n, k) => n + k.sandboxes, 0)
+  const slowest = Math.max(0, ...d.sandboxKills.map((k) => k.goneMs ?? 0))
+  return check(
+    'a SIGKILLed host leaves no sandbox process behind (each dies with its parent)',
+    problems,
+    d.sandboxKills.length
+      ? `${d.sandboxKills.length} kill(s): ${sandboxes} sandboxes, ${procs} processes in all, every one gone ${slowest} ms after its host's exit was seen`
+      : 'no host SIGKILL in this run',
+  )
+}
+
+/** A session taken over after a SIGKILL gets a working sandbox on its new host, with what its workspace held. */
+export function workspacesFollowSessions(d: RunData): CheckResult {
+  const problems = d.probeChecks
+    .filter((c) => !c.ok || c.owner === c.victimId)
+    .map(
+      (c) =>
+        `${c.session} (held by ${c.victim}): ${c.ok ? `read back on the killed host itself` : 'token not read back'} after ${c.attempts} attempt(s): ${c.detail}`,
+    )
+  const restored = d.probeChecks.filter((c) => c.restored).length
+  return check(
+    'a session taken over from a SIGKILLed host has a working sandbox on its new host, and its workspace',
+    problems,
+    d.probeChecks.length
+      ? `${d.probeChecks.length} probe session(s) read their workspace back on the host that took them over, ${restored} of them restored from the store there (the others on a host whose copy was current)`
+      : 'no probe session on a killed host in this run',
+  )
+}
+
+/** An upload in flight at a host SIGKILL is stored whole or not at all; an acknowledged one is whole. */
+export function uploadsWholeOrAbsent(d: RunData): CheckResult {
+  const problems = d.uploads
+    .filter((u) => u.outcome === 'partial' || u.outcome === 'unknown' || (u.answer === 200 && u.outcome !== 'whole'))
+    .map((u) => `${u.host} ${u.id} (${u.size} bytes, ${u.sentAtKill} sent at the kill, answer ${u.answer}): ${u.outcome}: ${u.detail}`)
+  const whole = d.uploads.filter((u) => u.outcome === 'whole').length
+  const absent = d.uploads.filter((u) => u.outcome === 'absent').length
+  return check(
+    'an upload in flight at a host SIGKILL is whole (exact bytes) or absent (404, not listed), never partial',
+    problems,
+    d.uploads.length ? `${d.uploads.length} uploads into killed hosts: ${whole} whole, ${absent} absent` : 'no host SIGKILL in this run',
+  )
+}
+
 export function percentile(xs: number[], p: number): number | undefined {
   if (!xs.length) return undefined
   const s = [...xs].sort((a, b) => a - b)
@@ -524,7 +641,8 @@ export function runChecks(d: RunData, faults: boolean): CheckResult[] {
     postsSucceeded(d),
     turnsFinished(d),
     scheduleOccurrences(d),
+    workspaceKeptEveryTag(d),
   ]
-  if (faults) out.push(failover(d), killFailover(d), restartReadiness(d))
+  if (faults) out.push(failover(d), killFailover(d), restartReadiness(d), sandboxesDieWithHost(d), workspacesFollowSessions(d), uploadsWholeOrAbsent(d))
   return out
 }

@@ -4,6 +4,7 @@
 import type Anthropic from '@anthropic-ai/sdk'
 import type { NatsCluster } from '../helpers/nats-cluster.js'
 import type { Hosts, Host } from './hosts.js'
+import type { KillChecks } from './kill-checks.js'
 import { substream } from './rng.js'
 import { Buckets, EVENTS_STREAM, ObjectStores, objectStream } from '../../protocol/subjects.js'
 
@@ -70,6 +71,8 @@ export interface FaultDeps {
   ownerOf(session: string): Promise<string | undefined>
   /** Resolves true once placement is balanced over the live hosts again (bounded). */
   balanced(): Promise<boolean>
+  /** What a host SIGKILL must leave right besides failover (sandboxes, workspaces, uploads), checked while it is down. */
+  kills?: KillChecks
   /** Progress lines. */
   say(line: string): void
 }
@@ -108,8 +111,10 @@ export class FaultRunner {
         const h = up[f.pick % up.length]!
         w.target = h.name
         watched = await this.ownedBy(h)
+        // Set up before the window starts, so that the failover it measures starts at the signal.
+        const afterKill = f.kind === 'host-kill' ? await this.d.kills?.before(h) : undefined
         w.start = Date.now()
-        recover = f.kind === 'host-kill' ? await this.hostKill(h, step) : await this.hostStop(h, step)
+        recover = f.kind === 'host-kill' ? await this.hostKill(h, step, afterKill) : await this.hostStop(h, step)
       } else {
         const name =
           f.kind === 'nats-leader'
@@ -146,11 +151,17 @@ export class FaultRunner {
   }
 
   /** Each fault injects at once and returns its recovery. */
-  private async hostKill(h: Host, step: (s: string) => void): Promise<() => Promise<void>> {
+  private async hostKill(h: Host, step: (s: string) => void, afterKill?: (signalledAt: number) => Promise<void>): Promise<() => Promise<void>> {
     await this.d.hosts.kill(h)
+    const checked = afterKill?.(Date.now()).catch((err: Error) => step(`the checks after the kill broke: ${err.message}`))
     step(`SIGKILL (${h.id})`)
     return async () => {
       await sleep(HOST_KILL_DOWN_MS)
+      // The host stays down until what it left is looked at from the others.
+      if (checked) {
+        await checked
+        step('its sandboxes, the workspaces of its sessions and its uploads checked')
+      }
       step('restarting')
       let rec = await this.d.hosts.start(h, true)
       // A start-up slower than startTroupe's 30 s (a loaded machine) gets one more go; both starts are reported.

@@ -2,7 +2,6 @@
 // client's paging, as a user would read it) and the tags its bash tool calls appended.
 import { readFileSync } from 'node:fs'
 import type Anthropic from '@anthropic-ai/sdk'
-import { tagFile } from './load.js'
 
 /** A session's history, or why it could not be read. */
 export type History = { events: any[] } | { error: string }
@@ -33,13 +32,16 @@ export interface TagLine {
   toolUseId: string
 }
 
-export function readTags(tagDir: string, sessions: string[]): Map<string, TagLine[]> {
+/** Each session's bash runs, from every file its runs may have appended to (`files`: on each host, in a sandbox). */
+export function readTags(files: (session: string) => string[], sessions: string[]): Map<string, TagLine[]> {
   const out = new Map<string, TagLine[]>()
   for (const s of sessions) {
     let text = ''
-    try {
-      text = readFileSync(tagFile(tagDir, s), 'utf8')
-    } catch {}
+    for (const f of files(s)) {
+      try {
+        text += readFileSync(f, 'utf8')
+      } catch {}
+    }
     out.set(
       s,
       text

@@ -10,8 +10,8 @@ export interface LoadOptions {
   client: Anthropic
   sessions: string[]
   seed: number
-  /** Where the bash tool calls append their tags: one file per session. */
-  tagDir: string
+  /** Where a session's bash tool calls append their tags, as the tools see it (one file per session). */
+  execLog: (session: string) => string
   /** Distinguishes this run's keys from any other run's. */
   runId: string
 }
@@ -100,7 +100,7 @@ export class Load {
 
   private async drive(session: string, index: number): Promise<void> {
     const rng = substream(this.o.seed, `session#${index}`)
-    const file = tagFile(this.o.tagDir, session)
+    const file = this.o.execLog(session)
     for (let turn = 0; Date.now() < this.stopAt; turn++) {
       // Drawn before anything can fail, so the same seed gives the same choices whatever happens.
       const kind = rng.weighted<TurnKind>({ bash: 6, custom: 2, interrupt: 2 })

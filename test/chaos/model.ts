@@ -1,6 +1,10 @@
 // The fake Messages API for the chaos run, in its own process (so the driver's event loop does not pace the model)
 // like test/soak/model.ts. The last user text says what the turn does:
-//   "bash <tag> <file> …"  one bash tool call appending "<tag> <tool_use id>" to <file>, so runs can be counted
+//   "bash <tag> <file> …"  one bash tool call appending "<tag> <tool_use id>" to <file>, so runs can be counted, and
+//                          to tags.log in the workspace, which must still hold it after the session moves
+//   "probe-write <token>"  a bash call leaving <token> in the workspace (a file in a directory, a link to it)
+//   "probe-check"          a bash call reading it back through the link
+//   "check-tags"           a bash call printing the workspace's tags.log
 //   "custom <tag> …"       one call of the custom tool `lookup`: the session parks until the driver answers
 //   "slow <tag> …"         a reply streamed over ~3 s, for the driver to interrupt
 // A tool result gets a closing text; anything else "ok".
@@ -14,14 +18,20 @@ const toolUseId = () => `toolu_01${[...randomBytes(22)].map((b) => ALNUM[b % ALN
 function reply(messages: any[]): ScriptedReply | undefined {
   const last = messages.at(-1)
   const blocks: any[] = Array.isArray(last?.content) ? last.content : [{ type: 'text', text: String(last?.content ?? '') }]
-  if (blocks.some((b) => b.type === 'tool_result')) return { steps: [{ type: 'text', text: 'ran it' }] }
-  // Messages swept together (after an interrupt) arrive as one user turn: the newest text is the instruction.
+  // Messages swept together (after an interrupt) arrive as one user turn: the newest text is the instruction. A
+  // message to a session left parked on a tool comes with that tool's abandoned result: the text still decides.
   const text: string = blocks.filter((b) => b.type === 'text').at(-1)?.text ?? ''
   const [verb, tag, file] = text.split(' ')
+  if (!text && blocks.some((b) => b.type === 'tool_result')) return { steps: [{ type: 'text', text: 'ran it' }] }
   if (verb === 'bash' && tag && file) {
     const id = toolUseId()
-    return { steps: [{ type: 'tool_use', id, name: 'bash', input: { command: `echo "${tag} ${id}" >> ${file}` } }] }
+    return { steps: [{ type: 'tool_use', id, name: 'bash', input: { command: `echo "${tag} ${id}" >> ${file} && echo "${tag} ${id}" >> tags.log` } }] }
   }
+  const bash = (command: string): ScriptedReply => ({ steps: [{ type: 'tool_use', name: 'bash', input: { command } }] })
+  if (verb === 'probe-write' && tag)
+    return bash(`mkdir -p probe && echo ${tag} > probe/token.txt && chmod 640 probe/token.txt && ln -sfn probe/token.txt probe-link && echo wrote`)
+  if (verb === 'probe-check') return bash('cat probe-link && stat -c %a probe/token.txt')
+  if (verb === 'check-tags') return bash('cat tags.log')
   if (verb === 'custom' && tag) return { steps: [{ type: 'tool_use', name: 'lookup', input: { q: tag } }] }
   if (verb === 'slow' && tag) return { steps: [{ type: 'text', text: `a long answer about ${tag} `.repeat(30), chunks: 30 }], chunkDelayMs: 100 }
   return undefined

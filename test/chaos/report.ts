@@ -128,6 +128,21 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
           `raw p50 ${p50(probes.map((p) => p.firstOkMs))}, per-kill max ${range(kills.map((k) => k.raw.max))} (budget ${s1(HOST_FAILOVER_MS)})`,
       )
     }
+    if (d.sandboxKills.length) {
+      say('host SIGKILL → what the host left (seen from the others while it was down)')
+      for (const [i, k] of d.sandboxKills.entries()) {
+        const left = k.survivors.length ? `${k.survivors.length} LEFT RUNNING` : `none left (${k.goneMs} ms)`
+        say(`  ${String(i + 1).padStart(2)}. ${k.host}: ${k.sandboxes} sandboxes (${k.processes} processes) → ${left}`)
+      }
+      const ok = d.probeChecks.filter((c) => c.ok).length
+      say(
+        `  probe sessions read their workspace back on the host that took them over: ${ok} of ${d.probeChecks.length} (${d.probeChecks.filter((c) => c.restored).length} restored from the store there)`,
+      )
+      const by = (o: string) => d.uploads.filter((u) => u.outcome === o).length
+      say(
+        `  uploads streaming into the killed host: ${d.uploads.length}: ${by('whole')} whole, ${by('absent')} absent, ${by('partial')} partial, ${by('unknown')} unknown`,
+      )
+    }
     const restarts = d.hostStarts.filter((s) => s.restart)
     if (restarts.length) {
       say('restarts (spawn → start-up block printed; NATS connection → /readyz 200)')

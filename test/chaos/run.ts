@@ -12,17 +12,21 @@ import { connect } from '@nats-io/transport-node'
 import { startNatsCluster } from '../helpers/nats-cluster.js'
 import { parseArgs } from './args.js'
 import { Balancer, CLIENT_HEADER, VIRTUAL_ORIGIN } from './balancer.js'
-import { runChecks, scheduleOccurrences, type RunData } from './checks.js'
+import { runChecks, scheduleOccurrences, UPLOAD_CHECK_CLIENT, type RunData } from './checks.js'
 import { cleanupNow, installCleanupHandlers, onBrokenRun, onCleanup } from './cleanup.js'
 import { FaultRunner, planFaults } from './faults.js'
 import { readHistories, readTags } from './history.js'
 import { Hosts } from './hosts.js'
-import { Load } from './load.js'
+import { KillChecks } from './kill-checks.js'
+import { Load, tagFile } from './load.js'
 import { placementReader, waitBalanced } from './placement.js'
 import { printReport } from './report.js'
 import { SseReader } from './sse.js'
 import { Rng } from './rng.js'
 import { Schedules } from './schedules.js'
+import { oneTurn, type TurnOutcome } from './turn.js'
+import { UploadProbes } from './uploads.js'
+import { WorkspaceProbes } from './workspaces.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -32,6 +36,10 @@ const SETTLE_MS = 30_000
 const OVERRUN_MS = 6 * 60_000
 /** Deployments fired every minute of the schedule clock (6 real seconds). */
 const DEPLOYMENTS = 5
+/** Sessions apart from the load whose workspaces are read back after each host SIGKILL (about three per host). */
+const PROBE_SESSIONS = 9
+/** Where a session's bash runs append `<tag> <tool use id>` inside an isolated sandbox: its /tmp, on each host's disk. */
+const SANDBOX_EXEC_LOG = '/tmp/chaos-tags.log'
 
 const args = (() => {
   try {
@@ -82,7 +90,7 @@ async function startModel(): Promise<string> {
   })
 }
 
-say(`run directory ${runDir}`)
+say(`run directory ${runDir}; sandboxes ${args.sandbox}`)
 const modelUrl = await startModel()
 say(`fake model on ${modelUrl}`)
 const cluster = await startNatsCluster({ name: 'troupe-chaos', dir: path.join(runDir, 'nats') })
@@ -91,10 +99,7 @@ say(`NATS cluster ${cluster.url}, meta leader ${await cluster.metaLeader()}`)
 
 const schedules = new Schedules(cluster.url, path.join(runDir, 'orchestrators'))
 const hosts = new Hosts({
-  // Local sandboxes: the bash tool calls append to tag files in this run's directory, which an isolated sandbox
-  // cannot see; the isolated backend's own guarantees under chaos (none left behind, a working sandbox after a
-  // takeover) are not in this run yet.
-  env: { TROUPE_SCHEDULE_CLOCK: schedules.clockSpec, TROUPE_SANDBOX: 'local' },
+  env: { TROUPE_SCHEDULE_CLOCK: schedules.clockSpec, TROUPE_SANDBOX: args.sandbox },
   count: args.hosts,
   natsUrl: cluster.url,
   natsMonitors: () => cluster.nodes.filter((n) => n.state() === 'running').map((n) => n.monitorUrl),
@@ -154,14 +159,22 @@ await Promise.all([schedules.start(0), schedules.start(1)])
 await schedules.deploy(driverClient, agent.id, environment.id, DEPLOYMENTS)
 say(`${DEPLOYMENTS} deployments every minute of a clock 10 times as fast, fired by 2 orchestrators`)
 
+const runId = `c${args.seed}-${Date.now().toString(36)}`
+const probes = new WorkspaceProbes(checkClient, placementReader(nc))
+say(`${await probes.setup(agent.id, environment.id, PROBE_SESSIONS, runId)} of ${PROBE_SESSIONS} probe sessions left a token in their workspace`)
+const kills = new KillChecks(probes, new UploadProbes(runId), clientWith(UPLOAD_CHECK_CLIENT, 8, 30_000))
+
 const readers = sessions.slice(0, args.readers).map((s, i) => new SseReader(s, balancer, i))
 for (const r of readers) r.start()
 await Promise.all(readers.map((r) => Promise.race([r.opened, sleep(15_000)])))
 for (const r of readers) r.rec.fromStart = r.rec.connects > 0
 say(`${readers.filter((r) => r.rec.fromStart).length} of ${readers.length} SSE readers open`)
 
-const runId = `c${args.seed}-${Date.now().toString(36)}`
-const load = new Load({ client: driverClient, sessions, seed: args.seed, tagDir, runId })
+// An isolated sandbox sees none of this run's directory: its bash runs log to its own /tmp, read from each host's disk.
+const execLog = (s: string) => (args.sandbox === 'isolated' ? SANDBOX_EXEC_LOG : tagFile(tagDir, s))
+const execLogs = (s: string) =>
+  args.sandbox === 'isolated' ? hosts.all.map((h) => path.join(h.dataDir, 'sessions', s, 'tmp', path.basename(SANDBOX_EXEC_LOG))) : [tagFile(tagDir, s)]
+const load = new Load({ client: driverClient, sessions, seed: args.seed, execLog, runId })
 const faults = new FaultRunner({
   cluster,
   hosts,
@@ -169,6 +182,7 @@ const faults = new FaultRunner({
   writeClient,
   sessions,
   ownerOf: placementReader(nc),
+  kills,
   balanced: () =>
     waitBalanced(
       nc,
@@ -223,6 +237,17 @@ const lastStored = (s: string) => {
 }
 while (Date.now() < caughtUpBy && readers.some((r) => r.lastId !== lastStored(r.session))) await sleep(250)
 await Promise.all(readers.map((r) => r.stop()))
+// Every session's workspace must still hold the tag of each bash run that answered ok, wherever the session moved.
+const workspaceTags = new Map<string, TurnOutcome>()
+{
+  const queue = [...sessions]
+  await Promise.all(
+    Array.from({ length: 6 }, async () => {
+      for (let s = queue.shift(); s; s = queue.shift()) workspaceTags.set(s, await oneTurn(checkClient, s, 'check-tags', 60_000))
+    }),
+  )
+}
+say(`workspaces read back: ${[...workspaceTags.values()].filter((o) => 'events' in o).length} of ${sessions.length}`)
 // The orchestrators had the settle time to catch up; runs they queued are recorded by the hosts meanwhile.
 schedules.stop()
 const scheduled = await (async () => {
@@ -246,7 +271,11 @@ const data: RunData = {
   turns: load.turns,
   readers: readers.map((r) => r.rec),
   histories,
-  tags: readTags(tagDir, sessions),
+  tags: readTags(execLogs, sessions),
+  workspaceTags,
+  sandboxKills: kills.sandboxes,
+  probeChecks: probes.checks,
+  uploads: kills.uploads.checks,
   settled,
   hostStarts: hosts.starts,
   schedules: scheduled,

@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { logLines } from '../helpers/troupe.js'
+import { pidsOf } from '../helpers/procs.js'
 import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
 import { agentAndEnv, collect, isIdle, sessionStack } from '../sessions/_helpers.js'
 
@@ -40,13 +40,6 @@ async function suite() {
     return events.filter((e) => e.type === 'agent.tool_result').map((e) => ({ text: textOf(e), isError: e.is_error }))
   }
 
-  /** Host pids whose command line is exactly `args`. */
-  const pidsOf = (args: string) =>
-    execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
-      .split('\n')
-      .map((l) => l.trim().match(/^(\d+) (.*)$/))
-      .filter((m) => m?.[2] === args)
-      .map((m) => Number(m![1]))
   const waitGone = async (args: string, ms: number) => {
     const deadline = Date.now() + ms
     while (pidsOf(args).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
