@@ -13,9 +13,9 @@ import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
 import { History } from './history.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
-import { Mounts, sessionDir } from './mounts.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
+import { InProcessSandbox, type SessionSandbox } from './session-sandbox.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
 import { ToolRunner } from './tool-runner.js'
 import { TurnLoop } from './turn.js'
@@ -26,12 +26,13 @@ const isResult = (e: SessionEvent) => e.type === 'user.tool_result' || e.type ==
  * One session, alive on the host that owns it (kit/keyed-actors.ts). It is a mailbox: client events are stored
  * first (durable before the POST answers), then handled one thing at a time, in order, by `pump`. Every change is an
  * event, applied to the History as it is stored (events.ts), so a new host rebuilds the actor by replaying them. The
- * rest is in its parts: its record (record-writer.ts), its turns (turn.ts), the tools they run (tool-runner.ts), and
- * a turn left unfinished (recovery.ts).
+ * rest is in its parts: its record (record-writer.ts), its turns (turn.ts), the tools they run (tool-runner.ts), its
+ * host directory and sandbox (session-sandbox.ts), and a turn left unfinished (recovery.ts).
  */
 export class SessionActor extends MailboxActor {
   private readonly events: SessionEvents
   private readonly writer: RecordWriter
+  private readonly sandbox: SessionSandbox
   private readonly tools: ToolRunner
   private readonly turns: TurnLoop
   private readonly recovery: Recovery
@@ -56,23 +57,9 @@ export class SessionActor extends MailboxActor {
     const { mb } = this
     this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
-    const mounts = new Mounts(h, sessionDir(deps.ctx.settings.dataDir, this.id), deps.files, deps.ctx.log)
-    this.tools = new ToolRunner(
-      h,
-      this.events,
-      mb,
-      deps.ctx.settings.dataDir,
-      {
-        store: deps.workspaces,
-        bounds: { maxEntries: deps.settings.workspaceMaxEntries, maxBytes: deps.settings.workspaceMaxBytes },
-        log: deps.ctx.log,
-        shellIdleMs: deps.settings.shellIdleMs,
-      },
-      deps.ctx.settings.sandbox,
-      mounts,
-    )
-    const outputs = deps.outputs.publisher(this.id, mb)
-    this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, outputs, deps })
+    this.sandbox = new InProcessSandbox(h, this.events, mb, deps)
+    this.tools = new ToolRunner(h, this.events, mb, this.sandbox)
+    this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, sandbox: this.sandbox, deps })
     this.recovery = new Recovery(h, this.events, this.tools, this.turns)
   }
 
@@ -101,12 +88,12 @@ export class SessionActor extends MailboxActor {
   protected override stopped(): void {
     this.writer.cancel()
     this.turns.abort()
-    void this.tools.close()
+    void this.sandbox.close()
   }
 
   /** A session with a live shell stays in memory longer after its last work. */
   get idleMs(): number | undefined {
-    return this.tools.idleMs
+    return this.sandbox.idleMs
   }
 
   /** True while the actor has something to do. */
@@ -241,7 +228,7 @@ export class SessionActor extends MailboxActor {
     await this.mb.unmarkWork(true)
     await purgeSession(this.deps.ctx.jsm, this.id)
     await this.deps.environments.release(this.h.session.environment_id, this.id, rid)
-    await this.tools.remove()
+    await this.sandbox.remove()
     await this.deps.outputs.forget(this.id)
     this.deps.actors.gone(this)
   }
@@ -266,7 +253,7 @@ export class SessionActor extends MailboxActor {
     await this.pumping?.catch(() => undefined)
     // Appends already sent may still land: the next owner must read them, or its first append is fenced off.
     await this.mb.settled().catch(() => undefined)
-    await this.tools.close()
+    await this.sandbox.close()
     if (handOver && idle) {
       await this.mb.persisted().catch(() => undefined)
       await this.mb.unmarkWork()

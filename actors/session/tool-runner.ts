@@ -1,48 +1,24 @@
-import { rm } from 'node:fs/promises'
-import path from 'node:path'
-import { localBackend, type Sandbox, type SandboxBackend } from '../../sandbox/index.js'
 import type { Mailbox } from '../kit/mailbox.js'
-import { egressPolicy, packagesOf } from './egress.js'
 import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
-import type { Mounts } from './mounts.js'
+import type { SessionSandbox } from './session-sandbox.js'
 import { routeTool } from './tools.js'
-import { type WorkspaceContext, WorkspaceSync, workspaceOf } from './workspace-sync.js'
 
 const UNENFORCEABLE =
   'This tool cannot run on this host: its sandbox backend cannot enforce the environment’s limited networking (TROUPE_SANDBOX=local, or socat missing).'
 
 /**
- * The tool uses of a turn: the built-in ones it may run, run in the session's sandbox (one persistent shell per
- * session, `sandbox/`), and the ones it parks for the client: custom tools, every tool of a self-hosted session, and
+ * The tool uses of a turn: the built-in ones it may run, run in the session's sandbox (session-sandbox.ts: one
+ * persistent shell per session, `sandbox/`), and the ones it parks for the client: custom tools, every tool of a self-hosted session, and
  * `always_ask` uses not yet confirmed.
  */
 export class ToolRunner {
-  private sandbox: Sandbox | undefined
-  /** The environment's packages are installed in this sandbox (asked once per sandbox, before its first tool). */
-  private provisioned = false
-  private readonly workdir: string
-  private readonly workspace: WorkspaceSync
-  private readonly shellIdleMs: number
-
   constructor(
     private readonly h: History,
     private readonly events: SessionEvents,
     private readonly mb: Mailbox,
-    dataDir: string,
-    workspaces: WorkspaceContext & { shellIdleMs: number },
-    private readonly backend: SandboxBackend = localBackend,
-    private readonly mounts?: Mounts,
-  ) {
-    this.workdir = path.join(dataDir, 'sessions', h.session.id)
-    this.shellIdleMs = workspaces.shellIdleMs
-    this.workspace = new WorkspaceSync(h.session.id, workspaceOf(backend.kind, this.workdir), `${this.workdir}.workspace-gen`, mb, events, workspaces)
-  }
-
-  /** A live shell keeps the session in memory longer (undefined: the kind's idle time). */
-  get idleMs(): number | undefined {
-    return this.sandbox ? this.shellIdleMs : undefined
-  }
+    private readonly sandbox: SessionSandbox,
+  ) {}
 
   /**
    * Runs the open tool uses that may run, in order, each answered by its result; returns the ones parked, or
@@ -67,26 +43,20 @@ export class ToolRunner {
       if (signal.aborted || this.mb.dead) break
       // The session's files in place first (mounts.ts) and its packages installed: both may take a while, so the
       // check below comes after them.
-      const unmounted = await this.mounts?.ready(signal)
-      const sandbox = this.shell()
-      if (!sandbox) {
+      const ready = await this.sandbox.prepare(signal)
+      if (ready.kind === 'unenforceable') {
         this.error(t, UNENFORCEABLE)
         continue
       }
-      if (!this.provisioned) {
-        const r = await sandbox.provision(packagesOf(this.h.rec.env), signal)
-        if (signal.aborted || this.mb.dead) break
-        if (!r.ok) {
-          this.provisionFailed(r.message)
-          return 'failed'
-        }
-        this.provisioned = true
+      if (ready.kind === 'stopped') break
+      if (ready.kind === 'unprovisioned') {
+        this.provisionFailed(ready.message)
+        return 'failed'
       }
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
       this.mb.checkServing('it starts no tool until it knows the session is still its own')
-      // The workspace is brought here before the first tool of this activation, and saved after each (workspace-sync.ts).
-      const result = unmounted ?? (await this.workspace.around(signal, () => sandbox.run(t.name, t.input, signal)))
+      const result = ready.kind === 'unmounted' ? ready.result : await this.sandbox.runTool(t.name, t.input, signal)
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) break
@@ -115,30 +85,5 @@ export class ToolRunner {
   /** Answers a tool use with an error result, without running it. */
   error(t: OpenTool, text: string): void {
     this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
-  }
-
-  /** The shell goes (the actor stopped). */
-  async close(): Promise<void> {
-    this.provisioned = false
-    await this.sandbox?.close()
-  }
-
-  /** The shell goes, and its working directory with it, and its workspace's saved copy (session delete). */
-  async remove(): Promise<void> {
-    await this.close()
-    await rm(this.workdir, { recursive: true, force: true }).catch(() => undefined)
-    await this.workspace.remove()
-  }
-
-  /**
-   * The session's sandbox, with the network policy of its environment and current agent (applied afresh each time:
-   * a session update may have changed the MCP servers). Undefined when this host's backend cannot enforce a limited
-   * policy: admission refuses such sessions on such a host, but one may move to it from a host that can.
-   */
-  private shell(): Sandbox | undefined {
-    const network = egressPolicy(this.h.rec.env, this.h.session.agent)
-    if (network?.type === 'limited' && !this.backend.enforcesNetwork) return undefined
-    if (this.sandbox && network) this.sandbox.setNetwork(network)
-    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network }))
   }
 }

@@ -11,8 +11,8 @@ import type { SessionEvents } from './events.js'
 import type { History } from './history.js'
 import { classifyFailure, streamModel, type ModelResponse } from './model.js'
 import { sessionDir, systemWithFiles } from './mounts.js'
-import type { OutputPublisher } from './outputs.js'
 import type { RecordWriter } from './record-writer.js'
+import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, routeTool, toolDefinitions } from './tools.js'
 
@@ -24,7 +24,7 @@ export interface TurnParts {
   readonly events: SessionEvents
   readonly writer: RecordWriter
   readonly tools: ToolRunner
-  readonly outputs: Pick<OutputPublisher, 'hasFolder' | 'publish'>
+  readonly sandbox: Pick<SessionSandbox, 'hasOutputs' | 'publishOutputs'>
   readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings'>
 }
 
@@ -121,8 +121,8 @@ export class TurnLoop {
    * the session goes idle. A turn abandoned after repeated failures goes idle without a pass (`idle`): the next does it.
    */
   async end(stop: StopReason, details: unknown = null): Promise<void> {
-    if (this.p.outputs.hasFolder()) {
-      await this.p.outputs.publish()
+    if (this.p.sandbox.hasOutputs()) {
+      await this.p.sandbox.publishOutputs()
       if (this.p.mb.dead) return
     }
     this.idle(stop, details)

@@ -1,0 +1,143 @@
+import { rm } from 'node:fs/promises'
+import { localBackend, type Sandbox, type SandboxBackend, type ToolResult } from '../../sandbox/index.js'
+import type { Mailbox } from '../kit/mailbox.js'
+import type { ActorDeps } from './deps.js'
+import { egressPolicy, packagesOf } from './egress.js'
+import type { SessionEvents } from './events.js'
+import type { History } from './history.js'
+import { Mounts, sessionDir } from './mounts.js'
+import type { OutputPublisher } from './outputs.js'
+import { WorkspaceSync, workspaceOf } from './workspace-sync.js'
+
+/**
+ * What `prepare` found. `ready`: the next tool may run. `unmounted`: it may not, and this is its result (the session's
+ * files are not in place). `unenforceable`: this host's backend cannot enforce the session's limited networking.
+ * `unprovisioned`: the environment's packages did not install. `stopped`: the call was interrupted, or the actor
+ * stopped, while they were being installed.
+ */
+export type Prepared =
+  | { kind: 'ready' }
+  | { kind: 'unmounted'; result: ToolResult }
+  | { kind: 'unenforceable' }
+  | { kind: 'unprovisioned'; message: string }
+  | { kind: 'stopped' }
+
+/**
+ * Everything done in a session's host directory (`<data dir>/sessions/<id>`): its sandbox, the files mounted into it,
+ * its workspace kept across moves, and its outputs folder. Plain data in and out, and an AbortSignal for interrupts:
+ * the seam for sandboxes on other hosts (a client sending these calls over NATS to the host that holds the directory).
+ * The actor checks it still serves the session between `prepare` and `runTool` (tool-runner.ts).
+ */
+export interface SessionSandbox {
+  /**
+   * Readies the sandbox for the next tool: the session's files in place (mounts.ts), the sandbox made or given the
+   * network policy of the session's environment and current agent, and the environment's packages installed (once
+   * per sandbox). Slow at times (a mount, an install).
+   */
+  prepare(signal: AbortSignal): Promise<Prepared>
+  /** Runs one built-in tool between the workspace's restore and its save (workspace-sync.ts). */
+  runTool(name: string, input: unknown, signal: AbortSignal): Promise<ToolResult>
+  /**
+   * Whether there is an outputs folder to pass over: a session that never ran a tool on this host has none.
+   * Synchronous, so a turn without tools ends without yielding, and its last events and its idle status are stored
+   * as one write.
+   */
+  hasOutputs(): boolean
+  /** One pass over the outputs folder (outputs.ts). Throws only when the host no longer serves the session. */
+  publishOutputs(): Promise<void>
+  /** A live shell keeps the session in memory longer (undefined: the kind's idle time). */
+  readonly idleMs: number | undefined
+  /** The shell goes (the actor stopped). */
+  close(): Promise<void>
+  /** The shell goes, and its working directory with it, and its workspace's saved copy (session delete). */
+  remove(): Promise<void>
+}
+
+/** The session's sandbox on this host: the one `Sandbox`, made lazily through the host's backend (sandbox/). */
+export class InProcessSandbox implements SessionSandbox {
+  private sandbox: Sandbox | undefined
+  /** The environment's packages are installed in this sandbox (asked once per sandbox, before its first tool). */
+  private provisioned = false
+  private readonly workdir: string
+  private readonly workspace: WorkspaceSync
+  private readonly backend: SandboxBackend
+  private readonly mounts: Mounts
+  private readonly outputs: OutputPublisher
+  private readonly shellIdleMs: number
+
+  constructor(
+    private readonly h: History,
+    events: SessionEvents,
+    private readonly mb: Mailbox,
+    deps: Pick<ActorDeps, 'ctx' | 'settings' | 'files' | 'outputs' | 'workspaces'>,
+  ) {
+    const { dataDir, sandbox } = deps.ctx.settings
+    const id = h.session.id
+    this.workdir = sessionDir(dataDir, id)
+    this.backend = sandbox ?? localBackend
+    this.shellIdleMs = deps.settings.shellIdleMs
+    this.mounts = new Mounts(h, this.workdir, deps.files, deps.ctx.log)
+    this.outputs = deps.outputs.publisher(id, mb)
+    const bounds = { maxEntries: deps.settings.workspaceMaxEntries, maxBytes: deps.settings.workspaceMaxBytes }
+    this.workspace = new WorkspaceSync(id, workspaceOf(this.backend.kind, this.workdir), `${this.workdir}.workspace-gen`, mb, events, {
+      store: deps.workspaces,
+      bounds,
+      log: deps.ctx.log,
+    })
+  }
+
+  get idleMs(): number | undefined {
+    return this.sandbox ? this.shellIdleMs : undefined
+  }
+
+  async prepare(signal: AbortSignal): Promise<Prepared> {
+    const unmounted = await this.mounts.ready(signal)
+    const sandbox = this.shell()
+    if (!sandbox) return { kind: 'unenforceable' }
+    if (!this.provisioned) {
+      const r = await sandbox.provision(packagesOf(this.h.rec.env), signal)
+      if (signal.aborted || this.mb.dead) return { kind: 'stopped' }
+      if (!r.ok) return { kind: 'unprovisioned', message: r.message }
+      this.provisioned = true
+    }
+    return unmounted ? { kind: 'unmounted', result: unmounted } : { kind: 'ready' }
+  }
+
+  /** The workspace is brought here before the first tool of this activation, and saved after each (workspace-sync.ts). */
+  runTool(name: string, input: unknown, signal: AbortSignal): Promise<ToolResult> {
+    const sandbox = this.sandbox
+    if (!sandbox) throw new Error('runTool before prepare')
+    return this.workspace.around(signal, () => sandbox.run(name, input, signal))
+  }
+
+  hasOutputs(): boolean {
+    return this.outputs.hasFolder()
+  }
+
+  publishOutputs(): Promise<void> {
+    return this.outputs.publish()
+  }
+
+  async close(): Promise<void> {
+    this.provisioned = false
+    await this.sandbox?.close()
+  }
+
+  async remove(): Promise<void> {
+    await this.close()
+    await rm(this.workdir, { recursive: true, force: true }).catch(() => undefined)
+    await this.workspace.remove()
+  }
+
+  /**
+   * The session's sandbox, with the network policy of its environment and current agent (applied afresh each time:
+   * a session update may have changed the MCP servers). Undefined when this host's backend cannot enforce a limited
+   * policy: admission refuses such sessions on such a host, but one may move to it from a host that can.
+   */
+  private shell(): Sandbox | undefined {
+    const network = egressPolicy(this.h.rec.env, this.h.session.agent)
+    if (network?.type === 'limited' && !this.backend.enforcesNetwork) return undefined
+    if (this.sandbox && network) this.sandbox.setNetwork(network)
+    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network }))
+  }
+}
