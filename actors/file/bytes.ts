@@ -43,7 +43,10 @@ export function fileBytes(js: JetStreamClient): FileObjects {
       const info = await os.info(object)
       if (!info || info.deleted) return undefined
       jsm ??= js.jetstreamManager()
-      return readChunks(await jsm, objectStream(ObjectStores.files), objectChunkPrefix(ObjectStores.files) + info.nuid, info.chunks, info.digest)
+      // A replica still catching up after its node restarted answers "not found" to direct gets of what it missed:
+      // those chunks come from the stream's leader, so a download is not cut short (kit/object-stores.ts).
+      const subject = objectChunkPrefix(ObjectStores.files) + info.nuid
+      return readChunks(await jsm, objectStream(ObjectStores.files), subject, info.chunks, info.digest, 'leader if missing')
     },
   }
 }
