@@ -34,7 +34,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const SETTLE_MS = 30_000
 /** Past the load, setup and teardown together never take longer than this: the run gives up and cleans up. */
 const OVERRUN_MS = 6 * 60_000
-/** Deployments fired every minute of the schedule clock (6 real seconds). */
+/** Deployments fired every minute of the schedule clock (12 real seconds). */
 const DEPLOYMENTS = 5
 /** Sessions apart from the load whose workspaces are read back after each host SIGKILL (about three per host). */
 const PROBE_SESSIONS = 9
