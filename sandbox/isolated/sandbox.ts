@@ -28,18 +28,23 @@ export interface IsolatedRuntime {
   egress: EgressSettings | null
 }
 
-let proxies: Promise<(socket: string, policy: EgressPolicy) => Promise<EgressProxy>> | undefined
+/** Per settings (one per backend), what opens a proxy: the judge is made once. */
+const proxies = new WeakMap<EgressSettings, Promise<(socket: string, policy: EgressPolicy) => Promise<EgressProxy>>>()
 
 /**
  * Opens an egress proxy. Its modules (the vendor's sandbox runtime and what it loads) are loaded by the first
- * sandbox that needs a network, not by every server, and its address judge is made once.
+ * sandbox that needs a network, not by every server.
  */
 function openProxy(settings: EgressSettings, socket: string, policy: EgressPolicy): Promise<EgressProxy> {
-  proxies ??= import('../egress/proxy.js').then(({ AddressJudge, EgressProxy }) => {
-    const judge = new AddressJudge(settings)
-    return (socket, policy) => EgressProxy.open(socket, policy, judge)
-  })
-  return proxies.then((open) => open(socket, policy))
+  let opener = proxies.get(settings)
+  if (!opener) {
+    opener = import('../egress/proxy.js').then(({ AddressJudge, EgressProxy }) => {
+      const judge = new AddressJudge(settings)
+      return (socket: string, policy: EgressPolicy) => EgressProxy.open(socket, policy, judge)
+    })
+    proxies.set(settings, opener)
+  }
+  return opener.then((open) => open(socket, policy))
 }
 
 const TOOL_SERVER = 'tool-server.mjs'
