@@ -67,8 +67,8 @@ export class AddressJudge {
  * One sandbox's way out: an HTTP proxy (CONNECT tunnels and absolute-URI requests) on a Unix socket that only that
  * sandbox sees. It admits a destination when the policy names its host and, for an address literal, when the judge
  * permits the address; a name is resolved here and dialed only at an address the judge permits (re-checked on every
- * dial, so DNS cannot point an allowed name at the host's NATS). `policy` can change while it runs (package
- * installation widens it, then puts it back); the next connection sees the change.
+ * dial, so DNS cannot point an allowed name at the host's NATS). `policy` can change while it runs (a session
+ * update changed the agent's MCP servers); the next connection sees the change.
  */
 export class EgressProxy {
   private constructor(
@@ -81,14 +81,12 @@ export class EgressProxy {
    * Starts a proxy for one sandbox on the Unix socket `socket` (which must not exist; at most 107 bytes, the kernel's
    * bound), connectable by any uid: its directory decides who sees it.
    */
-  static async open(socket: string, policy: EgressPolicy, judge: AddressJudge, onRefused?: (host: string, port: number) => void): Promise<EgressProxy> {
+  static async open(socket: string, policy: EgressPolicy, judge: AddressJudge): Promise<EgressProxy> {
     let proxy: EgressProxy | undefined
     const server = createHttpProxyServer({
       filter(port, host) {
         const canonical = canonicalizeHost(host)
-        const ok = canonical !== undefined && policyAllows(proxy!.policy, canonical) && (isIP(canonical) === 0 || judge.permits(canonical, port))
-        if (!ok) onRefused?.(host, port)
-        return ok
+        return canonical !== undefined && policyAllows(proxy!.policy, canonical) && (isIP(canonical) === 0 || judge.permits(canonical, port))
       },
       lookupFor: (port) => judge.lookupFor(port),
     })
