@@ -1,8 +1,9 @@
 // Counts the NATS requests one HTTP call causes, by watching every subject (`>`) on a separate connection while
 // the call runs alone: actor requests (`troupe.<kind>…`), JetStream API calls (`$JS.API…`: KV and message reads,
 // consumer creation) and stored writes (KV puts on `$KV…`, event appends on `troupe.events…`). Replies, consumer
-// deliveries and republished events are not requests. Placement traffic (leases, host heartbeats) is left out:
-// it runs on its own clock, not per call.
+// deliveries and republished events are not requests. Placement traffic (leases, host heartbeats) and the
+// deployment scheduler's heartbeat (`troupe start` runs a scheduler) are left out: they run on their own clock, not
+// per call.
 import { connect } from '@nats-io/transport-node'
 import { sleep } from './bed.js'
 
@@ -13,7 +14,7 @@ export interface Hops {
   subjects: string[]
 }
 
-const PLACEMENT = /troupe_(leases|hosts|placement)/
+const PLACEMENT = /troupe_(leases|hosts|placement|orchestrators)/
 
 export const hopLine = (h: Hops) =>
   `${h.actor} actor requests + ${h.jsApi} JetStream API calls + ${h.writes} writes = ${h.actor + h.jsApi + h.writes} round trips`
