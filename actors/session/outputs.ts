@@ -1,15 +1,16 @@
 import { existsSync } from 'node:fs'
 import path from 'node:path'
 import type { KV } from '@nats-io/kv'
+import { lookup as mimeTypeOf } from 'mime-types'
 import type { Logger } from 'pino'
 import { isApiError } from '../../protocol/errors/api-error.js'
 import type { FileBytes } from '../../protocol/files.js'
 import { FileKind } from '../../protocol/ops/file.js'
-import { mimeTypeOf } from '../file/mime.js'
 import { casLoop, LOST } from '../kit/cas.js'
 import type { ActorClient } from '../kit/client.js'
 import { FenceLost, type Mailbox, NotServing } from '../kit/mailbox.js'
 import { RecordStore, type Versioned } from '../kit/store.js'
+import { sessionDir } from './mounts.js'
 import { bytesOf, hashOf } from './output-read.js'
 import { identityOf, type OutputsState, outputFileId, outputsKey, type PublishedOutput } from './output-state.js'
 import { type OutputFile, type WalkOptions, walkOutputs } from './output-walk.js'
@@ -78,7 +79,7 @@ export class OutputPublisher {
   }
 
   private folder(): string {
-    return path.join(this.o.dataDir, 'sessions', this.session, 'outputs')
+    return path.join(sessionDir(this.o.dataDir, this.session), 'outputs')
   }
 
   /** One pass over the folder. Throws only when the host no longer serves the session (the actor steps down). */
@@ -176,7 +177,7 @@ export class OutputPublisher {
       bytesOf(f.fh, size, sha256, () => !this.mb.dead),
     )
     await this.o.client.call(FileKind.ops.create, {
-      body: { id, filename: f.rel, mime_type: mimeTypeOf(f.rel), size_bytes: size, scope_id: this.session },
+      body: { id, filename: f.rel, mime_type: mimeTypeOf(f.rel) || 'application/octet-stream', size_bytes: size, scope_id: this.session },
     })
   }
 
