@@ -15,7 +15,7 @@ import { History } from './history.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
-import { InProcessSandbox, type SessionSandbox } from './session-sandbox.js'
+import { type SessionSandbox, sessionSandbox } from './session-sandbox.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
 import { ToolRunner } from './tool-runner.js'
 import { TurnLoop } from './turn.js'
@@ -57,7 +57,7 @@ export class SessionActor extends MailboxActor {
     const { mb } = this
     this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
-    this.sandbox = new InProcessSandbox(h, this.events, mb, deps)
+    this.sandbox = sessionSandbox(h, this.events, mb, deps)
     this.tools = new ToolRunner(h, this.events, mb, this.sandbox)
     this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, sandbox: this.sandbox, deps })
     this.recovery = new Recovery(h, this.events, this.tools, this.turns)

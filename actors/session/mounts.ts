@@ -5,7 +5,6 @@ import { type SessionResource, UPLOADS_ROOT } from '../../protocol/schemas/resou
 import type { SandboxKind } from '../../sandbox/index.js'
 import type { FileReader } from '../file/read.js'
 import { errorResult, type ToolResult } from '../../sandbox/types.js'
-import type { History } from './history.js'
 import { copyIdOf } from './resources.js'
 
 /** What the directory holds, by mount path relative to uploads/: the copy put there. Outside every sandbox's view. */
@@ -33,16 +32,19 @@ export class Mounts {
   private placed: string | undefined
 
   constructor(
-    private readonly h: History,
+    private readonly session: string,
     private readonly root: string,
     private readonly files: FileReader,
     private readonly log: Logger,
   ) {}
 
-  /** The files in place for the next tool; when that failed, the result to answer the tool with instead of running it. */
-  async ready(signal?: AbortSignal): Promise<ToolResult | undefined> {
-    const id = this.h.session.id
-    const want = new Map(this.h.session.resources.map((r) => [r.mount_path.slice(UPLOADS_ROOT.length + 1), copyIdOf(id, r.id)]))
+  /**
+   * `resources` (the session's, as of now) in place for the next tool; when that failed, the result to answer the tool
+   * with instead of running it.
+   */
+  async ready(resources: readonly SessionResource[], signal?: AbortSignal): Promise<ToolResult | undefined> {
+    const id = this.session
+    const want = new Map(resources.map((r) => [r.mount_path.slice(UPLOADS_ROOT.length + 1), copyIdOf(id, r.id)]))
     const key = JSON.stringify([...want])
     if (key === this.placed) return undefined
     try {
@@ -90,7 +92,7 @@ export class Mounts {
     const chunks = await this.files.read(copy)
     if (!chunks) {
       // Its copy was deleted through the Files API: the resource stays, without a file.
-      this.log.warn({ session: this.h.session.id, copy }, 'a resource copy is gone; its file is not mounted')
+      this.log.warn({ session: this.session, copy }, 'a resource copy is gone; its file is not mounted')
       return
     }
     const partial = path.join(this.root, PARTIAL)

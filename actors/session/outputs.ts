@@ -8,7 +8,8 @@ import type { FileBytes } from '../../protocol/files.js'
 import { FileKind } from '../../protocol/ops/file.js'
 import { casLoop, LOST } from '../kit/cas.js'
 import type { ActorClient } from '../kit/client.js'
-import { FenceLost, type Mailbox, NotServing } from '../kit/mailbox.js'
+import { FenceLost, NotServing } from '../kit/mailbox.js'
+import type { SandboxOwner } from './sandbox-owner.js'
 import { RecordStore, type Versioned } from '../kit/store.js'
 import { sessionDir } from './mounts.js'
 import { bytesOf, hashOf } from './output-read.js'
@@ -43,7 +44,7 @@ export class SessionOutputs {
     this.store = new RecordStore(o.kv)
   }
 
-  publisher(session: string, mb: Pick<Mailbox, 'dead' | 'checkServing'>): OutputPublisher {
+  publisher(session: string, mb: Pick<SandboxOwner, 'dead' | 'checkServing'>): OutputPublisher {
     return new OutputPublisher(this.o, this.store, session, mb)
   }
 
@@ -67,7 +68,7 @@ export class OutputPublisher {
     private readonly o: SessionOutputsOptions,
     private readonly store: RecordStore<OutputsState>,
     private readonly session: string,
-    private readonly mb: Pick<Mailbox, 'dead' | 'checkServing'>,
+    private readonly mb: Pick<SandboxOwner, 'dead' | 'checkServing'>,
   ) {}
 
   /**

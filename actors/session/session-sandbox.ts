@@ -1,12 +1,14 @@
 import { rm } from 'node:fs/promises'
-import { localBackend, type Sandbox, type SandboxBackend, type ToolResult } from '../../sandbox/index.js'
+import type { SessionResource } from '../../protocol/schemas/resource.js'
+import { localBackend, type Sandbox, type SandboxBackend, type SandboxKind, type ToolResult } from '../../sandbox/index.js'
 import type { Mailbox } from '../kit/mailbox.js'
 import type { ActorDeps } from './deps.js'
 import { egressPolicy, packagesOf } from './egress.js'
 import type { SessionEvents } from './events.js'
 import type { History } from './history.js'
-import { Mounts, sessionDir } from './mounts.js'
+import { Mounts, sessionDir, systemWithFiles } from './mounts.js'
 import type { OutputPublisher } from './outputs.js'
+import type { SandboxOwner, SandboxSpec } from './sandbox-owner.js'
 import { WorkspaceSync, workspaceOf } from './workspace-sync.js'
 
 /**
@@ -51,9 +53,39 @@ export interface SessionSandbox {
   close(): Promise<void>
   /** The shell goes, and its working directory with it, and its workspace's saved copy (session delete). */
   remove(): Promise<void>
+  /**
+   * The agent's system prompt as the model should get it where the tools run: the local backend has no
+   * /mnt/session/uploads, so the prompt says where the session's files are instead (mounts.ts#systemWithFiles).
+   */
+  system(system: string | null, resources: readonly SessionResource[]): string | null
 }
 
-/** The session's sandbox on this host: the one `Sandbox`, made lazily through the host's backend (sandbox/). */
+/** The session's sandbox, on this host (for now: sandbox hosts follow). */
+export function sessionSandbox(h: History, events: SessionEvents, mb: Mailbox, deps: SandboxDeps): SessionSandbox {
+  const owner: SandboxOwner = {
+    get dead() {
+      return mb.dead
+    },
+    alive: () => mb.alive(),
+    checkServing: (then) => mb.checkServing(then),
+    report: (message) => events.emit('session.error', { error: { type: 'unknown_error', message, retry_status: { type: 'retrying' } } }),
+  }
+  return new InProcessSandbox(h.session.id, () => specOf(h), owner, deps)
+}
+
+/** What the session is now, as its sandbox needs it. */
+export function specOf(h: History): SandboxSpec {
+  return { network: egressPolicy(h.rec.env, h.session.agent), packages: packagesOf(h.rec.env), resources: h.session.resources }
+}
+
+/** What a session's sandbox needs of the host it runs on. */
+export type SandboxDeps = Pick<ActorDeps, 'ctx' | 'settings' | 'files' | 'outputs' | 'workspaces'>
+
+/**
+ * The session's sandbox on this host: the one `Sandbox`, made lazily through the host's backend (sandbox/). The
+ * actor's own host runs it (`owner` is its mailbox and events), or a sandbox host does for an actor elsewhere
+ * (sandbox-host.ts). `spec` is what the session is now, asked at each `prepare`.
+ */
 export class InProcessSandbox implements SessionSandbox {
   private sandbox: Sandbox | undefined
   /** The environment's packages are installed in this sandbox (asked once per sandbox, before its first tool). */
@@ -66,24 +98,27 @@ export class InProcessSandbox implements SessionSandbox {
   private readonly shellIdleMs: number
 
   constructor(
-    private readonly h: History,
-    events: SessionEvents,
-    private readonly mb: Mailbox,
-    deps: Pick<ActorDeps, 'ctx' | 'settings' | 'files' | 'outputs' | 'workspaces'>,
+    id: string,
+    private readonly spec: () => SandboxSpec,
+    private readonly owner: SandboxOwner,
+    deps: SandboxDeps,
   ) {
     const { dataDir, sandbox } = deps.ctx.settings
-    const id = h.session.id
     this.workdir = sessionDir(dataDir, id)
     this.backend = sandbox ?? localBackend
     this.shellIdleMs = deps.settings.shellIdleMs
-    this.mounts = new Mounts(h, this.workdir, deps.files, deps.ctx.log)
-    this.outputs = deps.outputs.publisher(id, mb)
+    this.mounts = new Mounts(id, this.workdir, deps.files, deps.ctx.log)
+    this.outputs = deps.outputs.publisher(id, owner)
     const bounds = { maxEntries: deps.settings.workspaceMaxEntries, maxBytes: deps.settings.workspaceMaxBytes }
-    this.workspace = new WorkspaceSync(id, workspaceOf(this.backend.kind, this.workdir), `${this.workdir}.workspace-gen`, mb, events, {
+    this.workspace = new WorkspaceSync(id, workspaceOf(this.backend.kind, this.workdir), `${this.workdir}.workspace-gen`, owner, {
       store: deps.workspaces,
       bounds,
       log: deps.ctx.log,
     })
+  }
+
+  get kind(): SandboxKind {
+    return this.backend.kind
   }
 
   get idleMs(): number | undefined {
@@ -91,12 +126,13 @@ export class InProcessSandbox implements SessionSandbox {
   }
 
   async prepare(signal: AbortSignal): Promise<Prepared> {
-    const unmounted = await this.mounts.ready(signal)
-    const sandbox = this.shell()
+    const spec = this.spec()
+    const unmounted = await this.mounts.ready(spec.resources, signal)
+    const sandbox = this.shell(spec)
     if (!sandbox) return { kind: 'unenforceable' }
     if (!this.provisioned) {
-      const r = await sandbox.provision(packagesOf(this.h.rec.env), signal)
-      if (signal.aborted || this.mb.dead) return { kind: 'stopped' }
+      const r = await sandbox.provision(spec.packages, signal)
+      if (signal.aborted || this.owner.dead) return { kind: 'stopped' }
       if (!r.ok) return { kind: 'unprovisioned', message: r.message }
       this.provisioned = true
     }
@@ -129,13 +165,16 @@ export class InProcessSandbox implements SessionSandbox {
     await this.workspace.remove()
   }
 
+  system(system: string | null, resources: readonly SessionResource[]): string | null {
+    return systemWithFiles(system, resources, this.backend.kind, this.workdir)
+  }
+
   /**
    * The session's sandbox, with the network policy of its environment and current agent (applied afresh each time:
    * a session update may have changed the MCP servers). Undefined when this host's backend cannot enforce a limited
    * policy: admission refuses such sessions on such a host, but one may move to it from a host that can.
    */
-  private shell(): Sandbox | undefined {
-    const network = egressPolicy(this.h.rec.env, this.h.session.agent)
+  private shell({ network }: SandboxSpec): Sandbox | undefined {
     if (network?.type === 'limited' && !this.backend.enforcesNetwork) return undefined
     if (this.sandbox && network) this.sandbox.setNetwork(network)
     return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network }))

@@ -10,7 +10,6 @@ import type { ActorDeps } from './deps.js'
 import type { SessionEvents } from './events.js'
 import type { History } from './history.js'
 import { classifyFailure, streamModel, type ModelResponse } from './model.js'
-import { sessionDir, systemWithFiles } from './mounts.js'
 import type { RecordWriter } from './record-writer.js'
 import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
@@ -24,7 +23,7 @@ export interface TurnParts {
   readonly events: SessionEvents
   readonly writer: RecordWriter
   readonly tools: ToolRunner
-  readonly sandbox: Pick<SessionSandbox, 'hasOutputs' | 'publishOutputs'>
+  readonly sandbox: Pick<SessionSandbox, 'hasOutputs' | 'publishOutputs' | 'system'>
   readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings'>
 }
 
@@ -216,8 +215,7 @@ export class TurnLoop {
     const agent = this.p.h.session.agent
     const m = agent.model
     const tools = toolDefinitions(agent)
-    const { dataDir, sandbox } = this.p.deps.ctx.settings
-    const system = systemWithFiles(agent.system, this.p.h.session.resources, sandbox?.kind ?? 'local', sessionDir(dataDir, this.p.id))
+    const system = this.p.sandbox.system(agent.system, this.p.h.session.resources)
     return {
       model: m.id,
       max_tokens: this.p.deps.settings.maxTokens,

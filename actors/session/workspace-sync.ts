@@ -8,10 +8,10 @@ import { decode, encode } from '../../protocol/codec.js'
 import { sandboxDirs } from '../../sandbox/isolated/layout.js'
 import type { SandboxKind, ToolResult } from '../../sandbox/index.js'
 import { errorResult } from '../../sandbox/types.js'
-import { FenceLost, type Mailbox } from '../kit/mailbox.js'
+import { FenceLost } from '../kit/mailbox.js'
 import { isTransientNatsError } from '../kit/nats-errors.js'
 import { retry, workspaceRetry, type Clock } from '../kit/retry-policy.js'
-import type { SessionEvents } from './events.js'
+import type { SandboxOwner } from './sandbox-owner.js'
 import { type Entry, type FileEntry, readAll, type Scan, sameEntry, WorkspaceDir } from './workspace-files.js'
 import type { BlobRef, WorkspaceStore } from './workspace-store.js'
 
@@ -111,8 +111,7 @@ export class WorkspaceSync {
     private readonly session: string,
     private readonly dir: WorkspaceDir,
     private readonly marker: string,
-    private readonly mb: Mailbox,
-    private readonly events: SessionEvents,
+    private readonly mb: SandboxOwner,
     private readonly c: WorkspaceContext,
   ) {}
 
@@ -350,7 +349,7 @@ export class WorkspaceSync {
 
   /** A note for the model, also a `session.error` for the client (the turn goes on: retry_status retrying). */
   private say(text: string): string {
-    this.events.emit('session.error', { error: { type: 'unknown_error', message: `Workspace: ${text}`, retry_status: { type: 'retrying' } } })
+    this.mb.report(`Workspace: ${text}`)
     return text
   }
 

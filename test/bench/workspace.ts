@@ -13,9 +13,8 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { Objm } from '@nats-io/obj'
 import { connect } from '@nats-io/transport-node'
 import pino from 'pino'
-import { Mailbox } from '../../actors/kit/mailbox.js'
 import { CHUNK_BYTES } from '../../actors/kit/object-stores.js'
-import type { SessionEvents } from '../../actors/session/events.js'
+import type { SandboxOwner } from '../../actors/session/sandbox-owner.js'
 import { WorkspaceDir } from '../../actors/session/workspace-files.js'
 import { WorkspaceStore } from '../../actors/session/workspace-store.js'
 import { DEFAULT_WORKSPACE_BOUNDS, WorkspaceSync } from '../../actors/session/workspace-sync.js'
@@ -47,21 +46,14 @@ export async function runWorkspaceBench(): Promise<void> {
     const js = jetstream(nc)
     const jsm = await jetstreamManager(nc)
     const store = new WorkspaceStore(js, jsm, await new Objm(js).create(ObjectStores.workspaces))
-    // What the sync needs of an actor: a mailbox that serves, and somewhere to say what a move lost (not measured).
-    const events = { emit: () => undefined } as unknown as SessionEvents
+    // What the sync needs of an actor: that it serves, and somewhere to say what a move lost (not measured).
+    const owner: SandboxOwner = { dead: false, alive: () => undefined, checkServing: () => undefined, report: () => undefined }
     const sync = (session: string, dir: string) =>
       new WorkspaceSync(
         session,
         new WorkspaceDir(dir),
         `${dir}.workspace-gen`,
-        new Mailbox({
-          kind: 'session',
-          id: session,
-          log,
-          work: { kv: { put: async () => 0, delete: async () => undefined } as any, key: 'w' },
-          onFail: () => undefined,
-        }),
-        events,
+        owner,
         { store, bounds: DEFAULT_WORKSPACE_BOUNDS, log },
       )
     const toolCall = (s: WorkspaceSync, fn: () => void = () => undefined) =>

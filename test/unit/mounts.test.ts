@@ -3,7 +3,6 @@ import os from 'node:os'
 import path from 'node:path'
 import pino from 'pino'
 import t from 'tap'
-import type { History } from '../../actors/session/history.js'
 import { Mounts } from '../../actors/session/mounts.js'
 import { copyIdOf } from '../../actors/session/resources.js'
 import type { FileResource } from '../../protocol/schemas/resource.js'
@@ -43,7 +42,11 @@ function setup() {
       })()
     },
   }
-  const mounts = () => new Mounts({ session } as unknown as History, root, files, log)
+  // Each pass is given the session's resources as they are then, as the actor does.
+  const mounts = () => {
+    const m = new Mounts(SESSION, root, files, log)
+    return { ready: (signal?: AbortSignal) => m.ready(session.resources, signal) }
+  }
   const put = (r: FileResource, text: string) => {
     bytes.set(copyIdOf(SESSION, r.id), Buffer.from(text))
     session.resources = [...session.resources, r]
