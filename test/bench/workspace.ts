@@ -49,13 +49,7 @@ export async function runWorkspaceBench(): Promise<void> {
     // What the sync needs of an actor: that it serves, and somewhere to say what a move lost (not measured).
     const owner: SandboxOwner = { dead: false, alive: () => undefined, checkServing: () => undefined, report: () => undefined }
     const sync = (session: string, dir: string) =>
-      new WorkspaceSync(
-        session,
-        new WorkspaceDir(dir),
-        `${dir}.workspace-gen`,
-        owner,
-        { store, bounds: DEFAULT_WORKSPACE_BOUNDS, log },
-      )
+      new WorkspaceSync(session, new WorkspaceDir(dir), `${dir}.workspace-gen`, owner, { store, bounds: DEFAULT_WORKSPACE_BOUNDS, log })
     const toolCall = (s: WorkspaceSync, fn: () => void = () => undefined) =>
       s.around(new AbortController().signal, async () => {
         fn()
