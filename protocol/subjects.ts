@@ -118,6 +118,35 @@ export interface HostBeat {
   http_url?: string
 }
 
+/**
+ * A sandbox host (`troupe sandbox`) says it runs with `sandbox.<host id>` in `troupe_hosts` (the actor hosts' bucket:
+ * the same max age, no bucket of its own), every beat (msgpack).
+ */
+export const SANDBOX_HOST_PREFIX = 'sandbox.'
+export interface SandboxHostBeat {
+  at: number
+  pid: number
+  hostname: string
+  /** Its sandbox backend (`local` or `isolated`). */
+  kind: 'local' | 'isolated'
+  /** Its sandboxes reach the network only through their egress proxy: limited networking is enforced there. */
+  enforces_network: boolean
+  /** Its data directory: a session's files are beneath `<data_dir>/sessions/<id>` there. */
+  data_dir: string
+  started_at: number
+}
+
+/** A sandbox host's calls: `troupe.sandbox.<host id>.<op>` (actors/session/sandbox-host.ts). */
+export const SANDBOX_OPS = ['prepare', 'run', 'outputs', 'close', 'remove', 'keep', 'abort'] as const
+export type SandboxOp = (typeof SANDBOX_OPS)[number]
+const HOST_ID = /^host_[0-9A-Za-z]{10,40}$/
+export const isHostId = (s: string) => HOST_ID.test(s)
+export function sandboxSubject(host: string, op: SandboxOp): string {
+  // A roster key is our own processes' writing, but it still names a subject: checked like any request string.
+  if (!isHostId(host)) throw new Error(`not a host id: ${JSON.stringify(host)}`)
+  return `troupe.sandbox.${host}.${op}`
+}
+
 /** A partition's holder in `troupe_placement` (msgpack). */
 export interface PlacementRecord {
   host: string

@@ -19,12 +19,14 @@ const VERSION: string = (() => {
 /** A clean stop (hand-over included) must fit in this; the issue's bar is 3 s. */
 const STOP_BUDGET_MS = 3000
 
-const USAGE = `usage: troupe <start|serve|orchestrate> [-strict|--strict]
+const USAGE = `usage: troupe <start|serve|orchestrate|sandbox> [-strict|--strict]
        troupe <sub|tail|status> ...
 
   start        all in one: embedded nats-server (unless NATS_URL is set), gateway and actor host
   serve        gateway and actor host, joining the NATS at NATS_URL
   orchestrate  joins NATS_URL as the worker role: fires deployments' schedules (start does too, serve never)
+  sandbox      joins NATS_URL as a sandbox host: runs the tools of sessions whose serve hosts have
+               TROUPE_SANDBOX_PLACEMENT=remote
 
   -strict, --strict  require the compatibility headers (also TROUPE_STRICT=1); through npm: npm start -- --strict
 
@@ -34,7 +36,7 @@ Environment: PORT (8080), HOST (127.0.0.1), NATS_URL, TROUPE_NATS_PORT, TROUPE_N
 TROUPE_DATA_DIR (./.troupe), TROUPE_STRICT, TROUPE_MODEL_BASE_URL, ANTHROPIC_API_KEY, LOG_LEVEL (info),
 LOG_FORMAT (json|pretty). The full list, with defaults: README.md.`
 
-const ROLES: readonly string[] = ['start', 'serve', 'orchestrate']
+const ROLES: readonly string[] = ['start', 'serve', 'orchestrate', 'sandbox']
 const STRICT_FLAGS: readonly string[] = ['-strict', '--strict']
 
 async function main(argv: string[]): Promise<void> {

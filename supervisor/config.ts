@@ -2,7 +2,7 @@ import path from 'node:path'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
 import { parseClock, systemClock, type Clock } from '../protocol/clock.js'
-import type { SessionTuning } from '../actors/kit/types.js'
+import type { SandboxPlacement, SessionTuning } from '../actors/kit/types.js'
 import { readSandboxSetting, type SandboxSetting } from '../sandbox/index.js'
 
 const MiB = 1024 * 1024
@@ -73,6 +73,12 @@ export interface Config {
    * `TROUPE_SANDBOX_CPU_SECONDS` default 3600) and host uid (`TROUPE_SANDBOX_UID`, default 65534, when run as root).
    */
   sandbox: SandboxSetting
+  /**
+   * Where a `serve` host's sessions run their tools: `here` (its own sandboxes) or `remote` (on `troupe sandbox`
+   * hosts, which then need no gateway or actor host of their own). `TROUPE_SANDBOX_PLACEMENT`, default `here`;
+   * `start` always runs them here.
+   */
+  sandboxPlacement: SandboxPlacement
   /** Largest file an upload may carry. `TROUPE_FILE_MAX_MIB` in MiB, default 500, at least 1. */
   fileLimit?: number
   /** Log level. `LOG_LEVEL`, default info. */
@@ -124,6 +130,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
     sandbox: readSandboxSetting(env),
+    sandboxPlacement: sandboxPlacement(blank(env.TROUPE_SANDBOX_PLACEMENT)),
     logLevel: blank(env.LOG_LEVEL) ?? 'info',
     logFormat: logFormat(blank(env.LOG_FORMAT)),
     strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),
@@ -166,6 +173,11 @@ function scheduleClock(v: string | undefined): Clock {
   } catch (err) {
     throw new Error(`TROUPE_SCHEDULE_CLOCK: ${(err as Error).message} (was ${JSON.stringify(v)})`)
   }
+}
+
+function sandboxPlacement(v: string | undefined): SandboxPlacement {
+  if (v === undefined || v === 'here' || v === 'remote') return v ?? 'here'
+  throw new Error(`TROUPE_SANDBOX_PLACEMENT must be here or remote (was ${JSON.stringify(v)})`)
 }
 
 function logFormat(v: string | undefined): 'json' | 'pretty' {

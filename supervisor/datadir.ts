@@ -2,6 +2,7 @@ import { closeSync, constants, fstatSync, ftruncateSync, mkdirSync, openSync, re
 import path from 'node:path'
 import { tryLock } from 'fs-native-extensions'
 import { newId } from '../protocol/ids.js'
+import { isHostId } from '../protocol/subjects.js'
 import { LOCK_FILE, readLock, type LockInfo } from './lockfile-info.js'
 
 const HOST_ID_FILE = 'host-id'
@@ -47,7 +48,7 @@ export function lockDataDir(dir: string, role: string): DataDirLock {
   let hostId: string
   try {
     hostId = readFileSync(hostFile, 'utf8').trim()
-    if (!/^host_[0-9A-Za-z]{10,40}$/.test(hostId)) throw new Error('malformed')
+    if (!isHostId(hostId)) throw new Error('malformed')
   } catch {
     hostId = newId('host')
     writeFileSync(hostFile, `${hostId}\n`)

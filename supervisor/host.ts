@@ -7,7 +7,17 @@ import { decode, encode } from '../protocol/codec.js'
 import type { ActorReply, ActorRequest } from '../protocol/envelope.js'
 import { isApiError } from '../protocol/errors/api-error.js'
 import { fail } from '../protocol/errors/fail.js'
-import { Buckets, HOST_PING, actorQueue, actorSubject, parseActorSubject, parsePartitionedSubject, partitionWildcard } from '../protocol/subjects.js'
+import {
+  Buckets,
+  HOST_PING,
+  SANDBOX_HOST_PREFIX,
+  type SandboxHostBeat,
+  actorQueue,
+  actorSubject,
+  parseActorSubject,
+  parsePartitionedSubject,
+  partitionWildcard,
+} from '../protocol/subjects.js'
 import { ACTOR_KINDS } from '../actors/index.js'
 import type { ActorKindDef, HostContext, HostSettings, KindRuntime } from '../actors/kit/types.js'
 import { actorClient } from '../actors/kit/client.js'
@@ -15,7 +25,8 @@ import { dispatch, type OpTable } from '../actors/kit/ops.js'
 import { actorWire, localFirst, type LocalActors } from '../actors/kit/wire.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { LocalTails } from '../protocol/event-item.js'
-import { HOST_TTL_MS, Placement } from './placement.js'
+import { BEAT_EVERY_MS, HOST_TTL_MS, Placement } from './placement.js'
+import { Roster } from '../actors/kit/roster.js'
 import { natsPresence } from './presence.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
 import { openBucket } from '../actors/kit/buckets.js'
@@ -61,6 +72,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   const storage = { jsm, replicas: settings.replicas ?? 1, lowerReplicas: settings.replicasExplicit ?? false, log }
   // Kinds start before placement exists, and serve nothing before it does.
   let serving: HostContext['serves'] = () => false
+  let holding: HostContext['holding'] = () => undefined
   let othersLive = () => true
   const tables = new Map<string, OpTable>()
   let localTails: LocalTails | undefined
@@ -68,9 +80,16 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   // answer "stream not found" for one of them.
   const hostsKv = await openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS })
   const placementKv = await openBucket(kvm, storage, Buckets.placement)
+  // Sessions bind their sandboxes to the sandbox hosts this roster hears (actors/session/remote-sandbox.ts).
+  const sandboxHosts =
+    settings.sandboxPlacement === 'remote'
+      ? new Roster<SandboxHostBeat>(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs: HOST_TTL_MS, log })
+      : undefined
+  await sandboxHosts?.start()
 
   const subs: Subscription[] = []
   const closers: Array<() => Promise<void>> = []
+  if (sandboxHosts) closers.push(() => sandboxHosts.stop())
   const partitioned = new Map<string, { rt: KindRuntime; subs: Map<number, { sub: Subscription; state: { handedOver: boolean } }> }>()
 
   /** Runs one request to its reply envelope: the handler's answer, or its error as the caller must see it. */
@@ -126,6 +145,8 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     hostId,
     settings,
     serves: (kind, p) => serving(kind, p),
+    holding: (kind, p) => holding(kind, p),
+    sandboxHosts,
     alone: () => !othersLive(),
     client: actorClient({ wire, local: (kind) => tables.get(kind) }),
   }
@@ -202,6 +223,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     },
   })
   serving = (kind, p) => placement.serves(kind, p)
+  holding = (kind, p) => placement.revision(kind, p)
   othersLive = () => placement.othersLive()
   await placement.start()
 

@@ -185,6 +185,14 @@ export class Placement {
   }
 
   /**
+   * The revision of the placement record under which this host holds partition p (undefined: it does not). Every
+   * change of holder writes the record, so a later holder's revision is always higher: a fencing token.
+   */
+  revision(kind: KindName, p: number): number | undefined {
+    return this.owned.get(keyOf(kind, p))
+  }
+
+  /**
    * Whether this host serves partition p, waiting (up to `ms`) while that is unsettled: after a heartbeat gap
    * (a stalled loop, a SIGSTOP) a host re-reads its records before serving again, which keeps or drops each
    * partition within a pass or two. Resolves false at once for a partition it does not hold.

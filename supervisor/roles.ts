@@ -17,8 +17,14 @@ import { startScheduler, type RunningScheduler } from '../actors/deployment/sche
 import { actorWire } from '../actors/kit/wire.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
 import { openSandboxBackend, type SandboxBackend } from '../sandbox/index.js'
+import os from 'node:os'
+import { openBucket } from '../actors/kit/buckets.js'
+import { Roster } from '../actors/kit/roster.js'
+import { SandboxHost, sandboxHostDeps } from '../actors/session/sandbox-host.js'
+import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
+import { BEAT_EVERY_MS, HOST_TTL_MS } from './placement.js'
 
-export type Role = 'start' | 'serve' | 'orchestrate'
+export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
 
 export interface Running {
   /** Where the gateway listens, when this role has one. */
@@ -30,7 +36,7 @@ export interface Running {
 
 async function joinNats(url: string, log: Logger, role: Role): Promise<NatsConnection> {
   // An orchestrator's connection is named apart in the server's connection list, where hosts are `troupe`.
-  const nc = await connectNats(url, role === 'orchestrate' ? { name: 'troupe-orchestrate' } : {})
+  const nc = await connectNats(url, role === 'orchestrate' || role === 'sandbox' ? { name: `troupe-${role}` } : {})
   checkServerVersion(nc.info?.version ?? '0.0.0')
   if (!nc.info?.jetstream) log.warn('the NATS server does not advertise JetStream; Troupe needs it')
   return nc
@@ -55,8 +61,10 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let sandbox: SandboxBackend | undefined
   let replicas: ReplicaChoice | undefined
   let scheduler: RunningScheduler | undefined
+  let sandboxHost: RunningSandboxHost | undefined
   const teardown = async () => {
     gateway?.close()
+    await sandboxHost?.stop().catch((err) => log.warn({ err }, 'sandbox host stop failed'))
     await scheduler?.stop().catch((err) => log.warn({ err }, 'scheduler stop failed'))
     // With NATS gone there is nobody to hand over to and nothing to flush: closing first fails what waits on it at
     // once (a heartbeat, a hand-over write) instead of after its timeout, so the stop still fits its budget.
@@ -85,12 +93,17 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     connection = watchConnection(nc, log)
     replicas = await chooseReplicas(cfg.replicas, nc, natsUrl)
     log.info({ replicas: replicas.count, explicit: replicas.explicit }, `replicas: ${replicas.count} (${replicas.why})`)
+    // `start` runs its sessions' sandboxes itself; `serve` too, unless they run on sandbox hosts.
+    const remoteSandboxes = role === 'serve' && cfg.sandboxPlacement === 'remote'
+    if (role === 'sandbox' || ((role === 'start' || role === 'serve') && !remoteSandboxes)) {
+      sandbox = openSandboxBackend(cfg.sandbox)
+      log.info({ sandbox: sandbox.kind }, `sandbox: ${sandbox.kind} (${sandbox.why})`)
+    } else if (remoteSandboxes) log.info('sandbox: remote (sessions run their tools on the sandbox hosts, troupe sandbox)')
+    if (role === 'sandbox') sandboxHost = await startSandboxRole(nc, log, cfg, replicas, sandbox!, lock!.hostId)
     if (role === 'start' || role === 'serve') {
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
-      sandbox = openSandboxBackend(cfg.sandbox)
-      log.info({ sandbox: sandbox.kind }, `sandbox: ${sandbox.kind} (${sandbox.why})`)
       host = await startActorHost(
         nc,
         log,
@@ -103,6 +116,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           localCalls: cfg.localCalls,
           session: cfg.session,
           sandbox,
+          sandboxPlacement: remoteSandboxes ? 'remote' : 'here',
           fileMaxBytes: cfg.fileLimit,
           scheduleClock: cfg.scheduleClock,
         },
@@ -156,10 +170,62 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         (cfg.anthropicApiKey ? 'https://api.anthropic.com (ANTHROPIC_API_KEY)' : 'no model configured (set TROUPE_MODEL_BASE_URL or ANTHROPIC_API_KEY)'),
     ])
   }
-  if (sandbox) facts.push(['sandbox', `${sandbox.kind} (${sandbox.why})`])
+  if (sandbox)
+    facts.push([
+      'sandbox',
+      `${sandbox.kind} (${sandbox.why})${sandboxHost ? `; runs the sandboxes of sessions served elsewhere (host ${sandboxHost.id})` : ''}`,
+    ])
+  else if (host) facts.push(['sandbox', 'remote: on the sandbox hosts (troupe sandbox), TROUPE_SANDBOX_PLACEMENT=remote'])
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
   facts.push(['version', version])
   return { url, facts, stop: teardown }
+}
+
+interface RunningSandboxHost {
+  id: string
+  stop(): Promise<void>
+}
+
+/**
+ * `troupe sandbox`: runs the sandboxes of sessions whose hosts send their tools here (actors/session/sandbox-host.ts),
+ * and says so in the sandbox hosts' roster (`sandbox.<host id>` in `troupe_hosts`) for as long as it does.
+ */
+async function startSandboxRole(
+  nc: NatsConnection,
+  log: Logger,
+  cfg: Config,
+  replicas: ReplicaChoice,
+  backend: SandboxBackend,
+  hostId: string,
+): Promise<RunningSandboxHost> {
+  const js = jetstream(nc)
+  const jsm = await retryWhileStarting('jetstream', () => js.jetstreamManager())
+  const storage = { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log }
+  const deps = await sandboxHostDeps({ nc, storage, log, dataDir: cfg.dataDir, backend, session: cfg.session, fileMaxBytes: cfg.fileLimit })
+  const server = new SandboxHost({ nc, hostId, log, deps })
+  server.start()
+  const started = Date.now()
+  const beat = (): SandboxHostBeat => ({
+    at: Date.now(),
+    pid: process.pid,
+    hostname: os.hostname(),
+    kind: backend.kind,
+    enforces_network: backend.enforcesNetwork,
+    data_dir: cfg.dataDir,
+    started_at: started,
+  })
+  const hostsKv = await openBucket(new Kvm(js), storage, Buckets.hosts, { ttl: HOST_TTL_MS })
+  const roster = new Roster(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs: HOST_TTL_MS, self: { id: hostId, value: beat }, log })
+  await roster.start()
+  log.info({ host: hostId, sandbox: backend.kind }, 'sandbox host ready')
+  return {
+    id: hostId,
+    async stop() {
+      // Out of the roster first: no session binds here any more, then what runs here ends.
+      await roster.stop()
+      await server.stop()
+    },
+  }
 }
 
 /** The file in the data directory that keeps the embedded server's port across restarts. */

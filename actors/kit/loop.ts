@@ -6,6 +6,11 @@ import { performance } from 'node:perf_hooks'
  * A failure is reported once per run of passes failing the same way (the same message), not at every pass: a
  * store that is gone for a minute is one line, not one per beat.
  */
+export interface EveryOptions {
+  /** The first pass comes after `ms`, not at once. Default false. */
+  firstAfter?: boolean
+}
+
 export interface Loop {
   /** Runs a pass now, or right after the one in progress, instead of waiting for the next turn of the timer. */
   wake(): void
@@ -13,7 +18,7 @@ export interface Loop {
   stop(): Promise<void>
 }
 
-export function every(ms: number, pass: () => Promise<void>, onError: (err: unknown) => void): Loop {
+export function every(ms: number, pass: () => Promise<void>, onError: (err: unknown) => void, opts: EveryOptions = {}): Loop {
   let stopped = false
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> = Promise.resolve()
@@ -46,7 +51,8 @@ export function every(ms: number, pass: () => Promise<void>, onError: (err: unkn
       })
     return running
   }
-  void run()
+  if (opts.firstAfter) timer = setTimeout(run, ms)
+  else void run()
   return {
     wake() {
       if (stopped) return

@@ -8,7 +8,9 @@ import type { KindContract } from '../../protocol/ops/define.js'
 import type { ActorClient } from './client.js'
 import type { OpTable } from './ops.js'
 import type { Storage } from './replicas.js'
+import type { SandboxHostBeat } from '../../protocol/subjects.js'
 import type { SandboxBackend } from '../../sandbox/index.js'
+import type { Roster } from './roster.js'
 
 /** What a host hands every actor kind when it starts it. */
 export interface HostContext {
@@ -27,6 +29,17 @@ export interface HostContext {
    * is fresh. False from before another host could take it over until the host has re-read its records.
    */
   serves(kind: string, p: number): boolean
+  /**
+   * The revision of the placement record under which this host holds partition p of a kind (undefined: it does not).
+   * A later holder's is always higher, so an actor made while its host holds p can fence what it asks of others
+   * with it (a sandbox host refuses calls of an earlier activation once a later one called).
+   */
+  holding(kind: string, p: number): number | undefined
+  /**
+   * The sandbox hosts that run now (`troupe sandbox`), present when this host's sessions run their tools there
+   * (`TROUPE_SANDBOX_PLACEMENT=remote`); absent when they run here.
+   */
+  sandboxHosts?: Roster<SandboxHostBeat>
   /**
    * No other host's heartbeat is live: no gateway outside this process is serving (every gateway runs beside an
    * actor host), so nothing outside it can be tailing what this host owns.
@@ -55,11 +68,18 @@ export interface HostSettings {
   scheduleClock?: Clock
   /** Where sessions' tools run (`TROUPE_SANDBOX`, chosen at start-up). Default the local backend (host processes). */
   sandbox?: SandboxBackend
+  /**
+   * `TROUPE_SANDBOX_PLACEMENT`: `here`, sessions' sandboxes run on the host that owns the session; `remote`, on the
+   * sandbox hosts (`troupe sandbox`), chosen per session by rendezvous hashing. Default `here`.
+   */
+  sandboxPlacement?: SandboxPlacement
   /** The largest file stored (`TROUPE_FILE_MAX_MIB`): a session output larger is not published. Default 500 MiB. */
   fileMaxBytes?: number
   /** Session actor tuning (retries, backoff, passivation, workspaces); defaults in actors/session/index.ts. */
   session?: Partial<SessionTuning>
 }
+
+export type SandboxPlacement = 'here' | 'remote'
 
 /** How a host's session actors behave (its settings: `HostSettings.session`). */
 export interface SessionTuning {

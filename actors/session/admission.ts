@@ -2,7 +2,8 @@ import { fail } from '../../protocol/errors/fail.js'
 import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
 import { isFileParams, mountPathOf, mountsOverlap, type ResourceParamsT } from '../../protocol/schemas/resource.js'
-import { listedManagers, type SandboxBackend } from '../../sandbox/index.js'
+import { listedManagers, localBackend, type SandboxBackend } from '../../sandbox/index.js'
+import type { HostContext } from '../kit/types.js'
 import type { BudgetParams, SessionCreateInput } from '../../protocol/schemas/session.js'
 import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
 import { budgetCents, checkBudgetCreate } from './billing/budget.js'
@@ -168,6 +169,18 @@ export function checkBudget(budget: BudgetParams | null, agent: SessionAgent): v
   if (!budget) return
   const code = checkBudgetCreate({ budget: budgetCents(budget) ?? null, models: modelsOf(agent) })
   if (code) throw fail('model_not_budgetable', modelNames(agent))
+}
+
+/**
+ * What this host's sessions' sandboxes can enforce: its own backend's, or, when they run on sandbox hosts, whether any
+ * sandbox host heard enforces limited networking (none heard at all: admitted, the sessions wait for one; a session
+ * is then bound only to a host that enforces its policy, remote-sandbox.ts).
+ */
+export function sandboxTraits(ctx: Pick<HostContext, 'settings' | 'sandboxHosts'>): Pick<SandboxBackend, 'enforcesNetwork'> {
+  const roster = ctx.sandboxHosts
+  if (!roster) return ctx.settings.sandbox ?? localBackend
+  const live = roster.live()
+  return { enforcesNetwork: !live.length || live.some((h) => roster.value(h)?.enforces_network) }
 }
 
 /**

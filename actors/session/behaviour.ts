@@ -15,8 +15,7 @@ import { listCostCents } from './billing/list-cost.js'
 import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
-import { localBackend } from '../../sandbox/index.js'
-import { checkCreateInput, checkEnvironment, modelNames, modelsOf, prefixed, snapshotAgent } from './admission.js'
+import { checkCreateInput, checkEnvironment, modelNames, sandboxTraits, modelsOf, prefixed, snapshotAgent } from './admission.js'
 import { SessionActor } from './actor.js'
 import type { ActorDeps } from './deps.js'
 import { checkFits, lastSequence } from './log.js'
@@ -83,7 +82,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     const t = now()
     let resources: SessionResource[]
     try {
-      checkEnvironment(env, ctx.settings.sandbox ?? localBackend)
+      checkEnvironment(env, sandboxTraits(ctx))
       // Copies made here and not listed by a record (this host killed before it) are swept (actors/file/copies.ts).
       resources = await attachFiles(deps, id, b.resources ?? [], t, req.rid)
     } catch (err) {

@@ -1,25 +1,28 @@
 import { rm } from 'node:fs/promises'
 import type { SessionResource } from '../../protocol/schemas/resource.js'
 import { localBackend, type Sandbox, type SandboxBackend, type SandboxKind, type ToolResult } from '../../sandbox/index.js'
+import { partitionOf } from '../../protocol/subjects.js'
 import type { Mailbox } from '../kit/mailbox.js'
+import type { HostContext } from '../kit/types.js'
 import type { ActorDeps } from './deps.js'
 import { egressPolicy, packagesOf } from './egress.js'
 import type { SessionEvents } from './events.js'
 import type { History } from './history.js'
 import { Mounts, sessionDir, systemWithFiles } from './mounts.js'
 import type { OutputPublisher } from './outputs.js'
+import { RemoteSandbox } from './remote-sandbox.js'
 import type { SandboxOwner, SandboxSpec } from './sandbox-owner.js'
 import { WorkspaceSync, workspaceOf } from './workspace-sync.js'
 
 /**
- * What `prepare` found. `ready`: the next tool may run. `unmounted`: it may not, and this is its result (the session's
- * files are not in place). `unenforceable`: this host's backend cannot enforce the session's limited networking.
+ * What `prepare` found. `ready`: the next tool may run. `refused`: it may not, and this is its result (the session's
+ * files are not in place, no sandbox host answers). `unenforceable`: this host's backend cannot enforce the session's limited networking.
  * `unprovisioned`: the environment's packages did not install. `stopped`: the call was interrupted, or the actor
  * stopped, while they were being installed.
  */
 export type Prepared =
   | { kind: 'ready' }
-  | { kind: 'unmounted'; result: ToolResult }
+  | { kind: 'refused'; result: ToolResult }
   | { kind: 'unenforceable' }
   | { kind: 'unprovisioned'; message: string }
   | { kind: 'stopped' }
@@ -60,17 +63,36 @@ export interface SessionSandbox {
   system(system: string | null, resources: readonly SessionResource[]): string | null
 }
 
-/** The session's sandbox, on this host (for now: sandbox hosts follow). */
-export function sessionSandbox(h: History, events: SessionEvents, mb: Mailbox, deps: SandboxDeps): SessionSandbox {
+/**
+ * The session's sandbox: on this host, or on a sandbox host when the host's sessions run their tools there
+ * (`TROUPE_SANDBOX_PLACEMENT=remote`, remote-sandbox.ts), fenced by the placement revision this actor was made under.
+ */
+export function sessionSandbox(h: History, events: SessionEvents, mb: Mailbox, deps: ActorDeps): SessionSandbox {
+  const id = h.session.id
+  const report = (message: string) => events.emit('session.error', { error: { type: 'unknown_error', message, retry_status: { type: 'retrying' } } })
+  const { ctx } = deps
+  if (ctx.sandboxHosts) {
+    return new RemoteSandbox({
+      session: id,
+      fence: ctx.holding('session', partitionOf(id)) ?? 0,
+      spec: () => specOf(h),
+      report,
+      roster: ctx.sandboxHosts,
+      nc: ctx.nc,
+      workspaces: deps.workspaces,
+      shellIdleMs: deps.settings.shellIdleMs,
+      log: ctx.log,
+    })
+  }
   const owner: SandboxOwner = {
     get dead() {
       return mb.dead
     },
     alive: () => mb.alive(),
     checkServing: (then) => mb.checkServing(then),
-    report: (message) => events.emit('session.error', { error: { type: 'unknown_error', message, retry_status: { type: 'retrying' } } }),
+    report,
   }
-  return new InProcessSandbox(h.session.id, () => specOf(h), owner, deps)
+  return new InProcessSandbox(id, () => specOf(h), owner, deps)
 }
 
 /** What the session is now, as its sandbox needs it. */
@@ -79,7 +101,7 @@ export function specOf(h: History): SandboxSpec {
 }
 
 /** What a session's sandbox needs of the host it runs on. */
-export type SandboxDeps = Pick<ActorDeps, 'ctx' | 'settings' | 'files' | 'outputs' | 'workspaces'>
+export type SandboxDeps = Pick<ActorDeps, 'settings' | 'files' | 'outputs' | 'workspaces'> & { ctx: Pick<HostContext, 'settings' | 'log'> }
 
 /**
  * The session's sandbox on this host: the one `Sandbox`, made lazily through the host's backend (sandbox/). The
@@ -136,7 +158,7 @@ export class InProcessSandbox implements SessionSandbox {
       if (!r.ok) return { kind: 'unprovisioned', message: r.message }
       this.provisioned = true
     }
-    return unmounted ? { kind: 'unmounted', result: unmounted } : { kind: 'ready' }
+    return unmounted ? { kind: 'refused', result: unmounted } : { kind: 'ready' }
   }
 
   /** The workspace is brought here before the first tool of this activation, and saved after each (workspace-sync.ts). */

@@ -56,7 +56,7 @@ export class ToolRunner {
       // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
       // tool use with an error result, so running it here could make it run after all. Step down instead.
       this.mb.checkServing('it starts no tool until it knows the session is still its own')
-      const result = ready.kind === 'unmounted' ? ready.result : await this.sandbox.runTool(t.name, t.input, signal)
+      const result = ready.kind === 'refused' ? ready.result : await this.sandbox.runTool(t.name, t.input, signal)
       // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
       this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
       if (signal.aborted) break

@@ -28,7 +28,7 @@ export interface TroupeProcess {
 
 export interface StartOptions {
   /** `serve` (default) or `start` */
-  role?: 'serve' | 'start' | 'orchestrate'
+  role?: 'serve' | 'start' | 'orchestrate' | 'sandbox'
   natsUrl?: string
   strict?: boolean
   env?: Record<string, string>

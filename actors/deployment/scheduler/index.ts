@@ -9,7 +9,7 @@ import { openBucket } from '../../kit/buckets.js'
 import { actorClient } from '../../kit/client.js'
 import type { Storage } from '../../kit/replicas.js'
 import { CLAIM_MAX_AGE_MS, Claims } from './claims.js'
-import { ORCHESTRATOR_TTL_MS, Roster } from './roster.js'
+import { Roster } from '../../kit/roster.js'
 import { Scheduler } from './scheduler.js'
 import { watchSchedules } from './schedules.js'
 
@@ -35,6 +35,11 @@ export interface RunningScheduler {
   stop(): Promise<void>
 }
 
+/** How often a scheduler says it is alive (real ms). */
+export const ORCHESTRATOR_BEAT_MS = 1000
+/** A scheduler not heard for this long (real ms) is left out of the split; also the bucket's max age. */
+export const ORCHESTRATOR_TTL_MS = 3000
+
 /**
  * Starts the deployments' scheduler of this process (the `orchestrate` role; `start` runs one too): opens its buckets,
  * joins the roster of schedulers, and fires every deployment's schedule from a watch of `troupe_deployments`.
@@ -46,7 +51,13 @@ export async function startScheduler(o: SchedulerSettings): Promise<RunningSched
   const deployments = await openBucket(o.kvm, o.storage, Buckets.deployments)
   const claimsKv = await openBucket(o.kvm, o.storage, Buckets.scheduleClaims, { ttl: CLAIM_MAX_AGE_MS })
   const rosterKv = await openBucket(o.kvm, o.storage, Buckets.orchestrators, { ttl: ORCHESTRATOR_TTL_MS })
-  const roster = new Roster(rosterKv, id, log)
+  const roster = new Roster(rosterKv, {
+    prefix: 'orch.',
+    beatMs: ORCHESTRATOR_BEAT_MS,
+    ttlMs: ORCHESTRATOR_TTL_MS,
+    self: { id, value: () => ({ at: Date.now() }) },
+    log,
+  })
   await roster.start()
   const claims = new Claims(claimsKv, id, o.clock, LEASE_MS * (o.clock.rate ?? 1))
   const client = actorClient({ wire: o.wire, local: () => undefined, timeoutMs: FIRE_TIMEOUT_MS })
@@ -56,7 +67,8 @@ export async function startScheduler(o: SchedulerSettings): Promise<RunningSched
     log,
     claims,
     concurrency: o.concurrency,
-    preferred: (key) => roster.preferred(key),
+    // Never undefined: this scheduler is a live member.
+    preferred: (key) => roster.preferred(key) ?? id,
     fire: (deployment, scheduledAt) => client.call(DeploymentKind.ops.fire, { id: deployment, body: { scheduled_at: scheduledAt } }),
   })
   await claims.watchDone((deployment, at) => scheduler.done(deployment, at))

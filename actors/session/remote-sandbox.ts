@@ -1,0 +1,226 @@
+import { setTimeout as delay } from 'node:timers/promises'
+import { nuid } from '@nats-io/nats-core'
+import type { NatsConnection } from '@nats-io/transport-node'
+import type { Logger } from 'pino'
+import { decode, encode } from '../../protocol/codec.js'
+import { fail } from '../../protocol/errors/fail.js'
+import type { SessionResource } from '../../protocol/schemas/resource.js'
+import { type SandboxHostBeat, type SandboxOp, sandboxSubject } from '../../protocol/subjects.js'
+import { errorResult, type ToolResult } from '../../sandbox/types.js'
+import { FenceLost, NotServing } from '../kit/mailbox.js'
+import { every, type Loop } from '../kit/loop.js'
+import { isTransientNatsError } from '../kit/nats-errors.js'
+import type { Roster } from '../kit/roster.js'
+import { sessionDir, systemWithFiles } from './mounts.js'
+import type { SandboxSpec } from './sandbox-owner.js'
+import type { KeepReply, PrepareReply, RunReply, Said, SandboxReply } from './sandbox-wire.js'
+import type { Prepared, SessionSandbox } from './session-sandbox.js'
+import type { WorkspaceStore } from './workspace-store.js'
+
+/** How often an actor keeps each call in flight alive (the sandbox host aborts it after KEEP_LAPSE_MS without). */
+export const KEEP_MS = 1000
+/** Keep-alives in a row that get no answer before the sandbox host is taken for gone. */
+const KEEP_MISSES = 3
+/** The longest a call may take: a tool's own timeout and an install are far shorter; liveness is the keep-alives' job. */
+const CALL_TIMEOUT_MS = 6 * 60 * 60_000
+/** How long a short call (close, remove, abort) waits for its answer. */
+const SHORT_TIMEOUT_MS = 10_000
+/** How long `prepare` waits for a sandbox host to be heard when none is (a cluster starting, a sandbox host restarting). */
+const ROSTER_WAIT_MS = 5000
+
+/** The sandbox host stopped answering in the middle of a call: what the call did there is unknown. */
+class HostLost extends Error {}
+
+export interface RemoteSandboxOptions {
+  session: string
+  /** The placement revision the actor was made under (HostContext.holding): every call carries it. */
+  fence: number
+  spec: () => SandboxSpec
+  /** Says a sandbox host's report as a `session.error` (sandbox-owner.ts). */
+  report: (message: string) => void
+  roster: Roster<SandboxHostBeat>
+  nc: NatsConnection
+  workspaces: WorkspaceStore
+  shellIdleMs: number
+  log: Logger
+}
+
+/**
+ * A session's sandbox on a sandbox host (`TROUPE_SANDBOX_PLACEMENT=remote`): the SessionSandbox calls sent over NATS
+ * to the host that runs it (sandbox-host.ts), the abort of an interrupt after them, and a keep-alive every second
+ * while a call runs, both ways: the host aborts a call whose actor went quiet, and the actor gives up on a host that
+ * stopped answering. The host is chosen when the first tool needs it, by rendezvous hashing of the session id over
+ * the sandbox hosts heard (those that enforce limited networking, when the session's is limited), and kept while it
+ * answers; one that stops is replaced at the next tool, whose workspace is restored there as after any move.
+ */
+export class RemoteSandbox implements SessionSandbox {
+  /** The sandbox host bound, while it answers. */
+  private host: string | undefined
+  private outputs = false
+
+  constructor(private readonly o: RemoteSandboxOptions) {}
+
+  get idleMs(): number | undefined {
+    return this.host ? this.o.shellIdleMs : undefined
+  }
+
+  async prepare(signal: AbortSignal): Promise<Prepared> {
+    const spec = this.o.spec()
+    const host = this.host ?? (await this.choose(spec, signal))
+    if (!host) {
+      if (signal.aborted) return { kind: 'stopped' }
+      return {
+        kind: 'refused',
+        result: errorResult('No sandbox host is running (this server runs tools on `troupe sandbox` hosts); the tool did not run. Try again later.'),
+      }
+    }
+    this.host = host
+    try {
+      const r = await this.call<PrepareReply>(host, 'prepare', { spec }, signal)
+      return r.prepared
+    } catch (err) {
+      if (!(err instanceof HostLost)) throw err
+      return { kind: 'refused', result: errorResult(`${err.message} The tool did not run; try again.`) }
+    }
+  }
+
+  async runTool(name: string, input: unknown, signal: AbortSignal): Promise<ToolResult> {
+    const host = this.host
+    if (!host) throw new Error('runTool before prepare')
+    try {
+      return (await this.call<RunReply>(host, 'run', { name, input }, signal)).result
+    } catch (err) {
+      if (!(err instanceof HostLost)) throw err
+      return errorResult(
+        `${err.message} What the tool did there is unknown. The next tool runs on another sandbox host, with the workspace as the last completed tool call left it.`,
+      )
+    }
+  }
+
+  hasOutputs(): boolean {
+    return this.outputs
+  }
+
+  async publishOutputs(): Promise<void> {
+    const host = this.host
+    if (!host) return
+    try {
+      await this.call<Said>(host, 'outputs', {})
+    } catch (err) {
+      if (!(err instanceof HostLost)) throw err
+      // The folder was on that host: what it held and had not published went with it (as after any move).
+      this.o.log.warn({ session: this.o.session, host }, 'the sandbox host stopped before the outputs were published')
+    }
+  }
+
+  async close(): Promise<void> {
+    const host = this.host
+    this.host = undefined
+    this.outputs = false
+    if (host) await this.short(host, 'close').catch(() => undefined)
+  }
+
+  /**
+   * Every sandbox host heard drops the session's directory (it may have run there in an earlier activation), and the
+   * saved workspace goes from the store.
+   */
+  async remove(): Promise<void> {
+    this.host = undefined
+    await Promise.all(
+      this.o.roster
+        .live()
+        .map((h) => this.short(h, 'remove').catch((err) => this.o.log.warn({ err, host: h, session: this.o.session }, 'sandbox directory not removed'))),
+    )
+    await this.o.workspaces.remove(this.o.session).catch((err) => this.o.log.error({ err, session: this.o.session }, 'saved workspace not removed'))
+  }
+
+  system(system: string | null, resources: readonly SessionResource[]): string | null {
+    const host = this.host ?? this.o.roster.preferred(this.o.session)
+    const beat = host && this.o.roster.value(host)
+    return beat ? systemWithFiles(system, resources, beat.kind, sessionDir(beat.data_dir, this.o.session)) : system
+  }
+
+  // ------------------------------------------------------------------------------------------------- helpers
+
+  /** The sandbox host the session prefers among those that can run it, waiting a little for one to be heard. */
+  private async choose(spec: SandboxSpec, signal: AbortSignal): Promise<string | undefined> {
+    const limited = spec.network?.type === 'limited'
+    const fit = (h: string) => !limited || !!this.o.roster.value(h)?.enforces_network
+    for (const until = Date.now() + ROSTER_WAIT_MS; ; ) {
+      const host = this.o.roster.preferred(this.o.session, fit)
+      if (host || signal.aborted || Date.now() >= until) return host
+      await delay(200, undefined, { signal }).catch(() => undefined)
+    }
+  }
+
+  /**
+   * One tracked call: sent with the fence and a call id, kept alive every KEEP_MS while it runs, aborted there when
+   * `signal` is. Throws HostLost when the host stops answering, the actor's own errors for the host's refusals.
+   */
+  private async call<T extends Said>(host: string, op: SandboxOp, body: object, signal?: AbortSignal): Promise<T> {
+    const { session, fence, nc } = this.o
+    const call = nuid.next()
+    let lose: (err: HostLost) => void = () => undefined
+    const lost = new Promise<never>((_, reject) => (lose = reject))
+    // Lost after the call settled: nobody waits for it any more.
+    lost.catch(() => undefined)
+    let misses = 0
+    const keep: Loop = every(
+      KEEP_MS,
+      async () => {
+        try {
+          const r = decode<SandboxReply<KeepReply>>((await nc.request(sandboxSubject(host, 'keep'), encode({ session, call }), { timeout: KEEP_MS })).data)
+          misses = 0
+          if (r.ok && !r.known) lose(new HostLost(`The sandbox host ${host} no longer runs this call (it restarted).`))
+        } catch (err) {
+          if (!isTransientNatsError(err)) throw err
+          if (++misses >= KEEP_MISSES) lose(new HostLost(`The sandbox host ${host} stopped answering.`))
+        }
+      },
+      (err) => this.o.log.warn({ err, host, session }, 'sandbox keep-alive failed'),
+      { firstAfter: true },
+    )
+    const abort = () => void this.short(host, 'abort', { call }).catch(() => undefined)
+    signal?.addEventListener('abort', abort, { once: true })
+    try {
+      const sent = nc.request(sandboxSubject(host, op), encode({ session, fence, call, ...body }), { timeout: CALL_TIMEOUT_MS })
+      const m = await Promise.race([sent, lost]).catch((err) => {
+        if (err instanceof HostLost) throw err
+        if (isTransientNatsError(err)) throw new HostLost(`The sandbox host ${host} did not answer (${(err as Error).message}).`)
+        throw err
+      })
+      const r = decode<SandboxReply<T>>(m.data)
+      if (!r.ok) throw refusal(r.error, r.message)
+      for (const message of r.reports) this.o.report(message)
+      this.outputs ||= r.outputs
+      return r
+    } catch (err) {
+      if (err instanceof HostLost) {
+        this.o.log.warn({ session, host, op, why: err.message }, 'sandbox host lost: the next tool binds another')
+        if (this.host === host) this.host = undefined
+      }
+      throw err
+    } finally {
+      signal?.removeEventListener('abort', abort)
+      // Not awaited: a keep-alive in flight must not hold the call's answer back.
+      void keep.stop()
+    }
+  }
+
+  /** A call that answers at once (close, remove, abort). */
+  private async short(host: string, op: SandboxOp, body: object = {}): Promise<void> {
+    const { session, fence, nc } = this.o
+    const r = decode<SandboxReply<object>>(
+      (await nc.request(sandboxSubject(host, op), encode({ session, fence, ...body }), { timeout: SHORT_TIMEOUT_MS })).data,
+    )
+    if (!r.ok) throw refusal(r.error, r.message)
+  }
+}
+
+/** The sandbox host's refusal as the actor's own error: the first two make it step down, as its own fence would. */
+function refusal(error: string, message: string): Error {
+  if (error === 'fenced') return new FenceLost(message)
+  if (error === 'not_serving') return new NotServing(message)
+  if (error === 'moving') return fail('actor_moving', 'session')
+  return new Error(`sandbox host: ${message}`)
+}
