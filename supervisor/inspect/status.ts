@@ -1,11 +1,20 @@
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream'
 import { decode } from '../../protocol/codec.js'
-import { Buckets, PARTITIONS, partitionOf, partitionToken, type HostBeat, type PlacementRecord } from '../../protocol/subjects.js'
+import {
+  Buckets,
+  PARTITIONS,
+  partitionOf,
+  partitionToken,
+  SANDBOX_HOST_PREFIX,
+  type HostBeat,
+  type PlacementRecord,
+  type SandboxHostBeat,
+} from '../../protocol/subjects.js'
 import { SESSION_PREFIX, type SessionRecord } from '../../actors/session/state.js'
 import { needJetStream, parse, type Io } from './io.js'
 import { readStream } from './read-stream.js'
 
-export const STATUS_USAGE = { synopsis: 'status [--json]', summary: 'hosts, partitions per host and running sessions' }
+export const STATUS_USAGE = { synopsis: 'status [--json]', summary: 'hosts, sandbox hosts, partitions per host and running sessions' }
 
 /** A host whose last beat is older than this is shown as stale: the hosts bucket's TTL, past which it is gone. */
 const STALE_MS = 2500
@@ -14,6 +23,12 @@ const RUNNING_SHOWN = 50
 const KINDS = ['agent', 'session'] as const
 
 export interface HostView extends HostBeat {
+  id: string
+  beat_age_ms: number
+  stale: boolean
+}
+
+export interface SandboxHostView extends SandboxHostBeat {
   id: string
   beat_age_ms: number
   stale: boolean
@@ -29,6 +44,8 @@ export interface KindPlacement {
 export interface StatusReport {
   nats: { url: string; server: string }
   hosts: HostView[]
+  /** `troupe sandbox` processes (their beats in the hosts bucket). */
+  sandbox_hosts: SandboxHostView[]
   /** Null while the placement bucket does not exist. */
   partitions: Record<(typeof KINDS)[number], KindPlacement> | null
   sessions: {
@@ -46,8 +63,9 @@ export async function status(args: string[], io: Io): Promise<void> {
   const conn = await io.connect()
   needJetStream(conn)
   const js = jetstream(conn.nc)
-  const [hosts, placement, sessions] = await Promise.all([
+  const [hosts, sandboxHosts, placement, sessions] = await Promise.all([
     readBucket(js, Buckets.hosts, 'host.'),
+    readBucket(js, Buckets.hosts, SANDBOX_HOST_PREFIX),
     readBucket(js, Buckets.placement, ''),
     readBucket(js, Buckets.sessions, SESSION_PREFIX),
   ])
@@ -60,6 +78,12 @@ export async function status(args: string[], io: Io): Promise<void> {
         return { id: key.slice('host.'.length), ...beat, beat_age_ms: now - beat.at, stale: now - beat.at > STALE_MS }
       })
       .sort((a, b) => (a.started_at ?? 0) - (b.started_at ?? 0)),
+    sandbox_hosts: [...(sandboxHosts ?? [])]
+      .map(([key, v]) => {
+        const beat = decode<SandboxHostBeat>(v)
+        return { id: key.slice(SANDBOX_HOST_PREFIX.length), ...beat, beat_age_ms: now - beat.at, stale: now - beat.at > STALE_MS }
+      })
+      .sort((a, b) => a.started_at - b.started_at),
     partitions: placement ? placementView(placement) : null,
     sessions: { total: 0, by_status: {}, running: [], running_more: 0 },
   }
@@ -123,6 +147,15 @@ function render(r: StatusReport, now: number): string[] {
       `  ${h.id}  ${h.role ?? '?'}  pid ${h.pid ?? '?'} on ${h.hostname ?? '?'}  ${up}  ` +
         `${h.stale ? `STALE: last beat ${age(h.beat_age_ms)} ago` : `beat ${age(h.beat_age_ms)} ago`}${h.http_url ? `  ${h.http_url}` : ''}`,
     )
+  }
+  if (r.sandbox_hosts.length) {
+    lines.push('', `sandbox hosts: ${r.sandbox_hosts.filter((h) => !h.stale).length} live`)
+    for (const h of r.sandbox_hosts) {
+      lines.push(
+        `  ${h.id}  sandbox ${h.kind}${h.enforces_network ? '' : ' (no network policy)'}  pid ${h.pid} on ${h.hostname}  up ${age(now - h.started_at)}  ` +
+          `${h.stale ? `STALE: last beat ${age(h.beat_age_ms)} ago` : `beat ${age(h.beat_age_ms)} ago`}`,
+      )
+    }
   }
   lines.push('')
   if (!r.partitions) lines.push(`partitions: no ${Buckets.placement} bucket (no host has placed partitions yet)`)

@@ -1,10 +1,13 @@
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { connect } from '@nats-io/transport-node'
 import t from 'tap'
 import { decode, encode } from '../../protocol/codec.js'
 import { sandboxSubject } from '../../protocol/subjects.js'
+import type { StatusReport } from '../../supervisor/inspect/status.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
@@ -29,6 +32,7 @@ t.teardown(() => {
   nats.stopNow()
   return model.close()
 })
+const BIN = fileURLToPath(new URL('../../bin/troupe.mjs', import.meta.url))
 const dir = (name: string) => mkdtempSync(path.join(os.tmpdir(), `troupe-remote-${name}-`))
 const serveDir = dir('serve')
 const serve = await startTroupe({
@@ -86,6 +90,16 @@ t.test('two sandbox hosts start and say what they are', async (t) => {
   hosts.push(await sandboxHost(), await sandboxHost())
   t.match(hosts[0]!.stdout(), /sandbox\s+\w+ .*runs the sandboxes of sessions served elsewhere/, 'the start-up block says what it is')
   t.match(serve.stdout(), /sandbox\s+remote: on the sandbox hosts/)
+  const status = async () => {
+    const out = execFileSync(process.execPath, [BIN, 'status', '--json'], { env: { ...process.env, NATS_URL: nats.url }, encoding: 'utf8' })
+    return JSON.parse(out) as StatusReport
+  }
+  const seen = await until('troupe status lists both sandbox hosts', async () => {
+    const r = await status()
+    return r.sandbox_hosts.filter((h) => !h.stale).length === 2 && r
+  })
+  t.match(seen.sandbox_hosts[0], { id: /^host_/, kind: /local|isolated/, data_dir: sandboxDirs[0] })
+  t.equal(seen.hosts.length, 1, 'the sandbox hosts are not actor hosts')
 })
 
 t.test('tools run on a sandbox host, in one shell that persists; nothing runs on the serve host', async (t) => {
