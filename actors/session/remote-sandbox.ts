@@ -31,6 +31,9 @@ const ROSTER_WAIT_MS = 5000
 /** The sandbox host stopped answering in the middle of a call: what the call did there is unknown. */
 class HostLost extends Error {}
 
+/** A sandbox host lost is passed over by the next choice for this long (its roster key may not have aged out yet). */
+const SHUN_MS = 5000
+
 export interface RemoteSandboxOptions {
   session: string
   /** The placement revision the actor was made under (HostContext.holding): every call carries it. */
@@ -38,6 +41,11 @@ export interface RemoteSandboxOptions {
   spec: () => SandboxSpec
   /** Says a sandbox host's report as a `session.error` (sandbox-owner.ts). */
   report: (message: string) => void
+  /**
+   * Whether the actor still serves the session (its mailbox's fence): a call in flight is kept alive only while it
+   * does, and aborted there once it does not.
+   */
+  serves: () => boolean
   roster: Roster<SandboxHostBeat>
   nc: NatsConnection
   workspaces: WorkspaceStore
@@ -57,6 +65,8 @@ export class RemoteSandbox implements SessionSandbox {
   /** The sandbox host bound, while it answers. */
   private host: string | undefined
   private outputs = false
+  /** Sandbox hosts lost lately, with when they may be chosen again. */
+  private readonly shunned = new Map<string, number>()
 
   constructor(private readonly o: RemoteSandboxOptions) {}
 
@@ -145,7 +155,7 @@ export class RemoteSandbox implements SessionSandbox {
   /** The sandbox host the session prefers among those that can run it, waiting a little for one to be heard. */
   private async choose(spec: SandboxSpec, signal: AbortSignal): Promise<string | undefined> {
     const limited = spec.network?.type === 'limited'
-    const fit = (h: string) => !limited || !!this.o.roster.value(h)?.enforces_network
+    const fit = (h: string) => (this.shunned.get(h) ?? 0) <= Date.now() && (!limited || !!this.o.roster.value(h)?.enforces_network)
     for (const until = Date.now() + ROSTER_WAIT_MS; ; ) {
       const host = this.o.roster.preferred(this.o.session, fit)
       if (host || signal.aborted || Date.now() >= until) return host
@@ -160,14 +170,21 @@ export class RemoteSandbox implements SessionSandbox {
   private async call<T extends Said>(host: string, op: SandboxOp, body: object, signal?: AbortSignal): Promise<T> {
     const { session, fence, nc } = this.o
     const call = nuid.next()
-    let lose: (err: HostLost) => void = () => undefined
+    let lose: (err: Error) => void = () => undefined
     const lost = new Promise<never>((_, reject) => (lose = reject))
     // Lost after the call settled: nobody waits for it any more.
     lost.catch(() => undefined)
     let misses = 0
+    const abort = () => void this.short(host, 'abort', { call }).catch(() => undefined)
     const keep: Loop = every(
       KEEP_MS,
       async () => {
+        if (!this.o.serves()) {
+          // The actor may have lost the session: what runs for it there stops now, and the actor steps down.
+          abort()
+          lose(new NotServing(`session ${session}: this host no longer serves it; its sandbox call is aborted`))
+          return
+        }
         try {
           const r = decode<SandboxReply<KeepReply>>((await nc.request(sandboxSubject(host, 'keep'), encode({ session, call }), { timeout: KEEP_MS })).data)
           misses = 0
@@ -180,7 +197,6 @@ export class RemoteSandbox implements SessionSandbox {
       (err) => this.o.log.warn({ err, host, session }, 'sandbox keep-alive failed'),
       { firstAfter: true },
     )
-    const abort = () => void this.short(host, 'abort', { call }).catch(() => undefined)
     signal?.addEventListener('abort', abort, { once: true })
     try {
       const sent = nc.request(sandboxSubject(host, op), encode({ session, fence, call, ...body }), { timeout: CALL_TIMEOUT_MS })
@@ -198,6 +214,7 @@ export class RemoteSandbox implements SessionSandbox {
       if (err instanceof HostLost) {
         this.o.log.warn({ session, host, op, why: err.message }, 'sandbox host lost: the next tool binds another')
         if (this.host === host) this.host = undefined
+        this.shunned.set(host, Date.now() + SHUN_MS)
       }
       throw err
     } finally {

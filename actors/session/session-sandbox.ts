@@ -77,6 +77,15 @@ export function sessionSandbox(h: History, events: SessionEvents, mb: Mailbox, d
       fence: ctx.holding('session', partitionOf(id)) ?? 0,
       spec: () => specOf(h),
       report,
+      serves: () => {
+        if (mb.dead) return false
+        try {
+          mb.checkServing()
+          return true
+        } catch {
+          return false
+        }
+      },
       roster: ctx.sandboxHosts,
       nc: ctx.nc,
       workspaces: deps.workspaces,

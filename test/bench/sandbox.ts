@@ -135,6 +135,7 @@ async function measureSessions(backend: SandboxBackend): Promise<{ here: Figures
           fence: 1,
           spec: () => spec,
           report: () => undefined,
+          serves: () => true,
           roster,
           nc,
           workspaces: deps.workspaces,
