@@ -7,6 +7,9 @@ import { scratch } from '../helpers/scratch.js'
 import { startNats } from '../helpers/nats.js'
 import { until } from '../helpers/wait.js'
 
+// Eight embedded or joined starts: on a loaded machine the file has run past tap's default 120 s (timeout, not a failure).
+t.setTimeout(300_000)
+
 const files = scratch('troupe-life-')
 const dataDir = files.dataDir
 const start = (env: Record<string, string>, role: 'start' | 'serve' = 'start') => files.start({ role, env: role === 'start' ? { NATS_URL: '', ...env } : env })
