@@ -60,7 +60,8 @@ export const WebhookUrl = type(`string <= ${WEBHOOK_URL_MAX}`).narrow((s, ctx) =
   return problem === undefined || ctx.reject({ problem: problem })
 })
 
-const EventTypes = type.enumerated(...WEBHOOK_EVENT_TYPES)
+const EventTypes = type
+  .enumerated(...WEBHOOK_EVENT_TYPES)
   .array()
   .atLeastLength(1)
   .narrow((list, ctx) => {
@@ -83,4 +84,4 @@ export const WebhookUpdate = type({
 }).narrow((b, ctx) => Object.keys(b).length > 0 || ctx.reject({ problem: 'must name url, event_types or status' }))
 export type WebhookUpdateT = typeof WebhookUpdate.infer
 
-export const WebhookListQuery = type({ '+': 'reject', 'limit?': limitParam, 'page?': pageParam })
+export const WebhookListQuery = type({ '+': 'reject', 'limit?': limitParam(100), 'page?': pageParam })
