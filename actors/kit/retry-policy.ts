@@ -57,6 +57,23 @@ export const rebuildRetry = retryPolicy({ initialIntervalMs: 500, maximumInterva
  */
 export const workspaceRetry = retryPolicy({ initialIntervalMs: 200, maximumIntervalMs: 2000, deadlineMs: 30_000 })
 
+/**
+ * A webhook delivery attempt that failed (SPEC webhooks, delivery rule 3): 3 attempts in all; the pause after the
+ * n-th failure is 10 s × 4^(n−1) (10 s, then 40 s) with jitter (`jitteredAfter`), kept within 5–120 s. The rule's
+ * bounds, not the policy's, are what a delivery may wait: WEBHOOK_PAUSE_MS.
+ */
+export const webhookRetry = retryPolicy({ initialIntervalMs: 10_000, backoffCoefficient: 4, maximumIntervalMs: 120_000, maximumAttempts: 3 })
+export const WEBHOOK_PAUSE_MS = { min: 5_000, max: 120_000 } as const
+
+/**
+ * `intervalAfter` with ±50% jitter (so the attempts of many deliveries that failed together spread out), kept within
+ * `bounds`. `random` is in [0, 1): Math.random, or a test's.
+ */
+export function jitteredAfter(policy: RetryPolicy, failures: number, bounds: { min: number; max: number }, random: () => number = Math.random): number {
+  const ms = intervalAfter(policy, failures) * (0.5 + random())
+  return Math.round(Math.min(bounds.max, Math.max(bounds.min, ms)))
+}
+
 /** The pause after the `failures`-th failure (1 for the first), before any deadline shortens it. */
 export function intervalAfter(policy: RetryPolicy, failures: number): number {
   const ms = policy.initialIntervalMs * policy.backoffCoefficient ** (failures - 1)

@@ -116,6 +116,11 @@ export interface SandboxHostOptions {
  */
 export class SandboxHost {
   private readonly bindings = new Map<string, Binding>()
+  /**
+   * Tracked calls from the moment they arrive (before their binding is settled, which may wait for an earlier
+   * activation's sandbox to close), by call id: a keep-alive or an abort that comes meanwhile finds them.
+   */
+  private readonly arrived = new Map<string, AbortController>()
   /** Per session, the binding change in progress: calls of one session are bound one at a time. */
   private readonly binding = new Map<string, Promise<unknown>>()
   private readonly subs: Subscription[] = []
@@ -161,29 +166,36 @@ export class SandboxHost {
     if (typeof session !== 'string' || !isId('sesn', session)) throw new BadCall('no session id')
     if (op === 'keep') return this.keep(msg as KeepCall)
     if (op === 'abort') {
-      const { call } = msg as KeepCall
-      this.bindings.get(session)?.calls.get(call)?.abort()
+      this.arrived.get((msg as KeepCall).call)?.abort()
       return {}
     }
     const { fence } = msg as Fenced
     if (!Number.isSafeInteger(fence)) throw new BadCall('no fence')
+    if (op === 'prepare' || op === 'run' || op === 'outputs') return this.tracked(op, msg as PrepareCall & RunCall)
     if (op === 'close') {
       const b = this.bindings.get(session)
       if (b && b.fence <= fence) await this.drop(b)
       return {}
     }
+    // remove
     const b = await this.bind(session, fence)
-    if (op === 'remove') {
-      await this.drop(b)
-      await b.sandbox.remove()
-      return {}
-    }
-    const c = msg as PrepareCall & RunCall
-    if (typeof c.call !== 'string') throw new BadCall('no call id')
+    await this.drop(b)
+    await b.sandbox.remove()
+    return {}
+  }
+
+  /** A call that may run long: registered as it arrives, then run in the session's binding. */
+  private async tracked(op: 'prepare' | 'run' | 'outputs', c: PrepareCall & RunCall): Promise<object> {
+    if (typeof c.call !== 'string' || this.arrived.has(c.call)) throw new BadCall('no call id, or one in use')
     const ac = new AbortController()
-    b.calls.set(c.call, ac)
-    b.heard = performance.now()
+    this.arrived.set(c.call, ac)
+    let b: Binding | undefined
     try {
+      b = await this.bind(c.session, c.fence)
+      // Ended between its choice and now (a later activation, a close): it must not make a sandbox nobody closes.
+      if (b.ended) throw new FenceLost(`session ${c.session}: its sandbox here ended`)
+      b.calls.set(c.call, ac)
+      b.heard = performance.now()
       if (op === 'prepare') {
         b.spec = c.spec
         const prepared = await b.sandbox.prepare(ac.signal)
@@ -196,15 +208,18 @@ export class SandboxHost {
       await b.sandbox.publishOutputs()
       return b.said()
     } finally {
-      b.calls.delete(c.call)
-      b.heard = performance.now()
+      this.arrived.delete(c.call)
+      if (b) {
+        b.calls.delete(c.call)
+        b.heard = performance.now()
+      }
     }
   }
 
   private keep({ session, call }: KeepCall): KeepReply {
+    const known = this.arrived.has(call)
     const b = this.bindings.get(session)
-    const known = !!b && !b.ended && b.calls.has(call)
-    if (known) b.heard = performance.now()
+    if (known && b?.calls.has(call)) b.heard = performance.now()
     return { known }
   }
 

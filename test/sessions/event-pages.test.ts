@@ -89,8 +89,10 @@ function folded(recs: Rec[]) {
   return rows
 }
 
+// One server for both tests: each writes its own session's events, and neither asserts anything of the other's.
+const s = await sessionStack({ TROUPE_SESSION_IDLE_MS: '200' })
+
 t.test('pages of a long, interleaved history join up to the whole history, folded', async (t) => {
-  const s = await sessionStack({ TROUPE_SESSION_IDLE_MS: '200' })
   const { agent, env } = await agentAndEnv(s.client)
   const session = await s.client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
   const other = newId('sesn')
@@ -209,7 +211,6 @@ t.test('pages of a long, interleaved history join up to the whole history, folde
 })
 
 t.test('a page that would not fit in one NATS message ends early, with a cursor, never a 500', async (t) => {
-  const s = await sessionStack({ TROUPE_SESSION_IDLE_MS: '200' })
   const { agent, env } = await agentAndEnv(s.client)
   const session = await s.client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
   const nc = await connect({ servers: s.nats.url })

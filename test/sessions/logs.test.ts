@@ -15,8 +15,10 @@ async function turn(client: any, sessionId: string, text: string) {
   return collect(stream, isIdle)
 }
 
+// One server for the first two tests: the second starts after the first has read everything it counts.
+const s = await sessionStack()
+
 t.test('turns log one line each; the deprecation warning is one JSON line per model; stderr is all JSON', async (t) => {
-  const s = await sessionStack()
   const { agent, env } = await agentAndEnv(s.client)
   const a = await s.client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
   const b = await s.client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
@@ -55,7 +57,6 @@ t.test('turns log one line each; the deprecation warning is one JSON line per mo
 })
 
 t.test('a model failure: warn line and session.error name the endpoint, never the key', async (t) => {
-  const s = await sessionStack()
   const { agent, env } = await agentAndEnv(s.client)
   const session = await s.client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
   s.model.enqueue({ error: { status: 529, type: 'overloaded_error', message: 'Overloaded' } })

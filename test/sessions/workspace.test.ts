@@ -192,9 +192,18 @@ t.test('past the bounds the workspace is no longer saved, and the model is told 
   await a.stop()
 })
 
+// The last two tests share one host (default settings, a data directory of its own), started once for both.
+let shared: { data: string; a: TroupeProcess } | undefined
+async function sharedHost() {
+  if (!shared) {
+    const data = dir()
+    shared = { data, a: await host(data) }
+  }
+  return shared
+}
+
 t.test('deleting the session removes its workspace from the store', async (t) => {
-  const data = dir()
-  const a = await host(data)
+  const { data, a } = await sharedHost()
   const session = await newSession(a.url)
   await bash(a.url, session, 'echo x > x.txt && mkdir d && echo y > d/y')
   t.ok(existsSync(path.join(data, 'sessions', `${session}.workspace-gen`)), 'the marker says which save the directory holds')
@@ -207,12 +216,10 @@ t.test('deleting the session removes its workspace from the store', async (t) =>
     .catch(() => null)
   t.equal(meta, null, 'no manifest, not even a tombstone')
   t.notOk(existsSync(path.join(data, 'sessions', `${session}.workspace-gen`)), 'the marker is gone')
-  await a.stop()
 })
 
 t.test('an interrupted tool call is saved too: what it wrote before the interrupt survives a move', async (t) => {
-  const data = dir()
-  const a = await host(data)
+  const { data, a } = await sharedHost()
   const session = await newSession(a.url)
   const client = clientFor(a.url, { maxRetries: 8 })
   model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo before > int.txt && sleep 30' } }] })
