@@ -83,6 +83,8 @@ export const Buckets = {
   files: 'troupe_file_records',
   /** `vault.<id>` → a vault's state, its credentials (secrets sealed) inside it. */
   vaults: 'troupe_vaults',
+  /** `webhook.<id>` → a webhook endpoint's state, its signing secret sealed (actors/webhook/state.ts). */
+  webhooks: 'troupe_webhooks',
   /** `outputs.<session id>` → what of the session's outputs folder is published (actors/session/output-state.ts). */
   sessionOutputs: 'troupe_session_outputs',
 } as const

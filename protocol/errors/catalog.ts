@@ -139,6 +139,7 @@ export const catalog = {
   deployment_run_not_found: entry(404, (id: string) => `Deployment run ${id} not found`, WIRE),
   file_not_found: entry(404, (id: string) => `File ${id} not found`, WIRE),
   vault_not_found: entry(404, (id: string) => `Vault ${id} not found`, WIRE),
+  webhook_not_found: entry(404, (id: string) => `Webhook endpoint ${id} not found`, WIRE),
   credential_not_found: entry(404, (id: string, vault: string) => `Credential ${id} not found in vault ${vault}`, WIRE),
   session_resource_not_found: entry(404, (id: string, sessionId: string) => `Session resource ${id} not found in session ${sessionId}`, WIRE),
 
@@ -220,6 +221,11 @@ export const catalog = {
     WIRE,
   ),
   vaults_unavailable: entry(422, () => 'vault_ids: vaults need the operator keyring (TROUPE_VAULT_KEYRING_FILE), which this server has not configured', WIRE),
+  webhooks_unavailable: entry(
+    422,
+    () => 'Webhooks need the operator keyring to seal their signing secrets (TROUPE_VAULT_KEYRING_FILE), which this server has not configured',
+    WIRE,
+  ),
   keyring_unavailable: entry(
     422,
     () =>

@@ -4,9 +4,10 @@ import { EnvironmentKind } from './environment.js'
 import { FileKind } from './file.js'
 import { SessionKind } from './session.js'
 import { VaultKind } from './vault.js'
+import { WebhookKind } from './webhook.js'
 
 export * from './define.js'
-export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind, VaultKind }
+export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind, VaultKind, WebhookKind }
 
 /** Every kind's contract, by name. */
 export const KINDS = {
@@ -17,4 +18,5 @@ export const KINDS = {
   deployment_run: DeploymentRunKind,
   file: FileKind,
   vault: VaultKind,
+  webhook: WebhookKind,
 } as const

@@ -85,3 +85,19 @@ export const WebhookUpdate = type({
 export type WebhookUpdateT = typeof WebhookUpdate.infer
 
 export const WebhookListQuery = type({ '+': 'reject', 'limit?': limitParam(100), 'page?': pageParam })
+
+/**
+ * An endpoint as the API shows it. `signing_secret` only in the answers of create and regenerate. `disabled_reason`:
+ * why the service disabled it (a redirect, a non-public address), null otherwise.
+ */
+export interface WebhookEndpoint {
+  id: string
+  type: 'webhook_endpoint'
+  url: string
+  event_types: WebhookEventType[]
+  status: 'enabled' | 'disabled'
+  disabled_reason: string | null
+  created_at: string
+  updated_at: string
+}
+export type WebhookEndpointWithSecret = WebhookEndpoint & { signing_secret: string }

@@ -1,0 +1,121 @@
+import { fail } from '../../protocol/errors/fail.js'
+import type { WebhookKind } from '../../protocol/ops/webhook.js'
+import type { WebhookEndpoint } from '../../protocol/schemas/webhook.js'
+import { now } from '../../protocol/time.js'
+import { createdId } from '../kit/create-id.js'
+import type { DurableState } from '../kit/durable-state.js'
+import type { Keyring } from '../kit/keyring.js'
+import type { Handlers } from '../kit/ops.js'
+import { pageOf } from '../kit/page.js'
+import type { Projection } from '../kit/projection.js'
+import { newSigningSecret } from './signature.js'
+import { secretAad, type WebhookState } from './state.js'
+
+/** Enabled intervals an endpoint keeps: older ones concern events long since fanned out. */
+const INTERVALS_KEPT = 50
+
+export interface WebhookDeps {
+  states: DurableState<WebhookState, typeof WebhookKind>
+  projection: Projection<WebhookEndpoint, WebhookState>
+  /** The operator keyring; absent, every webhook op answers 422 (SPEC "Webhooks"). */
+  keyring: Keyring | undefined
+}
+
+export function webhookOps({ states, projection, keyring }: WebhookDeps): Handlers<typeof WebhookKind> {
+  const ring = (): Keyring => {
+    if (!keyring) throw fail('webhooks_unavailable')
+    return keyring
+  }
+
+  /** The endpoint a create with this Idempotency-Key stored before, with its secret (the first answer was lost). */
+  async function retriedCreate(id: string, createdBy: string) {
+    const s = await states.read(id)
+    if (!s) return undefined
+    if (s.created_by !== createdBy) throw fail('idempotency_key_reused')
+    return { ...s.endpoint, signing_secret: ring().open(s.secret, secretAad(id)) }
+  }
+
+  const ops = states.ops({
+    get: {
+      shared: (s) => {
+        ring()
+        return s.endpoint
+      },
+    },
+
+    update(s, { body: b }) {
+      ring()
+      const e = s.endpoint
+      const status = b.status ?? e.status
+      const next: WebhookEndpoint = {
+        ...e,
+        url: b.url ?? e.url,
+        event_types: b.event_types ?? e.event_types,
+        status,
+        // A person enabling it again clears why the service disabled it.
+        disabled_reason: status === 'enabled' ? null : e.disabled_reason,
+      }
+      if (JSON.stringify(next) === JSON.stringify(e)) return { reply: e }
+      const t = Date.now()
+      let enabled = s.enabled
+      if (e.status === 'enabled' && status === 'disabled') enabled = enabled.map(([from, to]) => [from, to ?? t] as [number, number | null])
+      if (e.status === 'disabled' && status === 'enabled') enabled = [...enabled, [t, null] as [number, number | null]].slice(-INTERVALS_KEPT)
+      const endpoint = { ...next, updated_at: now() }
+      return { state: { ...s, endpoint, enabled }, reply: endpoint }
+    },
+
+    delete(s) {
+      ring()
+      return { delete: true, reply: { id: s.endpoint.id, type: 'webhook_endpoint_deleted' as const } }
+    },
+
+    regenerate_signing_secret(s) {
+      const signing_secret = newSigningSecret()
+      const secret = ring().seal(signing_secret, secretAad(s.endpoint.id))
+      return { state: { ...s, secret, endpoint: { ...s.endpoint, updated_at: now() } }, reply: { signing_secret } }
+    },
+  })
+
+  return {
+    // Placed on any host: the id is new, and the create of its state is the fence against a second one.
+    async create(req) {
+      const keys = ring()
+      const b = req.body
+      const { id, createdBy } = createdId('whep', 'webhooks.create', req)
+      const again = createdBy && (await retriedCreate(id, createdBy))
+      if (again) return again
+      const t = now()
+      const endpoint: WebhookEndpoint = {
+        id,
+        type: 'webhook_endpoint',
+        url: b.url,
+        event_types: b.event_types,
+        status: 'enabled',
+        disabled_reason: null,
+        created_at: t,
+        updated_at: t,
+      }
+      const signing_secret = newSigningSecret()
+      const state: WebhookState = {
+        endpoint,
+        ...(createdBy ? { created_by: createdBy } : {}),
+        secret: keys.seal(signing_secret, secretAad(id)),
+        enabled: [[Date.now(), null]],
+      }
+      if (!(await states.create(id, state))) {
+        const raced = createdBy && (await retriedCreate(id, createdBy))
+        if (raced) return raced
+        throw fail('idempotency_key_reused')
+      }
+      return { ...endpoint, signing_secret }
+    },
+
+    async list({ query: q }) {
+      ring()
+      await projection.fresh()
+      return pageOf(projection, 'webhooks', {}, q.page, q.limit ?? 20, () => true)
+    },
+
+    ...ops,
+  }
+}
