@@ -64,6 +64,15 @@ export function webhookOps({ states, projection, keyring }: WebhookDeps): Handle
       return { state: { ...s, endpoint, enabled }, reply: endpoint }
     },
 
+    disable(s, { body: b }) {
+      const e = s.endpoint
+      if (e.status === 'disabled') return { reply: e }
+      const t = Date.now()
+      const endpoint: WebhookEndpoint = { ...e, status: 'disabled', disabled_reason: b.reason, updated_at: now() }
+      const enabled = s.enabled.map(([from, to]) => [from, to ?? t] as [number, number | null])
+      return { state: { ...s, endpoint, enabled }, reply: endpoint }
+    },
+
     delete(s) {
       ring()
       return { delete: true, reply: { id: s.endpoint.id, type: 'webhook_endpoint_deleted' as const } }

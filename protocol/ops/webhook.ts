@@ -1,5 +1,5 @@
 import type { Page } from '../page.js'
-import { type WebhookEndpoint, WebhookCreate, type WebhookEndpointWithSecret, WebhookListQuery, WebhookUpdate } from '../schemas/webhook.js'
+import { WebhookDisable, type WebhookEndpoint, WebhookCreate, type WebhookEndpointWithSecret, WebhookListQuery, WebhookUpdate } from '../schemas/webhook.js'
 import { defineKind, returns } from './define.js'
 
 /**
@@ -17,5 +17,7 @@ export const WebhookKind = defineKind(
     update: { placement: 'owner', body: WebhookUpdate, reply: returns<WebhookEndpoint>() },
     delete: { placement: 'owner', reply: returns<{ id: string; type: 'webhook_endpoint_deleted' }>() },
     regenerate_signing_secret: { placement: 'owner', reply: returns<{ signing_secret: string }>() },
+    /** Internal (a delivery got a redirect or reached a non-public address): disabled by the service, saying why. */
+    disable: { placement: 'owner', body: WebhookDisable, reply: returns<WebhookEndpoint>() },
   },
 )

@@ -84,6 +84,9 @@ export const WebhookUpdate = type({
 }).narrow((b, ctx) => Object.keys(b).length > 0 || ctx.reject({ problem: 'must name url, event_types or status' }))
 export type WebhookUpdateT = typeof WebhookUpdate.infer
 
+/** The service disabling an endpoint (internal: no route). */
+export const WebhookDisable = type({ '+': 'reject', reason: 'string <= 1000' })
+
 export const WebhookListQuery = type({ '+': 'reject', 'limit?': limitParam(100), 'page?': pageParam })
 
 /**

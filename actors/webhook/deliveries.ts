@@ -1,0 +1,217 @@
+import { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, RetentionPolicy } from '@nats-io/jetstream'
+import type { KV } from '@nats-io/kv'
+import { headers as natsHeaders } from '@nats-io/nats-core'
+import type { Logger } from 'pino'
+import { decode, encode } from '../../protocol/codec.js'
+import { isId } from '../../protocol/ids.js'
+import type { Keyring } from '../kit/keyring.js'
+import type { Storage } from '../kit/replicas.js'
+import { jitteredAfter, WEBHOOK_PAUSE_MS, webhookRetry } from '../kit/retry-policy.js'
+import { ensureStream } from '../kit/streams.js'
+import { type Outcome, post, type PostOptions } from './post.js'
+import { attemptHeaders } from './signature.js'
+import { secretAad, WEBHOOK_PREFIX, type WebhookState } from './state.js'
+
+/**
+ * Deliveries waiting for their attempts: one message per (event, subscribed endpoint), the event's exact bytes, on
+ * `troupe.webhook.delivery.<endpoint id>`, deduplicated by `<event id>.<endpoint id>`; a work queue, so a message
+ * goes once it is acknowledged or terminated, and one whose worker died comes back after the ack wait.
+ */
+export const DELIVERIES_STREAM = 'TROUPE_WEBHOOK_DELIVERIES'
+const SUBJECT_PREFIX = 'troupe.webhook.delivery'
+/** The one consumer every orchestrator pulls from: deliveries are shared, each attempt claimed by one. */
+export const DELIVERIES_CONSUMER = 'deliveries'
+/** A delivery claimed and not answered for this long is handed to another worker (its worker died). */
+export const ACK_WAIT_MS = 60_000
+/** The header naming a delivery's event (`whe_…`): the `webhook-id` of every attempt. */
+export const EVENT_HEADER = 'Troupe-Webhook-Event'
+/** Terminal delivery records: kept 30 days (SPEC delivery rule 7), then removed by the server (the bucket's max age). */
+export const RECORDS_BUCKET = 'troupe_webhook_deliveries'
+export const RECORD_MAX_AGE_MS = 30 * 24 * 3600_000
+
+export function deliverySubject(endpoint: string): string {
+  if (!isId('whep', endpoint)) throw new Error(`not an endpoint id: ${JSON.stringify(endpoint)}`)
+  return `${SUBJECT_PREFIX}.${endpoint}`
+}
+
+export async function ensureDeliveriesStream(storage: Storage): Promise<void> {
+  await ensureStream(storage, 'webhook deliveries stream', {
+    name: DELIVERIES_STREAM,
+    subjects: [`${SUBJECT_PREFIX}.>`],
+    retention: RetentionPolicy.Workqueue,
+    duplicate_window: 120_000_000_000,
+  })
+}
+
+/** Queues the delivery of `event` (its exact bytes) to `endpoint`; a repeat within two minutes is stored once. */
+export async function enqueueDelivery(js: JetStreamClient, endpoint: string, event: string, bytes: Uint8Array): Promise<void> {
+  const h = natsHeaders()
+  h.set(EVENT_HEADER, event)
+  await js.publish(deliverySubject(endpoint), bytes, { msgID: `${event}.${endpoint}`, headers: h })
+}
+
+/** How a delivery ended, kept RECORD_MAX_AGE_MS under `<endpoint id>.<event id>`. */
+export interface DeliveryRecord {
+  endpoint: string
+  event: string
+  /** delivered: a 2xx; failed: its attempts ran out; dropped: its endpoint was disabled or deleted first; disabled: it disabled its endpoint. */
+  result: 'delivered' | 'failed' | 'dropped' | 'disabled'
+  attempts: number
+  /** The last attempt's HTTP status or why it failed. */
+  last: string
+  at: number
+}
+
+export interface DeliveryWorkerOptions {
+  js: JetStreamClient
+  /** `troupe_webhooks`: endpoints are read as they are when an attempt is claimed (a rotated secret applies from then). */
+  endpoints: KV
+  /** `RECORDS_BUCKET`, opened with max age RECORD_MAX_AGE_MS. */
+  records: KV
+  keyring: Keyring
+  /** Disables an endpoint, saying why (a redirect, a non-public address): the endpoint's owner writes it. */
+  disable(endpoint: string, reason: string): Promise<void>
+  post: Omit<PostOptions, 'timeoutMs'> & { timeoutMs?: number }
+  log: Logger
+  /** Attempts in flight at once. Default 32. */
+  concurrency?: number
+  /** Attempts in flight to one endpoint: a slow receiver holds only these. Default 4. */
+  perEndpoint?: number
+  /** Jitter's randomness (tests). Default Math.random. */
+  random?: () => number
+}
+
+/** A delivery still pending, in the records bucket: how often it was put back unattempted (its endpoint was busy). */
+interface Pending {
+  skipped: number
+}
+
+/** An attempt takes at most this long, connecting and answering included. */
+const ATTEMPT_TIMEOUT_MS = 15_000
+/** A delivery whose endpoint already has `perEndpoint` attempts in flight comes back after this. */
+const BUSY_DELAY_MS = 1000
+
+/**
+ * Attempts deliveries (the `orchestrate` role): claims each from the shared consumer, reads its endpoint, signs afresh
+ * and POSTs (post.ts). A 2xx acknowledges; a failure comes back after a jittered pause (5–120 s) until 3 attempts,
+ * then is dropped; a redirect or a non-public address disables the endpoint and ends the delivery; a delivery whose
+ * endpoint is disabled or gone by the time it is claimed ends without an attempt (so disabling fails what is pending).
+ */
+export class DeliveryWorker {
+  private readonly inFlight = new Map<string, number>()
+  private running = 0
+  /** Waiting for an attempt to end so the next may start (at most `concurrency` run). */
+  private freed: (() => void) | undefined
+  private stopped = false
+  private messages?: { stop(): void }
+  private readonly settled = new Set<Promise<void>>()
+
+  constructor(private readonly o: DeliveryWorkerOptions) {}
+
+  async start(storage: Storage): Promise<void> {
+    await ensureDeliveriesStream(storage)
+    await storage.jsm.consumers.add(DELIVERIES_STREAM, {
+      durable_name: DELIVERIES_CONSUMER,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: ACK_WAIT_MS * 1_000_000,
+      max_ack_pending: 10_000,
+    })
+    const consumer = await this.o.js.consumers.get(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
+    const concurrency = this.o.concurrency ?? 32
+    const iter = await consumer.consume({ max_messages: concurrency })
+    this.messages = iter
+    void (async () => {
+      for await (const m of iter) {
+        if (this.stopped) break
+        while (this.running >= concurrency) await new Promise<void>((r) => (this.freed = r))
+        this.running++
+        const p = this.attempt(m)
+          .catch((err) => {
+            this.o.log.error({ err, subject: m.subject }, 'webhook delivery failed unexpectedly; it comes back after the ack wait')
+          })
+          .finally(() => {
+            this.running--
+            this.settled.delete(p)
+            this.freed?.()
+            this.freed = undefined
+          })
+        this.settled.add(p)
+      }
+    })()
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    this.messages?.stop()
+    // Attempts in flight finish (each is bounded); what they do not settle comes back to another worker.
+    await Promise.all([...this.settled])
+  }
+
+  private async attempt(m: JsMsg): Promise<void> {
+    const endpoint = m.subject.slice(SUBJECT_PREFIX.length + 1)
+    const event = m.headers?.get(EVENT_HEADER) ?? ''
+    if (!isId('whep', endpoint) || !isId('whe', event)) {
+      m.term()
+      return this.o.log.warn({ subject: m.subject, event }, 'a delivery that names no endpoint or event is dropped')
+    }
+    const key = `${endpoint}.${event}`
+    // The server counts every delivery of the message; the ones put back unattempted (below) are noted, and not attempts.
+    const skipped = m.info.deliveryCount > 1 ? ((await this.pending(key))?.skipped ?? 0) : 0
+    const n = m.info.deliveryCount - skipped
+    const record = (result: DeliveryRecord['result'], last: string, attempts = n) => this.record({ endpoint, event, result, attempts, last, at: Date.now() })
+    const entry = await this.o.endpoints.get(`${WEBHOOK_PREFIX}${endpoint}`)
+    const state = entry?.operation === 'PUT' ? decode<WebhookState>(entry.value) : undefined
+    if (state?.endpoint.status !== 'enabled') {
+      m.term()
+      return record('dropped', state ? 'endpoint disabled' : 'endpoint deleted', n - 1)
+    }
+    const held = this.inFlight.get(endpoint) ?? 0
+    if (held >= (this.o.perEndpoint ?? 4)) {
+      // Its endpoint has its share of attempts in flight here: back to the queue for a moment, without an attempt.
+      await this.o.records.put(key, encode({ skipped: skipped + 1 } satisfies Pending))
+      m.nak(BUSY_DELAY_MS)
+      return
+    }
+    this.inFlight.set(endpoint, held + 1)
+    let outcome: Outcome
+    try {
+      const secret = this.o.keyring.open(state.secret, secretAad(endpoint))
+      const body = new TextDecoder().decode(m.data)
+      outcome = await post(state.endpoint.url, m.data, attemptHeaders(secret, event, body), { timeoutMs: ATTEMPT_TIMEOUT_MS, ...this.o.post })
+    } finally {
+      const left = (this.inFlight.get(endpoint) ?? 1) - 1
+      if (left) this.inFlight.set(endpoint, left)
+      else this.inFlight.delete(endpoint)
+    }
+    if (outcome.kind === 'delivered') {
+      m.ack()
+      return record('delivered', `HTTP ${outcome.status}`)
+    }
+    if (outcome.kind === 'redirected' || outcome.kind === 'refused') {
+      const reason = outcome.kind === 'redirected' ? `the endpoint answered a redirect (HTTP ${outcome.status})` : outcome.why
+      await this.o.disable(endpoint, reason)
+      m.term()
+      this.o.log.warn({ endpoint, event, reason }, 'webhook endpoint disabled')
+      return record('disabled', reason)
+    }
+    if (n >= webhookRetry.maximumAttempts) {
+      m.term()
+      this.o.log.warn({ endpoint, event, attempts: n, why: outcome.why }, 'webhook delivery dropped after its last attempt')
+      return record('failed', outcome.why)
+    }
+    m.nak(jitteredAfter(webhookRetry, n, WEBHOOK_PAUSE_MS, this.o.random))
+  }
+
+  private async pending(key: string): Promise<Pending | undefined> {
+    const e = await this.o.records.get(key)
+    const v = e?.operation === 'PUT' ? decode<Pending | DeliveryRecord>(e.value) : undefined
+    return v && 'skipped' in v ? v : undefined
+  }
+
+  private async record(r: DeliveryRecord): Promise<void> {
+    await this.o.records
+      .put(`${r.endpoint}.${r.event}`, encode(r))
+      .catch((err) => this.o.log.warn({ err, endpoint: r.endpoint }, 'delivery record not written'))
+  }
+}
