@@ -4,6 +4,7 @@ import { deploymentKind, deploymentRunKind } from './deployment/index.js'
 import { environmentKind } from './environment/index.js'
 import { fileKind } from './file/index.js'
 import { sessionKind } from './session/index.js'
+import { vaultKind } from './vault/index.js'
 
-/** Every actor kind a host runs, started in this order (sessions call agents and environments; deployments all three). */
-export const ACTOR_KINDS: readonly ActorKindDef[] = [agentKind, environmentKind, sessionKind, deploymentKind, deploymentRunKind, fileKind]
+/** Every actor kind a host runs, started in this order (sessions call agents, environments and vaults; deployments all of them). */
+export const ACTOR_KINDS: readonly ActorKindDef[] = [agentKind, environmentKind, vaultKind, sessionKind, deploymentKind, deploymentRunKind, fileKind]

@@ -81,6 +81,8 @@ export const Buckets = {
   hosts: 'troupe_hosts',
   /** `file.<id>` → a file's metadata, written once its bytes are whole in the `troupe_files` object store. */
   files: 'troupe_file_records',
+  /** `vault.<id>` → a vault's state, its credentials (secrets sealed) inside it. */
+  vaults: 'troupe_vaults',
   /** `outputs.<session id>` → what of the session's outputs folder is published (actors/session/output-state.ts). */
   sessionOutputs: 'troupe_session_outputs',
 } as const

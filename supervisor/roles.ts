@@ -23,6 +23,7 @@ import { Roster } from '../actors/kit/roster.js'
 import { SandboxHost, sandboxHostDeps } from '../actors/session/sandbox-host.js'
 import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
 import { BEAT_EVERY_MS, HOST_TTL_MS } from './placement.js'
+import { type Keyring, loadKeyring } from '../actors/kit/keyring.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
 
@@ -53,6 +54,14 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     throw new Error(`troupe ${role} needs NATS_URL: it joins an existing NATS cluster (use \`troupe start\` for an embedded one)`)
   }
   if (!lock && role !== 'orchestrate') throw new Error(`troupe ${role} needs its data directory locked`)
+  // Read before anything starts: a keyring file that cannot be used stops start-up with the file and the problem named.
+  let keyring: Keyring | undefined
+  try {
+    keyring = role === 'sandbox' ? undefined : openKeyring(cfg, log)
+  } catch (err) {
+    lock?.release()
+    throw err
+  }
   let nats: EmbeddedNats | undefined
   let nc: NatsConnection | undefined
   let connection: ConnectionState | undefined
@@ -119,6 +128,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           sandboxPlacement: remoteSandboxes ? 'remote' : 'here',
           fileMaxBytes: cfg.fileLimit,
           scheduleClock: cfg.scheduleClock,
+          keyring,
         },
         { hostId: lock!.hostId, role },
       )
@@ -176,6 +186,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       `${sandbox.kind} (${sandbox.why})${sandboxHost ? `; runs the sandboxes of sessions served elsewhere (host ${sandboxHost.id})` : ''}`,
     ])
   else if (host) facts.push(['sandbox', 'remote: on the sandbox hosts (troupe sandbox), TROUPE_SANDBOX_PLACEMENT=remote'])
+  if (role !== 'sandbox') facts.push(['keyring', keyringFact(cfg, keyring)])
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
   facts.push(['version', version])
   return { url, facts, stop: teardown }
@@ -239,3 +250,19 @@ function joinHint(cfg: Config, nats: EmbeddedNats): string {
 }
 
 const mib = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / 1024 / 1024} MiB` : `${(bytes / 1024).toFixed(0)} KiB`)
+
+/** The operator keyring, when `TROUPE_VAULT_KEYRING_FILE` names one; without it vaults (and webhooks) are off, said once. */
+function openKeyring(cfg: Config, log: Logger): Keyring | undefined {
+  if (!cfg.vaultKeyringFile) {
+    log.warn('TROUPE_VAULT_KEYRING_FILE is not set: vaults and webhooks are off (vault writes and sessions naming vaults answer 422)')
+    return undefined
+  }
+  const keyring = loadKeyring(cfg.vaultKeyringFile)
+  log.info({ file: cfg.vaultKeyringFile, keys: keyring.ids, sealing: keyring.current }, 'operator keyring loaded')
+  return keyring
+}
+
+const keyringFact = (cfg: Config, keyring: Keyring | undefined) =>
+  keyring
+    ? `${cfg.vaultKeyringFile} (${keyring.ids.length} key${keyring.ids.length > 1 ? 's' : ''}; new secrets sealed with ${keyring.current})`
+    : 'none: vaults and webhooks are off (set TROUPE_VAULT_KEYRING_FILE)'

@@ -7,7 +7,8 @@ import type { AgentReference } from '../../protocol/schemas/agent.js'
 import type { DeploymentAgentParamsT } from '../../protocol/schemas/deployment.js'
 import type { SessionAgent } from '../../protocol/session.js'
 import type { ActorClient } from '../kit/client.js'
-import { agentResolver, prefixed, snapshotAgent, type AgentResolver } from '../session/admission.js'
+import { agentResolver, checkVaultRefs, prefixed, snapshotAgent, type AgentResolver } from '../session/admission.js'
+import type { HostSettings } from '../kit/types.js'
 
 /**
  * What a deployment's create and update check against other kinds: the agent it pins and the environment it names,
@@ -20,7 +21,10 @@ export class DeploymentAdmission {
   /** Reads a pin already made: an agent archived since is still read (a budget check on update needs its models). */
   private readonly read: AgentResolver
 
-  constructor(private readonly client: ActorClient) {
+  constructor(
+    private readonly client: ActorClient,
+    private readonly settings: HostSettings,
+  ) {
     this.resolve = agentResolver(client)
     this.read = (id, version) => client.call(AgentKind.ops.get, { id, query: { version } })
   }
@@ -41,6 +45,11 @@ export class DeploymentAdmission {
     for (const [i, r] of resources.entries()) {
       if (isFileParams(r)) await this.client.call(FileKind.ops.get, { id: r.file_id }).catch(inField(`resources[${i}].file_id`))
     }
+  }
+
+  /** The vaults named exist and are not archived, and the keyring is configured (each run's session checks again). */
+  vaults(ids: readonly string[]): Promise<void> {
+    return checkVaultRefs({ client: this.client, settings: this.settings }, ids)
   }
 
   /** The environment exists and is not archived. */

@@ -168,6 +168,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       agent as SessionAgent,
     )
     if (b.resources) await admission.files(b.resources)
+    if (b.vault_ids) await admission.vaults(b.vault_ids)
     return next
   }
 
@@ -183,6 +184,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       await admission.environment(b.environment_id)
       checkFields(b, agent)
       await admission.files(b.resources ?? [])
+      await admission.vaults(b.vault_ids ?? [])
       const t = now()
       const at = clock()
       const deployment: StoredDeployment = {

@@ -58,7 +58,7 @@ export const deploymentKind: ActorKindDef = {
       states,
       projection,
       firesFrom: (id) => firesFrom.get(id) ?? null,
-      admission: new DeploymentAdmission(ctx.client),
+      admission: new DeploymentAdmission(ctx.client, ctx.settings),
       recorder,
       runs,
       clock,

@@ -31,6 +31,10 @@ function runError(err: ApiError): RunErrorType {
       return 'environment_not_found_error'
     case 'file_not_found':
       return 'file_not_found_error'
+    case 'vault_not_found':
+      return 'vault_not_found_error'
+    case 'vault_archived':
+      return 'vault_archived_error'
   }
   return err.status < 500 ? 'session_creation_rejected_error' : 'unknown_error'
 }

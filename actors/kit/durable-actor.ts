@@ -13,9 +13,13 @@ export interface Self {
   readonly activation: number
 }
 
-/** What an exclusive op decides: its reply, and the new state to store (none: nothing changes, nothing is written). */
+/**
+ * What an exclusive op decides: its reply, and the new state to store (none: nothing changes, nothing is written), or
+ * `delete`: the record is deleted (fenced) and the actor leaves memory, so the id is unknown from then on.
+ */
 export interface Outcome<S, R> {
   state?: S
+  delete?: true
   reply: R
 }
 
@@ -97,7 +101,8 @@ export class DurableActor<S> extends MailboxActor {
           if (refusals && isApiError(err)) return { ok: false, refused: err }
           throw err
         }
-        if (out.state !== undefined) await this.commit(out.state)
+        if (out.delete) await this.remove()
+        else if (out.state !== undefined) await this.commit(out.state)
         return { ok: true, reply: out.reply }
       })
       if (!ran.ok) throw ran.refused
@@ -140,6 +145,16 @@ export class DurableActor<S> extends MailboxActor {
 
   private pending(state: S): boolean {
     return this.home.work?.pending(state) ?? false
+  }
+
+  /** Deletes the record at the revision last stored; ops queued behind answer the 503 of an actor moving, then 404. */
+  private async remove(): Promise<void> {
+    this.mb.checkServing()
+    await this.record.delete()
+    await this.mb.unmarkWork()
+    this.mb.stop()
+    this.stopped()
+    this.home.actors.gone(this)
   }
 
   /** Stores the op's new state: the marker goes down before a state with work, and is cleared after one without. */

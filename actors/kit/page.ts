@@ -1,6 +1,6 @@
 import { decodeCursor, encodeCursor, isRecordPosition } from '../../protocol/cursor.js'
 import type { Page } from '../../protocol/page.js'
-import type { Projection, Sortable } from './projection.js'
+import { newestFirst, type Projection, type Sortable } from './projection.js'
 
 export type { Page } from '../../protocol/page.js'
 
@@ -9,7 +9,7 @@ export type { Page } from '../../protocol/page.js'
  * so records created or deleted between pages neither repeat nor shift the page boundary.
  */
 export function pageOf<T extends Sortable, R = T>(
-  projection: Projection<T>,
+  projection: Pick<Projection<T>, 'list' | 'startAfter'>,
   resource: string,
   filters: Record<string, unknown>,
   page: string | undefined,
@@ -38,4 +38,20 @@ export function pageOf<T extends Sortable, R = T>(
     }
   const next_page = more && last ? encodeCursor(resource, filters, { id: last.id, created_at: last.created_at }) : null
   return { data, next_page }
+}
+
+/**
+ * A list held whole by its owner (a vault's credentials), paged as a projection is: newest first, the cursor the last
+ * record's sort position.
+ */
+export function listOf<T extends Sortable>(items: readonly T[]): Pick<Projection<T>, 'list' | 'startAfter'> {
+  const sorted = [...items].sort(newestFirst)
+  return {
+    list: () => sorted,
+    startAfter: (after) => {
+      if (!after) return 0
+      const i = sorted.findIndex((r) => newestFirst(r, after) > 0)
+      return i < 0 ? sorted.length : i
+    },
+  }
 }

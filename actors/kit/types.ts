@@ -10,6 +10,7 @@ import type { OpTable } from './ops.js'
 import type { Storage } from './replicas.js'
 import type { SandboxHostBeat } from '../../protocol/subjects.js'
 import type { SandboxBackend } from '../../sandbox/index.js'
+import type { Keyring } from './keyring.js'
 import type { Roster } from './roster.js'
 
 /** What a host hands every actor kind when it starts it. */
@@ -75,6 +76,11 @@ export interface HostSettings {
   sandboxPlacement?: SandboxPlacement
   /** The largest file stored (`TROUPE_FILE_MAX_MIB`): a session output larger is not published. Default 500 MiB. */
   fileMaxBytes?: number
+  /**
+   * The operator keyring (`TROUPE_VAULT_KEYRING_FILE`), which seals vault secrets. Default none: vault writes answer 422
+   * and sessions naming vaults are refused.
+   */
+  keyring?: Keyring
   /** Session actor tuning (retries, backoff, passivation, workspaces); defaults in actors/session/index.ts. */
   session?: Partial<SessionTuning>
 }

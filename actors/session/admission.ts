@@ -1,4 +1,5 @@
-import { fail } from '../../protocol/errors/fail.js'
+import { fail, inField } from '../../protocol/errors/fail.js'
+import { VaultKind } from '../../protocol/ops/vault.js'
 import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
 import { isFileParams, mountPathOf, mountsOverlap, type ResourceParamsT } from '../../protocol/schemas/resource.js'
@@ -148,12 +149,29 @@ export function checkResources(resources: readonly ResourceParamsT[], on: 'sessi
   }
 }
 
+/** Each vault named once (an empty or malformed id is the schema's 400); whether they exist is `checkVaultRefs`'s. */
 export function checkVaults(vaults: readonly string[]): void {
   vaults.forEach((v, i) => {
     const j = vaults.indexOf(v)
     if (j !== i) throw fail('invalid_request', `vault_ids[${i}]: ${v} appears twice (also at index ${j})`)
   })
-  if (vaults.length) throw fail('vaults_unavailable')
+}
+
+/**
+ * Vault admission (SPEC create rule 7): the keyring is configured, and each vault named exists (404 naming
+ * `vault_ids[i]`) and is not archived (400), asked of the vault kind's owners, in order.
+ */
+export async function checkVaultRefs(ctx: Pick<HostContext, 'client' | 'settings'>, vaults: readonly string[]): Promise<void> {
+  if (!vaults.length) return
+  if (!ctx.settings.keyring) throw fail('vaults_unavailable')
+  for (const [i, id] of vaults.entries()) {
+    const vault = await ctx.client.call(VaultKind.ops.get, { id }).catch(inField(`vault_ids[${i}]`))
+    if (vault.archived_at) {
+      prefixed(`vault_ids[${i}]: `, () => {
+        throw fail('vault_archived', id)
+      })
+    }
+  }
 }
 
 export function checkOutcomes(events: ReadonlyArray<{ type: string; rubric?: { type: string } }>): void {

@@ -15,7 +15,7 @@ import { listCostCents } from './billing/list-cost.js'
 import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
-import { checkCreateInput, checkEnvironment, modelNames, sandboxTraits, modelsOf, prefixed, snapshotAgent } from './admission.js'
+import { checkCreateInput, checkEnvironment, checkVaultRefs, modelNames, sandboxTraits, modelsOf, prefixed, snapshotAgent } from './admission.js'
 import { SessionActor } from './actor.js'
 import type { ActorDeps } from './deps.js'
 import { checkFits, lastSequence } from './log.js'
@@ -77,6 +77,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     if (again) return again
     const agent = await snapshotAgent(deps.agents, b.agent).catch(inField('agent'))
     checkCreateInput(b, agent)
+    await checkVaultRefs(ctx, b.vault_ids ?? [])
     const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
     const release = () => deps.environments.release(env.id, id, req.rid)
     const t = now()
@@ -100,7 +101,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       metadata: b.metadata ?? {},
       budget,
       resources,
-      vault_ids: [],
+      vault_ids: b.vault_ids ?? [],
       outcome_evaluations: [],
       stats: { active_seconds: 0, duration_seconds: 0 },
       usage: toWireUsage(emptyUsage()),

@@ -86,6 +86,17 @@ export const catalog = {
   roster_member_archived: entry(400, (at: string, id: string) => `${at}: agent ${id} is archived`),
   agent_archived: entry(400, (id: string) => `Agent ${id} is archived and read-only: it cannot be updated nor used for new sessions`, WIRE),
   environment_archived: entry(400, (id: string) => `Environment ${id} is archived and cannot be changed or used`, WIRE),
+  vault_archived: entry(400, (id: string) => `Vault ${id} is archived and cannot be used for new sessions or runs`, WIRE),
+  credential_type_mismatch: entry(
+    400,
+    (id: string, stored: string, given: string) => `auth.type: credential ${id} is ${stored}; an update's auth must be of the same type (was ${given})`,
+    WIRE,
+  ),
+  vault_credentials_full: entry(
+    400,
+    (vault: string, max: number, what: string) => `Vault ${vault} already holds ${max} ${what}, the most a vault may; delete or archive one first`,
+    WIRE,
+  ),
   budget_create_only: entry(
     400,
     () => 'budget: a budget can only be replaced or removed; this session was created without one, or its budget was removed',
@@ -127,6 +138,8 @@ export const catalog = {
   deployment_not_found: entry(404, (id: string) => `Deployment ${id} not found`, WIRE),
   deployment_run_not_found: entry(404, (id: string) => `Deployment run ${id} not found`, WIRE),
   file_not_found: entry(404, (id: string) => `File ${id} not found`, WIRE),
+  vault_not_found: entry(404, (id: string) => `Vault ${id} not found`, WIRE),
+  credential_not_found: entry(404, (id: string, vault: string) => `Credential ${id} not found in vault ${vault}`, WIRE),
   session_resource_not_found: entry(404, (id: string, sessionId: string) => `Session resource ${id} not found in session ${sessionId}`, WIRE),
 
   // 405: the path exists under other methods (listed in `Allow`).
@@ -149,6 +162,14 @@ export const catalog = {
     WIRE,
   ),
   deployment_archived: entry(409, (id: string) => `Deployment ${id} is archived; it cannot be updated, unpaused or run`, WIRE),
+  vault_read_only: entry(409, (id: string) => `Vault ${id} is archived; it and its credentials are read-only (they can still be deleted)`, WIRE),
+  credential_archived: entry(409, (id: string) => `Credential ${id} is archived; it cannot be updated (it can still be deleted)`, WIRE),
+  credential_duplicate: entry(
+    409,
+    (field: string, value: string, vault: string, other: string) =>
+      `${field}: vault ${vault} already has an active credential for ${value} (${other}); archive or delete it first`,
+    WIRE,
+  ),
   session_exists: entry(409, (id: string) => `Session ${id} already exists`),
   environment_in_use: entry(409, (id: string, sessions: number) => `Environment ${id} is referenced by ${sessions} session(s); delete them first`, WIRE),
   agent_version_conflict: entry(409, (current: number) => `version: stale (current version is ${current})`, WIRE),
@@ -198,7 +219,13 @@ export const catalog = {
     (index: number, kind: string, on: 'sessions' | 'deployments' = 'sessions') => `resources[${index}]: ${kind} resources are not supported on ${on}`,
     WIRE,
   ),
-  vaults_unavailable: entry(422, () => 'vault_ids: vaults are not available on this server yet', WIRE),
+  vaults_unavailable: entry(422, () => 'vault_ids: vaults need the operator keyring (TROUPE_VAULT_KEYRING_FILE), which this server has not configured', WIRE),
+  keyring_unavailable: entry(
+    422,
+    () =>
+      'Vaults need the operator keyring to seal their secrets (TROUPE_VAULT_KEYRING_FILE), which this server has not configured; reads and deletes still work',
+    WIRE,
+  ),
   networking_unenforceable: entry(
     422,
     (environmentId: string) =>

@@ -3,9 +3,10 @@ import { DeploymentKind, DeploymentRunKind } from './deployment.js'
 import { EnvironmentKind } from './environment.js'
 import { FileKind } from './file.js'
 import { SessionKind } from './session.js'
+import { VaultKind } from './vault.js'
 
 export * from './define.js'
-export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind }
+export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind, VaultKind }
 
 /** Every kind's contract, by name. */
 export const KINDS = {
@@ -15,4 +16,5 @@ export const KINDS = {
   deployment: DeploymentKind,
   deployment_run: DeploymentRunKind,
   file: FileKind,
+  vault: VaultKind,
 } as const

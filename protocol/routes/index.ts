@@ -4,13 +4,14 @@ import { deploymentRoutes } from './deployments.js'
 import { environmentRoutes } from './environments.js'
 import { fileRoutes } from './files.js'
 import { sessionRoutes } from './sessions.js'
+import { vaultRoutes } from './vaults.js'
 
 export type { Route, Method, BetaGroup } from './types.js'
 import { KINDS } from '../ops/index.js'
 import type { IdSpec, Op } from '../ops/define.js'
 
 /** Every route the server has; the gateway serves exactly these and /openapi.yaml lists exactly these. */
-export const ROUTES: readonly Route[] = [...agentRoutes, ...environmentRoutes, ...sessionRoutes, ...deploymentRoutes, ...fileRoutes]
+export const ROUTES: readonly Route[] = [...agentRoutes, ...environmentRoutes, ...sessionRoutes, ...deploymentRoutes, ...fileRoutes, ...vaultRoutes]
 
 /**
  * Path parameter names and the id each must carry (from the kinds' contracts: each kind's id, and the second ids its

@@ -41,6 +41,9 @@ export function patchMetadata(current: Record<string, string>, patch: Record<str
   return Object.fromEntries(next)
 }
 
+/** A field that is known but never accepted here: a 400 naming it and saying why (`problem`). */
+export const refused = (problem: string) => type('unknown').narrow((_v, ctx): _v is never => ctx.reject({ problem }))
+
 export const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 
 // Query strings arrive as strings; these schemas parse and bound them with messages naming the parameter.

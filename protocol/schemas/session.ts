@@ -2,7 +2,7 @@ import { type } from 'arktype'
 import { parseAmount } from '../cost.js'
 import { SESSION_STATUSES } from '../events.js'
 import { McpServerList, ModelInput, SkillList, ToolList } from './agent.js'
-import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, timestampParam } from './common.js'
+import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, refused, timestampParam } from './common.js'
 import { AgentId, DeploymentId, EnvironmentId, MemoryStoreId, VaultId } from './ids.js'
 import { ResourceParams } from './resource.js'
 import { UserDefineOutcomeParams, UserMessageParams, listParam, tagged } from './events.js'
@@ -61,7 +61,6 @@ export const SessionCreate = type({
 })
 
 /** A key that is known but may not be sent: present at all, it is a 400 with this problem. */
-const refused = (problem: string) => type('unknown').narrow((_v, ctx): _v is never => ctx.reject({ problem }))
 const agentFixed = refused('cannot be changed on a session (only agent.tools and agent.mcp_servers can)')
 
 export const SessionUpdate = type({

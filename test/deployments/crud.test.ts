@@ -109,7 +109,7 @@ t.test('resources, vaults, outcomes and budgets get the errors sessions give', a
     ],
     [{ resources: [{ type: 'memory_store', memory_store_id: 'memstore_01ABC' }] }, 422, 'resource_unavailable', /memory stores/],
     [{ vault_ids: ['vlt_01A', 'vlt_01A'] }, 400, 'invalid_request', /vault_ids\[1\]: vlt_01A appears twice/],
-    [{ vault_ids: ['vlt_01A'] }, 422, 'vaults_unavailable', /vault_ids: vaults are not available/],
+    [{ vault_ids: ['vlt_01A'] }, 422, 'vaults_unavailable', /vault_ids: vaults need the operator keyring/],
     [
       { initial_events: [{ type: 'user.define_outcome', description: 'done', rubric: { type: 'text', content: 'ok' } }] },
       422,

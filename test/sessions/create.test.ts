@@ -301,9 +301,16 @@ t.test('resources: every kind but files is a 422 on this server (files: resource
   t.same(await environments.delete(env.id), { id: env.id, type: 'environment_deleted' })
 })
 
-t.test('vault_ids: refused (422); duplicates are a 400', async (t) => {
+t.test('vault_ids without a keyring: refused (422); duplicates are a 400', async (t) => {
   const { agent, env } = await agentAndEnv(s.client)
-  isError(t, await failure(create({ agent: agent.id, environment_id: env.id, vault_ids: ['vlt_01A'] })), 422, 'invalid_request_error', /vault_ids/)
+  isError(
+    t,
+    await failure(create({ agent: agent.id, environment_id: env.id, vault_ids: ['vlt_01A'] })),
+    422,
+    'invalid_request_error',
+    /vault_ids: vaults need the operator keyring/,
+    'vaults_unavailable',
+  )
   isError(
     t,
     await failure(create({ agent: agent.id, environment_id: env.id, vault_ids: ['vlt_01A', 'vlt_01A'] })),
