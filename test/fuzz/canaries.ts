@@ -45,6 +45,10 @@ export async function createCanaries(url: string): Promise<Canaries> {
   // No schedule: its upcoming runs would move with the clock alone.
   const deployment = await create(url, '/v1/deployments', { ...deploymentOf(agent, env), schedule: null, name: 'canary', metadata: { canary: 'yes' } })
   const run = await create(url, `/v1/deployments/${deployment}/run`, undefined)
+  const vault = await create(url, '/v1/vaults', { display_name: 'canary', metadata: { canary: 'yes' } })
+  const credential = await create(url, `/v1/vaults/${vault}/credentials`, {
+    auth: { type: 'static_bearer', mcp_server_url: 'https://canary.example.com/mcp', token: 'canary' },
+  })
   const paths = [
     `/v1/agents/${agent}`,
     `/v1/environments/${env}`,
@@ -56,6 +60,8 @@ export async function createCanaries(url: string): Promise<Canaries> {
     `/v1/deployment_runs/${run}`,
     `/v1/files/${file}`,
     `/v1/files/${file}/content`,
+    `/v1/vaults/${vault}`,
+    `/v1/vaults/${vault}/credentials/${credential}`,
   ]
   const snapshots = new Map<string, string>()
   for (const p of paths) {
@@ -77,7 +83,17 @@ export async function changedCanaries(url: string, c: Canaries): Promise<Array<{
 }
 
 export async function createVictims(url: string, n = 3): Promise<Victims> {
-  const v: Victims = { agents: [], environments: [], sessions: [], deployments: [], deployment_runs: [], files: [], session_resources: [] }
+  const v: Victims = {
+    agents: [],
+    environments: [],
+    sessions: [],
+    deployments: [],
+    deployment_runs: [],
+    files: [],
+    session_resources: [],
+    vaults: [],
+    credentials: [],
+  }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
     v.environments.push(await create(url, '/v1/environments', { name: `victim ${i}` }))
@@ -90,6 +106,14 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
   }
   for (let i = 0; i < n; i++) {
     v.session_resources.push(await create(url, `/v1/sessions/${v.sessions[i]!}/resources`, { type: 'file', file_id: v.files[i]! }))
+  }
+  for (let i = 0; i < n; i++) {
+    v.vaults.push(await create(url, '/v1/vaults', { display_name: `victim ${i}` }))
+    v.credentials.push(
+      await create(url, `/v1/vaults/${v.vaults[i]!}/credentials`, {
+        auth: { type: 'static_bearer', mcp_server_url: 'https://victim.example.com/mcp', token: 'victim' },
+      }),
+    )
   }
   return v
 }

@@ -27,6 +27,41 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
   const agent = rng.pick(v.agents)
   const env = rng.pick(v.environments)
   switch (operationId) {
+    case 'vaults.create':
+      return { display_name: 'fuzz vault', metadata: { team: 'fuzz' } }
+    case 'vaults.update':
+      return { display_name: 'renamed vault', metadata: { team: null, k: 'v' } }
+    case 'vaults.credentials.create':
+      return {
+        display_name: 'fuzz credential',
+        metadata: { k: 'v' },
+        auth: rng.pick<Json>([
+          { type: 'static_bearer', mcp_server_url: `https://m${rng.int(1000)}.example.com/mcp`, token: 'fuzz-token' },
+          {
+            type: 'mcp_oauth',
+            mcp_server_url: `https://o${rng.int(1000)}.example.com/mcp`,
+            access_token: 'fuzz-access',
+            expires_at: '2100-01-01T00:00:00Z',
+            refresh: {
+              client_id: 'c',
+              refresh_token: 'fuzz-refresh',
+              token_endpoint: 'https://auth.example.com/token',
+              token_endpoint_auth: { type: 'client_secret_basic', client_secret: 'fuzz-secret' },
+              resource: null,
+              scope: 'read',
+            },
+          },
+          {
+            type: 'environment_variable',
+            secret_name: `FUZZ_${rng.int(1000)}`,
+            secret_value: 'fuzz-value',
+            networking: { type: 'limited', allowed_hosts: ['api.example.com', '*.example.org'] },
+            injection_location: { body: false, header: true },
+          },
+        ]),
+      }
+    case 'vaults.credentials.update':
+      return { display_name: 'renamed credential', metadata: { k: null }, auth: { type: 'static_bearer', token: 'fuzz-token-2' } }
     case 'agents.create':
       return {
         name: 'fuzz agent',
@@ -160,6 +195,12 @@ export function exampleQuery(operationId: string, v: Victims): Array<[string, st
       return [['version', '1']]
     case 'agents.versions.list':
       return [['limit', '5']]
+    case 'vaults.list':
+    case 'vaults.credentials.list':
+      return [
+        ['limit', '10'],
+        ['include_archived', 'true'],
+      ]
     case 'environments.list':
       return [
         ['limit', '10'],

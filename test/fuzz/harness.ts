@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { startNats, type TestNats } from '../helpers/nats.js'
 import { LOOP_PROBE_ENV } from '../helpers/loop-stall.js'
 import { startTroupe, type TroupeProcess } from '../helpers/troupe.js'
@@ -19,7 +22,8 @@ export async function startServer(http: HttpTransport | undefined): Promise<Serv
   const nats: TestNats = await startNats()
   let troupe: TroupeProcess
   try {
-    troupe = await startTroupe({ natsUrl: nats.url, env: { LOG_LEVEL: 'info', ...LOOP_PROBE_ENV, ...(http ? { TROUPE_HTTP: http } : {}) } })
+    const env = { LOG_LEVEL: 'info', TROUPE_VAULT_KEYRING_FILE: keyringFile(), ...LOOP_PROBE_ENV, ...(http ? { TROUPE_HTTP: http } : {}) }
+    troupe = await startTroupe({ natsUrl: nats.url, env })
   } catch (err) {
     await nats.stop()
     throw err
@@ -119,4 +123,11 @@ export function problemLines(lines: Array<Record<string, unknown>>): Map<string,
     counts.set(key, (counts.get(key) ?? 0) + 1)
   }
   return counts
+}
+
+/** A keyring of one fresh key, so that vault writes are served (not refused for want of one). */
+function keyringFile(): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'troupe-fuzz-keyring-')), 'keyring.json')
+  writeFileSync(file, JSON.stringify({ keys: [{ id: 'fuzz', key: randomBytes(32).toString('base64') }] }), { mode: 0o600 })
+  return file
 }

@@ -2,7 +2,7 @@ import { exampleBody, exampleQuery, ID_FIELDS, type Json } from './examples.js'
 import { deepArrays, deepMixed, deepObjects, hostileId, hostileString, malformedJson, pathSegment, wellFormedId, wrongValue } from './generators.js'
 import { get, paths, pathString, spliced, withKey, type JsonPath } from './mutate.js'
 import type { Rng } from './rng.js'
-import { fillPath, GETS, NOT_GET, otherKindIds, prefixOf, TARGETS, victimFor, WITH_BODY, WITH_PARAMS, type Target } from './targets.js'
+import { fillPath, GETS, NOT_GET, otherKindIds, prefixOf, TARGETS, victimFor, victimPicker, WITH_BODY, WITH_PARAMS, type Target } from './targets.js'
 import type { ClassName, HttpSpec, Victims } from './types.js'
 
 type HttpClass = Exclude<ClassName, 'raw-http'>
@@ -40,7 +40,8 @@ const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/jso
 
 /** A path with every parameter a live victim (or, one time in four, a well-formed id that names nothing). */
 function livePath(t: Target, rng: Rng, v: Victims): string {
-  return fillPath(t, (p) => (rng.chance(0.25) ? wellFormedId(rng, prefixOf(p)) : victimFor(rng, p, v)))
+  const pick = victimPicker(rng, v)
+  return fillPath(t, (p) => (rng.chance(0.25) ? wellFormedId(rng, prefixOf(p)) : pick(p)))
 }
 
 /** Idempotency-Key values a POST may carry: malformed ones, ones that mean something to NATS, and a fine one. */
@@ -116,7 +117,8 @@ function hostilePath(t: Target, rng: Rng, v: Victims): HttpSpec {
   const param = rng.pick(t.params)
   const id = hostileId(rng, prefixOf(param), victimFor(rng, param, v), otherKindIds(param, v))
   const seg = pathSegment(rng, id.value)
-  const target = fillPath(t, (p) => (p === param ? seg.value : victimFor(rng, p, v)))
+  const pick = victimPicker(rng, v)
+  const target = fillPath(t, (p) => (p === param ? seg.value : pick(p)))
   const body = t.hasBody ? exampleText(t, rng, v) : undefined
   return spec('hostile-path-id', t, rng, v, `${param} = ${id.label} (${seg.label})`, body, target)
 }

@@ -41,6 +41,25 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   deployment_run_id: 'deployment_runs',
   file_id: 'files',
   resource_id: 'session_resources',
+  vault_id: 'vaults',
+  credential_id: 'credentials',
+}
+
+/** Path parameters whose victims go in pairs (a credential lives in one vault): the first named picks the pair. */
+const PAIRED: Record<string, keyof Victims> = { vault_id: 'vaults', credential_id: 'credentials' }
+
+/**
+ * Live ids for the parameters of one path: each from its victims, but a credential and its vault from the same
+ * pair, so that a path naming both names a credential that is there.
+ */
+export function victimPicker(rng: Rng, v: Victims): (param: string) => string {
+  let pair: number | undefined
+  return (param) => {
+    const kind = PAIRED[param]
+    if (!kind) return victimFor(rng, param, v)
+    pair ??= rng.int(v[kind].length)
+    return v[kind][pair]!
+  }
 }
 
 /** A live id for a path parameter, from the victims (never a canary). */

@@ -27,6 +27,9 @@ export interface Victims {
   files: string[]
   /** Resources of the victim sessions (`resource_id`), each a copy of a victim file. */
   session_resources: string[]
+  vaults: string[]
+  /** One credential in each victim vault, at the same index (`credential_id` is named beside its `vault_id`). */
+  credentials: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */

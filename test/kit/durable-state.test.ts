@@ -40,6 +40,7 @@ const JobKind = defineKind(
     refuse: { placement: 'owner', reply: View },
     corrupt: { placement: 'owner', reply: View },
     start: { placement: 'owner', body: type({ steps: 'number' }), reply: View },
+    remove: { placement: 'owner', reply: View },
   },
 )
 
@@ -120,6 +121,7 @@ async function host(name: string, opts: { on?: string; idleMs?: number; failStep
       const next = { ...s, todo: s.todo + body.steps }
       return { state: next, reply: view(next, self) }
     },
+    remove: (s, _input, self) => ({ delete: true, reply: view(s, self) }),
   })
   const rt = jobs.runtime(implement(JobKind, ops))
   t.teardown(() => rt.close())
@@ -146,6 +148,7 @@ async function host(name: string, opts: { on?: string; idleMs?: number; failStep
     refuse: (id: string) => ops.refuse(input(id)),
     corrupt: (id: string) => ops.corrupt(input(id)),
     start: (id: string, steps: number) => ops.start(input(id, { steps })),
+    remove: (id: string) => ops.remove(input(id)),
   }
 }
 
@@ -195,6 +198,22 @@ t.test('a refusal leaves the actor as it is; a failure rebuilds it from what was
     return v.activation !== first.activation && v
   })
   t.equal(after.n, 5, 'the state it changed in place before failing is gone: rebuilt from the record')
+})
+
+t.test('an op that deletes: the record goes (fenced), and the actor with it', async (t) => {
+  const a = await host('host_a')
+  await a.take('job_del')
+  const first = await a.add('job_del', 3)
+  t.equal((await a.remove('job_del')).n, 3, 'the reply is the last state')
+  t.equal((await a.kv.get('job.job_del'))?.operation, 'DEL', 'the record is deleted')
+  const after = await a.get('job_del')
+  t.not(after.activation, first.activation, 'a new activation')
+  t.equal(after.n, 0, 'which finds no record (the initial state)')
+  // A delete fenced off: another writer stored the record since this actor last did.
+  await a.add('job_del', 1)
+  await a.kv.put('job.job_del', encode({ n: 10, todo: 0, done: 0, by: [] }))
+  t.ok(moving(await caught(a.remove('job_del'))), 'a retryable 503')
+  t.equal(decode<Job>((await a.kv.get('job.job_del'))!.value).n, 10, "the other writer's record stays")
 })
 
 t.test('passivation waits for the writes in flight', async (t) => {
