@@ -77,14 +77,19 @@ export interface DeliveryWorkerOptions {
   concurrency?: number
   /** Attempts in flight to one endpoint: a slow receiver holds only these. Default 4. */
   perEndpoint?: number
-  /** Jitter's randomness (tests). Default Math.random. */
-  random?: () => number
+  /**
+   * The pause after the n-th failed attempt: `jitteredAfter(webhookRetry, n, WEBHOOK_PAUSE_MS)` (5–120 s). Tests pass
+   * one that records it and waits less.
+   */
+  pauseAfter?: (failures: number) => number
 }
 
 /** A delivery still pending, in the records bucket: how often it was put back unattempted (its endpoint was busy). */
 interface Pending {
   skipped: number
 }
+
+const defaultPause = (failures: number) => jitteredAfter(webhookRetry, failures, WEBHOOK_PAUSE_MS)
 
 /** An attempt takes at most this long, connecting and answering included. */
 const ATTEMPT_TIMEOUT_MS = 15_000
@@ -200,7 +205,7 @@ export class DeliveryWorker {
       this.o.log.warn({ endpoint, event, attempts: n, why: outcome.why }, 'webhook delivery dropped after its last attempt')
       return record('failed', outcome.why)
     }
-    m.nak(jitteredAfter(webhookRetry, n, WEBHOOK_PAUSE_MS, this.o.random))
+    m.nak((this.o.pauseAfter ?? defaultPause)(n))
   }
 
   private async pending(key: string): Promise<Pending | undefined> {
