@@ -49,6 +49,7 @@ export async function createCanaries(url: string): Promise<Canaries> {
   const credential = await create(url, `/v1/vaults/${vault}/credentials`, {
     auth: { type: 'static_bearer', mcp_server_url: 'https://canary.example.com/mcp', token: 'canary' },
   })
+  const webhook = await create(url, '/v1/webhooks', { url: 'https://canary.example.com/hook', event_types: ['session.archived'] })
   const paths = [
     `/v1/agents/${agent}`,
     `/v1/environments/${env}`,
@@ -62,6 +63,7 @@ export async function createCanaries(url: string): Promise<Canaries> {
     `/v1/files/${file}/content`,
     `/v1/vaults/${vault}`,
     `/v1/vaults/${vault}/credentials/${credential}`,
+    `/v1/webhooks/${webhook}`,
   ]
   const snapshots = new Map<string, string>()
   for (const p of paths) {
@@ -93,6 +95,7 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     session_resources: [],
     vaults: [],
     credentials: [],
+    webhooks: [],
   }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
@@ -114,6 +117,9 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
         auth: { type: 'static_bearer', mcp_server_url: 'https://victim.example.com/mcp', token: 'victim' },
       }),
     )
+  }
+  for (let i = 0; i < n; i++) {
+    v.webhooks.push(await create(url, '/v1/webhooks', { url: `https://victim${i}.example.com/hook`, event_types: ['session.status_idled'] }))
   }
   return v
 }

@@ -27,6 +27,10 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
   const agent = rng.pick(v.agents)
   const env = rng.pick(v.environments)
   switch (operationId) {
+    case 'webhooks.create':
+      return { url: `https://h${rng.int(1000)}.example.com/hook`, event_types: ['session.status_idled', 'deployment_run.failed'] }
+    case 'webhooks.update':
+      return rng.pick<Json>([{ status: 'disabled' }, { status: 'enabled', url: 'https://moved.example.com/hook' }, { event_types: ['session.deleted'] }])
     case 'vaults.create':
       return { display_name: 'fuzz vault', metadata: { team: 'fuzz' } }
     case 'vaults.update':
@@ -195,6 +199,8 @@ export function exampleQuery(operationId: string, v: Victims): Array<[string, st
       return [['version', '1']]
     case 'agents.versions.list':
       return [['limit', '5']]
+    case 'webhooks.list':
+      return [['limit', '10']]
     case 'vaults.list':
     case 'vaults.credentials.list':
       return [

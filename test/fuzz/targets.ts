@@ -43,6 +43,7 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   resource_id: 'session_resources',
   vault_id: 'vaults',
   credential_id: 'credentials',
+  webhook_id: 'webhooks',
 }
 
 /** Path parameters whose victims go in pairs (a credential lives in one vault): the first named picks the pair. */

@@ -30,6 +30,8 @@ export interface Victims {
   vaults: string[]
   /** One credential in each victim vault, at the same index (`credential_id` is named beside its `vault_id`). */
   credentials: string[]
+  /** Webhook endpoints (`webhook_id`). */
+  webhooks: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */
