@@ -1,7 +1,7 @@
 // The checks, each a pure function of what the run recorded and what it read back afterwards. A check returns a
 // one-line summary and the evidence (capped) that a failure needs to be chased in the logs.
 import type { History, TagLine } from './history.js'
-import { IN_FLIGHT_END_MS, type InFlightCheck } from './sandbox-kills.js'
+import { HOST_LOST, IN_FLIGHT_END_MS, type InFlightCheck } from './sandbox-kills.js'
 import type { SandboxKill } from './sandboxes.js'
 import type { ScheduleData } from './schedules.js'
 import { toolResults, type TurnOutcome } from './turn.js'
@@ -684,6 +684,24 @@ export function workspacesSurviveSandboxHosts(d: RunData): CheckResult {
           (retried ? `; ${retried} only at a later attempt (the first tool after the kill refused)` : '')
       : 'no probe session on a killed sandbox host in this run',
   )
+}
+
+/**
+ * Tool results that gave their sandbox host up, by when: around a sandbox host SIGKILL (expected), inside another fault
+ * window (NATS faults may starve keep-alives), or outside any (a host lost that was not: for the report, not a check).
+ */
+export function sandboxHostLosses(d: RunData): { kill: number; fault: number; outside: string[] } {
+  const out = { kill: 0, fault: 0, outside: [] as string[] }
+  for (const [s, h] of d.histories) {
+    for (const e of eventsOf(h) ?? []) {
+      if (e.type !== 'agent.tool_result' || !e.is_error || !HOST_LOST.test(textOf(e))) continue
+      const at = Date.parse(e.processed_at ?? '')
+      if (d.windows.some((w) => w.kind === 'sandbox-kill' && at >= w.start && at <= w.end + GRACE_MS)) out.kill++
+      else if (inFault(d.windows, at)) out.fault++
+      else out.outside.push(`${s} at ${rel(d, at)}: ${textOf(e).slice(0, 120)}`)
+    }
+  }
+  return out
 }
 
 export function percentile(xs: number[], p: number): number | undefined {

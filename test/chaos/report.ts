@@ -1,7 +1,7 @@
 // The printed report: what ran, the fault timeline, load figures inside and outside the fault windows, failover
 // and restart timings, then each check with its evidence. Plain text, one screen per section.
 import type { ChaosArgs } from './args.js'
-import { HOST_FAILOVER_MS, failoverStats, inFault, killStats, percentile, type CheckResult, type RunData } from './checks.js'
+import { HOST_FAILOVER_MS, failoverStats, inFault, killStats, percentile, sandboxHostLosses, type CheckResult, type RunData } from './checks.js'
 import { IN_FLIGHT_END_MS } from './sandbox-kills.js'
 import { CONNECT_FAILED, TIMED_OUT } from './types.js'
 
@@ -183,6 +183,16 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
         )
       }
     }
+  }
+
+  if (args.sandboxHosts) {
+    const lost = sandboxHostLosses(d)
+    say()
+    say(
+      `sandbox hosts given up by a tool result: ${lost.kill} around a sandbox host SIGKILL, ${lost.fault} inside other fault windows, ` +
+        `${lost.outside.length} outside any (a sandbox host taken for lost while it ran)`,
+    )
+    for (const l of lost.outside.slice(0, 5)) say(`  ${l}`)
   }
 
   say()

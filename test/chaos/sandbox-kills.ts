@@ -37,19 +37,27 @@ const START_BOUND_MS = 15_000
  */
 export const IN_FLIGHT_END_MS = 15_000
 /** What RemoteSandbox says when it gives a sandbox host up in the middle of a call. */
-const HOST_LOST = /stopped answering|did not answer|no longer runs/
-const SESSION_IN_PATH = /\/sessions\/(sesn_[0-9A-Za-z]+)(?:\/|$)/
+export const HOST_LOST = /stopped answering|did not answer|no longer runs/
+const SESSION_IN_PATH = /\/sessions\/(sesn_[0-9A-Za-z]+)(?:\/|\s|$)/
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** The sandboxes (bwrap, one per session) running under `pid` now, and the session of each, from its mounts. */
+/**
+ * The sandboxes (bwrap, one per session) running under `pid` now, and the session of each, from its mounts: in its
+ * command line, or (a root server stages the session's directories under /mnt first, launch.ts) in its mount table.
+ */
 export function sandboxesUnder(pid: number): Map<number, string | undefined> {
   const out = new Map<number, string | undefined>()
+  const read = (file: string) => {
+    try {
+      return readFileSync(file, 'utf8')
+    } catch {
+      return ''
+    }
+  }
   for (const p of descendantsOf(pid)) {
     if (p.comm !== 'bwrap' || p.ppid !== pid) continue
-    let session: string | undefined
-    try {
-      for (const a of readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0')) session ??= SESSION_IN_PATH.exec(a)?.[1]
-    } catch {}
+    const session =
+      SESSION_IN_PATH.exec(read(`/proc/${p.pid}/cmdline`).replaceAll('\0', ' '))?.[1] ?? SESSION_IN_PATH.exec(read(`/proc/${p.pid}/mountinfo`))?.[1]
     out.set(p.pid, session)
   }
   return out

@@ -45,8 +45,11 @@ export class WorkspaceProbes {
       Array.from({ length: n }, async (_, i) => {
         const s = await this.client.beta.sessions.create({ agent, environment_id: environment } as any)
         const token = `${runId}-probe${i}`
-        const turn = await oneTurn(this.client, s.id, `probe-write ${token}`)
-        if ('events' in turn && toolResults(turn.events)[0]?.text.includes('wrote')) this.tokens.set(s.id, token)
+        // Twice at most: a first tool may be refused under load (a session's first sandbox, a busy machine).
+        for (let attempt = 0; attempt < 2 && !this.tokens.has(s.id); attempt++) {
+          const turn = await oneTurn(this.client, s.id, `probe-write ${token}`)
+          if ('events' in turn && toolResults(turn.events)[0]?.text.includes('wrote')) this.tokens.set(s.id, token)
+        }
       }),
     )
     return this.tokens.size
