@@ -205,7 +205,7 @@ export class SandboxHost {
     const b = this.bindings.get(session)
     const known = !!b && !b.ended && b.calls.has(call)
     if (known) b.heard = performance.now()
-    return { known }
+    return { known: known || this.binding.has(session) } // a call whose binding is still being made (same read as its keep-alive) is known too
   }
 
   /**
