@@ -580,20 +580,25 @@ export function workspaceKeptEveryTag(d: RunData): CheckResult {
   )
 }
 
+/** What a set of kills left running, as problems, and a summary of what they ended. */
+function leftRunning(kills: SandboxKill[]): { problems: string[]; summary: string } {
+  const problems = kills.filter((k) => k.survivors.length).map((k) => `${k.host}: ${k.survivors.length} left running: ${k.survivors.slice(0, 5).join(', ')}`)
+  const procs = kills.reduce((n, k) => n + k.processes, 0)
+  const sandboxes = kills.reduce((n, k) => n + k.sandboxes, 0)
+  const slowest = Math.max(0, ...kills.map((k) => k.goneMs ?? 0))
+  return {
+    problems,
+    summary: `${kills.length} kill(s): ${sandboxes} sandboxes, ${procs} processes in all, every one gone ${slowest} ms after its host's exit was seen`,
+  }
+}
+
 /** A host SIGKILL leaves no process it ran (sandboxes: bwrap and all under it) running. */
 export function sandboxesDieWithHost(d: RunData): CheckResult {
-  const problems = d.sandboxKills
-    .filter((k) => k.survivors.length)
-    .map((k) => `${k.host}: ${k.survivors.length} left running: ${k.survivors.slice(0, 5).join(', ')}`)
-  const procs = d.sandboxKills.reduce((n, k) => n + k.processes, 0)
-  const sandboxes = d.sandboxKills.reduce((n, k) => n + k.sandboxes, 0)
-  const slowest = Math.max(0, ...d.sandboxKills.map((k) => k.goneMs ?? 0))
+  const { problems, summary } = leftRunning(d.sandboxKills)
   return check(
     'a SIGKILLed host leaves no sandbox process behind (each dies with its parent)',
     problems,
-    d.sandboxKills.length
-      ? `${d.sandboxKills.length} kill(s): ${sandboxes} sandboxes, ${procs} processes in all, every one gone ${slowest} ms after its host's exit was seen`
-      : 'no host SIGKILL in this run',
+    d.sandboxKills.length ? summary : 'no host SIGKILL in this run',
   )
 }
 
@@ -632,19 +637,12 @@ export function uploadsWholeOrAbsent(d: RunData): CheckResult {
 
 /** A sandbox host SIGKILL leaves no process of its sandboxes running (bwrap dies with its parent), and it starts again. */
 export function sandboxHostsLeaveNothing(d: RunData): CheckResult {
-  const problems = d.sandboxHostKills
-    .filter((k) => k.survivors.length)
-    .map((k) => `${k.host}: ${k.survivors.length} left running: ${k.survivors.slice(0, 5).join(', ')}`)
+  const { problems, summary } = leftRunning(d.sandboxHostKills)
   for (const s of d.sandboxHostStarts.filter((x) => x.restart && x.error)) problems.push(`${s.host} restart at ${rel(d, s.spawnAt)}: ${s.error}`)
-  const procs = d.sandboxHostKills.reduce((n, k) => n + k.processes, 0)
-  const sandboxes = d.sandboxHostKills.reduce((n, k) => n + k.sandboxes, 0)
-  const slowest = Math.max(0, ...d.sandboxHostKills.map((k) => k.goneMs ?? 0))
   return check(
     'a SIGKILLed sandbox host leaves no process of its sandboxes behind (each dies with its parent), and starts again',
     problems,
-    d.sandboxHostKills.length
-      ? `${d.sandboxHostKills.length} kill(s): ${sandboxes} sandboxes, ${procs} processes in all, every one gone ${slowest} ms after the exit was seen`
-      : 'no sandbox host SIGKILL in this run',
+    d.sandboxHostKills.length ? summary : 'no sandbox host SIGKILL in this run',
   )
 }
 
