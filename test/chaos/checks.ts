@@ -84,10 +84,11 @@ const capped = (xs: string[]) => (xs.length > MAX_DETAILS ? [...xs.slice(0, MAX_
 
 /**
  * Whether [t0, t1] overlaps a fault window (plus its grace) that may excuse an API error or a turn cut short. A sandbox
- * host SIGKILL excuses none: the sessions keep their actors, and a tool call cut off there ends with an error result.
+ * host SIGKILL excuses none (the sessions keep their actors, and a tool call cut off there ends with an error result)
+ * unless `sandboxKills`: an attempt that timed out may be, as its restart competes for the run's one machine.
  */
-export function inFault(windows: FaultWindow[], t0: number, t1 = t0): FaultWindow | undefined {
-  return windows.find((w) => w.kind !== 'sandbox-kill' && t1 >= w.start && t0 <= w.end + GRACE_MS)
+export function inFault(windows: FaultWindow[], t0: number, t1 = t0, sandboxKills = false): FaultWindow | undefined {
+  return windows.find((w) => (sandboxKills || w.kind !== 'sandbox-kill') && t1 >= w.start && t0 <= w.end + GRACE_MS)
 }
 
 const eventsOf = (h: History | undefined): any[] | undefined => (h && 'events' in h ? h.events : undefined)
@@ -308,7 +309,7 @@ export function serverErrors(d: RunData): CheckResult {
     if (a.status >= 500) {
       if (a.status !== 503 || !a.retryAfterMs) add(`${a.status}${a.retryAfterMs ? '' : ' without retry-after-ms'}`, a)
       else if (!w) add('503 outside any fault window', a)
-    } else if ((a.status === CONNECT_FAILED || a.status === TIMED_OUT) && !w) {
+    } else if ((a.status === CONNECT_FAILED || a.status === TIMED_OUT) && !inFault(d.windows, a.at, a.at + a.ms, true)) {
       add(`${a.status === TIMED_OUT ? 'timeout' : 'connection failed'} outside any fault window`, a)
     }
   }

@@ -115,7 +115,8 @@ export class SandboxKillChecks {
         rec.detail = `the call did not start within ${START_BOUND_MS} ms`
         break
       }
-      await sleep(50)
+      // `ps` runs synchronously: not so often that the driver's own timers starve.
+      await sleep(250)
     }
     return { rec, turn }
   }
