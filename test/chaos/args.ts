@@ -1,6 +1,6 @@
 // The command line of `npm run chaos`: every knob has a default small enough for a shared two-core machine.
 import { openSandboxBackend, readSandboxSetting, type SandboxKind } from '../../sandbox/index.js'
-import { FAULT_KINDS, type FaultKind } from './types.js'
+import { FAULT_KINDS, type FaultKind, SANDBOX_HOST_FAULTS } from './types.js'
 
 export interface ChaosArgs {
   seed: number
@@ -16,10 +16,15 @@ export interface ChaosArgs {
   keep: boolean
   /** The hosts' sandbox backend (`TROUPE_SANDBOX`): isolated where it can start here, else local. */
   sandbox: SandboxKind
+  /**
+   * `troupe sandbox` processes (default 0: every serve host runs its own sessions' sandboxes). With some, the serve
+   * hosts run with TROUPE_SANDBOX_PLACEMENT=remote and the sandbox hosts use `sandbox` as their backend.
+   */
+  sandboxHosts: number
 }
 
 export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessions N] [--hosts N] [--readers N]
-                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--keep]
+                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--sandbox-hosts N] [--keep]
 
   --seed N       fault schedule and load choices (default 1)
   --seconds S    load duration (default 60)
@@ -27,12 +32,26 @@ export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessio
   --hosts N      troupe serve processes (default 3)
   --readers N    sessions that also have an SSE reader (default min(10, sessions))
   --no-faults    load only
-  --faults LIST  fault kinds to draw from (default all)
-  --sandbox K    the hosts' sandbox backend (default isolated where bubblewrap starts here, else local)
+  --faults LIST  fault kinds to draw from (default all; sandbox-kill only with --sandbox-hosts)
+  --sandbox K    the sandbox backend (default isolated where bubblewrap starts here, else local)
+  --sandbox-hosts N  troupe sandbox processes running the sessions' sandboxes (default 0: the serve hosts run them)
   --keep         keep the run directory even when every check passes`
 
 export function parseArgs(argv: string[]): ChaosArgs {
-  const known = new Set(['--seed', '--seconds', '--sessions', '--hosts', '--readers', '--faults', '--no-faults', '--sandbox', '--keep', '--help', '-h'])
+  const known = new Set([
+    '--seed',
+    '--seconds',
+    '--sessions',
+    '--hosts',
+    '--readers',
+    '--faults',
+    '--no-faults',
+    '--sandbox',
+    '--sandbox-hosts',
+    '--keep',
+    '--help',
+    '-h',
+  ])
   for (const a of argv) {
     if (a.startsWith('-') && !known.has(a)) throw new Error(`unknown flag ${a}\n${USAGE}`)
   }
@@ -55,7 +74,8 @@ export function parseArgs(argv: string[]): ChaosArgs {
     return n
   }
   const sessions = int('sessions', 50, 1)
-  let faults: FaultKind[] = [...FAULT_KINDS]
+  const sandboxHosts = int('sandbox-hosts', 0, 0)
+  let faults: FaultKind[] = FAULT_KINDS.filter((k) => sandboxHosts > 0 || !SANDBOX_HOST_FAULTS.includes(k))
   const list = value('faults')
   if (list !== undefined) {
     faults = list
@@ -64,6 +84,8 @@ export function parseArgs(argv: string[]): ChaosArgs {
       .filter(Boolean) as FaultKind[]
     const bad = faults.filter((f) => !FAULT_KINDS.includes(f))
     if (bad.length || !faults.length) throw new Error(`--faults takes a comma-separated list of ${FAULT_KINDS.join(', ')} (got ${JSON.stringify(list)})`)
+    const needHosts = faults.filter((f) => SANDBOX_HOST_FAULTS.includes(f))
+    if (needHosts.length && !sandboxHosts) throw new Error(`--faults ${needHosts.join(',')} needs --sandbox-hosts N (N > 0)`)
   }
   if (argv.includes('--no-faults')) {
     if (list !== undefined) throw new Error('--no-faults and --faults exclude each other')
@@ -80,6 +102,7 @@ export function parseArgs(argv: string[]): ChaosArgs {
     readers: Math.min(sessions, int('readers', Math.min(10, sessions), 0)),
     faults,
     keep: argv.includes('--keep'),
+    sandboxHosts,
     sandbox: sandbox ?? openSandboxBackend(readSandboxSetting({ ...process.env, TROUPE_SANDBOX: '' })).kind,
   }
 }

@@ -1,6 +1,7 @@
 // The checks, each a pure function of what the run recorded and what it read back afterwards. A check returns a
 // one-line summary and the evidence (capped) that a failure needs to be chased in the logs.
 import type { History, TagLine } from './history.js'
+import { HOST_LOST, IN_FLIGHT_END_MS, type InFlightCheck } from './sandbox-kills.js'
 import type { SandboxKill } from './sandboxes.js'
 import type { ScheduleData } from './schedules.js'
 import { toolResults, type TurnOutcome } from './turn.js'
@@ -44,6 +45,12 @@ export interface RunData {
   probeChecks: ProbeCheck[]
   /** Per host SIGKILL: the uploads streaming into it. */
   uploads: UploadCheck[]
+  /** Per sandbox host SIGKILL (`--sandbox-hosts`): what ran under it, and what of it outlived it. */
+  sandboxHostKills: SandboxKill[]
+  /** Per sandbox host SIGKILL: the tool calls put in flight there just before it. */
+  inFlight: InFlightCheck[]
+  /** Every start of a sandbox host. */
+  sandboxHostStarts: HostStart[]
 }
 
 export interface CheckResult {
@@ -75,9 +82,13 @@ const MAX_DETAILS = 12
 
 const capped = (xs: string[]) => (xs.length > MAX_DETAILS ? [...xs.slice(0, MAX_DETAILS), `… and ${xs.length - MAX_DETAILS} more`] : xs)
 
-/** Whether [t0, t1] overlaps a fault window (plus its grace). */
-export function inFault(windows: FaultWindow[], t0: number, t1 = t0): FaultWindow | undefined {
-  return windows.find((w) => t1 >= w.start && t0 <= w.end + GRACE_MS)
+/**
+ * Whether [t0, t1] overlaps a fault window (plus its grace) that may excuse an API error or a turn cut short. A sandbox
+ * host SIGKILL excuses none (the sessions keep their actors, and a tool call cut off there ends with an error result)
+ * unless `sandboxKills`: an attempt that timed out may be, as its restart competes for the run's one machine.
+ */
+export function inFault(windows: FaultWindow[], t0: number, t1 = t0, sandboxKills = false): FaultWindow | undefined {
+  return windows.find((w) => (sandboxKills || w.kind !== 'sandbox-kill') && t1 >= w.start && t0 <= w.end + GRACE_MS)
 }
 
 const eventsOf = (h: History | undefined): any[] | undefined => (h && 'events' in h ? h.events : undefined)
@@ -298,7 +309,7 @@ export function serverErrors(d: RunData): CheckResult {
     if (a.status >= 500) {
       if (a.status !== 503 || !a.retryAfterMs) add(`${a.status}${a.retryAfterMs ? '' : ' without retry-after-ms'}`, a)
       else if (!w) add('503 outside any fault window', a)
-    } else if ((a.status === CONNECT_FAILED || a.status === TIMED_OUT) && !w) {
+    } else if ((a.status === CONNECT_FAILED || a.status === TIMED_OUT) && !inFault(d.windows, a.at, a.at + a.ms, true)) {
       add(`${a.status === TIMED_OUT ? 'timeout' : 'connection failed'} outside any fault window`, a)
     }
   }
@@ -570,37 +581,43 @@ export function workspaceKeptEveryTag(d: RunData): CheckResult {
   )
 }
 
+/** What a set of kills left running, as problems, and a summary of what they ended. */
+function leftRunning(kills: SandboxKill[]): { problems: string[]; summary: string } {
+  const problems = kills.filter((k) => k.survivors.length).map((k) => `${k.host}: ${k.survivors.length} left running: ${k.survivors.slice(0, 5).join(', ')}`)
+  const procs = kills.reduce((n, k) => n + k.processes, 0)
+  const sandboxes = kills.reduce((n, k) => n + k.sandboxes, 0)
+  const slowest = Math.max(0, ...kills.map((k) => k.goneMs ?? 0))
+  return {
+    problems,
+    summary: `${kills.length} kill(s): ${sandboxes} sandboxes, ${procs} processes in all, every one gone ${slowest} ms after its host's exit was seen`,
+  }
+}
+
 /** A host SIGKILL leaves no process it ran (sandboxes: bwrap and all under it) running. */
 export function sandboxesDieWithHost(d: RunData): CheckResult {
-  const problems = d.sandboxKills
-    .filter((k) => k.survivors.length)
-    .map((k) => `${k.host}: ${k.survivors.length} left running: ${k.survivors.slice(0, 5).join(', ')}`)
-  const procs = d.sandboxKills.reduce((n, k) => n + k.processes, 0)
-  const sandboxes = d.sandboxKills.reduce((n, k) => n + k.sandboxes, 0)
-  const slowest = Math.max(0, ...d.sandboxKills.map((k) => k.goneMs ?? 0))
+  const { problems, summary } = leftRunning(d.sandboxKills)
   return check(
     'a SIGKILLed host leaves no sandbox process behind (each dies with its parent)',
     problems,
-    d.sandboxKills.length
-      ? `${d.sandboxKills.length} kill(s): ${sandboxes} sandboxes, ${procs} processes in all, every one gone ${slowest} ms after its host's exit was seen`
-      : 'no host SIGKILL in this run',
+    d.sandboxKills.length ? summary : 'no host SIGKILL in this run',
   )
 }
 
 /** A session taken over after a SIGKILL gets a working sandbox on its new host, with what its workspace held. */
 export function workspacesFollowSessions(d: RunData): CheckResult {
-  const problems = d.probeChecks
+  const checks = d.probeChecks.filter((c) => c.kind === 'host')
+  const problems = checks
     .filter((c) => !c.ok || c.owner === c.victimId)
     .map(
       (c) =>
         `${c.session} (held by ${c.victim}): ${c.ok ? `read back on the killed host itself` : 'token not read back'} after ${c.attempts} attempt(s): ${c.detail}`,
     )
-  const restored = d.probeChecks.filter((c) => c.restored).length
+  const restored = checks.filter((c) => c.restored).length
   return check(
     'a session taken over from a SIGKILLed host has a working sandbox on its new host, and its workspace',
     problems,
-    d.probeChecks.length
-      ? `${d.probeChecks.length} probe session(s) read their workspace back on the host that took them over, ${restored} of them restored from the store there (the others on a host whose copy was current)`
+    checks.length
+      ? `${checks.length} probe session(s) read their workspace back on the host that took them over, ${restored} of them restored from the store there (the others on a host whose copy was current)`
       : 'no probe session on a killed host in this run',
   )
 }
@@ -619,13 +636,80 @@ export function uploadsWholeOrAbsent(d: RunData): CheckResult {
   )
 }
 
+/** A sandbox host SIGKILL leaves no process of its sandboxes running (bwrap dies with its parent), and it starts again. */
+export function sandboxHostsLeaveNothing(d: RunData): CheckResult {
+  const { problems, summary } = leftRunning(d.sandboxHostKills)
+  for (const s of d.sandboxHostStarts.filter((x) => x.restart && x.error)) problems.push(`${s.host} restart at ${rel(d, s.spawnAt)}: ${s.error}`)
+  return check(
+    'a SIGKILLed sandbox host leaves no process of its sandboxes behind (each dies with its parent), and starts again',
+    problems,
+    d.sandboxHostKills.length ? summary : 'no sandbox host SIGKILL in this run',
+  )
+}
+
+/**
+ * A tool call in flight when its sandbox host died ends with an error result saying so, its turn within
+ * IN_FLIGHT_END_MS (never hung); whether tools work afterwards is the workspace check's next tool.
+ */
+export function inFlightCallsEnd(d: RunData): CheckResult {
+  const judged = d.inFlight.filter((c) => c.onVictim)
+  const problems = judged
+    .filter((c) => !c.ok || c.endedMs === undefined || c.endedMs > IN_FLIGHT_END_MS)
+    .map((c) => `${c.session} on ${c.victim}: ${c.ok ? `ended ${c.endedMs} ms after the kill` : 'no error result saying the host was lost'}: ${c.detail}`)
+  const elsewhere = d.inFlight.length - judged.length
+  const slowest = Math.max(0, ...judged.map((c) => c.endedMs ?? 0))
+  return check(
+    `a tool call in flight at its sandbox host's SIGKILL ends with an error result, its turn within ${IN_FLIGHT_END_MS / 1000} s`,
+    problems,
+    d.inFlight.length
+      ? `${judged.length} call(s) cut off, each an error result, turns over within ${slowest} ms${elsewhere ? `; ${elsewhere} not on the killed host (not judged)` : ''}`
+      : 'no call in flight at a sandbox host SIGKILL in this run',
+  )
+}
+
+/** The probe sessions whose sandbox ran on a SIGKILLed sandbox host read their workspace back while it is down. */
+export function workspacesSurviveSandboxHosts(d: RunData): CheckResult {
+  const checks = d.probeChecks.filter((c) => c.kind === 'sandbox-host')
+  const problems = checks
+    .filter((c) => !c.ok)
+    .map((c) => `${c.session} (sandbox on ${c.victim}): token not read back after ${c.attempts} attempt(s): ${c.detail}`)
+  const restored = checks.filter((c) => c.restored).length
+  const retried = checks.filter((c) => c.ok && c.attempts > 1).length
+  return check(
+    "a session whose sandbox host was SIGKILLed runs its next tools on another, with its last completed tool call's workspace",
+    problems,
+    checks.length
+      ? `${checks.length} probe session(s) read their workspace back while the sandbox host was down, ${restored} restored from the store` +
+          (retried ? `; ${retried} only at a later attempt (the first tool after the kill refused)` : '')
+      : 'no probe session on a killed sandbox host in this run',
+  )
+}
+
+/**
+ * Tool results that gave their sandbox host up, by when: around a sandbox host SIGKILL (expected), inside another fault
+ * window (NATS faults may starve keep-alives), or outside any (a host lost that was not: for the report, not a check).
+ */
+export function sandboxHostLosses(d: RunData): { kill: number; fault: number; outside: string[] } {
+  const out = { kill: 0, fault: 0, outside: [] as string[] }
+  for (const [s, h] of d.histories) {
+    for (const e of eventsOf(h) ?? []) {
+      if (e.type !== 'agent.tool_result' || !e.is_error || !HOST_LOST.test(textOf(e))) continue
+      const at = Date.parse(e.processed_at ?? '')
+      if (d.windows.some((w) => w.kind === 'sandbox-kill' && at >= w.start && at <= w.end + GRACE_MS)) out.kill++
+      else if (inFault(d.windows, at)) out.fault++
+      else out.outside.push(`${s} at ${rel(d, at)}: ${textOf(e).slice(0, 120)}`)
+    }
+  }
+  return out
+}
+
 export function percentile(xs: number[], p: number): number | undefined {
   if (!xs.length) return undefined
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
 }
 
-export function runChecks(d: RunData, faults: boolean): CheckResult[] {
+export function runChecks(d: RunData, faults: boolean, sandboxHosts = false): CheckResult[] {
   const out = [
     historiesReadable(d),
     acknowledgedStoredOnce(d),
@@ -644,5 +728,6 @@ export function runChecks(d: RunData, faults: boolean): CheckResult[] {
     workspaceKeptEveryTag(d),
   ]
   if (faults) out.push(failover(d), killFailover(d), restartReadiness(d), sandboxesDieWithHost(d), workspacesFollowSessions(d), uploadsWholeOrAbsent(d))
+  if (faults && sandboxHosts) out.push(sandboxHostsLeaveNothing(d), inFlightCallsEnd(d), workspacesSurviveSandboxHosts(d))
   return out
 }

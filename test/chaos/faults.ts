@@ -6,6 +6,7 @@ import type { NatsCluster } from '../helpers/nats-cluster.js'
 import type { Hosts, Host } from './hosts.js'
 import type { KillChecks } from './kill-checks.js'
 import { substream } from './rng.js'
+import { type SandboxKillChecks, sandboxesUnder } from './sandbox-kills.js'
 import { Buckets, EVENTS_STREAM, ObjectStores, objectStream } from '../../protocol/subjects.js'
 
 /** The streams Troupe keeps: the events, one per KV bucket (`KV_<bucket>`) and one per object store (`OBJ_<name>`). */
@@ -27,6 +28,8 @@ const NOMINAL_MS: Record<FaultKind, number> = {
   'nats-leader': 10_000,
   'stream-leader': 10_000,
   'nats-stop': 12_000,
+  // The kill, the calls cut off there giving up (3 missed keep-alives), the probe sessions' next tools, the restart.
+  'sandbox-kill': 15_000,
 }
 const HOST_KILL_DOWN_MS = 2_000
 /** Longer than the 2.5 s heartbeat TTL: the stopped host's partitions must move. */
@@ -73,6 +76,10 @@ export interface FaultDeps {
   balanced(): Promise<boolean>
   /** What a host SIGKILL must leave right besides failover (sandboxes, workspaces, uploads), checked while it is down. */
   kills?: KillChecks
+  /** The `troupe sandbox` processes (`--sandbox-hosts`), for `sandbox-kill`. */
+  sandboxHosts?: Hosts
+  /** What a sandbox host SIGKILL must leave right (its sandboxes, calls in flight there, workspaces), checked while it is down. */
+  sandboxKills?: SandboxKillChecks
   /** Progress lines. */
   say(line: string): void
 }
@@ -115,6 +122,20 @@ export class FaultRunner {
         const afterKill = f.kind === 'host-kill' ? await this.d.kills?.before(h) : undefined
         w.start = Date.now()
         recover = f.kind === 'host-kill' ? await this.hostKill(h, step, afterKill) : await this.hostStop(h, step)
+      } else if (f.kind === 'sandbox-kill') {
+        const up = this.d.sandboxHosts?.all.filter((h) => h.state === 'up') ?? []
+        // Among those running sandboxes: sessions stay on the sandbox host they are bound to while it answers, so
+        // after a kill and a restart one may run nothing, and killing it would test nothing.
+        const busy = up.filter((h) => sandboxesUnder(h.proc!.proc.pid!).size > 0)
+        const pool = busy.length ? busy : up
+        if (!pool.length) return undefined
+        const h = pool[f.pick % pool.length]!
+        w.target = h.name
+        // No failover to time: the sessions keep their actors; the checks after the kill are the measure.
+        watched = []
+        const afterKill = await this.d.sandboxKills?.before(h)
+        w.start = Date.now()
+        recover = await this.hostKill(h, step, afterKill, this.d.sandboxHosts!)
       } else {
         const name =
           f.kind === 'nats-leader'
@@ -150,9 +171,14 @@ export class FaultRunner {
     return owners.filter(([, o]) => o !== undefined && o === h.id).map(([s]) => s)
   }
 
-  /** Each fault injects at once and returns its recovery. */
-  private async hostKill(h: Host, step: (s: string) => void, afterKill?: (signalledAt: number) => Promise<void>): Promise<() => Promise<void>> {
-    await this.d.hosts.kill(h)
+  /** Each fault injects at once and returns its recovery. A serve host's, or a sandbox host's with `hosts` theirs. */
+  private async hostKill(
+    h: Host,
+    step: (s: string) => void,
+    afterKill?: (signalledAt: number) => Promise<void>,
+    hosts: Hosts = this.d.hosts,
+  ): Promise<() => Promise<void>> {
+    await hosts.kill(h)
     const checked = afterKill?.(Date.now()).catch((err: Error) => step(`the checks after the kill broke: ${err.message}`))
     step(`SIGKILL (${h.id})`)
     return async () => {
@@ -160,16 +186,20 @@ export class FaultRunner {
       // The host stays down until what it left is looked at from the others.
       if (checked) {
         await checked
-        step('its sandboxes, the workspaces of its sessions and its uploads checked')
+        step(
+          hosts === this.d.hosts
+            ? 'its sandboxes, the workspaces of its sessions and its uploads checked'
+            : 'its sandboxes, the calls in flight there and the workspaces of its sessions checked',
+        )
       }
       step('restarting')
-      let rec = await this.d.hosts.start(h, true)
+      let rec = await hosts.start(h, true)
       // A start-up slower than startTroupe's 30 s (a loaded machine) gets one more go; both starts are reported.
       if (rec.error) {
         step(`restart failed: ${rec.error}; once more`)
-        rec = await this.d.hosts.start(h, true)
+        rec = await hosts.start(h, true)
       }
-      step(rec.error ? `restart failed: ${rec.error}` : `restarted on ${h.url}, ready ${rec.readyAt! - rec.spawnAt} ms after spawn`)
+      step(rec.error ? `restart failed: ${rec.error}` : `restarted${h.url ? ` on ${h.url}` : ''}, ready ${rec.readyAt! - rec.spawnAt} ms after spawn`)
     }
   }
 

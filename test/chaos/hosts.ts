@@ -1,5 +1,6 @@
-// The `troupe serve` processes under test: each with its own data directory, so a restart after a kill is the same
-// host (same host id, kept in the directory) taking its partitions back, as in production.
+// The `troupe serve` processes under test (or the `troupe sandbox` ones running their sessions' sandboxes): each with
+// its own data directory, so a restart after a kill is the same host (same host id, kept in the directory) taking its
+// partitions (or its sandboxes' directories) back, as in production.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -8,19 +9,22 @@ import { onCleanup } from './cleanup.js'
 import type { HostStart } from './types.js'
 
 export interface HostOptions {
+  /** Which `troupe` command the processes run. Default serve. */
+  role?: 'serve' | 'sandbox'
   count: number
   /** Every NATS node, comma-separated: the hosts fail over between them as any client would. */
   natsUrl: string
   /** The nodes' monitoring endpoints, to find when a restarted host's NATS connection opened. */
   natsMonitors: () => string[]
-  modelUrl: string
+  /** The fake model (serve hosts only). */
+  modelUrl?: string
   dir: string
   /** More environment for every host (the schedule clock). */
   env?: Record<string, string>
 }
 
 export class Host {
-  /** The gateway's URL while the process runs (a restart listens on a new free port). */
+  /** The gateway's URL while the process runs (a restart listens on a new free port); none for a sandbox host. */
   url: string | undefined
   /** Stable across restarts: it lives in the data directory. */
   id: string | undefined
@@ -52,11 +56,15 @@ export class Hosts {
   readonly all: Host[]
   readonly starts: HostStart[] = []
 
+  private readonly role: 'serve' | 'sandbox'
+
   constructor(private readonly o: HostOptions) {
+    this.role = o.role ?? 'serve'
+    const prefix = this.role === 'serve' ? 'h' : 's'
     this.all = Array.from({ length: o.count }, (_, i) => {
-      const dataDir = path.join(o.dir, `h${i + 1}`)
+      const dataDir = path.join(o.dir, `${prefix}${i + 1}`)
       mkdirSync(dataDir, { recursive: true })
-      return new Host(`h${i + 1}`, dataDir)
+      return new Host(`${prefix}${i + 1}`, dataDir)
     })
     onCleanup(() => this.killNow())
   }
@@ -70,25 +78,33 @@ export class Hosts {
     const rec: HostStart = { host: h.name, restart, spawnAt: Date.now() }
     this.starts.push(rec)
     try {
-      const proc = await spawnServe(h.dataDir, {
+      const serve = this.role === 'serve'
+      const proc = await spawnTroupe(this.role, h.dataDir, {
         NATS_URL: this.o.natsUrl,
         TROUPE_DATA_DIR: h.dataDir,
         // Streams and buckets replicated on all three servers, so losing one loses nothing stored.
         TROUPE_REPLICAS: '3',
-        TROUPE_MODEL_BASE_URL: this.o.modelUrl,
-        ANTHROPIC_API_KEY: 'chaos',
-        // Keepalives every second let an SSE reader tell a silent (stopped) gateway from a quiet session.
-        TROUPE_SSE_KEEPALIVE_MS: '1000',
-        TROUPE_MODEL_RETRY_BASE_MS: '200',
+        ...(serve && {
+          TROUPE_MODEL_BASE_URL: this.o.modelUrl!,
+          ANTHROPIC_API_KEY: 'chaos',
+          // Keepalives every second let an SSE reader tell a silent (stopped) gateway from a quiet session.
+          TROUPE_SSE_KEEPALIVE_MS: '1000',
+          TROUPE_MODEL_RETRY_BASE_MS: '200',
+        }),
         LOG_LEVEL: 'info',
         ...this.o.env,
       })
       rec.blockAt = Date.now()
       h.procs.push(proc)
       h.url = proc.url
-      // The start-up block may still be on its way when "listening on" arrives; the directory has the id for sure.
+      // The start-up block may still be on its way when the ready line arrives; the directory has the id for sure.
       h.id = readFileSync(path.join(h.dataDir, 'host-id'), 'utf8').trim()
       h.state = 'up'
+      // A sandbox host says "troupe sandbox ready" once it is in the roster: that line is its readiness.
+      if (!serve) {
+        rec.readyAt = rec.blockAt
+        return rec
+      }
       rec.readyAt = await this.waitReady(h)
       rec.natsAt = await this.natsConnectedAt(rec.spawnAt)
       if (rec.readyAt === undefined) rec.error = `/readyz was not 200 within ${READY_BOUND_MS} ms`
@@ -173,7 +189,8 @@ export class Hosts {
 
 /** One `troupe serve` process, as startTroupe gives it, but registered before it is up (so it is always killed). */
 export interface ServeProcess {
-  url: string
+  /** None for `troupe sandbox`, which has no gateway. */
+  url: string | undefined
   proc: ChildProcess
   stdout(): string
   /** Its stderr: the JSON log lines. */
@@ -184,11 +201,11 @@ export interface ServeProcess {
 }
 
 /**
- * Starts `troupe serve` exactly as test/helpers/troupe.ts does (same binary, PORT=0, the "listening on" line),
- * with a longer bound, and kills the process if it does not come up in time.
+ * Starts `troupe <role>` exactly as test/helpers/troupe.ts does (same binary, PORT=0, the "listening on" line or
+ * "troupe sandbox ready"), with a longer bound, and kills the process if it does not come up in time.
  */
-function spawnServe(dataDir: string, env: Record<string, string>): Promise<ServeProcess> {
-  const proc = spawn(process.execPath, [BIN, 'serve'], {
+function spawnTroupe(role: 'serve' | 'sandbox', dataDir: string, env: Record<string, string>): Promise<ServeProcess> {
+  const proc = spawn(process.execPath, [BIN, role], {
     env: { ...(process.env as Record<string, string>), PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -211,19 +228,19 @@ function spawnServe(dataDir: string, env: Record<string, string>): Promise<Serve
       killNow()
       reject(new Error(`${why}:\n${stdout}\n${stderr.slice(-2000)}`))
     }
-    const timer = setTimeout(() => fail(`troupe serve on ${dataDir} did not print its start-up block within ${START_BOUND_MS} ms`), START_BOUND_MS)
-    const early = (code: number | null) => fail(`troupe serve exited with ${code}`)
+    const timer = setTimeout(() => fail(`troupe ${role} on ${dataDir} did not print its start-up block within ${START_BOUND_MS} ms`), START_BOUND_MS)
+    const early = (code: number | null) => fail(`troupe ${role} exited with ${code}`)
     proc.once('exit', early)
     proc.stdout!.on('data', (d) => {
       stdout += d
-      const m = /listening on (http:\/\/\S+)/.exec(stdout)
+      const m = /listening on (http:\/\/\S+)|troupe sandbox ready/.exec(stdout)
       if (!m) return
       clearTimeout(timer)
       proc.off('exit', early)
       proc.stdout!.removeAllListeners('data')
       proc.stdout!.on('data', (more) => (stdout += more))
       resolve({
-        url: m[1]!,
+        url: m[1],
         proc,
         stdout: () => stdout,
         logs: () => stderr,

@@ -4,6 +4,7 @@
 //                          to tags.log in the workspace, which must still hold it after the session moves
 //   "probe-write <token>"  a bash call leaving <token> in the workspace (a file in a directory, a link to it)
 //   "probe-check"          a bash call reading it back through the link
+//   "probe-sleep <s>"      a bash call running `sleep <s>`, to be in flight when its sandbox host is killed
 //   "check-tags"           a bash call printing the workspace's tags.log
 //   "custom <tag> …"       one call of the custom tool `lookup`: the session parks until the driver answers
 //   "slow <tag> …"         a reply streamed over ~3 s, for the driver to interrupt
@@ -31,6 +32,7 @@ function reply(messages: any[]): ScriptedReply | undefined {
   if (verb === 'probe-write' && tag)
     return bash(`mkdir -p probe && echo ${tag} > probe/token.txt && chmod 640 probe/token.txt && ln -sfn probe/token.txt probe-link && echo wrote`)
   if (verb === 'probe-check') return bash('cat probe-link && stat -c %a probe/token.txt')
+  if (verb === 'probe-sleep' && tag) return bash(`sleep ${tag}`)
   if (verb === 'check-tags') return bash('cat tags.log')
   if (verb === 'custom' && tag) return { steps: [{ type: 'tool_use', name: 'lookup', input: { q: tag } }] }
   if (verb === 'slow' && tag) return { steps: [{ type: 'text', text: `a long answer about ${tag} `.repeat(30), chunks: 30 }], chunkDelayMs: 100 }

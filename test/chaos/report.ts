@@ -1,7 +1,8 @@
 // The printed report: what ran, the fault timeline, load figures inside and outside the fault windows, failover
 // and restart timings, then each check with its evidence. Plain text, one screen per section.
 import type { ChaosArgs } from './args.js'
-import { HOST_FAILOVER_MS, failoverStats, inFault, killStats, percentile, type CheckResult, type RunData } from './checks.js'
+import { HOST_FAILOVER_MS, failoverStats, inFault, killStats, percentile, sandboxHostLosses, type CheckResult, type RunData } from './checks.js'
+import { IN_FLIGHT_END_MS } from './sandbox-kills.js'
 import { CONNECT_FAILED, TIMED_OUT } from './types.js'
 
 const s1 = (ms: number | undefined) => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`)
@@ -16,7 +17,8 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
 
   say()
   say(
-    `chaos report: seed ${args.seed}, ${args.seconds} s of load, ${args.sessions} sessions (${args.readers} with SSE readers), ${args.hosts} hosts, 3-node NATS cluster`,
+    `chaos report: seed ${args.seed}, ${args.seconds} s of load, ${args.sessions} sessions (${args.readers} with SSE readers), ${args.hosts} hosts, ` +
+      `${args.sandboxHosts ? `${args.sandboxHosts} sandbox hosts (TROUPE_SANDBOX_PLACEMENT=remote), ` : ''}3-node NATS cluster`,
   )
   say(`  faults drawn from: ${args.faults.length ? args.faults.join(', ') : 'none (--no-faults)'}`)
   say(`  run directory: ${runDir}`)
@@ -143,6 +145,33 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
         `  uploads streaming into the killed host: ${d.uploads.length}: ${by('whole')} whole, ${by('absent')} absent, ${by('partial')} partial, ${by('unknown')} unknown`,
       )
     }
+    if (d.sandboxHostKills.length) {
+      say('sandbox host SIGKILL → what it left (seen while it was down)')
+      for (const [i, k] of d.sandboxHostKills.entries()) {
+        const left = k.survivors.length ? `${k.survivors.length} LEFT RUNNING` : `none left (${k.goneMs} ms)`
+        const flights = d.inFlight.filter((c) => c.victim === k.host && c.onVictim)
+        say(`  ${String(i + 1).padStart(2)}. ${k.host}: ${k.sandboxes} sandboxes (${k.processes} processes) → ${left}`)
+        for (const c of flights)
+          say(`        call in flight in ${c.session}: ${c.ok ? 'error result' : 'NOT an error result'}, turn over ${s1(c.endedMs)} after the kill`)
+      }
+      const judged = d.inFlight.filter((c) => c.onVictim)
+      const ended = defined(judged.map((c) => c.endedMs))
+      say(
+        `  calls in flight at the kill: ${judged.length}, ${judged.filter((c) => c.ok).length} ended with an error result; turn over p50 ${s1(percentile(ended, 50))}, ` +
+          `max ${s1(ended.length ? Math.max(...ended) : undefined)} (bound ${s1(IN_FLIGHT_END_MS)})`,
+      )
+      const probes = d.probeChecks.filter((c) => c.kind === 'sandbox-host')
+      say(
+        `  probe sessions read their workspace back while it was down: ${probes.filter((c) => c.ok).length} of ${probes.length} ` +
+          `(${probes.filter((c) => c.restored).length} restored from the store, ${probes.filter((c) => c.ok && c.attempts > 1).length} at a later attempt)`,
+      )
+      const first = probes.find((c) => c.firstFailure)?.firstFailure
+      if (first) say(`    a first attempt refused: ${first.slice(0, 160)}`)
+      for (const s of d.sandboxHostStarts.filter((x) => x.restart))
+        say(
+          `  ${s.host} restarted at ${rel(s.spawnAt)}: ready ${ms0(s.readyAt !== undefined ? s.readyAt - s.spawnAt : undefined)} after spawn${s.error ? `  ERROR ${s.error}` : ''}`,
+        )
+    }
     const restarts = d.hostStarts.filter((s) => s.restart)
     if (restarts.length) {
       say('restarts (spawn → start-up block printed; NATS connection → /readyz 200)')
@@ -154,6 +183,16 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
         )
       }
     }
+  }
+
+  if (args.sandboxHosts) {
+    const lost = sandboxHostLosses(d)
+    say()
+    say(
+      `sandbox hosts given up by a tool result: ${lost.kill} around a sandbox host SIGKILL, ${lost.fault} inside other fault windows, ` +
+        `${lost.outside.length} outside any (a sandbox host taken for lost while it ran)`,
+    )
+    for (const l of lost.outside.slice(0, 5)) say(`  ${l}`)
   }
 
   say()

@@ -1,5 +1,5 @@
-// `npm run chaos -- --seed N --seconds S [--sessions N] [--hosts N] [--readers N] [--no-faults | --faults …]`:
-// a 3-node NATS JetStream cluster, N `troupe serve` hosts and the fake model, sessions doing turns through the
+// `npm run chaos -- --seed N --seconds S [--sessions N] [--hosts N] [--readers N] [--no-faults | --faults …]
+// [--sandbox-hosts N]`: a 3-node NATS JetStream cluster, N `troupe serve` hosts (and sandbox hosts) and the fake model, sessions doing turns through the
 // official client while seeded faults hit hosts and NATS servers one at a time; then checks of what was stored,
 // streamed and executed, printed as a report. Exit status 1 when a check fails, 2 when the run itself broke.
 import { execFileSync, spawn } from 'node:child_process'
@@ -23,6 +23,7 @@ import { placementReader, waitBalanced } from './placement.js'
 import { printReport } from './report.js'
 import { SseReader } from './sse.js'
 import { Rng } from './rng.js'
+import { SandboxKillChecks } from './sandbox-kills.js'
 import { Schedules } from './schedules.js'
 import { oneTurn, type TurnOutcome } from './turn.js'
 import { UploadProbes } from './uploads.js'
@@ -90,7 +91,7 @@ async function startModel(): Promise<string> {
   })
 }
 
-say(`run directory ${runDir}; sandboxes ${args.sandbox}`)
+say(`run directory ${runDir}; sandboxes ${args.sandbox}${args.sandboxHosts ? ` on ${args.sandboxHosts} sandbox host(s)` : ''}`)
 const modelUrl = await startModel()
 say(`fake model on ${modelUrl}`)
 const cluster = await startNatsCluster({ name: 'troupe-chaos', dir: path.join(runDir, 'nats') })
@@ -98,24 +99,44 @@ onCleanup(() => cluster.stopNow())
 say(`NATS cluster ${cluster.url}, meta leader ${await cluster.metaLeader()}`)
 
 const schedules = new Schedules(cluster.url, path.join(runDir, 'orchestrators'))
+const natsMonitors = () => cluster.nodes.filter((n) => n.state() === 'running').map((n) => n.monitorUrl)
+// With sandbox hosts the serve hosts run no sandbox: each session's runs on the sandbox host it is bound to.
+const sandboxHosts = new Hosts({
+  role: 'sandbox',
+  env: { TROUPE_SANDBOX: args.sandbox },
+  count: args.sandboxHosts,
+  natsUrl: cluster.url,
+  natsMonitors,
+  dir: path.join(runDir, 'sandbox-hosts'),
+})
 const hosts = new Hosts({
-  env: { TROUPE_SCHEDULE_CLOCK: schedules.clockSpec, TROUPE_SANDBOX: args.sandbox },
+  env: {
+    TROUPE_SCHEDULE_CLOCK: schedules.clockSpec,
+    ...(args.sandboxHosts ? { TROUPE_SANDBOX_PLACEMENT: 'remote' } : { TROUPE_SANDBOX: args.sandbox }),
+  },
   count: args.hosts,
   natsUrl: cluster.url,
-  natsMonitors: () => cluster.nodes.filter((n) => n.state() === 'running').map((n) => n.monitorUrl),
+  natsMonitors,
   modelUrl,
   dir: path.join(runDir, 'hosts'),
 })
 const logDir = path.join(runDir, 'logs')
 const saveLogs = () => {
   hosts.writeLogs(logDir)
+  sandboxHosts.writeLogs(logDir)
   for (const n of cluster.nodes) writeFileSync(path.join(logDir, `${n.name}.log`), n.log())
 }
 onBrokenRun(() => {
   saveLogs()
   console.error(`chaos: the run broke; logs in ${logDir}`)
 })
-// One at a time: tsx start-ups compete for the same two busy cores, and each start is timed on its own.
+// One at a time: tsx start-ups compete for the same two busy cores, and each start is timed on its own. Sandbox hosts
+// first: a session's first tool waits only briefly for one to be heard.
+for (const h of sandboxHosts.all) {
+  const rec = await sandboxHosts.start(h, false)
+  if (rec.error) throw new Error(`${h.name} did not start: ${rec.error}`)
+  say(`sandbox host ${h.name} ${h.id}, ready ${rec.readyAt! - rec.spawnAt} ms after spawn`)
+}
 for (const h of hosts.all) {
   const rec = await hosts.start(h, false)
   if (rec.error) throw new Error(`${h.name} did not start: ${rec.error}`)
@@ -163,6 +184,7 @@ const runId = `c${args.seed}-${Date.now().toString(36)}`
 const probes = new WorkspaceProbes(checkClient, placementReader(nc))
 say(`${await probes.setup(agent.id, environment.id, PROBE_SESSIONS, runId)} of ${PROBE_SESSIONS} probe sessions left a token in their workspace`)
 const kills = new KillChecks(probes, new UploadProbes(runId), clientWith(UPLOAD_CHECK_CLIENT, 8, 30_000))
+const sandboxKills = new SandboxKillChecks(probes, checkClient)
 
 const readers = sessions.slice(0, args.readers).map((s, i) => new SseReader(s, balancer, i))
 for (const r of readers) r.start()
@@ -170,10 +192,12 @@ await Promise.all(readers.map((r) => Promise.race([r.opened, sleep(15_000)])))
 for (const r of readers) r.rec.fromStart = r.rec.connects > 0
 say(`${readers.filter((r) => r.rec.fromStart).length} of ${readers.length} SSE readers open`)
 
-// An isolated sandbox sees none of this run's directory: its bash runs log to its own /tmp, read from each host's disk.
+// An isolated sandbox sees none of this run's directory: its bash runs log to its own /tmp, read from the disk of each
+// host that may have run it (the sandbox hosts, when there are some).
 const execLog = (s: string) => (args.sandbox === 'isolated' ? SANDBOX_EXEC_LOG : tagFile(tagDir, s))
+const sandboxDisks = (args.sandboxHosts ? sandboxHosts : hosts).all.map((h) => h.dataDir)
 const execLogs = (s: string) =>
-  args.sandbox === 'isolated' ? hosts.all.map((h) => path.join(h.dataDir, 'sessions', s, 'tmp', path.basename(SANDBOX_EXEC_LOG))) : [tagFile(tagDir, s)]
+  args.sandbox === 'isolated' ? sandboxDisks.map((d) => path.join(d, 'sessions', s, 'tmp', path.basename(SANDBOX_EXEC_LOG))) : [tagFile(tagDir, s)]
 const load = new Load({ client: driverClient, sessions, seed: args.seed, execLog, runId })
 const faults = new FaultRunner({
   cluster,
@@ -183,6 +207,8 @@ const faults = new FaultRunner({
   sessions,
   ownerOf: placementReader(nc),
   kills,
+  sandboxHosts,
+  sandboxKills,
   balanced: () =>
     waitBalanced(
       nc,
@@ -276,16 +302,21 @@ const data: RunData = {
   sandboxKills: kills.sandboxes,
   probeChecks: probes.checks,
   uploads: kills.uploads.checks,
+  sandboxHostKills: sandboxKills.sandboxes,
+  inFlight: sandboxKills.inFlight,
+  sandboxHostStarts: sandboxHosts.starts,
   settled,
   hostStarts: hosts.starts,
   schedules: scheduled,
 }
-const checks = runChecks(data, args.faults.length > 0)
+const checks = runChecks(data, args.faults.length > 0, args.sandboxHosts > 0)
 const failed = checks.some((c) => !c.ok)
 
 say('stopping hosts and NATS')
 await Promise.race([hosts.stopAll(), sleep(8_000)])
 hosts.killNow()
+await Promise.race([sandboxHosts.stopAll(), sleep(8_000)])
+sandboxHosts.killNow()
 saveLogs()
 writeFileSync(path.join(logDir, 'attempts.json'), JSON.stringify(balancer.attempts))
 writeFileSync(path.join(logDir, 'windows.json'), JSON.stringify(faults.windows, null, 1))

@@ -1,7 +1,9 @@
 // What the chaos run records while it runs; the checks read only these (and the stored histories afterwards).
 
-export const FAULT_KINDS = ['host-kill', 'host-stop', 'nats-leader', 'stream-leader', 'nats-stop'] as const
+export const FAULT_KINDS = ['host-kill', 'host-stop', 'nats-leader', 'stream-leader', 'nats-stop', 'sandbox-kill'] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
+/** Kinds that need sandbox hosts (`--sandbox-hosts N`): left out of the default draw without them. */
+export const SANDBOX_HOST_FAULTS: readonly FaultKind[] = ['sandbox-kill']
 
 /** What a turn asks of the fake model; the text of the user.message says it (see model.ts). */
 export type TurnKind = 'bash' | 'custom' | 'interrupt'
@@ -80,7 +82,7 @@ export interface ProbeResult {
 
 export interface FaultWindow {
   kind: FaultKind
-  /** Host name (h1…) or NATS server name (n1…). */
+  /** Host name (h1…), sandbox host name (s1…) or NATS server name (n1…). */
   target: string
   start: number
   end: number
