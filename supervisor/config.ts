@@ -40,6 +40,11 @@ export interface Config {
   /** Operator keyring for webhook secrets and vaults. `TROUPE_VAULT_KEYRING_FILE`. */
   vaultKeyringFile?: string
   /**
+   * Development only: webhook endpoint host names delivered to a loopback address and port instead of where DNS says,
+   * unchecked (`TROUPE_WEBHOOK_DEV_HOSTS=hooks.example.test=127.0.0.1:8443,…`). Default none; logged when set.
+   */
+  webhookDevHosts: Map<string, { address: string; port: number }>
+  /**
    * Session tuning: `TROUPE_MODEL_RETRIES` (default 4), `TROUPE_MODEL_RETRY_BASE_MS` (default 1000),
    * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_SESSION_RUNNING_RECORD_MS`
    * (a turn's record says running once it has run this long; default 200), `TROUPE_MODEL_MAX_TOKENS` (default 8192),
@@ -129,6 +134,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     modelBaseUrl: blank(env.TROUPE_MODEL_BASE_URL),
     anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
+    webhookDevHosts: webhookDevHosts(blank(env.TROUPE_WEBHOOK_DEV_HOSTS)),
     sandbox: readSandboxSetting(env),
     sandboxPlacement: sandboxPlacement(blank(env.TROUPE_SANDBOX_PLACEMENT)),
     logLevel: blank(env.LOG_LEVEL) ?? 'info',
@@ -173,6 +179,20 @@ function scheduleClock(v: string | undefined): Clock {
   } catch (err) {
     throw new Error(`TROUPE_SCHEDULE_CLOCK: ${(err as Error).message} (was ${JSON.stringify(v)})`)
   }
+}
+
+/** `host=address:port,…`, each address a loopback one (127.0.0.0/8 or [::1]). */
+function webhookDevHosts(v: string | undefined): Map<string, { address: string; port: number }> {
+  const out = new Map<string, { address: string; port: number }>()
+  for (const item of v ? v.split(',') : []) {
+    const m = /^([a-z0-9.-]+)=(127(?:\.\d{1,3}){3}|\[::1\]):(\d{1,5})$/i.exec(item.trim())
+    const port = Number(m?.[3])
+    if (!m || port < 1 || port > 65535) {
+      throw new Error(`TROUPE_WEBHOOK_DEV_HOSTS must be host=address:port items, each address on loopback (was ${JSON.stringify(item)})`)
+    }
+    out.set(m[1]!.toLowerCase(), { address: m[2]!.replace(/^\[|\]$/g, ''), port })
+  }
+  return out
 }
 
 function sandboxPlacement(v: string | undefined): SandboxPlacement {

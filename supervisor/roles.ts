@@ -24,6 +24,7 @@ import { SandboxHost, sandboxHostDeps } from '../actors/session/sandbox-host.js'
 import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
 import { BEAT_EVERY_MS, HOST_TTL_MS } from './placement.js'
 import { type Keyring, loadKeyring } from '../actors/kit/keyring.js'
+import { type DeliveryWorker, startDeliveries } from '../actors/webhook/deliveries.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
 
@@ -71,8 +72,10 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let replicas: ReplicaChoice | undefined
   let scheduler: RunningScheduler | undefined
   let sandboxHost: RunningSandboxHost | undefined
+  let deliveries: DeliveryWorker | undefined
   const teardown = async () => {
     gateway?.close()
+    await deliveries?.stop().catch((err) => log.warn({ err }, 'webhook deliveries stop failed'))
     await sandboxHost?.stop().catch((err) => log.warn({ err }, 'sandbox host stop failed'))
     await scheduler?.stop().catch((err) => log.warn({ err }, 'scheduler stop failed'))
     // With NATS gone there is nobody to hand over to and nothing to flush: closing first fails what waits on it at
@@ -159,6 +162,24 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         clock: cfg.scheduleClock,
         log,
       })
+      // Webhook deliveries run where schedules fire, and only with the keyring that opens their secrets.
+      if (keyring) {
+        if (cfg.webhookDevHosts.size) {
+          log.warn(
+            { hosts: Object.fromEntries(cfg.webhookDevHosts) },
+            'TROUPE_WEBHOOK_DEV_HOSTS is set: these webhook host names are delivered to loopback, unchecked (development only)',
+          )
+        }
+        deliveries = await startDeliveries({
+          js,
+          kvm: new Kvm(js),
+          storage: { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log },
+          wire: host?.wire ?? actorWire(nc),
+          keyring,
+          devHosts: cfg.webhookDevHosts,
+          log,
+        })
+      }
     }
   } catch (err) {
     await teardown()
@@ -171,6 +192,13 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   if (nats) facts.push(['scale', joinHint(cfg, nats)])
   if (replicas) facts.push(['replicas', `${replicas.count} (${replicas.why})`])
   if (scheduler) facts.push(['schedule', `fired here (scheduler ${scheduler.id})`])
+  if (scheduler)
+    facts.push([
+      'webhooks',
+      deliveries
+        ? `delivered from here${cfg.webhookDevHosts.size ? ` (TROUPE_WEBHOOK_DEV_HOSTS: ${[...cfg.webhookDevHosts.keys()].join(', ')} to loopback)` : ''}`
+        : 'not delivered (no keyring)',
+    ])
   if (lock) facts.push(['data', cfg.dataDir])
   if (host) {
     facts.push(['host', host.id])

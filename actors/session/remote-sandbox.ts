@@ -76,21 +76,26 @@ export class RemoteSandbox implements SessionSandbox {
 
   async prepare(signal: AbortSignal): Promise<Prepared> {
     const spec = this.o.spec()
-    const host = this.host ?? (await this.choose(spec, signal))
-    if (!host) {
-      if (signal.aborted) return { kind: 'stopped' }
-      return {
-        kind: 'refused',
-        result: errorResult('No sandbox host is running (this server runs tools on `troupe sandbox` hosts); the tool did not run. Try again later.'),
+    // A host that went away since it was bound (or since the roster last heard it) ran nothing of this tool: the next
+    // choice gets one more try before the tool is refused.
+    for (let tries = 2; ; tries--) {
+      const host = this.host ?? (await this.choose(spec, signal))
+      if (!host) {
+        if (signal.aborted) return { kind: 'stopped' }
+        return {
+          kind: 'refused',
+          result: errorResult('No sandbox host is running (this server runs tools on `troupe sandbox` hosts); the tool did not run. Try again later.'),
+        }
       }
-    }
-    this.host = host
-    try {
-      const r = await this.call<PrepareReply>(host, 'prepare', { spec }, signal)
-      return r.prepared
-    } catch (err) {
-      if (!(err instanceof HostLost)) throw err
-      return { kind: 'refused', result: errorResult(`${err.message} The tool did not run; try again.`) }
+      this.host = host
+      try {
+        const r = await this.call<PrepareReply>(host, 'prepare', { spec }, signal)
+        return r.prepared
+      } catch (err) {
+        if (!(err instanceof HostLost)) throw err
+        if (tries > 1 && !signal.aborted) continue
+        return { kind: 'refused', result: errorResult(`${err.message} The tool did not run; try again.`) }
+      }
     }
   }
 
