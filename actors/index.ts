@@ -8,4 +8,13 @@ import { vaultKind } from './vault/index.js'
 import { webhookKind } from './webhook/index.js'
 
 /** Every actor kind a host runs, started in this order (sessions call agents, environments and vaults; deployments all of them). */
-export const ACTOR_KINDS: readonly ActorKindDef[] = [agentKind, environmentKind, vaultKind, sessionKind, deploymentKind, deploymentRunKind, fileKind, webhookKind]
+export const ACTOR_KINDS: readonly ActorKindDef[] = [
+  agentKind,
+  environmentKind,
+  vaultKind,
+  sessionKind,
+  deploymentKind,
+  deploymentRunKind,
+  fileKind,
+  webhookKind,
+]
