@@ -155,10 +155,13 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     if (role === 'start' || role === 'orchestrate') {
       const js = jetstream(nc)
       const jsm = await retryWhileStarting('jetstream', () => js.jetstreamManager())
+      const kvm = new Kvm(js)
+      const storage = { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log }
+      const wire = host?.wire ?? actorWire(nc)
       scheduler = await startScheduler({
-        kvm: new Kvm(js),
-        storage: { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log },
-        wire: host?.wire ?? actorWire(nc),
+        kvm,
+        storage,
+        wire,
         clock: cfg.scheduleClock,
         log,
       })
@@ -172,9 +175,9 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         }
         deliveries = await startDeliveries({
           js,
-          kvm: new Kvm(js),
-          storage: { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log },
-          wire: host?.wire ?? actorWire(nc),
+          kvm,
+          storage,
+          wire,
           keyring,
           devHosts: cfg.webhookDevHosts,
           log,

@@ -13,13 +13,13 @@ import { jitteredAfter, WEBHOOK_PAUSE_MS, webhookRetry } from '../../actors/kit/
 import { actorWire } from '../../actors/kit/wire.js'
 import { DeliveryWorker, type DeliveryRecord, enqueueDelivery, RECORD_MAX_AGE_MS, RECORDS_BUCKET } from '../../actors/webhook/deliveries.js'
 import { decode } from '../../protocol/codec.js'
-import { newId } from '../../protocol/ids.js'
 import { WebhookKind } from '../../protocol/ops/webhook.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { stack } from '../helpers/stack.js'
 import { raw } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
 import { keyringFile, newKey } from '../vaults/_helpers.js'
+import { eventOf } from './_helpers.js'
 
 /**
  * Delivery attempts (actors/webhook/deliveries.ts) from the work queue to a local HTTPS receiver, each verified with
@@ -88,15 +88,9 @@ async function endpoint(path: string, events = ['session.status_idled']) {
 }
 
 async function deliver(endpointId: string) {
-  const id = newId('whe')
-  const body = JSON.stringify({
-    type: 'event',
-    id,
-    created_at: new Date().toISOString(),
-    data: { type: 'session.status_idled', id: 'sesn_01X', workspace_id: 'wrkspc_troupe' },
-  })
-  await enqueueDelivery(js, endpointId, id, new TextEncoder().encode(body))
-  return { id, body }
+  const e = eventOf()
+  await enqueueDelivery(js, endpointId, e.id, e.bytes)
+  return e
 }
 
 const records = await kvm.open(RECORDS_BUCKET)

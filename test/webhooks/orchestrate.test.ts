@@ -7,11 +7,11 @@ import { jetstream } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import t from 'tap'
 import { enqueueDelivery } from '../../actors/webhook/deliveries.js'
-import { newId } from '../../protocol/ids.js'
 import { startNats } from '../helpers/nats.js'
 import { raw, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
 import { keyringFile, newKey } from '../vaults/_helpers.js'
+import { eventOf } from './_helpers.js'
 
 /**
  * Deliveries run in `troupe orchestrate` (with the keyring both roles read), to an HTTPS receiver reached through
@@ -59,14 +59,8 @@ t.test('an orchestrator delivers, signed, through the development host mapping i
   const e = (await raw(serve.url, 'POST', '/v1/webhooks', { url: 'https://hooks.example.test/in', event_types: ['session.status_idled'] }, H)).json
   const nc = await connect({ servers: nats.url })
   t.teardown(() => nc.close())
-  const id = newId('whe')
-  const body = JSON.stringify({
-    type: 'event',
-    id,
-    created_at: new Date().toISOString(),
-    data: { type: 'session.status_idled', id: 'sesn_01X', workspace_id: 'wrkspc_troupe' },
-  })
-  await enqueueDelivery(jetstream(nc), e.id, id, new TextEncoder().encode(body))
+  const { id, body, bytes } = eventOf()
+  await enqueueDelivery(jetstream(nc), e.id, id, bytes)
   const g = await until('the delivery', () => got.find((x) => x.headers['webhook-id'] === id))
   t.equal(g.body, body)
   t.match((new Anthropic({ apiKey: 'x', webhookKey: e.signing_secret }) as any).beta.webhooks.unwrap(g.body, { headers: g.headers }), { id })
