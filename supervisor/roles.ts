@@ -24,7 +24,7 @@ import { SandboxHost, sandboxHostDeps } from '../actors/session/sandbox-host.js'
 import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
 import { BEAT_EVERY_MS, HOST_TTL_MS } from './placement.js'
 import { type Keyring, loadKeyring } from '../actors/kit/keyring.js'
-import { type DeliveryWorker, startDeliveries } from '../actors/webhook/deliveries.js'
+import { startDeliveries } from '../actors/webhook/orchestrate.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
 
@@ -72,7 +72,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let replicas: ReplicaChoice | undefined
   let scheduler: RunningScheduler | undefined
   let sandboxHost: RunningSandboxHost | undefined
-  let deliveries: DeliveryWorker | undefined
+  let deliveries: { stop(): Promise<void> } | undefined
   const teardown = async () => {
     gateway?.close()
     await deliveries?.stop().catch((err) => log.warn({ err }, 'webhook deliveries stop failed'))

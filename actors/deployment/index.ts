@@ -2,23 +2,19 @@ import { fail } from '../../protocol/errors/fail.js'
 import { systemClock } from '../../protocol/clock.js'
 import { DeploymentKind, DeploymentRunKind } from '../../protocol/ops/deployment.js'
 import type { DeploymentRun } from '../../protocol/schemas/deployment.js'
-import { Buckets, OUTBOX_PREFIX, OUTBOX_STREAM } from '../../protocol/subjects.js'
+import { Buckets } from '../../protocol/subjects.js'
 import { openBucket } from '../kit/buckets.js'
 import { durableState } from '../kit/durable-state.js'
 import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
 import { RecordStore } from '../kit/store.js'
-import { ensureStream } from '../kit/streams.js'
+import { ensureOutbox, Outbox } from '../kit/outbox.js'
 import type { ActorKindDef } from '../kit/types.js'
 import { DeploymentAdmission } from './admission.js'
 import { deploymentOps } from './behaviour.js'
 import { runOps } from './run-kind.js'
 import { RunRecorder } from './runs.js'
 import { DEPLOYMENT_PREFIX, RUN_PREFIX, type DeploymentState, type StoredDeployment } from './state.js'
-
-/** Opens the outbox stream: lifecycle events for webhooks, one message each, deduplicated by event id. */
-const ensureOutbox = (ctx: Parameters<ActorKindDef['start']>[0]) =>
-  ensureStream(ctx.storage, 'outbox stream', { name: OUTBOX_STREAM, subjects: [`${OUTBOX_PREFIX}.>`], duplicate_window: 120_000_000_000 })
 
 /**
  * Deployments. Each deployment is a durable-state actor (kit/durable-state.ts) on the host owning its partition: its
@@ -32,9 +28,9 @@ export const deploymentKind: ActorKindDef = {
   async start(ctx) {
     const clock = ctx.settings.scheduleClock ?? systemClock
     const runsKv = await openBucket(ctx.kvm, ctx.storage, Buckets.deploymentRuns)
-    await ensureOutbox(ctx)
+    await ensureOutbox(ctx.storage)
     const runs = new RecordStore<DeploymentRun>(runsKv)
-    const recorder = new RunRecorder(ctx.client, runs, ctx.js)
+    const recorder = new RunRecorder(ctx.client, runs, new Outbox(ctx.js))
     const states = await durableState<DeploymentState, typeof DeploymentKind>(ctx, {
       contract: DeploymentKind,
       bucket: Buckets.deployments,

@@ -1,12 +1,11 @@
-import type { JetStreamClient } from '@nats-io/jetstream'
 import { isApiError, type ApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
 import { idFromKey } from '../../protocol/ids.js'
 import { SessionKind } from '../../protocol/ops/session.js'
 import { NON_PAUSING_RUN_ERRORS, type DeploymentRun, type RunErrorType } from '../../protocol/schemas/deployment.js'
-import { outboxSubject, WORKSPACE_ID } from '../../protocol/subjects.js'
 import { now } from '../../protocol/time.js'
 import type { ActorClient } from '../kit/client.js'
+import type { Outbox } from '../kit/outbox.js'
 import { isTransientNatsError } from '../kit/nats-errors.js'
 import type { RecordStore } from '../kit/store.js'
 import { runKey, type DeploymentState, type PendingRun } from './state.js'
@@ -58,7 +57,7 @@ export class RunRecorder {
   constructor(
     private readonly client: ActorClient,
     private readonly runs: RecordStore<DeploymentRun>,
-    private readonly js: JetStreamClient,
+    private readonly outbox: Outbox,
   ) {}
 
   /**
@@ -138,15 +137,10 @@ export class RunRecorder {
     }
   }
 
-  /**
-   * The run's lifecycle event, on the outbox stream the webhooks will deliver from: the exact JSON of its thin payload,
-   * `Nats-Msg-Id` its `whe_` id, so a publish repeated after a crash is stored once.
-   */
+  /** The run's lifecycle event (kit/outbox.ts), made at the run's time: a repeat after a crash is the same bytes. */
   private async publish(run: DeploymentRun): Promise<void> {
-    const id = idFromKey('whe', 'deployment_run', run.id)
     const type = run.error ? 'deployment_run.failed' : 'deployment_run.succeeded'
-    const event = { type: 'event', id, created_at: now(), data: { type, id: run.id, workspace_id: WORKSPACE_ID } }
-    await this.js.publish(outboxSubject(type), JSON.stringify(event), { msgID: id })
+    await this.outbox.publish(type, run.id, Date.parse(run.created_at))
   }
 }
 

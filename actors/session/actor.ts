@@ -225,6 +225,8 @@ export class SessionActor extends MailboxActor {
       throw fail('actor_moving', 'session')
     }
     this.events.deleted()
+    // Committed: the deletion is told before its history goes (kit/outbox.ts).
+    await this.deps.outbox.publish('session.deleted', this.id, Date.now())
     await this.mb.unmarkWork(true)
     await purgeSession(this.deps.ctx.jsm, this.id)
     await this.deps.environments.release(this.h.session.environment_id, this.id, rid)

@@ -60,10 +60,14 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     if (!cur) return undefined
     if (cur.value.created_by !== fingerprint(req.body)) throw fail('idempotency_key_reused')
     const actor = await live(id)
-    // Its host may have died between storing the record and storing every initial event: store the rest.
+    // Its host may have died between storing the record and storing every initial event (or its event): the rest.
     if (req.body.initial_events?.length) await actor.accept(req.body.initial_events, req)
+    else await scheduled(actor.h.session)
     return actor.view()
   }
+
+  /** A session made ready for input (no initial events) is `session.status_scheduled`, once it is stored. */
+  const scheduled = (s: Session) => deps.outbox.publish('session.status_scheduled', s.id, Date.parse(s.created_at))
 
   /**
    * Creates the session `req.id`: from a client (`create`), or from a deployment's run (`create.run`, with
@@ -136,6 +140,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       // The turn starts at once; the reply says so even if the first status event is a moment away.
       return { ...actor.view(), status: 'running' }
     }
+    await scheduled(session)
     return actor.view()
   }
 

@@ -1,3 +1,4 @@
+import type { Outbox } from '../kit/outbox.js'
 import type { KeyedActors } from '../kit/keyed-actors.js'
 import type { RetryPolicy } from '../kit/retry-policy.js'
 import type { RecordStore } from '../kit/store.js'
@@ -37,4 +38,6 @@ export interface ActorDeps {
   outputs: SessionOutputs
   /** Where workspaces are saved for a move to another host. */
   workspaces: WorkspaceStore
+  /** Lifecycle events no history holds (scheduled, deleted), for webhooks. */
+  outbox: Outbox
 }

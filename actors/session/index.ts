@@ -20,6 +20,7 @@ import { sessionOps } from './behaviour.js'
 import { listSessions } from './list.js'
 import { SessionTails } from './local-tails.js'
 import { ensureEventsStream } from './log.js'
+import { ensureOutbox, Outbox } from '../kit/outbox.js'
 import { modelClient } from './model.js'
 import { SessionOutputs } from './outputs.js'
 import { EnvironmentRefs } from './references.js'
@@ -49,6 +50,7 @@ export const sessionKind: ActorKindDef = {
   async start(ctx) {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.sessions)
     await retryWhileStarting('events stream', () => ensureEventsStream(ctx.storage))
+    await retryWhileStarting('outbox stream', () => ensureOutbox(ctx.storage))
     const workspaces = new WorkspaceStore(ctx.js, ctx.jsm, await openObjectStore(new Objm(ctx.js), ctx.storage, ObjectStores.workspaces))
     const projection = new Projection<Session, SessionRecord>(kv, SESSION_PREFIX, (r) => r.session)
     await projection.start()
@@ -86,6 +88,7 @@ export const sessionKind: ActorKindDef = {
         maxFileBytes: ctx.settings.fileMaxBytes ?? DEFAULT_FILE_MAX_BYTES,
       }),
       workspaces,
+      outbox: new Outbox(ctx.js),
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),

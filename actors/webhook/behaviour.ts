@@ -9,7 +9,7 @@ import type { Handlers } from '../kit/ops.js'
 import { pageOf } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
 import { newSigningSecret } from './signature.js'
-import { secretAad, type WebhookState } from './state.js'
+import { nextIntervals, secretAad, type WebhookState } from './state.js'
 
 /** Enabled intervals an endpoint keeps: older ones concern events long since fanned out. */
 const INTERVALS_KEPT = 50
@@ -56,10 +56,7 @@ export function webhookOps({ states, projection, keyring }: WebhookDeps): Handle
         disabled_reason: status === 'enabled' ? null : e.disabled_reason,
       }
       if (JSON.stringify(next) === JSON.stringify(e)) return { reply: e }
-      const t = Date.now()
-      let enabled = s.enabled
-      if (e.status === 'enabled' && status === 'disabled') enabled = enabled.map(([from, to]) => [from, to ?? t] as [number, number | null])
-      if (e.status === 'disabled' && status === 'enabled') enabled = [...enabled, [t, null] as [number, number | null]].slice(-INTERVALS_KEPT)
+      const enabled = nextIntervals(s.enabled, e, next, Date.now(), INTERVALS_KEPT)
       const endpoint = { ...next, updated_at: now() }
       return { state: { ...s, endpoint, enabled }, reply: endpoint }
     },
@@ -67,9 +64,8 @@ export function webhookOps({ states, projection, keyring }: WebhookDeps): Handle
     disable(s, { body: b }) {
       const e = s.endpoint
       if (e.status === 'disabled') return { reply: e }
-      const t = Date.now()
       const endpoint: WebhookEndpoint = { ...e, status: 'disabled', disabled_reason: b.reason, updated_at: now() }
-      const enabled = s.enabled.map(([from, to]) => [from, to ?? t] as [number, number | null])
+      const enabled = nextIntervals(s.enabled, e, endpoint, Date.now(), INTERVALS_KEPT)
       return { state: { ...s, endpoint, enabled }, reply: endpoint }
     },
 
@@ -109,7 +105,7 @@ export function webhookOps({ states, projection, keyring }: WebhookDeps): Handle
         endpoint,
         ...(createdBy ? { created_by: createdBy } : {}),
         secret: keys.seal(signing_secret, secretAad(id)),
-        enabled: [[Date.now(), null]],
+        enabled: [[Date.now(), null, b.event_types]],
       }
       if (!(await states.create(id, state))) {
         const raced = createdBy && (await retriedCreate(id, createdBy))

@@ -1,20 +1,14 @@
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, RetentionPolicy } from '@nats-io/jetstream'
-import type { KV, Kvm } from '@nats-io/kv'
+import type { KV } from '@nats-io/kv'
 import { headers as natsHeaders } from '@nats-io/nats-core'
 import type { Logger } from 'pino'
 import { decode, encode } from '../../protocol/codec.js'
 import { isId } from '../../protocol/ids.js'
-import { WebhookKind } from '../../protocol/ops/webhook.js'
-import { Buckets } from '../../protocol/subjects.js'
-import type { ActorWire } from '../../protocol/wire.js'
-import { openBucket } from '../kit/buckets.js'
-import { actorClient } from '../kit/client.js'
 import type { Keyring } from '../kit/keyring.js'
 import type { Storage } from '../kit/replicas.js'
 import { jitteredAfter, WEBHOOK_PAUSE_MS, webhookRetry } from '../kit/retry-policy.js'
 import { ensureStream } from '../kit/streams.js'
-import { systemResolver } from './address.js'
-import { type DevHost, type Outcome, post, type PostOptions } from './post.js'
+import { type Outcome, post, type PostOptions } from './post.js'
 import { attemptHeaders } from './signature.js'
 import { secretAad, WEBHOOK_PREFIX, type WebhookState } from './state.js'
 
@@ -225,31 +219,4 @@ export class DeliveryWorker {
       .put(`${r.endpoint}.${r.event}`, encode(r))
       .catch((err) => this.o.log.warn({ err, endpoint: r.endpoint }, 'delivery record not written'))
   }
-}
-
-export interface DeliveriesOptions {
-  js: JetStreamClient
-  kvm: Kvm
-  storage: Storage
-  wire: ActorWire
-  keyring: Keyring
-  /** `TROUPE_WEBHOOK_DEV_HOSTS`: host names reached at a loopback address and port instead of DNS. Default none. */
-  devHosts?: ReadonlyMap<string, DevHost>
-  log: Logger
-}
-
-/** The deliveries of this process (`orchestrate`, `start`): opens what they need and starts attempting. */
-export async function startDeliveries(o: DeliveriesOptions): Promise<DeliveryWorker> {
-  const client = actorClient({ wire: o.wire, local: () => undefined })
-  const worker = new DeliveryWorker({
-    js: o.js,
-    endpoints: await openBucket(o.kvm, o.storage, Buckets.webhooks),
-    records: await openBucket(o.kvm, o.storage, RECORDS_BUCKET, { ttl: RECORD_MAX_AGE_MS }),
-    keyring: o.keyring,
-    disable: async (endpoint, reason) => void (await client.call(WebhookKind.ops.disable, { id: endpoint, body: { reason } })),
-    post: { resolve: systemResolver, ...(o.devHosts?.size ? { devHosts: o.devHosts } : {}) },
-    log: o.log.child({ component: 'webhook-deliveries' }),
-  })
-  await worker.start(o.storage)
-  return worker
 }

@@ -7,12 +7,13 @@ import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
 import type { ActorKindDef } from '../kit/types.js'
 import { webhookOps } from './behaviour.js'
+import { ensureFanOutConsumers } from './fanout.js'
 import { WEBHOOK_PREFIX, type WebhookState } from './state.js'
 
 /**
  * Webhook endpoints. Each is a durable-state actor (kit/durable-state.ts) on the host owning its partition, its signing
  * secret sealed by the operator keyring (`HostSettings.keyring`); creates and lists run on any host. Without a keyring
- * every op answers 422. Deliveries (the orchestrate role) read endpoints from the bucket; they are not built yet.
+ * every op answers 422. The orchestrating roles fan lifecycle events out to endpoints and deliver them (orchestrate.ts).
  */
 export const webhookKind: ActorKindDef = {
   contract: WebhookKind,
@@ -24,6 +25,8 @@ export const webhookKind: ActorKindDef = {
     })
     const projection = new Projection<WebhookEndpoint, WebhookState>(states.kv, WEBHOOK_PREFIX, (s) => s.endpoint)
     await projection.start()
+    // Lifecycle events are fanned out from the moment webhooks are configured, whether or not an orchestrator runs yet.
+    if (ctx.settings.keyring) await ensureFanOutConsumers(ctx.storage)
     const ops = webhookOps({ states, projection, keyring: ctx.settings.keyring })
     return states.runtime(implement(WebhookKind, ops), () => projection.stop())
   },

@@ -1,0 +1,179 @@
+import { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
+import type { KV } from '@nats-io/kv'
+import type { Logger } from 'pino'
+import { EventHeaders } from '../../protocol/events.js'
+import { isId } from '../../protocol/ids.js'
+import { EVENTS_PREFIX, EVENTS_STREAM, OUTBOX_STREAM } from '../../protocol/subjects.js'
+import { readThinEvent, thinEvent } from '../../protocol/webhook-event.js'
+import { ensureOutbox, webhookEventId } from '../kit/outbox.js'
+import { ensureEventsStream } from '../session/log.js'
+import { Projection } from '../kit/projection.js'
+import type { Storage } from '../kit/replicas.js'
+import { enqueueDelivery } from './deliveries.js'
+import { subscribedAt, WEBHOOK_PREFIX, type WebhookState } from './state.js'
+
+/**
+ * The webhook events a session's stored events make (SPEC "Webhook events"): read from the history itself, so a
+ * status change and its notification are one write. Archiving is the session's `session.status_terminated`; the
+ * budget's pause is its `session.usage` (emitted only then, just before the idle).
+ */
+export const FROM_HISTORY: Readonly<Record<string, readonly string[]>> = {
+  'session.status_running': ['session.status_run_started'],
+  'session.status_idle': ['session.status_idled'],
+  'session.status_rescheduled': ['session.status_rescheduled'],
+  'session.status_terminated': ['session.status_terminated', 'session.archived'],
+  'session.usage': ['session.budget_reached'],
+  'session.updated': ['session.updated'],
+}
+
+/** The durable consumer, on the outbox and on the events stream, that every orchestrator pulls from. */
+export const FANOUT_CONSUMER = 'webhook-fanout'
+/** A message claimed and not acknowledged for this long goes to another orchestrator (this one died). */
+const FANOUT_ACK_WAIT_MS = 30_000
+
+/**
+ * Creates the two consumers (idempotent). Any host with a keyring does, at start-up: events from then on are fanned
+ * out, even those stored before an orchestrator first runs. Created to start at new messages: no backfill of what
+ * happened while webhooks were not configured.
+ */
+export async function ensureFanOutConsumers(storage: Storage): Promise<void> {
+  // An orchestrator may be the first process on a new store.
+  await ensureOutbox(storage)
+  await ensureEventsStream(storage)
+  const common = {
+    durable_name: FANOUT_CONSUMER,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.New,
+    ack_wait: FANOUT_ACK_WAIT_MS * 1_000_000,
+    max_ack_pending: 10_000,
+  }
+  await ensureConsumer(storage, OUTBOX_STREAM, common)
+  // Headers only: the types and ids of the stored events are all the fan-out reads of a history.
+  await ensureConsumer(storage, EVENTS_STREAM, { ...common, headers_only: true, filter_subject: `${EVENTS_PREFIX}.>` })
+}
+
+async function ensureConsumer(storage: Storage, stream: string, config: Parameters<Storage['jsm']['consumers']['add']>[1]) {
+  const existing = await storage.jsm.consumers.info(stream, FANOUT_CONSUMER).catch(() => undefined)
+  if (!existing) await storage.jsm.consumers.add(stream, config)
+}
+
+/** An endpoint as the fan-out reads it: what it was subscribed to, when. */
+interface Subscriber {
+  id: string
+  created_at: string
+  state: WebhookState
+}
+
+export interface FanOutOptions {
+  js: JetStreamClient
+  /** `troupe_webhooks`. */
+  endpoints: KV
+  storage: Storage
+  log: Logger
+}
+
+/**
+ * Turns lifecycle events into deliveries (the orchestrating roles, with a keyring). Two sources: the outbox (payloads
+ * as the kinds wrote them) and the session histories (read as headers; `FROM_HISTORY` says what each stored event
+ * makes, its payload built from the event's id and stored time, so a repeat makes the same bytes). An event goes to
+ * the endpoints subscribed to its type when it happened, by their intervals (state.ts): membership is a property of
+ * the event's time, not of when it is fanned out. Each delivery is queued with `Nats-Msg-Id` `<event>.<endpoint>`,
+ * then the source is acknowledged: an orchestrator that dies in between leaves it to another, whose repeat is dropped
+ * as a duplicate (or, after two minutes, deduplicated by receivers on `webhook-id`).
+ */
+export class FanOut {
+  private readonly subscribers: Projection<Subscriber, WebhookState>
+  private readonly loops: Array<{ stop(): void }> = []
+  private readonly running = new Set<Promise<void>>()
+  /** When the last freshness read of the endpoints began (epoch ms), and that read while it runs. */
+  private freshFrom = 0
+  private freshening: { from: number; done: Promise<void> } | undefined
+
+  constructor(private readonly o: FanOutOptions) {
+    this.subscribers = new Projection<Subscriber, WebhookState>(o.endpoints, WEBHOOK_PREFIX, (s) => ({
+      id: s.endpoint.id,
+      created_at: s.endpoint.created_at,
+      state: s,
+    }))
+  }
+
+  async start(): Promise<void> {
+    await this.subscribers.start()
+    await ensureFanOutConsumers(this.o.storage)
+    await this.consume(OUTBOX_STREAM, (m) => this.fromOutbox(m))
+    await this.consume(EVENTS_STREAM, (m) => this.fromHistory(m))
+  }
+
+  async stop(): Promise<void> {
+    for (const l of this.loops) l.stop()
+    await Promise.all([...this.running])
+    this.subscribers.stop()
+  }
+
+  private async consume(stream: string, handle: (m: JsMsg) => Promise<void>): Promise<void> {
+    const consumer = await this.o.js.consumers.get(stream, FANOUT_CONSUMER)
+    const iter = await consumer.consume({ max_messages: 256 })
+    this.loops.push(iter)
+    const run = (async () => {
+      for await (const m of iter) {
+        await handle(m).catch((err) => {
+          // Not acknowledged: it comes back after the ack wait, here or elsewhere.
+          this.o.log.warn({ err, stream, seq: m.seq }, 'webhook fan-out failed for a moment; the event comes back')
+        })
+      }
+    })()
+    this.running.add(run)
+  }
+
+  private async fromOutbox(m: JsMsg): Promise<void> {
+    const e = readThinEvent(new TextDecoder().decode(m.data))
+    if (!e || !isId('whe', e.id)) {
+      this.o.log.warn({ subject: m.subject, seq: m.seq }, 'an outbox message that is no webhook event is skipped')
+      return void m.term()
+    }
+    await this.deliver(e.id, e.type, e.at, m.data)
+    m.ack()
+  }
+
+  private async fromHistory(m: JsMsg): Promise<void> {
+    const types = m.headers?.get(EventHeaders.type)
+    const sessionId = m.subject.split('.')[2] ?? ''
+    if (!types || !isId('sesn', sessionId)) return void m.ack()
+    const ids = (m.headers?.get(EventHeaders.id) ?? '').split(',')
+    const at = Math.floor(m.info.timestampNanos / 1_000_000)
+    const made: Array<Promise<void>> = []
+    types.split(',').forEach((type, i) => {
+      const source = ids[i]
+      if (!source) return
+      for (const hook of FROM_HISTORY[type] ?? []) {
+        const id = webhookEventId(hook, source)
+        made.push(this.deliver(id, hook, at, new TextEncoder().encode(thinEvent(id, at, hook, sessionId))))
+      }
+    })
+    await Promise.all(made)
+    m.ack()
+  }
+
+  /** Queues the event for every endpoint subscribed to its type at `at`. */
+  private async deliver(event: string, type: string, at: number, bytes: Uint8Array): Promise<void> {
+    await this.freshAt(at)
+    const to = this.subscribers.list().filter((s) => subscribedAt(s.state, type, at))
+    await Promise.all(to.map((s) => enqueueDelivery(this.o.js, s.id, event, bytes)))
+  }
+
+  /**
+   * Waits until the endpoints read include every change made before `at`: a freshness read begun after `at` covers
+   * it, and one read serves every event of its time (not one per event).
+   */
+  private async freshAt(at: number): Promise<void> {
+    if (at < this.freshFrom) return
+    if (this.freshening && at < this.freshening.from) return this.freshening.done
+    const from = Date.now()
+    const done = this.subscribers.fresh().then(() => {
+      this.freshFrom = Math.max(this.freshFrom, from)
+      if (this.freshening?.done === done) this.freshening = undefined
+    })
+    this.freshening = { from, done }
+    return done
+  }
+}

@@ -1,0 +1,54 @@
+import type { JetStreamClient } from '@nats-io/jetstream'
+import type { Kvm } from '@nats-io/kv'
+import type { Logger } from 'pino'
+import { WebhookKind } from '../../protocol/ops/webhook.js'
+import { Buckets } from '../../protocol/subjects.js'
+import type { ActorWire } from '../../protocol/wire.js'
+import { openBucket } from '../kit/buckets.js'
+import { actorClient } from '../kit/client.js'
+import type { Keyring } from '../kit/keyring.js'
+import type { Storage } from '../kit/replicas.js'
+import { systemResolver } from './address.js'
+import { DeliveryWorker, RECORD_MAX_AGE_MS, RECORDS_BUCKET } from './deliveries.js'
+import { FanOut } from './fanout.js'
+import type { DevHost } from './post.js'
+
+export interface DeliveriesOptions {
+  js: JetStreamClient
+  kvm: Kvm
+  storage: Storage
+  wire: ActorWire
+  keyring: Keyring
+  /** `TROUPE_WEBHOOK_DEV_HOSTS`: host names reached at a loopback address and port instead of DNS. Default none. */
+  devHosts?: ReadonlyMap<string, DevHost>
+  log: Logger
+}
+
+/**
+ * The webhooks of this process (`orchestrate`, `start`): the fan-out of lifecycle events into deliveries (fanout.ts)
+ * and the attempts. Stopping ends both; what they leave unacknowledged goes to another orchestrator.
+ */
+export async function startDeliveries(o: DeliveriesOptions): Promise<{ stop(): Promise<void> }> {
+  const endpoints = await openBucket(o.kvm, o.storage, Buckets.webhooks)
+  const client = actorClient({ wire: o.wire, local: () => undefined })
+  const worker = new DeliveryWorker({
+    js: o.js,
+    endpoints,
+    records: await openBucket(o.kvm, o.storage, RECORDS_BUCKET, { ttl: RECORD_MAX_AGE_MS }),
+    keyring: o.keyring,
+    disable: async (endpoint, reason) => void (await client.call(WebhookKind.ops.disable, { id: endpoint, body: { reason } })),
+    post: { resolve: systemResolver, ...(o.devHosts?.size ? { devHosts: o.devHosts } : {}) },
+    log: o.log.child({ component: 'webhook-deliveries' }),
+  })
+  await worker.start(o.storage)
+  const fanOut = new FanOut({ js: o.js, endpoints, storage: o.storage, log: o.log.child({ component: 'webhook-fanout' }) })
+  await fanOut.start().catch(async (err) => {
+    await worker.stop()
+    throw err
+  })
+  return {
+    async stop() {
+      await Promise.all([fanOut.stop(), worker.stop()])
+    },
+  }
+}
