@@ -1,4 +1,4 @@
-import { JetStreamApiCodes, JetStreamApiError, type StreamConfig, type StreamInfo } from '@nats-io/jetstream'
+import { type ConsumerConfig, type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type StreamConfig, type StreamInfo } from '@nats-io/jetstream'
 import { ensureReplicas, replicasRefused, type Storage } from './replicas.js'
 
 /**
@@ -24,3 +24,23 @@ export async function ensureStream(storage: Storage, what: string, config: Parti
 }
 
 const pick = (from: object, like: object) => Object.fromEntries(Object.keys(like).map((k) => [k, (from as Record<string, unknown>)[k]]))
+
+/**
+ * Opens a durable consumer of one of the project's streams: created when missing; one created by an earlier version
+ * gets the settings of `config` that may change (ack wait, pending limits) where they differ.
+ */
+export async function ensureConsumer(storage: Storage, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  const { jsm } = storage
+  let existing: ConsumerInfo
+  try {
+    existing = await jsm.consumers.info(stream, config.durable_name)
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err
+    await jsm.consumers.add(stream, config)
+    return
+  }
+  const changing = { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending }
+  if (JSON.stringify(pick(existing.config, changing)) !== JSON.stringify(changing)) {
+    await jsm.consumers.update(stream, config.durable_name, { ...existing.config, ...changing })
+  }
+}

@@ -7,7 +7,7 @@ import { isId } from '../../protocol/ids.js'
 import type { Keyring } from '../kit/keyring.js'
 import type { Storage } from '../kit/replicas.js'
 import { jitteredAfter, WEBHOOK_PAUSE_MS, webhookRetry } from '../kit/retry-policy.js'
-import { ensureStream } from '../kit/streams.js'
+import { ensureConsumer, ensureStream } from '../kit/streams.js'
 import { type Outcome, post, type PostOptions } from './post.js'
 import { attemptHeaders } from './signature.js'
 import { secretAad, WEBHOOK_PREFIX, type WebhookState } from './state.js'
@@ -21,8 +21,14 @@ export const DELIVERIES_STREAM = 'TROUPE_WEBHOOK_DELIVERIES'
 const SUBJECT_PREFIX = 'troupe.webhook.delivery'
 /** The one consumer every orchestrator pulls from: deliveries are shared, each attempt claimed by one. */
 export const DELIVERIES_CONSUMER = 'deliveries'
-/** A delivery claimed and not answered for this long is handed to another worker (its worker died). */
-export const ACK_WAIT_MS = 60_000
+/**
+ * A delivery claimed and not answered for this long is handed to another worker (its worker died): a live worker says
+ * every WORKING_EVERY_MS that its attempt is in progress.
+ */
+export const ACK_WAIT_MS = 10_000
+const WORKING_EVERY_MS = 3_000
+/** How long one claim waits for deliveries to arrive before it asks again. */
+const FETCH_EXPIRES_MS = 5_000
 /** The header naming a delivery's event (`whe_…`): the `webhook-id` of every attempt. */
 export const EVENT_HEADER = 'Troupe-Webhook-Event'
 /** Terminal delivery records: kept 30 days (SPEC delivery rule 7), then removed by the server (the bucket's max age). */
@@ -108,14 +114,16 @@ export class DeliveryWorker {
   /** Waiting for an attempt to end so the next may start (at most `concurrency` run). */
   private freed: (() => void) | undefined
   private stopped = false
-  private messages?: { stop(): void }
+  /** The claim in progress, stopped with the worker. */
+  private batch?: { stop(): void }
+  private loop: Promise<void> = Promise.resolve()
   private readonly settled = new Set<Promise<void>>()
 
   constructor(private readonly o: DeliveryWorkerOptions) {}
 
   async start(storage: Storage): Promise<void> {
     await ensureDeliveriesStream(storage)
-    await storage.jsm.consumers.add(DELIVERIES_STREAM, {
+    await ensureConsumer(storage, DELIVERIES_STREAM, {
       durable_name: DELIVERIES_CONSUMER,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
@@ -124,31 +132,49 @@ export class DeliveryWorker {
     })
     const consumer = await this.o.js.consumers.get(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
     const concurrency = this.o.concurrency ?? 32
-    const iter = await consumer.consume({ max_messages: concurrency })
-    this.messages = iter
-    void (async () => {
-      for await (const m of iter) {
+    this.loop = (async () => {
+      while (!this.stopped) {
+        while (this.running >= concurrency && !this.stopped) await new Promise<void>((r) => (this.freed = r))
         if (this.stopped) break
-        while (this.running >= concurrency) await new Promise<void>((r) => (this.freed = r))
-        this.running++
-        const p = this.attempt(m)
-          .catch((err) => {
-            this.o.log.error({ err, subject: m.subject }, 'webhook delivery failed unexpectedly; it comes back after the ack wait')
-          })
-          .finally(() => {
-            this.running--
-            this.settled.delete(p)
-            this.freed?.()
-            this.freed = undefined
-          })
-        this.settled.add(p)
+        try {
+          // Claimed only as attempts can start: a claim waiting its turn here would run down its ack wait.
+          const batch = await consumer.fetch({ max_messages: concurrency - this.running, expires: FETCH_EXPIRES_MS })
+          this.batch = batch
+          for await (const m of batch) {
+            if (this.stopped) m.nak()
+            else this.begin(m)
+          }
+        } catch (err) {
+          this.o.log.warn({ err }, 'webhook deliveries could not be claimed for a moment')
+          await new Promise((r) => setTimeout(r, 1000))
+        }
       }
     })()
   }
 
+  /** Runs one attempt, telling the server it is in progress while it runs (a dead worker's claim lapses quickly). */
+  private begin(m: JsMsg): void {
+    this.running++
+    const working = setInterval(() => m.working(), WORKING_EVERY_MS)
+    const p = this.attempt(m)
+      .catch((err) => {
+        this.o.log.error({ err, subject: m.subject }, 'webhook delivery failed unexpectedly; it comes back after the ack wait')
+      })
+      .finally(() => {
+        clearInterval(working)
+        this.running--
+        this.settled.delete(p)
+        this.freed?.()
+        this.freed = undefined
+      })
+    this.settled.add(p)
+  }
+
   async stop(): Promise<void> {
     this.stopped = true
-    this.messages?.stop()
+    this.batch?.stop()
+    this.freed?.()
+    await this.loop
     // Attempts in flight finish (each is bounded); what they do not settle comes back to another worker.
     await Promise.all([...this.settled])
   }

@@ -9,6 +9,7 @@ import { ensureOutbox, webhookEventId } from '../kit/outbox.js'
 import { ensureEventsStream } from '../session/log.js'
 import { Projection } from '../kit/projection.js'
 import type { Storage } from '../kit/replicas.js'
+import { ensureConsumer } from '../kit/streams.js'
 import { enqueueDelivery } from './deliveries.js'
 import { subscribedAt, WEBHOOK_PREFIX, type WebhookState } from './state.js'
 
@@ -29,7 +30,7 @@ export const FROM_HISTORY: Readonly<Record<string, readonly string[]>> = {
 /** The durable consumer, on the outbox and on the events stream, that every orchestrator pulls from. */
 export const FANOUT_CONSUMER = 'webhook-fanout'
 /** A message claimed and not acknowledged for this long goes to another orchestrator (this one died). */
-const FANOUT_ACK_WAIT_MS = 30_000
+const FANOUT_ACK_WAIT_MS = 10_000
 
 /**
  * Creates the two consumers (idempotent). Any host with a keyring does, at start-up: events from then on are fanned
@@ -50,11 +51,6 @@ export async function ensureFanOutConsumers(storage: Storage): Promise<void> {
   await ensureConsumer(storage, OUTBOX_STREAM, common)
   // Headers only: the types and ids of the stored events are all the fan-out reads of a history.
   await ensureConsumer(storage, EVENTS_STREAM, { ...common, headers_only: true, filter_subject: `${EVENTS_PREFIX}.>` })
-}
-
-async function ensureConsumer(storage: Storage, stream: string, config: Parameters<Storage['jsm']['consumers']['add']>[1]) {
-  const existing = await storage.jsm.consumers.info(stream, FANOUT_CONSUMER).catch(() => undefined)
-  if (!existing) await storage.jsm.consumers.add(stream, config)
 }
 
 /** An endpoint as the fan-out reads it: what it was subscribed to, when. */
