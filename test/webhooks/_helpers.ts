@@ -20,13 +20,15 @@ export interface Received {
   headers: Record<string, string>
   body: string
   at: number
+  /** Its answer reached the sender (false while it is pending, and for ever if the sender went away first). */
+  answered: boolean
 }
 
 /**
  * A local HTTPS receiver with the test certificate (its names: hooks.example.test, other.example.test), reached through
- * TROUPE_WEBHOOK_DEV_HOSTS. Answers 200 unless `answer` says otherwise for a request.
+ * TROUPE_WEBHOOK_DEV_HOSTS. Answers 200 unless `answer` says otherwise for a request: a status, later (a promise), or never.
  */
-export async function startReceiver(answer: (r: Received) => number | 'hang' = () => 200) {
+export async function startReceiver(answer: (r: Received) => number | 'hang' | Promise<number> = () => 200) {
   const cert = readFileSync(CERT)
   const key = readFileSync(new URL('../fixtures/webhook-receiver.key', import.meta.url))
   const got: Received[] = []
@@ -34,10 +36,13 @@ export async function startReceiver(answer: (r: Received) => number | 'hang' = (
     let body = ''
     req.on('data', (c) => (body += c))
     req.on('end', () => {
-      const r = { path: req.url ?? '', headers: req.headers as Record<string, string>, body, at: Date.now() }
+      const r: Received = { path: req.url ?? '', headers: req.headers as Record<string, string>, body, at: Date.now(), answered: false }
       got.push(r)
+      res.on('finish', () => (r.answered = !req.socket.destroyed))
       const a = answer(r)
-      if (a !== 'hang') res.writeHead(a).end()
+      if (a === 'hang') return
+      if (typeof a === 'number') res.writeHead(a).end()
+      else void a.then((status) => res.writeHead(status).end())
     })
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
