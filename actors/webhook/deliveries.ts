@@ -90,6 +90,16 @@ export interface DeliveryWorkerOptions {
   pauseAfter?: (failures: number) => number
 }
 
+/** An endpoint failing since its last 2xx: `health.<endpoint id>` in the records bucket. */
+export interface EndpointHealth {
+  /** When the first failure of the window was (epoch ms). */
+  failing_since: number
+  failures: number
+  /** The last failure's HTTP status or why it failed. */
+  last: string
+}
+export const healthKey = (endpoint: string) => `health.${endpoint}`
+
 /** A delivery still pending, in the records bucket: how often it was put back unattempted (its endpoint was busy). */
 interface Pending {
   skipped: number
@@ -217,6 +227,7 @@ export class DeliveryWorker {
     }
     if (outcome.kind === 'delivered') {
       m.ack()
+      await this.recovered(endpoint)
       return record('delivered', `HTTP ${outcome.status}`)
     }
     if (outcome.kind === 'redirected' || outcome.kind === 'refused') {
@@ -226,12 +237,42 @@ export class DeliveryWorker {
       this.o.log.warn({ endpoint, event, reason }, 'webhook endpoint disabled')
       return record('disabled', reason)
     }
+    await this.failing(endpoint, outcome.why)
     if (n >= webhookRetry.maximumAttempts) {
       m.term()
       this.o.log.warn({ endpoint, event, attempts: n, why: outcome.why }, 'webhook delivery dropped after its last attempt')
       return record('failed', outcome.why)
     }
     m.nak((this.o.pauseAfter ?? defaultPause)(n))
+  }
+
+  /**
+   * The endpoint's continuous-failure window (SPEC delivery rule 5), under `health.<endpoint id>` in the records bucket:
+   * opened by a failed attempt, counted on, closed by the next 2xx. Nothing disables an endpoint for its length; its
+   * opening and closing are logged, for the operator.
+   */
+  private async failing(endpoint: string, why: string): Promise<void> {
+    try {
+      const e = await this.o.records.get(healthKey(endpoint))
+      const h = e?.operation === 'PUT' ? decode<EndpointHealth>(e.value) : undefined
+      if (!h) this.o.log.warn({ endpoint, why }, 'webhook endpoint failing')
+      const next: EndpointHealth = { failing_since: h?.failing_since ?? Date.now(), failures: (h?.failures ?? 0) + 1, last: why }
+      await this.o.records.put(healthKey(endpoint), encode(next))
+    } catch (err) {
+      this.o.log.warn({ err, endpoint }, 'webhook endpoint health not recorded')
+    }
+  }
+
+  private async recovered(endpoint: string): Promise<void> {
+    try {
+      const e = await this.o.records.get(healthKey(endpoint))
+      if (e?.operation !== 'PUT') return
+      const h = decode<EndpointHealth>(e.value)
+      await this.o.records.delete(healthKey(endpoint))
+      this.o.log.info({ endpoint, failures: h.failures, since: new Date(h.failing_since).toISOString() }, 'webhook endpoint delivering again')
+    } catch (err) {
+      this.o.log.warn({ err, endpoint }, 'webhook endpoint health not recorded')
+    }
   }
 
   private async pending(key: string): Promise<Pending | undefined> {

@@ -11,10 +11,19 @@ import { actorClient } from '../../actors/kit/client.js'
 import { loadKeyring } from '../../actors/kit/keyring.js'
 import { jitteredAfter, WEBHOOK_PAUSE_MS, webhookRetry } from '../../actors/kit/retry-policy.js'
 import { actorWire } from '../../actors/kit/wire.js'
-import { DeliveryWorker, type DeliveryRecord, enqueueDelivery, RECORD_MAX_AGE_MS, RECORDS_BUCKET } from '../../actors/webhook/deliveries.js'
+import {
+  DeliveryWorker,
+  type DeliveryRecord,
+  type EndpointHealth,
+  enqueueDelivery,
+  healthKey,
+  RECORD_MAX_AGE_MS,
+  RECORDS_BUCKET,
+} from '../../actors/webhook/deliveries.js'
 import { decode } from '../../protocol/codec.js'
 import { WebhookKind } from '../../protocol/ops/webhook.js'
-import { Buckets } from '../../protocol/subjects.js'
+import { Buckets, OUTBOX_STREAM } from '../../protocol/subjects.js'
+import { OUTBOX_MAX_AGE_MS } from '../../actors/kit/outbox.js'
 import { stack } from '../helpers/stack.js'
 import { raw } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
@@ -118,7 +127,13 @@ t.test('failures come back after bounded pauses, and a third failure drops the d
   const e = await endpoint('/flaky')
   answers.set('/flaky', [500, 503, 200])
   const d = await deliver(e.id)
+  const window = await until('the failure window opened', async () => {
+    const h = await records.get(healthKey(e.id))
+    return h?.operation === 'PUT' && decode<EndpointHealth>(h.value)
+  })
+  t.match(window, { failures: 1, last: 'HTTP 500' })
   t.match(await until('delivered on the third attempt', () => recordOf(e.id, d.id)), { result: 'delivered', attempts: 3 })
+  t.notOk((await records.get(healthKey(e.id)))?.operation === 'PUT', 'the 2xx closed the failure window')
   const attempts = at('/flaky')
   t.equal(attempts.length, 3)
   t.same(new Set(attempts.map((a) => a.headers['webhook-id'])), new Set([d.id]), 'one id for every attempt')
@@ -143,6 +158,23 @@ t.test('a redirect disables the endpoint at once, is not followed, and fails wha
   const later = await deliver(e.id)
   t.match(await until('the next one dropped unattempted', () => recordOf(e.id, later.id)), { result: 'dropped', last: 'endpoint disabled' })
   t.equal(at('/moved').length, 1)
+})
+
+t.test('a host name resolving to a non-public address disables the endpoint, unattempted', async (t) => {
+  // Not a development host: the test's resolver answers 127.0.0.1 for it, as DNS rebinding to loopback would.
+  const r = await raw(s.url, 'POST', '/v1/webhooks', { url: 'https://inside.example.test/x', event_types: ['session.status_idled'] }, H)
+  const d = await deliver(r.json.id)
+  t.match(await until('disabled', () => recordOf(r.json.id, d.id)), { result: 'disabled', last: /127\.0\.0\.1/ })
+  const shown = (await raw(s.url, 'GET', `/v1/webhooks/${r.json.id}`, undefined, H)).json
+  t.match(shown, { status: 'disabled', disabled_reason: /127\.0\.0\.1/ })
+  t.equal(at('/x').length, 0, 'nothing was sent')
+})
+
+t.test('terminal records and payloads are kept 30 days, then removed by the server', async (t) => {
+  t.equal((await records.status()).ttl, RECORD_MAX_AGE_MS)
+  t.equal(RECORD_MAX_AGE_MS, 30 * 24 * 3600_000)
+  t.equal((await jsm.streams.info(OUTBOX_STREAM)).config.max_age, OUTBOX_MAX_AGE_MS * 1_000_000)
+  t.equal(OUTBOX_MAX_AGE_MS, RECORD_MAX_AGE_MS)
 })
 
 t.test('a rotated secret signs the attempts claimed after the rotation', async (t) => {
