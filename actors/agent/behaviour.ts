@@ -5,7 +5,7 @@ import { patchMetadata } from '../../protocol/schemas/common.js'
 import { now } from '../../protocol/time.js'
 import { pageOf, type Page } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
-import { createdId } from '../kit/create-id.js'
+import { keyedCreate } from '../kit/create-id.js'
 import type { Handlers } from '../kit/ops.js'
 import type { AgentKind } from '../../protocol/ops/agent.js'
 import {
@@ -46,14 +46,6 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
     return cur.agent
   }
 
-  /** The agent (as created, version 1) that a create with this Idempotency-Key stored before. */
-  async function retriedCreate(id: string, createdBy: string): Promise<Agent | undefined> {
-    const head = await store.head(id)
-    if (!head) return undefined
-    if (head.created_by !== createdBy) throw fail('idempotency_key_reused')
-    return (await store.version(head.agent, 1)) ?? head.agent
-  }
-
   function checkGeo(model: Agent['model'], members: Member[], prefix = '') {
     const breach = geoBreach(model, members)
     if (breach) throw fail('invalid_request', prefix + breach)
@@ -63,51 +55,50 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
     // Placed on any host: the id is new, and the create of its head is the fence against a second one.
     async create(req) {
       const b = req.body
-      // With an Idempotency-Key the id comes from the key: a retry finds the agent its first attempt stored.
-      const { id, createdBy } = createdId('agent', 'agents.create', req)
-      const again = createdBy && (await retriedCreate(id, createdBy))
-      if (again) return again
-      const model = normalizeModel(b.model)
-      const tools = normalizeTools(b.tools ?? [])
-      const servers = normalizeServers(b.mcp_servers ?? [])
-      checkToolGraph(tools, servers)
-      let multiagent: Multiagent | null = null
-      if (b.multiagent) {
-        // `self` on create is the agent being created, at version 1.
-        const r = await resolveRoster(b.multiagent, id, store)
-        checkGeo(model, r.members)
-        multiagent = stampSelf(r.multiagent, id, 1)
-      }
-      const skills = await resolveSkills(b.skills ?? [])
-      checkSkillRequirements(skills, tools)
-      const t = now()
-      const agent: Agent = {
-        id,
-        type: 'agent',
-        version: 1,
-        name: b.name,
-        description: textOrNull(b.description),
-        system: textOrNull(b.system),
-        model,
-        tools,
-        mcp_servers: servers,
-        skills,
-        multiagent,
-        execution_identity: normalizeExecutionIdentity(b.execution_identity),
-        metadata: b.metadata ?? {},
-        created_at: t,
-        updated_at: t,
-        archived_at: null,
-      }
-      if (!(await store.heads.create(id, { agent, ...(createdBy ? { created_by: createdBy } : {}) }))) {
-        const raced = createdBy && (await retriedCreate(id, createdBy))
-        if (raced) return raced
+      // With an Idempotency-Key the id comes from the key: a retry finds the agent (version 1) its first attempt stored.
+      return keyedCreate('agent', 'agents.create', req, {
+        stored: (id) => store.head(id),
+        answer: async (head) => (await store.version(head.agent, 1)) ?? head.agent,
         // A fresh id met a stored one (a ULID collision), or a keyed create found its head gone (agents are never
         // deleted): neither happens, and neither is the client's to fix.
-        throw fail('internal', `agent id ${id} is taken`)
-      }
-      // The head is version 1: its own record is written once a later version supersedes it (update).
-      return agent
+        taken: (id) => fail('internal', `agent id ${id} is taken`),
+        async make(id, createdBy) {
+          const model = normalizeModel(b.model)
+          const tools = normalizeTools(b.tools ?? [])
+          const servers = normalizeServers(b.mcp_servers ?? [])
+          checkToolGraph(tools, servers)
+          let multiagent: Multiagent | null = null
+          if (b.multiagent) {
+            // `self` on create is the agent being created, at version 1.
+            const r = await resolveRoster(b.multiagent, id, store)
+            checkGeo(model, r.members)
+            multiagent = stampSelf(r.multiagent, id, 1)
+          }
+          const skills = await resolveSkills(b.skills ?? [])
+          checkSkillRequirements(skills, tools)
+          const t = now()
+          const agent: Agent = {
+            id,
+            type: 'agent',
+            version: 1,
+            name: b.name,
+            description: textOrNull(b.description),
+            system: textOrNull(b.system),
+            model,
+            tools,
+            mcp_servers: servers,
+            skills,
+            multiagent,
+            execution_identity: normalizeExecutionIdentity(b.execution_identity),
+            metadata: b.metadata ?? {},
+            created_at: t,
+            updated_at: t,
+            archived_at: null,
+          }
+          // The head is version 1: its own record is written once a later version supersedes it (update).
+          return (await store.heads.create(id, { agent, ...(createdBy ? { created_by: createdBy } : {}) })) && agent
+        },
+      })
     },
 
     async list({ query }) {

@@ -5,7 +5,7 @@ import { patchMetadata } from '../../protocol/schemas/common.js'
 import type { Credential, Vault } from '../../protocol/schemas/vault.js'
 import { fingerprint } from '../../protocol/hash.js'
 import { now } from '../../protocol/time.js'
-import { createdId } from '../kit/create-id.js'
+import { keyedCreate } from '../kit/create-id.js'
 import type { DurableState } from '../kit/durable-state.js'
 import type { Keyring } from '../kit/keyring.js'
 import type { Handlers } from '../kit/ops.js'
@@ -39,14 +39,6 @@ export function vaultOps({ states, projection, keyring }: VaultDeps): Handlers<t
     ...s,
     credentials: s.credentials.map((c) => (c.credential.id === next.credential.id ? next : c)),
   })
-
-  /** The vault a create with this Idempotency-Key stored before. */
-  async function retriedCreate(id: string, createdBy: string): Promise<Vault | undefined> {
-    const s = await states.read(id)
-    if (!s) return undefined
-    if (s.created_by !== createdBy) throw fail('idempotency_key_reused')
-    return s.vault
-  }
 
   const ops = states.ops({
     get: { shared: (s) => s.vault },
@@ -164,19 +156,16 @@ export function vaultOps({ states, projection, keyring }: VaultDeps): Handlers<t
     async create(req) {
       sealer()
       const b = req.body
-      const { id, createdBy } = createdId('vlt', 'vaults.create', req)
-      const again = createdBy && (await retriedCreate(id, createdBy))
-      if (again) return again
-      const t = now()
-      const vault: Vault = { id, type: 'vault', display_name: b.display_name, metadata: b.metadata ?? {}, created_at: t, updated_at: t, archived_at: null }
-      const state: VaultState = { vault, ...(createdBy ? { created_by: createdBy } : {}), credentials: [] }
-      if (!(await states.create(id, state))) {
-        const raced = createdBy && (await retriedCreate(id, createdBy))
-        if (raced) return raced
-        // A keyed create whose vault was deleted since: the key named a vault that is gone.
-        throw fail('idempotency_key_reused')
-      }
-      return vault
+      return keyedCreate('vlt', 'vaults.create', req, {
+        stored: (id) => states.read(id),
+        answer: (s) => s.vault,
+        async make(id, createdBy) {
+          const t = now()
+          const vault: Vault = { id, type: 'vault', display_name: b.display_name, metadata: b.metadata ?? {}, created_at: t, updated_at: t, archived_at: null }
+          const state: VaultState = { vault, ...(createdBy ? { created_by: createdBy } : {}), credentials: [] }
+          return (await states.create(id, state)) && vault
+        },
+      })
     },
 
     async list({ query: q }) {

@@ -2,7 +2,7 @@ import { fail } from '../../protocol/errors/fail.js'
 import type { WebhookKind } from '../../protocol/ops/webhook.js'
 import type { WebhookEndpoint } from '../../protocol/schemas/webhook.js'
 import { now } from '../../protocol/time.js'
-import { createdId } from '../kit/create-id.js'
+import { keyedCreate } from '../kit/create-id.js'
 import type { DurableState } from '../kit/durable-state.js'
 import type { Keyring } from '../kit/keyring.js'
 import type { Handlers } from '../kit/ops.js'
@@ -25,14 +25,6 @@ export function webhookOps({ states, projection, keyring }: WebhookDeps): Handle
   const ring = (): Keyring => {
     if (!keyring) throw fail('webhooks_unavailable')
     return keyring
-  }
-
-  /** The endpoint a create with this Idempotency-Key stored before, with its secret (the first answer was lost). */
-  async function retriedCreate(id: string, createdBy: string) {
-    const s = await states.read(id)
-    if (!s) return undefined
-    if (s.created_by !== createdBy) throw fail('idempotency_key_reused')
-    return { ...s.endpoint, signing_secret: ring().open(s.secret, secretAad(id)) }
   }
 
   const ops = states.ops({
@@ -86,33 +78,31 @@ export function webhookOps({ states, projection, keyring }: WebhookDeps): Handle
     async create(req) {
       const keys = ring()
       const b = req.body
-      const { id, createdBy } = createdId('whep', 'webhooks.create', req)
-      const again = createdBy && (await retriedCreate(id, createdBy))
-      if (again) return again
-      const t = now()
-      const endpoint: WebhookEndpoint = {
-        id,
-        type: 'webhook_endpoint',
-        url: b.url,
-        event_types: b.event_types,
-        status: 'enabled',
-        disabled_reason: null,
-        created_at: t,
-        updated_at: t,
-      }
-      const signing_secret = newSigningSecret()
-      const state: WebhookState = {
-        endpoint,
-        ...(createdBy ? { created_by: createdBy } : {}),
-        secret: keys.seal(signing_secret, secretAad(id)),
-        enabled: [[Date.now(), null, b.event_types]],
-      }
-      if (!(await states.create(id, state))) {
-        const raced = createdBy && (await retriedCreate(id, createdBy))
-        if (raced) return raced
-        throw fail('idempotency_key_reused')
-      }
-      return { ...endpoint, signing_secret }
+      return keyedCreate('whep', 'webhooks.create', req, {
+        stored: (id) => states.read(id),
+        answer: (s) => ({ ...s.endpoint, signing_secret: keys.open(s.secret, secretAad(s.endpoint.id)) }),
+        async make(id, createdBy) {
+          const t = now()
+          const endpoint: WebhookEndpoint = {
+            id,
+            type: 'webhook_endpoint',
+            url: b.url,
+            event_types: b.event_types,
+            status: 'enabled',
+            disabled_reason: null,
+            created_at: t,
+            updated_at: t,
+          }
+          const signing_secret = newSigningSecret()
+          const state: WebhookState = {
+            endpoint,
+            ...(createdBy ? { created_by: createdBy } : {}),
+            secret: keys.seal(signing_secret, secretAad(id)),
+            enabled: [[Date.now(), null, b.event_types]],
+          }
+          return (await states.create(id, state)) && { ...endpoint, signing_secret }
+        },
+      })
     },
 
     async list({ query: q }) {

@@ -1,0 +1,37 @@
+import type { KindContract } from '../../protocol/ops/define.js'
+import { type DurableState, durableState } from './durable-state.js'
+import { type Handlers, implement } from './ops.js'
+import { Projection, type Sortable } from './projection.js'
+import type { ActorKindDef, HostContext } from './types.js'
+
+export interface ListedKindSpec<S, C extends KindContract, V extends Sortable> {
+  contract: C
+  /** The KV bucket of its states. */
+  bucket: string
+  /** What an op on an id without a state answers (the kind's `…_not_found`). */
+  missing: (id: string) => Error
+  /** The key prefix of its states in the bucket (`<kind>.`): what the projection reads. */
+  prefix: string
+  /** What a list shows of a state. */
+  view: (state: S) => V
+  /** The kind's handlers on this host, given its states and the projection lists are served from. */
+  ops: (ctx: HostContext, states: DurableState<S, C>, projection: Projection<V, S>) => Handlers<C> | Promise<Handlers<C>>
+}
+
+/**
+ * The common kind on the kit: one durable-state actor per id on the owner of its partition (its writes one at a time,
+ * its reads from memory), creates and lists on any host, lists from a projection of the bucket (agents, vaults,
+ * webhook endpoints).
+ */
+export function listedKind<S, C extends KindContract, V extends Sortable>(spec: ListedKindSpec<S, C, V>): ActorKindDef {
+  return {
+    contract: spec.contract,
+    async start(ctx) {
+      const states = await durableState<S, C>(ctx, { contract: spec.contract, bucket: spec.bucket, missing: spec.missing })
+      const projection = new Projection<V, S>(states.kv, spec.prefix, spec.view)
+      await projection.start()
+      const handlers = await spec.ops(ctx, states, projection)
+      return states.runtime(implement(spec.contract, handlers), () => projection.stop())
+    },
+  }
+}
