@@ -1,3 +1,4 @@
+import { onExit } from 'signal-exit'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -76,6 +77,9 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   let stdout = ''
   proc.stderr?.on('data', (d) => (stderr += d))
   const exited = new Promise<void>((r) => proc.once('exit', () => r()))
+  // A test process that ends any way but SIGKILL (its end, a failure, tap's timeout) takes its servers with it.
+  const remove = onExit(() => signal('SIGKILL'))
+  proc.once('exit', () => remove())
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`troupe did not start in time:\n${stdout}\n${stderr}`)), 30_000)
     const early = (code: number | null) => {
