@@ -18,6 +18,11 @@ export interface LiveListener {
   onItem(item: EventItem): void
   /** The subscription failed, or closed under the listener (the NATS connection closed): nothing more will come. */
   onClose(): void
+  /**
+   * The NATS connection was lost and is back, the subscription registered again: what was published meanwhile never
+   * came, and only a later message of the same subject would reveal it (`Nats-Last-Sequence`).
+   */
+  onResume(): void
 }
 
 export interface LiveMembership {
@@ -50,6 +55,23 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
     for (const l of [...shared.listeners]) l.onClose()
     shared.listeners.clear()
   }
+
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type !== 'reconnect') continue
+      // The client subscribes again as it reconnects; once flushed, the server has every subscription.
+      await nc.flush().catch(() => undefined)
+      for (const shared of [...bySession.values()]) {
+        for (const l of [...shared.listeners]) {
+          try {
+            l.onResume()
+          } catch (err) {
+            log.error({ err }, 'live listener failed')
+          }
+        }
+      }
+    }
+  })()
 
   const subscribe = (sid: string): Shared => {
     const listeners = new Set<LiveListener>()

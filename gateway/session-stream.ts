@@ -46,7 +46,8 @@ import type { Exchange } from './transport.js'
  *      read back from the stream before going on.
  *   5. A tail fed in-process whose owner leaves (its partition moves, an append gets no answer) goes over to NATS:
  *      it subscribes, asks the owner for `last_seq` again, reads back what was stored after `cursor` through it,
- *      and goes on live from the subscription.
+ *      and goes on live from the subscription. A tail over NATS whose connection was lost and is back does the same
+ *      (what was published meanwhile is lost, and would be noticed only when its subject gets another message).
  *
  * Every read has a sequence it must reach (`last_seq`, a gap's `Nats-Last-Sequence`, a fresh `last_seq` when moving
  * over to NATS): the server places a read's consumer on any replica of the stream, and one that is behind (a node
@@ -149,6 +150,8 @@ class Tail {
   private membership: LiveMembership | undefined
   /** The in-process feed stopped: the tail goes over to NATS when it goes live (or at once if it is). */
   private moved = false
+  /** The NATS connection came back while the tail was not live: it reads back what it may have missed first. */
+  private resumed = false
   private sse: SseStream | undefined
   /** The JetStream read in progress, if any: closed when the tail ends or the session is deleted. */
   private reader: EventReader | undefined
@@ -234,7 +237,7 @@ class Tail {
 
   /** Listens on the session's live subject; resolves once the server has the subscription. */
   private async listen(): Promise<void> {
-    this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end() })
+    this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end(), onResume: () => this.onResume() })
     await this.membership.ready
   }
 
@@ -243,19 +246,30 @@ class Tail {
     this.tap = undefined
     if (this.ended) return
     this.moved = true
-    if (this.live) this.overNats()
+    if (this.live) this.resync()
   }
 
   /**
-   * Goes on over NATS from `cursor`: subscribes, asks the owner for `last_seq` and reads back what was stored through
-   * it (the subscription has everything stored after it was registered), then forwards what the subscription
-   * buffered, skipping what the read sent.
+   * The NATS connection came back: what was stored while it was away never came live, and, unless something else is
+   * stored on its subject, nothing would reveal it. Read back through the owner's `last_seq`.
    */
-  private overNats(): void {
+  private onResume(): void {
+    if (this.ended) return
+    if (this.live) this.resync()
+    else this.resumed = true
+  }
+
+  /**
+   * Goes on over NATS from `cursor` (moving there, or after the connection came back): subscribes unless it is,
+   * asks the owner for `last_seq` and reads back what was stored through it (the subscription has everything stored
+   * after it was registered), then forwards what the subscription buffered, skipping what the read sent.
+   */
+  private resync(): void {
     this.live = false
+    this.resumed = false
     void (async () => {
       try {
-        await this.listen()
+        if (!this.membership) await this.listen()
         // The pump stops before its next event now that the tail is not live.
         await this.pumped
         if (this.ended) return
@@ -408,8 +422,8 @@ class Tail {
    * (sent by the replay, or before the point it asked for) belong to the past: dropped.
    */
   private goLive(): void {
-    if (this.moved && !this.membership) {
-      this.overNats()
+    if ((this.moved && !this.membership) || this.resumed) {
+      this.resync()
       return
     }
     let lastKnown = -1
