@@ -314,7 +314,7 @@ class Tail {
       if (found === null || 'reader' in found) return found
       if (found.absent) throw fail('event_not_in_session', name, this.sid, id)
       if (reads >= SHORT_READS) throw fail('history_behind', this.sid, found.readTo, found.target)
-      this.deps.log.debug({ session: this.sid, ...found }, 'event search read short: reading again')
+      this.deps.log.info({ session: this.sid, ...found }, 'event search read short (a replica behind): reading again')
       await sleep(SHORT_READ_PAUSE_MS)
     }
   }
@@ -385,7 +385,7 @@ class Tail {
       reader = undefined
       if (this.ended || this.deletedSeen || comparePositions(this.cursor, endOf(until)) >= 0) return
       if (reads >= SHORT_READS) throw fail('history_behind', this.sid, this.cursor.seq, until)
-      this.deps.log.debug({ session: this.sid, readTo: this.cursor.seq, until }, 'history read short: reading again')
+      this.deps.log.info({ session: this.sid, readTo: this.cursor.seq, until }, 'history read short (a replica behind): reading again')
       await sleep(SHORT_READ_PAUSE_MS)
     }
   }
