@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import { liveItems, type EventItem } from '../protocol/event-item.js'
+import { fail } from '../protocol/errors/fail.js'
 import { liveWildcard } from '../protocol/subjects.js'
 
 /**
@@ -93,7 +94,8 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
         }
       },
     })
-    const ready = nc.flush()
+    // The flush fails only with the connection (lost, or closed): the stream did not start, and may be asked again.
+    const ready = nc.flush().catch(() => Promise.reject(fail('stream_closed')))
     // Awaited by the joiners; this keeps a failure nobody is waiting for from being unhandled.
     ready.catch(() => undefined)
     const shared: Shared = { sub, listeners, ready }
