@@ -12,7 +12,6 @@ import { actorClient } from '../kit/client.js'
 import type { Keyring } from '../kit/keyring.js'
 import type { Storage } from '../kit/replicas.js'
 import { jitteredAfter, WEBHOOK_PAUSE_MS, webhookRetry } from '../kit/retry-policy.js'
-import { retryWhileStarting } from '../kit/retry.js'
 import { ensureStream } from '../kit/streams.js'
 import { systemResolver } from './address.js'
 import { type DevHost, type Outcome, post, type PostOptions } from './post.js'
@@ -121,18 +120,15 @@ export class DeliveryWorker {
   constructor(private readonly o: DeliveryWorkerOptions) {}
 
   async start(storage: Storage): Promise<void> {
-    // Started while a NATS node is cut off or a leader is elected, these time out for a moment: retried, as start-up is.
-    await retryWhileStarting('webhook deliveries stream', () => ensureDeliveriesStream(storage))
-    await retryWhileStarting('webhook deliveries consumer', () =>
-      storage.jsm.consumers.add(DELIVERIES_STREAM, {
-        durable_name: DELIVERIES_CONSUMER,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        ack_wait: ACK_WAIT_MS * 1_000_000,
-        max_ack_pending: 10_000,
-      }),
-    )
-    const consumer = await retryWhileStarting('webhook deliveries consumer', () => this.o.js.consumers.get(DELIVERIES_STREAM, DELIVERIES_CONSUMER))
+    await ensureDeliveriesStream(storage)
+    await storage.jsm.consumers.add(DELIVERIES_STREAM, {
+      durable_name: DELIVERIES_CONSUMER,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: ACK_WAIT_MS * 1_000_000,
+      max_ack_pending: 10_000,
+    })
+    const consumer = await this.o.js.consumers.get(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
     const concurrency = this.o.concurrency ?? 32
     const iter = await consumer.consume({ max_messages: concurrency })
     this.messages = iter
