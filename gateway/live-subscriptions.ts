@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import { liveItems, type EventItem } from '../protocol/event-item.js'
+import { fail } from '../protocol/errors/fail.js'
 import { liveWildcard } from '../protocol/subjects.js'
 
 /**
@@ -18,6 +19,11 @@ export interface LiveListener {
   onItem(item: EventItem): void
   /** The subscription failed, or closed under the listener (the NATS connection closed): nothing more will come. */
   onClose(): void
+  /**
+   * The NATS connection was lost and is back, the subscription registered again: what was published meanwhile never
+   * came, and only a later message of the same subject would reveal it (`Nats-Last-Sequence`).
+   */
+  onResume(): void
 }
 
 export interface LiveMembership {
@@ -51,6 +57,23 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
     shared.listeners.clear()
   }
 
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type !== 'reconnect') continue
+      // The client subscribes again as it reconnects; once flushed, the server has every subscription.
+      await nc.flush().catch(() => undefined)
+      for (const shared of [...bySession.values()]) {
+        for (const l of [...shared.listeners]) {
+          try {
+            l.onResume()
+          } catch (err) {
+            log.error({ err }, 'live listener failed')
+          }
+        }
+      }
+    }
+  })()
+
   const subscribe = (sid: string): Shared => {
     const listeners = new Set<LiveListener>()
     const sub = nc.subscribe(liveWildcard(sid), {
@@ -71,7 +94,8 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
         }
       },
     })
-    const ready = nc.flush()
+    // The flush fails only with the connection (lost, or closed): the stream did not start, and may be asked again.
+    const ready = nc.flush().catch(() => Promise.reject(fail('stream_closed')))
     // Awaited by the joiners; this keeps a failure nobody is waiting for from being unhandled.
     ready.catch(() => undefined)
     const shared: Shared = { sub, listeners, ready }

@@ -45,7 +45,16 @@ import type { Exchange } from './transport.js'
  *      something was missed (dropped by a slow connection, or a `last_seq` that lagged a publish in flight) and is
  *      read back from the stream before going on.
  *   5. A tail fed in-process whose owner leaves (its partition moves, an append gets no answer) goes over to NATS:
- *      it subscribes, reads back what was stored after `cursor`, and goes on live from the subscription.
+ *      it subscribes, asks the owner for `last_seq` again, reads back what was stored after `cursor` through it,
+ *      and goes on live from the subscription. A tail over NATS whose connection was lost and is back does the same
+ *      (what was published meanwhile is lost, and would be noticed only when its subject gets another message).
+ *
+ * Every read has a sequence it must reach (`last_seq`, a gap's `Nats-Last-Sequence`, a fresh `last_seq` when moving
+ * over to NATS): the server places a read's consumer on any replica of the stream, and one that is behind (a node
+ * just back from a partition, catching up) ends the read early as if nothing more were stored. A read that ends
+ * short is read again from where it stopped (a new consumer, likely elsewhere) a few times, then the tail fails
+ * with a retryable 503 (`history_behind`) rather than skip what it could not read, or answer 400 for an event it
+ * could not find.
  *
  * A live message is parsed once for all the tails of its session, and framed once for all that forward it. A HEAD
  * request goes through steps 1–3 (so it answers what the GET would: 404, 400, or the stream's headers) and stops
@@ -82,12 +91,18 @@ export interface SessionStreams {
   readonly liveSubscriptions: number
 }
 
+/** Reads of one range, each ending short of its sequence (a replica behind), before the tail gives up with a 503. */
+const SHORT_READS = 4
+/** The pause before reading again after a short read. */
+const SHORT_READ_PAUSE_MS = 100
 /** How far before an event id's mint time the search for it starts reading (clock skew between hosts). */
 const ID_TIME_SLACK_MS = 5_000
 const PREVIEW_TYPES = new Set(['event_start', 'event_delta'])
 const DELETED = 'session.deleted'
 /** Previews begun on this stream and not yet final: a delta is only forwarded after its start. */
 const MAX_OPEN_PREVIEWS = 256
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 export function createSessionStreams(deps: SessionStreamDeps): SessionStreams {
   const open = new Set<Tail>()
@@ -135,6 +150,8 @@ class Tail {
   private membership: LiveMembership | undefined
   /** The in-process feed stopped: the tail goes over to NATS when it goes live (or at once if it is). */
   private moved = false
+  /** The NATS connection came back while the tail was not live: it reads back what it may have missed first. */
+  private resumed = false
   private sse: SseStream | undefined
   /** The JetStream read in progress, if any: closed when the tail ends or the session is deleted. */
   private reader: EventReader | undefined
@@ -163,19 +180,14 @@ class Tail {
   }
 
   async run(ex: Exchange, state: ResponseState): Promise<void> {
-    const { wire } = this.deps.actors
-    const { route, rid, params, query } = this.call
+    const { rid } = this.call
     // Before SSE starts, a client that goes away ends the work; startSse replaces this hook with its own.
     state.onAbort = () => this.end()
     try {
       this.tap = this.deps.actors.localTails?.tap(this.sid, { onItem: (item) => this.onLive(item), onMoved: () => this.onMoved() }, this.deltas.size > 0)
       if (!this.tap) await this.listen()
       this.stillOpen()
-      const opened = await dispatch(wire, route, { op: route.op.name, rid, params, query, body: undefined }, this.deps.actorTimeoutMs)
-      const lastSeq = (opened as Partial<StreamOpenReply> | undefined)?.last_seq
-      if (typeof lastSeq !== 'number' || !Number.isSafeInteger(lastSeq) || lastSeq < 0) {
-        throw fail('internal', `stream.open answered ${JSON.stringify(opened)}`)
-      }
+      const lastSeq = await this.lastSeq()
       this.stillOpen()
       this.cursor = endOf(lastSeq)
 
@@ -200,7 +212,7 @@ class Tail {
       this.sse = startSse(ex, state, { requestId: rid, keepaliveMs: this.deps.keepaliveMs })
       this.sse.done.then(() => this.end())
       if (this.sse.closed) return this.end()
-      if (replay) await this.replay(replay, lastSeq)
+      if (replay) await this.readThrough(lastSeq, replay)
       if (this.ended) return
       this.goLive()
     } catch (err) {
@@ -212,9 +224,20 @@ class Tail {
     }
   }
 
+  /** The owner's `stream.open`: the sequence of the session's last stored message. */
+  private async lastSeq(): Promise<number> {
+    const { route, rid, params, query } = this.call
+    const opened = await dispatch(this.deps.actors.wire, route, { op: route.op.name, rid, params, query, body: undefined }, this.deps.actorTimeoutMs)
+    const lastSeq = (opened as Partial<StreamOpenReply> | undefined)?.last_seq
+    if (typeof lastSeq !== 'number' || !Number.isSafeInteger(lastSeq) || lastSeq < 0) {
+      throw fail('internal', `stream.open answered ${JSON.stringify(opened)}`)
+    }
+    return lastSeq
+  }
+
   /** Listens on the session's live subject; resolves once the server has the subscription. */
   private async listen(): Promise<void> {
-    this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end() })
+    this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end(), onResume: () => this.onResume() })
     await this.membership.ready
   }
 
@@ -223,23 +246,37 @@ class Tail {
     this.tap = undefined
     if (this.ended) return
     this.moved = true
-    if (this.live) this.overNats()
+    if (this.live) this.resync()
   }
 
   /**
-   * Goes on over NATS from `cursor`: subscribes, reads back what was stored meanwhile (the read sees everything stored
-   * before it began, the subscription everything after it was registered), then forwards what the subscription
-   * buffered, skipping what the read sent.
+   * The NATS connection came back: what was stored while it was away never came live, and, unless something else is
+   * stored on its subject, nothing would reveal it. Read back through the owner's `last_seq`.
    */
-  private overNats(): void {
+  private onResume(): void {
+    if (this.ended) return
+    if (this.live) this.resync()
+    else this.resumed = true
+  }
+
+  /**
+   * Goes on over NATS from `cursor` (moving there, or after the connection came back): subscribes unless it is,
+   * asks the owner for `last_seq` and reads back what was stored through it (the subscription has everything stored
+   * after it was registered), then forwards what the subscription buffered, skipping what the read sent.
+   */
+  private resync(): void {
     this.live = false
+    this.resumed = false
     void (async () => {
       try {
-        await this.listen()
+        if (!this.membership) await this.listen()
         // The pump stops before its next event now that the tail is not live.
         await this.pumped
         if (this.ended) return
-        await this.catchUp(Number.MAX_SAFE_INTEGER)
+        // Asked once subscribed: what is stored after this answer comes live, what is stored before is read back.
+        const lastSeq = await this.lastSeq()
+        if (this.ended) return
+        await this.catchUp(lastSeq)
         if (!this.ended) this.goLive()
       } catch (err) {
         this.fail(err)
@@ -267,11 +304,26 @@ class Tail {
   /**
    * Finds the stored event with this id, leaving the read positioned just after it. Reads from a few
    * seconds before the time in the id (ids are `<prefix>_<ULID>`), then, if it is not there, from the start up to
-   * where the first read began. Null when the tail ended or the session was deleted meanwhile.
+   * where the first read began. Null when the tail ended or the session was deleted meanwhile. A search whose reads
+   * ended short is made again; one that keeps ending short is a 503, never "not in session".
    */
   private async locate(id: string, name: string, lastSeq: number): Promise<{ reader: EventReader; at: Position } | null> {
-    const notFound = () => fail('event_not_in_session', name, this.sid, id)
-    if (lastSeq === 0) throw notFound()
+    if (lastSeq === 0) throw fail('event_not_in_session', name, this.sid, id)
+    for (let reads = 1; ; reads++) {
+      const found = await this.search(id, lastSeq)
+      if (found === null || 'reader' in found) return found
+      if (found.absent) throw fail('event_not_in_session', name, this.sid, id)
+      if (reads >= SHORT_READS) throw fail('history_behind', this.sid, found.readTo, found.target)
+      this.deps.log.info({ session: this.sid, ...found }, 'event search read short (a replica behind): reading again')
+      await sleep(SHORT_READ_PAUSE_MS)
+    }
+  }
+
+  /** One search for `locate`: found, null (the tail ended), absent, or read short (`readTo` of `target`). */
+  private async search(
+    id: string,
+    lastSeq: number,
+  ): Promise<{ reader: EventReader; at: Position } | null | { absent: true } | { absent: false; readTo: number; target: number }> {
     const minted = mintTime(id)
     const plans: ReadFrom[] = minted === undefined ? ['all'] : [{ time: new Date(minted - ID_TIME_SLACK_MS) }, 'all']
     let stopAt: number | undefined
@@ -279,20 +331,29 @@ class Tail {
       const reader = await this.openReader(from)
       if (!reader) return null
       let first: number | undefined
+      let readTo = 0
+      let covered = false
       for (;;) {
         const item = await reader.next()
         if (!item || item.seq === undefined) break
         first ??= item.seq
+        readTo = item.seq
         if (item.id === id) return { reader, at: positionOf(item) }
-        if ((item.seq >= lastSeq && item.last) || item.seq > lastSeq || (stopAt !== undefined && item.seq >= stopAt)) break
+        if ((item.seq >= lastSeq && item.last) || item.seq > lastSeq || (stopAt !== undefined && item.seq >= stopAt)) {
+          covered = true
+          break
+        }
       }
       reader.close()
       if (this.reader === reader) this.reader = undefined
       if (this.ended || this.deletedSeen) return null
+      // A read from a time may rightly find nothing stored since (the read from the start covers the rest); one that
+      // found something, and every read from the start, runs dry short of its end only on a replica behind.
+      if (!covered && (first !== undefined || from === 'all')) return { absent: false, readTo, target: stopAt ?? lastSeq }
       // The next read (from the start) only needs to cover what this one did not.
       if (first !== undefined) stopAt = first
     }
-    throw notFound()
+    return { absent: true }
   }
 
   private async openReader(from: ReadFrom): Promise<EventReader | undefined> {
@@ -304,6 +365,29 @@ class Tail {
     }
     this.reader = reader
     return reader
+  }
+
+  /**
+   * Sends the stored events after `cursor` through the message at `until`, a sequence known to be stored (`last_seq`,
+   * a gap's `prevSeq`), starting with `reader` when one is positioned at `cursor`. A read that runs dry short of
+   * `until` is read again from `cursor`; after `SHORT_READS` such reads, a 503 (`history_behind`).
+   */
+  private async readThrough(until: number, reader?: EventReader): Promise<void> {
+    for (let reads = 1; ; reads++) {
+      if (comparePositions(this.cursor, endOf(until)) >= 0) {
+        reader?.close()
+        return
+      }
+      // A message handled in part is read again from its start; `forward` skips what was sent.
+      reader ??= await this.openReader({ seq: this.cursor.part === END ? this.cursor.seq + 1 : this.cursor.seq })
+      if (!reader) return
+      await this.replay(reader, until)
+      reader = undefined
+      if (this.ended || this.deletedSeen || comparePositions(this.cursor, endOf(until)) >= 0) return
+      if (reads >= SHORT_READS) throw fail('history_behind', this.sid, this.cursor.seq, until)
+      this.deps.log.info({ session: this.sid, readTo: this.cursor.seq, until }, 'history read short (a replica behind): reading again')
+      await sleep(SHORT_READ_PAUSE_MS)
+    }
   }
 
   /** Sends what the read yields through the message at `until` (or until the read runs dry), then closes the read. */
@@ -338,8 +422,8 @@ class Tail {
    * (sent by the replay, or before the point it asked for) belong to the past: dropped.
    */
   private goLive(): void {
-    if (this.moved && !this.membership) {
-      this.overNats()
+    if ((this.moved && !this.membership) || this.resumed) {
+      this.resync()
       return
     }
     let lastKnown = -1
@@ -377,13 +461,10 @@ class Tail {
     }
   }
 
-  /** Reads back stored events after `cursor` through the message at `until` (or all there are) that never arrived live. */
+  /** Reads back stored events after `cursor` through the message at `until` that never arrived live. */
   private async catchUp(until: number): Promise<void> {
-    // A message handled in part is read again from its start; `forward` skips what was sent.
-    const from = this.cursor.part === END ? this.cursor.seq + 1 : this.cursor.seq
-    this.deps.log.debug({ session: this.sid, from, until }, 'live tail gap: reading back')
-    const reader = await this.openReader({ seq: from })
-    if (reader) await this.replay(reader, until)
+    this.deps.log.debug({ session: this.sid, after: this.cursor.seq, until }, 'live tail gap: reading back')
+    await this.readThrough(until)
   }
 
   /** Sends one event if the client should see it. Stored events at or before `cursor` were handled already. */

@@ -5,6 +5,9 @@ import { actorWire } from '../actors/kit/wire.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { LocalTails } from '../protocol/event-item.js'
 import { readSessionEvents } from '../actors/session/event-reader.js'
+import { storeUnavailable } from '../actors/kit/nats-errors.js'
+import type { EventReader, ReadHistory } from '../protocol/event-item.js'
+import type { JetStreamClient } from '@nats-io/jetstream'
 import { fileBytes } from '../actors/file/bytes.js'
 
 /**
@@ -15,5 +18,18 @@ import { fileBytes } from '../actors/file/bytes.js'
  */
 export function actorAccess(nc: NatsConnection, wire: ActorWire = actorWire(nc), localTails?: LocalTails): ActorAccess {
   const js = jetstream(nc)
-  return { wire, readHistory: (sessionId, from) => readSessionEvents(js, sessionId, from), localTails, files: fileBytes(js) }
+  return { wire, readHistory: gatewayReads(js), localTails, files: fileBytes(js) }
+}
+
+/**
+ * The session kind's reader as the gateway gets it: a read that fails because the store is unavailable for a moment
+ * (a timeout, no leader, the connection lost) fails with a retryable 503 (`store_unavailable`), which the gateway
+ * answers as it is, rather than as an error it does not know (a 500).
+ */
+function gatewayReads(js: JetStreamClient): ReadHistory {
+  const classified = (err: unknown) => storeUnavailable(err) ?? err
+  return async (sessionId, from) => {
+    const reader: EventReader = await readSessionEvents(js, sessionId, from).catch((err) => Promise.reject(classified(err)))
+    return { next: () => reader.next().catch((err) => Promise.reject(classified(err))), close: () => reader.close() }
+  }
 }

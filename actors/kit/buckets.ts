@@ -5,15 +5,16 @@ import { retryWhileStarting } from './retry.js'
 
 /**
  * Opens one of the project's KV buckets, creating it when missing with the configured replicas (an existing
- * one is brought to them), retrying while JetStream elects its leader. One value per key (history 1) unless
- * `opts` says otherwise.
+ * one is brought to them), retrying while JetStream elects its leader, or the bucket's stream its own. One value per
+ * key (history 1) unless `opts` says otherwise.
  */
 export async function openBucket(kvm: Kvm, storage: Storage, name: string, opts: Partial<KvOptions> = {}): Promise<KV> {
   const kv = await retryWhileStarting(`${name} bucket`, () => kvm.create(name, { history: 1, ...opts, replicas: storage.replicas })).catch((err) => {
     if (err.cause instanceof JetStreamApiError && storage.replicas > 1) throw replicasRefused(`${name} bucket`, storage.replicas, err.cause)
     throw err
   })
-  const status = await kv.status()
+  // Created (or found) is not yet answering: the bucket's stream may be without a leader for a moment (a node cut off).
+  const status = await retryWhileStarting(`${name} bucket status`, () => kv.status())
   await ensureReplicas(storage, status.streamInfo.config.name, status.streamInfo.config)
   return kv
 }

@@ -5,6 +5,7 @@ import type { Logger } from 'pino'
 import { decode, encode } from '../../protocol/codec.js'
 import { fnv1a } from '../../protocol/hash.js'
 import { every, type Loop } from './loop.js'
+import { retryWhileStarting } from './retry.js'
 
 export interface RosterOptions<T> {
   /** Keys of the roster's members: `<prefix><member id>`, one each. */
@@ -41,7 +42,7 @@ export class Roster<T> {
 
   async start(): Promise<void> {
     const { prefix, self, log } = this.o
-    this.watcher = await this.kv.watch({ key: `${prefix}>` })
+    this.watcher = await retryWhileStarting(`${prefix} roster watch`, () => this.kv.watch({ key: `${prefix}>` }))
     void (async () => {
       for await (const e of this.watcher!) {
         const id = e.key.slice(prefix.length)

@@ -107,7 +107,9 @@ export const DIRECT_READS = 64
  * impossible one while it elects a new leader. A longer read goes on through a consumer, which takes hundreds of
  * records per round trip where a direct get takes one (on a busy machine a round trip costs tens of milliseconds);
  * when none can be created for the moment, direct gets read the rest. One whose replica is behind `until` (it
- * answers "no message" before reaching it) goes on through a consumer too, since the consumer reads at the leader.
+ * answers "no message" before reaching it) goes on through a consumer too; but the server puts an R1 consumer on any
+ * of the stream's replicas, not on its leader, so a consumer's read may end short as well: a caller that must reach
+ * `until` checks that it did (`readSession`).
  */
 export function readSessionRange(js: JetStreamClient, sessionId: string, from: number, until: number, opts: ReadOptions = {}): EventReader {
   const filter = eventsWildcard(sessionId)

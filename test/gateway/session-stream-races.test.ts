@@ -19,6 +19,8 @@ import { actorWire } from '../../actors/kit/wire.js'
 import type { SessionEvent } from '../../protocol/events.js'
 import { until } from '../helpers/wait.js'
 import { guard, sseReader, type SseMsg } from '../helpers/sse-reader.js'
+import { readSessionEvents } from '../../actors/session/event-reader.js'
+import type { ReadHistory } from '../../protocol/event-item.js'
 
 // The SSE tail's answers to interleavings the real session owner produces only by chance, forced here: events stored
 // between the tail's subscribe and the owner's answer and while it replays, an owner whose answer lags a write, a
@@ -47,7 +49,27 @@ const ownedHere = new Set<string>()
 let othersMayTail = false
 const tails = new SessionTails({ here: (sid) => ownedHere.has(sid), othersMayTail: () => othersMayTail, log })
 const local = await startGateway({ nc, actors: actorAccess(nc, actorWire(nc), tails), log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 0 })
+/**
+ * The next `reads` reads of a third gateway end after sequence `at`, as a read does whose consumer the server put
+ * on a replica that is behind (a node back from a partition, catching up): the same records, then nothing more.
+ */
+const behind = { reads: 0, at: 0 }
+const readBehind: ReadHistory = async (sid, from) => {
+  const reader = await readSessionEvents(js, sid, from)
+  if (behind.reads === 0) return reader
+  behind.reads--
+  const at = behind.at
+  return {
+    next: async () => {
+      const item = await reader.next()
+      return item?.seq !== undefined && item.seq > at ? null : item
+    },
+    close: () => reader.close(),
+  }
+}
+const lagging = await startGateway({ nc, actors: { ...actorAccess(nc), readHistory: readBehind }, log, port: 0, transport: TRANSPORT, sseKeepaliveMs: 0 })
 t.teardown(async () => {
+  lagging.close()
   local.close()
   gw.close()
   await nc.close()
@@ -304,6 +326,74 @@ t.test('a stale last_seq from the owner: the missed event is read back when the 
   const next = await store(sid)
   t.same(ids(await s.sse.take(2)), [missed.id, next.id])
   await s.sse.cancel()
+})
+
+// ---- reads on a replica behind -----------------------------------------------------------------------------
+
+const laggingBase = `http://127.0.0.1:${lagging.port}`
+
+/** The stream sequence of the message that stores this event. */
+async function seqOf(sid: string, id: string): Promise<number> {
+  const r = await readSessionEvents(js, sid, 'all')
+  try {
+    for (let item = await r.next(); item; item = await r.next()) if (item.id === id) return item.seq!
+  } finally {
+    r.close()
+  }
+  throw new Error(`${id} is not stored`)
+}
+
+t.test('reads ending short on a replica behind: Last-Event-ID is found and all that follows is sent, read again', async (t) => {
+  const sid = session()
+  const evs = await storeMany(sid, 30, 'h')
+  const from = evs[5]!
+  // The replica has none of the session's events: the search finds nothing twice (a 400 before it read again).
+  behind.at = (await seqOf(sid, evs[0]!.id)) - 1
+  behind.reads = 2
+  const a = await openStream(sid, '', { 'last-event-id': from.id }, laggingBase)
+  t.equal(a.res.status, 200)
+  t.same(
+    ids(await a.sse.take(24)),
+    evs.slice(6).map((e) => e.id),
+  )
+  await a.sse.cancel()
+
+  // The replica stops partway through the replay, and still when the next event's gap is read back: before, the
+  // replay ended there and the gap's read skipped the rest.
+  behind.at = await seqOf(sid, evs[20]!.id)
+  behind.reads = 3
+  const b = await openStream(sid, '', { 'last-event-id': from.id }, laggingBase)
+  const next = await store(sid)
+  t.same(
+    ids(await b.sse.take(25)),
+    [...evs.slice(6), next].map((e) => e.id),
+    'every event after the one asked for, once, in order',
+  )
+  await b.sse.cancel()
+  t.equal(behind.reads, 0)
+})
+
+t.test('reads that keep ending short: a 503 to retry, never a 400; mid-stream, an error event and the end, nothing skipped', async (t) => {
+  t.teardown(() => {
+    behind.reads = 0
+  })
+  const sid = session()
+  const evs = await storeMany(sid, 12, 'h')
+  behind.at = (await seqOf(sid, evs[0]!.id)) - 1
+  behind.reads = 1_000
+  const res = await guard(fetch(`${laggingBase}/v1/sessions/${sid}/events/stream?after=${evs[3]!.id}`), 'stream headers')
+  t.equal(res.status, 503)
+  t.ok(res.headers.get('retry-after-ms'), 'with a retry hint')
+  t.match((await res.json()).error, { type: 'overloaded_error', message: /read up to 0 of \d+ \(a replica behind\)/ })
+
+  behind.at = await seqOf(sid, evs[8]!.id)
+  const s = await openStream(sid, `after=${evs[3]!.id}`, {}, laggingBase)
+  const all = await s.sse.toEnd()
+  t.same(
+    all.map((m) => m.id ?? m.event),
+    [...evs.slice(4, 9).map((e) => e.id), 'error'],
+  )
+  t.match(JSON.parse(all.at(-1)!.data).error, { type: 'overloaded_error', message: /a replica behind/ })
 })
 
 // ---- fed in-process ---------------------------------------------------------------------------------------

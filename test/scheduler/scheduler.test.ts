@@ -2,7 +2,8 @@ import t, { type Test } from 'tap'
 import pino from 'pino'
 import { connect } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
-import { Kvm } from '@nats-io/kv'
+import { Kvm, type KV } from '@nats-io/kv'
+import { TimeoutError } from '@nats-io/nats-core'
 import { parseClock } from '../../protocol/clock.js'
 import { decode, encode } from '../../protocol/codec.js'
 import { nextOccurrence } from '../../protocol/schedule.js'
@@ -147,4 +148,37 @@ t.test('the schedulers agree on who prefers each occurrence, and share them out'
     [...counts.values()].every((n) => n > 800),
     `about a third each: ${[...counts.values()].join(', ')}`,
   )
+})
+
+t.test('start-up goes on through JetStream calls that time out (a node cut off, a leader being elected)', async (t) => {
+  // Each bucket's first status and first watch time out, as they do while its stream has no leader.
+  const timedOut: string[] = []
+  const flaky = (kv: KV, name: string): KV =>
+    new Proxy(kv, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop)
+        if (typeof v !== 'function') return v
+        const call = `${name} ${String(prop)}`
+        if ((prop === 'status' || prop === 'watch') && !timedOut.includes(call)) {
+          return () => {
+            timedOut.push(call)
+            return Promise.reject(new TimeoutError())
+          }
+        }
+        return v.bind(target)
+      },
+    })
+  const flakyKvm = new Proxy(kvm, {
+    get: (target, prop) => (prop === 'create' ? async (name: string, opts: any) => flaky(await target.create(name, opts), name) : Reflect.get(target, prop)),
+  })
+  const s = await startScheduler({ kvm: flakyKvm, storage, wire: actorWire(nc), clock, log })
+  await s.stop()
+  t.same(timedOut.sort(), [
+    `${Buckets.deployments} status`,
+    `${Buckets.deployments} watch`,
+    `${Buckets.orchestrators} status`,
+    `${Buckets.orchestrators} watch`,
+    `${Buckets.scheduleClaims} status`,
+    `${Buckets.scheduleClaims} watch`,
+  ])
 })

@@ -5,6 +5,7 @@ import { decode, encode } from '../../../protocol/codec.js'
 import type { FireReply } from '../../../protocol/ops/deployment.js'
 import { LOST, casLoop } from '../../kit/cas.js'
 import { isCasConflict } from '../../kit/nats-errors.js'
+import { retryWhileStarting } from '../../kit/retry.js'
 
 /**
  * `claim.<deployment id>.<occurrence ms>` in `troupe_schedule_claims`: who fires one occurrence, until when (clock ms),
@@ -85,7 +86,7 @@ export class Claims {
    * claim of their own. Only updates: a scheduler that starts knows nothing in flight, and a claim finds what is done.
    */
   async watchDone(onDone: (id: string, at: number) => void): Promise<void> {
-    this.watcher = await this.kv.watch({ key: `${PREFIX}>`, include: 'updates' })
+    this.watcher = await retryWhileStarting('schedule claims watch', () => this.kv.watch({ key: `${PREFIX}>`, include: 'updates' }))
     void (async () => {
       for await (const e of this.watcher!) {
         if (e.operation !== 'PUT') continue

@@ -2,6 +2,7 @@ import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { QueuedIterator } from '@nats-io/nats-core'
 import { decode } from '../../../protocol/codec.js'
 import { isId } from '../../../protocol/ids.js'
+import { retryWhileStarting } from '../../kit/retry.js'
 import type { CronSchedule } from '../../../protocol/schedule.js'
 import { DEPLOYMENT_PREFIX, type DeploymentState } from '../state.js'
 
@@ -30,7 +31,7 @@ export function scheduledOf(state: DeploymentState): Scheduled | undefined {
  * undefined when it does not fire.
  */
 export async function watchSchedules(kv: KV, onChange: (id: string, s: Scheduled | undefined) => void): Promise<{ stop(): void }> {
-  const watcher: QueuedIterator<KvWatchEntry> = await kv.watch({ key: `${DEPLOYMENT_PREFIX}>` })
+  const watcher: QueuedIterator<KvWatchEntry> = await retryWhileStarting('schedules watch', () => kv.watch({ key: `${DEPLOYMENT_PREFIX}>` }))
   void (async () => {
     for await (const e of watcher) {
       const id = e.key.slice(DEPLOYMENT_PREFIX.length)
