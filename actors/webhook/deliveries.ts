@@ -7,6 +7,7 @@ import { isId } from '../../protocol/ids.js'
 import type { Keyring } from '../kit/keyring.js'
 import type { Storage } from '../kit/replicas.js'
 import { jitteredAfter, WEBHOOK_PAUSE_MS, webhookRetry } from '../kit/retry-policy.js'
+import { retryWhileStarting } from '../kit/retry.js'
 import { ensureConsumer, ensureStream } from '../kit/streams.js'
 import { type Outcome, post, type PostOptions } from './post.js'
 import { attemptHeaders } from './signature.js'
@@ -132,15 +133,18 @@ export class DeliveryWorker {
   constructor(private readonly o: DeliveryWorkerOptions) {}
 
   async start(storage: Storage): Promise<void> {
-    await ensureDeliveriesStream(storage)
-    await ensureConsumer(storage, DELIVERIES_STREAM, {
-      durable_name: DELIVERIES_CONSUMER,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      ack_wait: ACK_WAIT_MS * 1_000_000,
-      max_ack_pending: 10_000,
+    // Right after a server (re)starts or a cluster forms, JetStream refuses calls for a moment: waited out.
+    const consumer = await retryWhileStarting('webhook deliveries consumer', async () => {
+      await ensureDeliveriesStream(storage)
+      await ensureConsumer(storage, DELIVERIES_STREAM, {
+        durable_name: DELIVERIES_CONSUMER,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: ACK_WAIT_MS * 1_000_000,
+        max_ack_pending: 10_000,
+      })
+      return this.o.js.consumers.get(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
     })
-    const consumer = await this.o.js.consumers.get(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
     const concurrency = this.o.concurrency ?? 32
     this.loop = (async () => {
       while (!this.stopped) {

@@ -8,6 +8,7 @@ import { readThinEvent, thinEvent } from '../../protocol/webhook-event.js'
 import { ensureOutbox, webhookEventId } from '../kit/outbox.js'
 import { ensureEventsStream } from '../session/log.js'
 import { Projection } from '../kit/projection.js'
+import { retryWhileStarting } from '../kit/retry.js'
 import type { Storage } from '../kit/replicas.js'
 import { ensureConsumer } from '../kit/streams.js'
 import { enqueueDelivery } from './deliveries.js'
@@ -94,8 +95,8 @@ export class FanOut {
   }
 
   async start(): Promise<void> {
-    await this.subscribers.start()
-    await ensureFanOutConsumers(this.o.storage)
+    await retryWhileStarting('webhook endpoints watch', () => this.subscribers.start())
+    await retryWhileStarting('webhook fan-out consumers', () => ensureFanOutConsumers(this.o.storage))
     await this.consume(OUTBOX_STREAM, (m) => this.fromOutbox(m))
     await this.consume(EVENTS_STREAM, (m) => this.fromHistory(m))
   }
@@ -107,7 +108,7 @@ export class FanOut {
   }
 
   private async consume(stream: string, handle: (m: JsMsg) => Promise<void>): Promise<void> {
-    const consumer = await this.o.js.consumers.get(stream, FANOUT_CONSUMER)
+    const consumer = await retryWhileStarting(`webhook fan-out of ${stream}`, () => this.o.js.consumers.get(stream, FANOUT_CONSUMER))
     const iter = await consumer.consume({ max_messages: 256 })
     this.loops.push(iter)
     const run = (async () => {
