@@ -4,6 +4,7 @@ import { deploymentKind, deploymentRunKind } from './deployment/index.js'
 import { environmentKind } from './environment/index.js'
 import { fileKind } from './file/index.js'
 import { sessionKind } from './session/index.js'
+import { skillKind } from './skill/index.js'
 import { vaultKind } from './vault/index.js'
 import { webhookKind } from './webhook/index.js'
 
@@ -16,5 +17,6 @@ export const ACTOR_KINDS: readonly ActorKindDef[] = [
   deploymentKind,
   deploymentRunKind,
   fileKind,
+  skillKind,
   webhookKind,
 ]

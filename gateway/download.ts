@@ -1,9 +1,9 @@
-import type { FileMetadata } from '../protocol/schemas/file.js'
+import type { Downloadable } from '../protocol/files.js'
 import type { ResponseState } from './http.js'
 import type { Exchange, Headers } from './transport.js'
 
 /** The headers of a file's bytes: its stored type, and its name encoded so no byte of it can reach the header raw. */
-export function downloadHeaders(file: FileMetadata, rid: string): Headers {
+export function downloadHeaders(file: Downloadable, rid: string): Headers {
   return {
     'content-type': file.mime_type,
     'content-disposition': `attachment; filename*=UTF-8''${encodeURIComponent(file.filename)}`,
@@ -17,7 +17,7 @@ export function downloadHeaders(file: FileMetadata, rid: string): Headers {
  * promised `size_bytes` and a short one must not look whole; it then rejects, saying why. Resolves once the response
  * is complete or abandoned.
  */
-export async function sendBytes(ex: Exchange, state: ResponseState, file: FileMetadata, rid: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+export async function sendBytes(ex: Exchange, state: ResponseState, file: Downloadable, rid: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
   if (state.aborted || state.done) return
   state.done = true
   state.status = 200

@@ -46,7 +46,7 @@ export class Router {
       for (const [name, value] of Object.entries(params)) {
         const id = PATH_ID_PREFIX[name]
         // Ids become NATS subject tokens and KV keys: anything not shaped like ours cannot exist.
-        if (id && !isId(id.prefix, value)) throw fail('not_found', id.noun, value.length > 64 ? `${value.slice(0, 64)}…` : value)
+        if (id && !(id.check ? id.check(value) : isId(id.prefix, value))) throw fail('not_found', id.noun, value.length > 64 ? `${value.slice(0, 64)}…` : value)
       }
       return { route: c.route, params }
     }

@@ -18,6 +18,8 @@ import { readiness } from './health.js'
 import { send, sendHead, sendJson, type ResponseState } from './http.js'
 import { downloadHeaders, sendBytes } from './download.js'
 import { MULTIPART_SLACK, receiveUpload } from './upload.js'
+import { receiveSkillUpload } from './skill-upload.js'
+import { SkillPool } from './skill-pool.js'
 import { OPS_ROUTES, openapiYaml } from './openapi.js'
 import { parseQuery } from './query.js'
 import { Router } from './router.js'
@@ -66,6 +68,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
   const parsePool = new ParsePool({ budgetBytes: opts.parseBudget })
+  const skillPool = new SkillPool()
   const afterLargeBodies = new CollectWhenQuiet({
     onCollected: (bytes, ms) => log.info({ bytes, ms: Math.round(ms) }, 'collected the garbage of large bodies'),
   })
@@ -129,6 +132,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       return upload(ex, state, inc, route, ex.streamBody())
     }
     if (route.bytes === 'download') return download(ex, state, inc, route, params)
+    if (route.bytes === 'skill') {
+      if (!mayHaveBody) return answerError(ex, state, rid, fail('skill_bundle_missing'))
+      if (declared !== undefined && declared > SKILL_UPLOAD_MAX_BYTES + MULTIPART_SLACK) {
+        return answerError(ex, state, rid, fail('skill_bundle_too_large', SKILL_UPLOAD_MAX_BYTES), ex.dropBody())
+      }
+      return skillUpload(ex, state, inc, route, params, ex.streamBody())
+    }
 
     let bytes: Buffer | undefined
     if (mayHaveBody) {
@@ -168,13 +178,52 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     sendJson(ex, state, 200, rid, await dispatch(opts.actors.wire, route, req, actorTimeoutMs))
   }
 
+  /**
+   * A skill bundle (gateway/skill-upload.ts): read whole (bounded), validated and made canonical on the skill pool's
+   * threads, its canonical zip stored as this attempt's own object, then the skill or version recorded. Bytes whose
+   * version is never recorded are given back here, or swept (actors/skill).
+   */
+  async function skillUpload(ex: Exchange, state: ResponseState, inc: IncomingRequest, route: Route, params: Record<string, string>, body: BodyStream) {
+    const { rid } = inc
+    state.onAbort = () => body.readable.destroy(new Error('the client went away before the body ended'))
+    const got = await receiveSkillUpload(body.readable, inc.headers)
+    if (!got.ok) return answerError(ex, state, rid, got.error, body.drop())
+    const bundle = await skillPool.validate(got.upload.input)
+    if (!bundle.ok) return answerError(ex, state, rid, fail('skill_bundle_invalid', bundle.message))
+    const key = idempotencyKeyOf(route, inc.headers)
+    const creating = route.op.name === 'create'
+    const id = creating ? (key ? idFromKey('skill', route.operationId, key) : newId('skill')) : params.skill_id!
+    const object = uploadObjectName(id)
+    const stored = await opts.actors.skills.put(object, bytesStream(bundle.zip)).catch(() => {
+      throw fail('store_unavailable')
+    })
+    inc.bytesIn = stored.size
+    const record = {
+      object,
+      name: bundle.name,
+      description: bundle.description,
+      files: bundle.files,
+      expanded_bytes: bundle.expandedBytes,
+      size_bytes: stored.size,
+      digest: stored.digest,
+      ...(creating ? { id, ...(got.upload.title === undefined ? {} : { display_title: got.upload.title }) } : {}),
+    }
+    const req = { op: route.op.name, rid, params, query: {}, body: record, ...(key === undefined ? {} : { key }) }
+    const answer = await dispatch(opts.actors.wire, route, req, actorTimeoutMs).catch(async (err) => {
+      // Refused before its owner looked (no such skill, a bad title): the bytes are this attempt's alone.
+      if (err instanceof ApiError && err.status < 500) await opts.actors.skills.discard(object).catch(() => undefined)
+      throw err
+    })
+    sendJson(ex, state, 200, rid, answer)
+  }
+
   /** A download: the file's record (404 when there is none), then the bytes of the object it names (gateway/download.ts). */
   async function download(ex: Exchange, state: ResponseState, inc: IncomingRequest, route: Route, params: Record<string, string>): Promise<void> {
     const { rid } = inc
     const req = { op: route.op.name, rid, params, query: {}, body: undefined }
-    const { file, object } = (await dispatch(opts.actors.wire, route, req, actorTimeoutMs)) as FileContent
+    const { file, object, store } = (await dispatch(opts.actors.wire, route, req, actorTimeoutMs)) as DownloadReply
     if (ex.method === 'HEAD') return sendHead(ex, state, 200, downloadHeaders(file, rid), file.size_bytes)
-    const chunks = await opts.actors.files.read(object)
+    const chunks = await (store === 'skills' ? opts.actors.skills : opts.actors.files).read(object)
     if (!chunks) throw fail('file_not_found', file.id)
     // Cut short (the file deleted midway, the store gone): the client saw a closed connection; not a bug of ours.
     await sendBytes(ex, state, file, rid, chunks).catch((err) =>
@@ -246,6 +295,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       listening.close()
       afterLargeBodies.close()
       void parsePool.close()
+      void skillPool.close()
     },
   }
 }

@@ -11,6 +11,14 @@ export interface StoredObject {
  * (actors/file/bytes.ts, over the JetStream object store). Neither side ever holds a whole file. Everything here is by
  * object name: which object holds a file's bytes is its record's to say (the file kind's `content`).
  */
+/** What a download's headers are made of: a file's metadata, or a skill version's bundle. */
+export interface Downloadable {
+  id: string
+  filename: string
+  mime_type: string
+  size_bytes: number
+}
+
 export interface FileBytes {
   /**
    * Stores `body` as the object `object`, reading it as the store takes it. Resolves once the object is complete;

@@ -83,6 +83,8 @@ export const Buckets = {
   files: 'troupe_file_records',
   /** `vault.<id>` → a vault's state, its credentials (secrets sealed) inside it. */
   vaults: 'troupe_vaults',
+  /** `skill.<id>` → a skill's state with its versions; `title.<hash>` → the skill holding an explicit display_title. */
+  skills: 'troupe_skills',
   /** `webhook.<id>` → a webhook endpoint's state, its signing secret sealed (actors/webhook/state.ts). */
   webhooks: 'troupe_webhooks',
   /** `outputs.<session id>` → what of the session's outputs folder is published (actors/session/output-state.ts). */
@@ -99,6 +101,8 @@ export const ObjectStores = {
    * id>.<nuid>`, one subject per file version, so a session's bytes are one purge.
    */
   workspaces: 'troupe_workspaces',
+  /** Skill versions' canonical zips, each named `<skill id>.<suffix>` (an upload attempt's own, as files' are). */
+  skills: 'troupe_skill_bundles',
 } as const
 
 /** The stream an object store keeps its chunks and meta in (nats.js's layout). */

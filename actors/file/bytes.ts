@@ -11,14 +11,14 @@ export interface FileObjects extends FileBytes {
 }
 
 /**
- * File bytes in the `troupe_files` object store, for the gateway and the file and session kinds. The store is created
- * by the file kind on the actor host, which starts before the gateway; here it is only opened.
+ * File bytes in the `troupe_files` object store (or `name`: skill bundles), for the gateway and the kinds. The store is
+ * created by its kind on the actor host, which starts before the gateway; here it is only opened.
  */
-export function fileBytes(js: JetStreamClient): FileObjects {
+export function fileBytes(js: JetStreamClient, name: string = ObjectStores.files): FileObjects {
   let opened: Promise<ObjectStore> | undefined
   let jsm: Promise<JetStreamManager> | undefined
   const store = () => {
-    opened ??= new Objm(js).open(ObjectStores.files).catch((err) => {
+    opened ??= new Objm(js).open(name).catch((err) => {
       opened = undefined
       throw err
     })
@@ -45,8 +45,8 @@ export function fileBytes(js: JetStreamClient): FileObjects {
       jsm ??= js.jetstreamManager()
       // A replica still catching up after its node restarted answers "not found" to direct gets of what it missed:
       // those chunks come from the stream's leader, so a download is not cut short (kit/object-stores.ts).
-      const subject = objectChunkPrefix(ObjectStores.files) + info.nuid
-      return readChunks(await jsm, objectStream(ObjectStores.files), subject, info.chunks, info.digest, 'leader if missing')
+      const subject = objectChunkPrefix(name) + info.nuid
+      return readChunks(await jsm, objectStream(name), subject, info.chunks, info.digest, 'leader if missing')
     },
   }
 }

@@ -26,7 +26,14 @@ export const ORPHAN_AGE_MS = 10 * 60_000
  * at all. A live upload writes a chunk at least every few seconds, so chunks whose newest is `ageMs` old belong to
  * none. `named(object)`: whether a record names the object (actors/file/state.ts#objectOf).
  */
-export async function sweepOrphans(os: ObjectStore, jsm: JetStreamManager, named: (object: string) => boolean, ageMs = ORPHAN_AGE_MS): Promise<number> {
+export async function sweepOrphans(
+  os: ObjectStore,
+  jsm: JetStreamManager,
+  named: (object: string) => boolean,
+  ageMs = ORPHAN_AGE_MS,
+  /** The object store's name (default the files'). */
+  store: string = ObjectStores.files,
+): Promise<number> {
   const before = Date.now() - ageMs
   let swept = 0
   const live = new Set<string>()
@@ -40,8 +47,8 @@ export async function sweepOrphans(os: ObjectStore, jsm: JetStreamManager, named
     )
       swept++
   }
-  const stream = objectStream(ObjectStores.files)
-  const chunkPrefix = objectChunkPrefix(ObjectStores.files)
+  const stream = objectStream(store)
+  const chunkPrefix = objectChunkPrefix(store)
   const si = await jsm.streams.info(stream, { subjects_filter: `${chunkPrefix}>` })
   for (const subject of Object.keys(si.state.subjects ?? {})) {
     if (live.has(subject.slice(chunkPrefix.length))) continue

@@ -1,5 +1,5 @@
 import type { KindContract } from '../../protocol/ops/define.js'
-import { type DurableState, durableState } from './durable-state.js'
+import { type DurableState, durableState, type Work } from './durable-state.js'
 import { type Handlers, implement } from './ops.js'
 import { Projection, type Sortable } from './projection.js'
 import type { ActorKindDef, HostContext } from './types.js'
@@ -16,6 +16,10 @@ export interface ListedKindSpec<S, C extends KindContract, V extends Sortable> {
   view: (state: S) => V
   /** The kind's handlers on this host, given its states and the projection lists are served from. */
   ops: (ctx: HostContext, states: DurableState<S, C>, projection: Projection<V, S>) => Handlers<C> | Promise<Handlers<C>>
+  /** Work that outlasts a request, if the kind has any (kit/durable-actor.ts `Work`). */
+  work?: (ctx: HostContext) => Work<S>
+  /** A loop of the kind's on every host (a sweep), started after the ops and stopped with the kind. */
+  background?: (ctx: HostContext, projection: Projection<V, S>) => { stop(): Promise<void> }
 }
 
 /**
@@ -27,11 +31,16 @@ export function listedKind<S, C extends KindContract, V extends Sortable>(spec: 
   return {
     contract: spec.contract,
     async start(ctx) {
-      const states = await durableState<S, C>(ctx, { contract: spec.contract, bucket: spec.bucket, missing: spec.missing })
+      const work = spec.work?.(ctx)
+      const states = await durableState<S, C>(ctx, { contract: spec.contract, bucket: spec.bucket, missing: spec.missing, ...(work ? { work } : {}) })
       const projection = new Projection<V, S>(states.kv, spec.prefix, spec.view)
       await projection.start()
       const handlers = await spec.ops(ctx, states, projection)
-      return states.runtime(implement(spec.contract, handlers), () => projection.stop())
+      const loop = spec.background?.(ctx, projection)
+      return states.runtime(implement(spec.contract, handlers), async () => {
+        await loop?.stop()
+        projection.stop()
+      })
     },
   }
 }

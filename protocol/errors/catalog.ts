@@ -59,6 +59,13 @@ export const catalog = {
   upload_not_multipart: entry(400, () => 'content-type: an upload must be multipart/form-data with a boundary'),
   upload_file_missing: entry(400, () => 'file: the upload has no part named "file"; send the bytes as a file part named "file"'),
   upload_file_repeated: entry(400, () => 'file: the upload has more than one part named "file"; send exactly one'),
+  skill_bundle_invalid: entry(400, (message: string) => `files: ${message}; nothing was stored`, WIRE),
+  skill_name_changed: entry(
+    400,
+    (name: string, was: string) => `files: the bundle is named ${JSON.stringify(name)}, but this skill's versions are named ${JSON.stringify(was)}; nothing was stored`,
+    WIRE,
+  ),
+  skill_bundle_missing: entry(400, () => 'files: the upload has no bundle; send a zip as the part "file", or the files as parts "files[]" named by their path', WIRE),
   upload_malformed: entry(400, (why: string) => `body: not well-formed multipart/form-data (${why}); nothing was stored`),
   invalid_cursor: entry(400, () => 'page must be a cursor returned by this endpoint (was not a valid cursor)'),
   cursor_filter_mismatch: entry(400, () => 'page was issued for different filters; repeat the original query with it', WIRE),
@@ -140,6 +147,8 @@ export const catalog = {
   file_not_found: entry(404, (id: string) => `File ${id} not found`, WIRE),
   vault_not_found: entry(404, (id: string) => `Vault ${id} not found`, WIRE),
   webhook_not_found: entry(404, (id: string) => `Webhook endpoint ${id} not found`, WIRE),
+  skill_not_found: entry(404, (id: string) => `Skill ${id} not found`, WIRE),
+  skill_version_not_found: entry(404, (id: string, version: string) => `Skill ${id} has no version ${version}`, WIRE),
   credential_not_found: entry(404, (id: string, vault: string) => `Credential ${id} not found in vault ${vault}`, WIRE),
   session_resource_not_found: entry(404, (id: string, sessionId: string) => `Session resource ${id} not found in session ${sessionId}`, WIRE),
 
@@ -154,6 +163,13 @@ export const catalog = {
   request_timeout: entry(408, () => 'The request did not arrive in time'),
 
   // 409: conflicts that retrying cannot fix; the envelope marks them `x-should-retry: false`.
+  skill_has_versions: entry(409, (id: string, count: number) => `Skill ${id} still has ${count} version(s); delete every version first`, WIRE),
+  skill_version_pinned: entry(
+    409,
+    (id: string, version: string, by: string) => `Skill ${id} version ${version} is pinned by ${by}; it can be deleted once nothing pins it`,
+    WIRE,
+  ),
+  skill_title_taken: entry(409, (title: string) => `display_title: another custom skill is titled ${JSON.stringify(title)}; titles are unique`, WIRE),
   session_archived: entry(409, (id: string) => `Session ${id} is archived; it accepts no more events or updates`, WIRE),
   session_running: entry(409, (id: string) => `Session ${id} is running; interrupt it first (send user.interrupt) and retry once it is idle`, WIRE),
   session_busy_resources: entry(
@@ -177,6 +193,7 @@ export const catalog = {
 
   // 413.
   body_too_large: entry(413, (limit: number) => `Request body exceeds the limit of ${limit} bytes`),
+  skill_bundle_too_large: entry(413, (limit: number) => `files: a skill bundle must be smaller than ${limit} bytes; nothing was stored`, WIRE),
   file_too_large: entry(413, (limit: number) => `file: larger than the limit of ${limit} bytes (TROUPE_FILE_MAX_MIB); nothing was stored`),
   encoded_too_large: entry(
     413,
@@ -197,7 +214,7 @@ export const catalog = {
     (index: number) => `skills[${index}]: vendor-managed (anthropic) skills are not supported; reference a custom skill`,
     WIRE,
   ),
-  skills_unavailable: entry(422, () => 'Custom skills are not available yet: skills storage is not configured', WIRE),
+  skills_unavailable: entry(422, () => 'Custom skills are not available: the skill bundles\' store could not be opened', WIRE),
   multiagent_topology_unsupported: entry(
     422,
     () => 'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',

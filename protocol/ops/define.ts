@@ -48,6 +48,11 @@ export interface IdSpec {
   noun: string
   /** One of ours (IdPrefix) for the API's kinds; any prefix for a kind of one's own (a test kind). */
   prefix: IdPrefix | (string & {})
+  /**
+   * The shape check for an id that is not `<prefix>_…` (a skill version's number); only for a `sub`, which never
+   * reaches a subject or key. Default: protocol/ids.ts#isId with `prefix`.
+   */
+  check?: (value: string) => boolean
 }
 
 /** One operation of a kind, as callers and the dispatcher see it. */

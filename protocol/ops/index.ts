@@ -1,13 +1,14 @@
 import { AgentKind } from './agent.js'
 import { DeploymentKind, DeploymentRunKind } from './deployment.js'
 import { EnvironmentKind } from './environment.js'
+import { SkillKind } from './skill.js'
 import { FileKind } from './file.js'
 import { SessionKind } from './session.js'
 import { VaultKind } from './vault.js'
 import { WebhookKind } from './webhook.js'
 
 export * from './define.js'
-export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind, VaultKind, WebhookKind }
+export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind, SkillKind, VaultKind, WebhookKind }
 
 /** Every kind's contract, by name. */
 export const KINDS = {
@@ -17,6 +18,7 @@ export const KINDS = {
   deployment: DeploymentKind,
   deployment_run: DeploymentRunKind,
   file: FileKind,
+  skill: SkillKind,
   vault: VaultKind,
   webhook: WebhookKind,
 } as const

@@ -4,6 +4,7 @@ import { deploymentRoutes } from './deployments.js'
 import { environmentRoutes } from './environments.js'
 import { fileRoutes } from './files.js'
 import { sessionRoutes } from './sessions.js'
+import { skillRoutes } from './skills.js'
 import { vaultRoutes } from './vaults.js'
 import { webhookRoutes } from './webhooks.js'
 
@@ -18,6 +19,7 @@ export const ROUTES: readonly Route[] = [
   ...sessionRoutes,
   ...deploymentRoutes,
   ...fileRoutes,
+  ...skillRoutes,
   ...vaultRoutes,
   ...webhookRoutes,
 ]

@@ -29,7 +29,9 @@ export interface Route {
   /**
    * The body or the answer is a file's bytes, streamed (protocol/files.ts) rather than one JSON message: `upload`
    * reads a multipart body's `file` part into the store, then calls the op with what it stored; `download` calls the
-   * op (the file's metadata and the object holding its bytes), then streams them.
+   * op (the file's metadata and the object holding its bytes), then streams them; `skill` reads a multipart skill
+   * bundle (a zip in `file`, or path-qualified `files[]` parts), validates it off the event loop, stores its canonical
+   * zip, then calls the op with what it stored and what validation found.
    */
-  bytes?: 'upload' | 'download'
+  bytes?: 'upload' | 'download' | 'skill'
 }

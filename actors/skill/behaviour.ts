@@ -1,0 +1,216 @@
+import type { KV } from '@nats-io/kv'
+import { fail } from '../../protocol/errors/fail.js'
+import { fingerprint } from '../../protocol/hash.js'
+import type { FileBytes } from '../../protocol/files.js'
+import type { SkillKind } from '../../protocol/ops/skill.js'
+import type { Skill, SkillCreateInputT, SkillVersion, SkillVersionInputT } from '../../protocol/schemas/skill.js'
+import { now } from '../../protocol/time.js'
+import { isCasConflict } from '../kit/store.js'
+import type { DurableState } from '../kit/durable-state.js'
+import type { Handlers } from '../kit/ops.js'
+import { listOf, pageOf } from '../kit/page.js'
+import type { Projection } from '../kit/projection.js'
+import { type ListedSkill, readyVersions, type SkillState, type StoredVersion, skillView } from './state.js'
+
+export interface SkillDeps {
+  states: DurableState<SkillState, typeof SkillKind>
+  projection: Projection<ListedSkill, SkillState>
+  /** The skill bundles' object store; undefined when it could not be opened (every op answers 422). */
+  bundles: FileBytes | undefined
+}
+
+const enc = new TextEncoder()
+const dec = new TextDecoder()
+
+/** The key holding an explicit title: case and surrounding space do not make a title another. */
+const titleKey = (title: string) => `title.${fingerprint(title.trim().toLowerCase())}`
+
+export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<typeof SkillKind> {
+  const store = (): FileBytes => {
+    if (!bundles) throw fail('skills_unavailable')
+    return bundles
+  }
+  /** An attempt's bytes that no version will name: given back now rather than left to the sweep. */
+  const discard = (object: string) => store().discard(object).catch(() => undefined)
+
+  /** Claims `title` for skill `id` across hosts; a holder whose skill never came to be, or is gone, gives it up. */
+  async function claimTitle(kv: KV, title: string, id: string): Promise<string> {
+    const key = titleKey(title)
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await kv.create(key, enc.encode(id))
+        return key
+      } catch (err) {
+        if (!isCasConflict(err)) throw err
+      }
+      const held = await kv.get(key)
+      if (!held || held.operation !== 'PUT') continue
+      const holder = dec.decode(held.value)
+      if (holder === id) return key
+      if (await states.read(holder)) throw fail('skill_title_taken', title)
+      try {
+        await kv.update(key, enc.encode(id), held.revision)
+        return key
+      } catch (err) {
+        if (!isCasConflict(err)) throw err
+      }
+    }
+    throw fail('skill_title_taken', title)
+  }
+
+  const versionOf = (id: string, n: number, b: SkillVersionInputT, t: string): SkillVersion => ({
+    id: String(n),
+    type: 'skill_version',
+    skill_id: id,
+    version: String(n),
+    name: b.name,
+    description: b.description,
+    created_at: t,
+  })
+  const stored = (version: SkillVersion, b: SkillVersionInputT, key: string | undefined): StoredVersion => ({
+    version,
+    object: b.object,
+    size_bytes: b.size_bytes,
+    expanded_bytes: b.expanded_bytes,
+    files: b.files,
+    digest: b.digest,
+    ...(key === undefined ? {} : { key: fingerprint(key) }),
+  })
+  const findVersion = (s: SkillState, id: string, v: string): StoredVersion => {
+    const found = readyVersions(s).find((x) => x.version.version === v)
+    if (!found) throw fail('skill_version_not_found', id, v)
+    return found
+  }
+
+  /** A create whose id is stored already: the retry of an upload with its Idempotency-Key, or a reused key. */
+  async function retried(s: SkillState, b: SkillCreateInputT, createdBy: string | undefined): Promise<Skill> {
+    if (s.versions[0]?.object !== b.object) await discard(b.object)
+    if (createdBy === undefined || s.created_by !== createdBy) throw fail('idempotency_key_reused')
+    return skillView(s)
+  }
+
+  const ops = states.ops({
+    get: { shared: (s) => skillView(s) },
+
+    delete(s) {
+      store()
+      if (s.versions.length) throw fail('skill_has_versions', s.skill.id, s.versions.length)
+      // Its title key stays: the next skill to claim the title finds this one gone and takes it over.
+      return { delete: true, reply: { id: s.skill.id, type: 'skill_deleted' as const } }
+    },
+
+    async 'versions.create'(s, { id, body: b, key }) {
+      store()
+      if (!b.object.startsWith(`${id}.`)) {
+        await discard(b.object)
+        throw fail('invalid_request', `object: ${JSON.stringify(b.object)} is not an upload of skill ${id}`)
+      }
+      const keyed = key === undefined ? undefined : fingerprint(key)
+      const again = keyed === undefined ? undefined : s.versions.find((v) => v.key === keyed)
+      if (again) {
+        if (again.object !== b.object) await discard(b.object)
+        if (again.digest !== b.digest || again.deleting) throw fail('idempotency_key_reused')
+        return { reply: again.version }
+      }
+      if (b.name !== s.name) {
+        await discard(b.object)
+        throw fail('skill_name_changed', b.name, s.name)
+      }
+      const t = now()
+      const version = versionOf(id, s.next, b, t)
+      const state: SkillState = {
+        ...s,
+        next: s.next + 1,
+        versions: [...s.versions, stored(version, b, key)],
+        skill: { ...s.skill, updated_at: t },
+      }
+      return { state, reply: version }
+    },
+
+    'versions.list': {
+      shared: (s, { id, query: q }) =>
+        pageOf(
+          listOf(readyVersions(s).map((v) => v.version)),
+          'skill_versions',
+          { skill_id: id },
+          q.page,
+          q.limit ?? 20,
+          () => true,
+        ),
+    },
+
+    'versions.get': { shared: (s, { id, sub }) => findVersion(s, id, sub).version },
+
+    'versions.content': {
+      shared: (s, { id, sub }) => {
+        store()
+        const v = findVersion(s, id, sub)
+        return {
+          file: { id: `${id}/versions/${sub}`, filename: `${v.version.name}-${sub}.zip`, mime_type: 'application/zip', size_bytes: v.size_bytes },
+          object: v.object,
+          store: 'skills' as const,
+        }
+      },
+    },
+
+    'versions.delete'(s, { id, sub }) {
+      store()
+      const v = findVersion(s, id, sub)
+      // Hidden at once; its bytes go next (the kind's work), then the version itself.
+      const versions = s.versions.map((x) => (x === v ? { ...x, deleting: true as const } : x))
+      return { state: { ...s, versions, skill: { ...s.skill, updated_at: now() } }, reply: { id: v.version.id, type: 'skill_version_deleted' as const } }
+    },
+  })
+
+  return {
+    // Placed on any host: the gateway minted the id (from the Idempotency-Key when there is one), and the create of its
+    // state is the fence against a second one.
+    async create({ body: b, key }) {
+      store()
+      const createdBy = key === undefined ? undefined : fingerprint(JSON.stringify([b.digest, b.display_title ?? null]))
+      const before = await states.read(b.id)
+      if (before) return retried(before, b, createdBy)
+      const titled = b.display_title !== undefined ? await claimTitle(states.kv, b.display_title, b.id).catch(async (err) => {
+        await discard(b.object)
+        throw err
+      }) : undefined
+      const t = now()
+      const title = b.display_title ?? b.name
+      const skill: Skill = {
+        id: b.id,
+        type: 'skill',
+        display_title: title,
+        display_name: title,
+        latest_version: '1',
+        latest_version_id: '1',
+        source: { type: 'custom' },
+        created_at: t,
+        updated_at: t,
+      }
+      const state: SkillState = {
+        skill,
+        name: b.name,
+        ...(createdBy === undefined ? {} : { created_by: createdBy }),
+        next: 2,
+        versions: [stored(versionOf(b.id, 1, b, t), b, undefined)],
+        ...(titled === undefined ? {} : { title_key: titled }),
+      }
+      if (!(await states.create(b.id, state))) {
+        const raced = await states.read(b.id)
+        if (raced) return retried(raced, b, createdBy)
+        throw fail('internal', `skill ${b.id} was created and deleted while this create ran`)
+      }
+      return skillView(state)
+    },
+
+    async list({ query: q }) {
+      store()
+      const source = q.source ?? 'custom'
+      await projection.fresh()
+      // Vendor-managed skills are not served here: their sources list nothing.
+      return pageOf(projection, 'skills', { source }, q.page, q.limit ?? 20, () => source === 'custom', (r) => r.skill)
+    },
+
+    ...ops,
+  }
+}
