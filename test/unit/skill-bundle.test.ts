@@ -62,15 +62,19 @@ function rawZip(entries: RawEntry[]): Uint8Array {
     const body = Buffer.from(e.compressed ?? (method === 8 ? deflateRawSync(e.data) : e.data))
     const crc = e.crc ?? crc32(e.data)
     const size = e.size ?? e.data.byteLength
+    // The local header and the central record share these fields, the central record's two bytes further on.
+    const shared = (header: Buffer, at: number) => {
+      header.writeUInt16LE(e.flags ?? 0, at)
+      header.writeUInt16LE(method, at + 2)
+      header.writeUInt32LE(crc, at + 8)
+      header.writeUInt32LE(body.length, at + 12)
+      header.writeUInt32LE(size, at + 16)
+      header.writeUInt16LE(name.length, at + 20)
+    }
     const local = Buffer.alloc(30)
     local.writeUInt32LE(0x04034b50, 0)
     local.writeUInt16LE(20, 4)
-    local.writeUInt16LE(e.flags ?? 0, 6)
-    local.writeUInt16LE(method, 8)
-    local.writeUInt32LE(crc, 14)
-    local.writeUInt32LE(body.length, 18)
-    local.writeUInt32LE(size, 22)
-    local.writeUInt16LE(name.length, 26)
+    shared(local, 6)
     offsets.push(offset)
     if (e.sameDataAs === undefined) {
       locals.push(local, name, body)
@@ -80,12 +84,7 @@ function rawZip(entries: RawEntry[]): Uint8Array {
     central.writeUInt32LE(0x02014b50, 0)
     central.writeUInt16LE(((e.madeBy ?? 3) << 8) | 20, 4)
     central.writeUInt16LE(20, 6)
-    central.writeUInt16LE(e.flags ?? 0, 8)
-    central.writeUInt16LE(method, 10)
-    central.writeUInt32LE(crc, 16)
-    central.writeUInt32LE(body.length, 20)
-    central.writeUInt32LE(size, 24)
-    central.writeUInt16LE(name.length, 28)
+    shared(central, 8)
     central.writeUInt32LE(e.attrs ?? (0o100644 << 16) >>> 0, 38)
     central.writeUInt32LE(e.sameDataAs === undefined ? offsets[i]! : offsets[e.sameDataAs]!, 42)
     centrals.push(central, name)
@@ -101,6 +100,16 @@ function rawZip(entries: RawEntry[]): Uint8Array {
 }
 
 const good = { name: 'my-skill/SKILL.md', data: enc(skillMd()) }
+/** A valid SKILL.md and one more part, as path-qualified files. */
+const filesWith = (path: string, bytes = enc('')): BundleInput => ({
+  files: [
+    { path: good.name, bytes: good.data },
+    { path, bytes },
+  ],
+})
+/** A valid SKILL.md and one more entry with this unix mode, zipped by jszip. */
+const zipWithMode = async (path: string, mode: number) =>
+  ({ zip: await zipOf({ 'my-skill/SKILL.md': skillMd(), [path]: ['', { unixPermissions: mode }] }, {}, { platform: 'UNIX' }) }) satisfies BundleInput
 
 async function refused(t: Test, input: BundleInput, rule: string, path?: string): Promise<void> {
   const r = await validateBundle(input)
@@ -194,47 +203,16 @@ t.test('path rules name the offending path', async (t) => {
   await refused(t, { zip: rawZip([good, { name: '', data: enc('x') }]) }, 'empty_name', '')
   await refused(t, { zip: rawZip([good, { name: './', data: enc(''), attrs: (0o040755 << 16) >>> 0 }]) }, 'empty_name', './')
   await refused(t, { files: [good.name, 'my-skill/../x'].map((path) => ({ path, bytes: enc(skillMd()) })) }, 'traversal', 'my-skill/../x')
-  await refused(
-    t,
-    {
-      files: [
-        { path: good.name, bytes: good.data },
-        { path: '/x', bytes: enc('') },
-      ],
-    },
-    'absolute',
-    '/x',
-  )
+  await refused(t, filesWith('/x'), 'absolute', '/x')
 })
 
 t.test('links, special files, directories with data', async (t) => {
-  const md = { 'my-skill/SKILL.md': skillMd() }
-  await refused(
-    t,
-    { zip: await zipOf({ ...md, 'my-skill/link': ['/etc/passwd', { unixPermissions: 0o120777 }] }, {}, { platform: 'UNIX' }) },
-    'symlink',
-    'my-skill/link',
-  )
-  await refused(
-    t,
-    { zip: await zipOf({ ...md, 'my-skill/fifo': ['', { unixPermissions: 0o010644 }] }, {}, { platform: 'UNIX' }) },
-    'not_regular',
-    'my-skill/fifo',
-  )
+  await refused(t, await zipWithMode('my-skill/link', 0o120777), 'symlink', 'my-skill/link')
+  await refused(t, await zipWithMode('my-skill/fifo', 0o010644), 'not_regular', 'my-skill/fifo')
   await refused(t, { zip: rawZip([good, { name: 'my-skill/dev', data: enc(''), attrs: (0o020600 << 16) >>> 0 }]) }, 'not_regular', 'my-skill/dev')
   await refused(t, { zip: rawZip([good, { name: 'my-skill/d/', data: enc('data') }]) }, 'not_regular', 'my-skill/d/')
   await refused(t, { zip: rawZip([good, { name: 'my-skill/label', data: enc(''), madeBy: 0, attrs: 0x08 }]) }, 'not_regular', 'my-skill/label')
-  await refused(
-    t,
-    {
-      files: [
-        { path: good.name, bytes: good.data },
-        { path: 'my-skill/dir/', bytes: enc('') },
-      ],
-    },
-    'not_regular',
-    'my-skill/dir/',
-  )
+  await refused(t, filesWith('my-skill/dir/'), 'not_regular', 'my-skill/dir/')
   // Made on DOS/Windows, the high attribute bits are not a mode: nothing to refuse.
   ok(await validateBundle({ zip: rawZip([good, { name: 'my-skill/a', data: enc('a'), madeBy: 0, attrs: (0o120777 << 16) >>> 0 }]) }))
 })
@@ -297,16 +275,7 @@ t.test('frontmatter', async (t) => {
 
 t.test('size and count limits', async (t) => {
   await refused(t, { zip: new Uint8Array(SKILL_UPLOAD_MAX_BYTES) }, 'too_large')
-  await refused(
-    t,
-    {
-      files: [
-        { path: good.name, bytes: good.data },
-        { path: 'my-skill/big', bytes: new Uint8Array(SKILL_UPLOAD_MAX_BYTES) },
-      ],
-    },
-    'too_large',
-  )
+  await refused(t, filesWith('my-skill/big', new Uint8Array(SKILL_UPLOAD_MAX_BYTES)), 'too_large')
   const many: Record<string, string> = { 'my-skill/SKILL.md': skillMd() }
   for (let i = 0; i < SKILL_MAX_FILES; i++) many[`my-skill/f/${i}.txt`] = `${i}`
   await refused(t, { zip: await zipOf(many) }, 'too_many_files')
