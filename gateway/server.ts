@@ -2,8 +2,7 @@ import { ApiError, isApiError } from '../protocol/errors/api-error.js'
 import { toEnvelope } from '../protocol/errors/envelope.js'
 import { fail } from '../protocol/errors/fail.js'
 import { idFromKey, newId } from '../protocol/ids.js'
-import { DEFAULT_FILE_MAX_BYTES, uploadObjectName } from '../protocol/files.js'
-import type { FileContent } from '../protocol/schemas/file.js'
+import { DEFAULT_FILE_MAX_BYTES, type Downloadable, uploadObjectName } from '../protocol/files.js'
 import { ROUTES, type Route } from '../protocol/routes/index.js'
 import { bodyLimitFor } from '../protocol/wire.js'
 import { parse } from '../protocol/validate.js'
@@ -18,7 +17,8 @@ import { readiness } from './health.js'
 import { send, sendHead, sendJson, type ResponseState } from './http.js'
 import { downloadHeaders, sendBytes } from './download.js'
 import { MULTIPART_SLACK, receiveUpload } from './upload.js'
-import { receiveSkillUpload } from './skill-upload.js'
+import { bytesStream, receiveSkillUpload } from './skill-upload.js'
+import { SKILL_UPLOAD_MAX_BYTES } from '../protocol/skill-rules.js'
 import { SkillPool } from './skill-pool.js'
 import { OPS_ROUTES, openapiYaml } from './openapi.js'
 import { parseQuery } from './query.js'
@@ -216,6 +216,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     })
     sendJson(ex, state, 200, rid, answer)
   }
+
+  /** What a download's op answers: the bytes' metadata, the object holding them, and the store (default files). */
+  type DownloadReply = { file: Downloadable; object: string; store?: 'skills' }
 
   /** A download: the file's record (404 when there is none), then the bytes of the object it names (gateway/download.ts). */
   async function download(ex: Exchange, state: ResponseState, inc: IncomingRequest, route: Route, params: Record<string, string>): Promise<void> {

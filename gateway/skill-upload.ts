@@ -2,10 +2,9 @@ import type { Readable } from 'node:stream'
 import busboy from 'busboy'
 import { ApiError } from '../protocol/errors/api-error.js'
 import { fail } from '../protocol/errors/fail.js'
+import { SKILL_MAX_FILES, SKILL_UPLOAD_MAX_BYTES } from '../protocol/skill-rules.js'
+import type { BundleInput } from './skill-bundle.js'
 import type { Headers } from './transport.js'
-
-/** What validation takes: a zip archive, or the files of a bundle named by their paths (top-level directory first). */
-export type BundleInput = { zip: Uint8Array } | { files: Array<{ path: string; bytes: Uint8Array }> }
 
 export interface SkillUpload {
   input: BundleInput
@@ -14,10 +13,6 @@ export interface SkillUpload {
 }
 
 export type SkillUploadResult = { ok: true; upload: SkillUpload } | { ok: false; error: ApiError }
-
-// PROVISIONAL: from protocol/skill-rules.ts once it lands.
-const SKILL_MAX_FILES = 1000
-const SKILL_UPLOAD_MAX_BYTES = 30 * 1024 * 1024
 
 /** Text fields of at most this many bytes (a title is at most 255 characters). */
 const FIELD_MAX = 1024
@@ -54,7 +49,8 @@ export function receiveSkillUpload(body: Readable, headers: Headers): Promise<Sk
       body.unpipe(parser)
       if (err) parser.destroy()
       else await Promise.all(reading)
-      const error = err ?? problem ?? (zip && files.length ? fail('skill_bundle_invalid', 'send either one zip as "file" or the files as "files[]", not both') : undefined)
+      const error =
+        err ?? problem ?? (zip && files.length ? fail('skill_bundle_invalid', 'send either one zip as "file" or the files as "files[]", not both') : undefined)
       if (error) return resolve({ ok: false, error })
       if (!zip && !files.length) return resolve({ ok: false, error: fail('skill_bundle_missing') })
       resolve({ ok: true, upload: { input: zip ? { zip } : { files }, ...(title === undefined ? {} : { title }) } })
@@ -97,3 +93,12 @@ export function receiveSkillUpload(body: Readable, headers: Headers): Promise<Sk
     body.pipe(parser)
   })
 }
+
+/** Bytes held whole, as the stream an object store reads. */
+export const bytesStream = (bytes: Uint8Array): ReadableStream<Uint8Array> =>
+  new ReadableStream({
+    start(c) {
+      c.enqueue(bytes)
+      c.close()
+    },
+  })

@@ -15,6 +15,8 @@ export interface ActorAccess {
   localTails?: LocalTails | undefined
   /** File bytes in and out of the object store (uploads and downloads stream through here, not the actor wire). */
   files: FileBytes
+  /** Skill bundles (canonical zips) in and out of their object store. */
+  skills: FileBytes
 }
 
 export interface GatewayOptions {

@@ -9,16 +9,17 @@ import { storeUnavailable } from '../actors/kit/nats-errors.js'
 import type { EventReader, ReadHistory } from '../protocol/event-item.js'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import { fileBytes } from '../actors/file/bytes.js'
+import { ObjectStores } from '../protocol/subjects.js'
 
 /**
  * What the gateway asks of the actors, on one NATS connection: the actor wire (by default over NATS; an actor host's
  * own, which serves what it owns in-process, when one runs beside the gateway), the session kind's reader for
- * SSE replay, file bytes in the object store, and, when an actor host runs beside the gateway, its session owners' in-process feed of SSE tails.
+ * SSE replay, file and skill bundle bytes in their object stores, and, when an actor host runs beside the gateway, its session owners' in-process feed of SSE tails.
  * The gateway imports only protocol/, so the supervisor hands it these.
  */
 export function actorAccess(nc: NatsConnection, wire: ActorWire = actorWire(nc), localTails?: LocalTails): ActorAccess {
   const js = jetstream(nc)
-  return { wire, readHistory: gatewayReads(js), localTails, files: fileBytes(js) }
+  return { wire, readHistory: gatewayReads(js), localTails, files: fileBytes(js), skills: fileBytes(js, ObjectStores.skills) }
 }
 
 /**

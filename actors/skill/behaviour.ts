@@ -31,7 +31,10 @@ export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<t
     return bundles
   }
   /** An attempt's bytes that no version will name: given back now rather than left to the sweep. */
-  const discard = (object: string) => store().discard(object).catch(() => undefined)
+  const discard = (object: string) =>
+    store()
+      .discard(object)
+      .catch(() => undefined)
 
   /** Claims `title` for skill `id` across hosts; a holder whose skill never came to be, or is gone, gives it up. */
   async function claimTitle(kv: KV, title: string, id: string): Promise<string> {
@@ -44,7 +47,7 @@ export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<t
         if (!isCasConflict(err)) throw err
       }
       const held = await kv.get(key)
-      if (!held || held.operation !== 'PUT') continue
+      if (held?.operation !== 'PUT') continue
       const holder = dec.decode(held.value)
       if (holder === id) return key
       if (await states.read(holder)) throw fail('skill_title_taken', title)
@@ -129,14 +132,7 @@ export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<t
 
     'versions.list': {
       shared: (s, { id, query: q }) =>
-        pageOf(
-          listOf(readyVersions(s).map((v) => v.version)),
-          'skill_versions',
-          { skill_id: id },
-          q.page,
-          q.limit ?? 20,
-          () => true,
-        ),
+        pageOf(listOf(readyVersions(s).map((v) => v.version)), 'skill_versions', { skill_id: id }, q.page, q.limit ?? 20, () => true),
     },
 
     'versions.get': { shared: (s, { id, sub }) => findVersion(s, id, sub).version },
@@ -170,10 +166,13 @@ export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<t
       const createdBy = key === undefined ? undefined : fingerprint(JSON.stringify([b.digest, b.display_title ?? null]))
       const before = await states.read(b.id)
       if (before) return retried(before, b, createdBy)
-      const titled = b.display_title !== undefined ? await claimTitle(states.kv, b.display_title, b.id).catch(async (err) => {
-        await discard(b.object)
-        throw err
-      }) : undefined
+      const titled =
+        b.display_title !== undefined
+          ? await claimTitle(states.kv, b.display_title, b.id).catch(async (err) => {
+              await discard(b.object)
+              throw err
+            })
+          : undefined
       const t = now()
       const title = b.display_title ?? b.name
       const skill: Skill = {
@@ -208,7 +207,15 @@ export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<t
       const source = q.source ?? 'custom'
       await projection.fresh()
       // Vendor-managed skills are not served here: their sources list nothing.
-      return pageOf(projection, 'skills', { source }, q.page, q.limit ?? 20, () => source === 'custom', (r) => r.skill)
+      return pageOf(
+        projection,
+        'skills',
+        { source },
+        q.page,
+        q.limit ?? 20,
+        () => source === 'custom',
+        (r) => r.skill,
+      )
     },
 
     ...ops,

@@ -62,10 +62,15 @@ export const catalog = {
   skill_bundle_invalid: entry(400, (message: string) => `files: ${message}; nothing was stored`, WIRE),
   skill_name_changed: entry(
     400,
-    (name: string, was: string) => `files: the bundle is named ${JSON.stringify(name)}, but this skill's versions are named ${JSON.stringify(was)}; nothing was stored`,
+    (name: string, was: string) =>
+      `files: the bundle is named ${JSON.stringify(name)}, but this skill's versions are named ${JSON.stringify(was)}; nothing was stored`,
     WIRE,
   ),
-  skill_bundle_missing: entry(400, () => 'files: the upload has no bundle; send a zip as the part "file", or the files as parts "files[]" named by their path', WIRE),
+  skill_bundle_missing: entry(
+    400,
+    () => 'files: the upload has no bundle; send a zip as the part "file", or the files as parts "files[]" named by their path',
+    WIRE,
+  ),
   upload_malformed: entry(400, (why: string) => `body: not well-formed multipart/form-data (${why}); nothing was stored`),
   invalid_cursor: entry(400, () => 'page must be a cursor returned by this endpoint (was not a valid cursor)'),
   cursor_filter_mismatch: entry(400, () => 'page was issued for different filters; repeat the original query with it', WIRE),
@@ -214,7 +219,7 @@ export const catalog = {
     (index: number) => `skills[${index}]: vendor-managed (anthropic) skills are not supported; reference a custom skill`,
     WIRE,
   ),
-  skills_unavailable: entry(422, () => 'Custom skills are not available: the skill bundles\' store could not be opened', WIRE),
+  skills_unavailable: entry(422, () => "Custom skills are not available: the skill bundles' store could not be opened", WIRE),
   multiagent_topology_unsupported: entry(
     422,
     () => 'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',

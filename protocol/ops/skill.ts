@@ -1,14 +1,6 @@
 import type { Page } from '../page.js'
 import type { Downloadable } from '../files.js'
-import {
-  isVersionNumber,
-  type Skill,
-  SkillCreateInput,
-  SkillListQuery,
-  type SkillVersion,
-  SkillVersionInput,
-  SkillVersionListQuery,
-} from '../schemas/skill.js'
+import { isVersionNumber, type Skill, SkillCreateInput, SkillListQuery, type SkillVersion, SkillVersionInput, SkillVersionListQuery } from '../schemas/skill.js'
 import { defineKind, type IdSpec, returns } from './define.js'
 
 /** A version, named beside its skill by its number (`"1"`, `"2"`, …). */

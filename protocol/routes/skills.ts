@@ -6,7 +6,16 @@ const S = '/v1/skills/{skill_id}'
 const V = `${S}/versions/{version}`
 
 export const skillRoutes: Route[] = [
-  { method: 'POST', path: '/v1/skills', operationId: 'skills.create', summary: 'Create a skill from a bundle', op: ops.create, once: true, beta: 'skills', bytes: 'skill' },
+  {
+    method: 'POST',
+    path: '/v1/skills',
+    operationId: 'skills.create',
+    summary: 'Create a skill from a bundle',
+    op: ops.create,
+    once: true,
+    beta: 'skills',
+    bytes: 'skill',
+  },
   { method: 'GET', path: '/v1/skills', operationId: 'skills.list', summary: 'List skills', op: ops.list, beta: 'skills' },
   { method: 'GET', path: S, operationId: 'skills.retrieve', summary: 'Get a skill', op: ops.get, beta: 'skills' },
   { method: 'DELETE', path: S, operationId: 'skills.delete', summary: 'Delete a skill without versions', op: ops.delete, beta: 'skills' },
