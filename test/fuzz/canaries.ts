@@ -23,6 +23,17 @@ async function uploadFile(url: string, name: string): Promise<string> {
   return j.id
 }
 
+/** A skill of one version, uploaded as the official client sends one (`files[]` parts named by path). */
+export async function uploadSkill(url: string, name: string): Promise<string> {
+  const form = new FormData()
+  form.append('files[]', new Blob([`---\nname: ${name}\ndescription: The ${name} skill.\n---\n\nDo ${name}.\n`]), `${name}/SKILL.md`)
+  form.append('files[]', new Blob(['echo hi\n']), `${name}/run.sh`)
+  const r = await fetch(`${url}/v1/skills`, { method: 'POST', body: form })
+  const j = (await r.json()) as { id?: unknown }
+  if (r.status !== 200 || typeof j.id !== 'string') throw new Error(`setup: skill ${name} answered ${r.status}: ${JSON.stringify(j)}`)
+  return j.id
+}
+
 async function create(url: string, path: string, body: unknown): Promise<string> {
   const r = await raw(url, 'POST', path, body)
   if (r.status !== 200 || typeof r.json?.id !== 'string') throw new Error(`setup: POST ${path} answered ${r.status}: ${r.text}`)
@@ -50,6 +61,7 @@ export async function createCanaries(url: string): Promise<Canaries> {
     auth: { type: 'static_bearer', mcp_server_url: 'https://canary.example.com/mcp', token: 'canary' },
   })
   const webhook = await create(url, '/v1/webhooks', { url: 'https://canary.example.com/hook', event_types: ['session.archived'] })
+  const skill = await uploadSkill(url, 'canary')
   const paths = [
     `/v1/agents/${agent}`,
     `/v1/environments/${env}`,
@@ -64,6 +76,9 @@ export async function createCanaries(url: string): Promise<Canaries> {
     `/v1/vaults/${vault}`,
     `/v1/vaults/${vault}/credentials/${credential}`,
     `/v1/webhooks/${webhook}`,
+    `/v1/skills/${skill}`,
+    `/v1/skills/${skill}/versions/1`,
+    `/v1/skills/${skill}/versions/1/content`,
   ]
   const snapshots = new Map<string, string>()
   for (const p of paths) {
@@ -96,6 +111,7 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     vaults: [],
     credentials: [],
     webhooks: [],
+    skills: [],
   }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
@@ -118,6 +134,7 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
       }),
     )
   }
+  for (let i = 0; i < n; i++) v.skills.push(await uploadSkill(url, `victim-${i}`))
   for (let i = 0; i < n; i++) {
     v.webhooks.push(await create(url, '/v1/webhooks', { url: `https://victim${i}.example.com/hook`, event_types: ['session.status_idled'] }))
   }

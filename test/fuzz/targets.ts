@@ -20,7 +20,7 @@ export const TARGETS: readonly Target[] = [
     path: r.path,
     operationId: r.operationId,
     // An upload's body is multipart (its hostile forms are raw cases, raw-http.ts), not the op's JSON.
-    hasBody: !!r.op.body && r.bytes !== 'upload',
+    hasBody: !!r.op.body && r.bytes !== 'upload' && r.bytes !== 'skill',
     hasQuery: !!r.op.query,
     params: paramsOf(r.path),
   })),
@@ -44,6 +44,7 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   vault_id: 'vaults',
   credential_id: 'credentials',
   webhook_id: 'webhooks',
+  skill_id: 'skills',
 }
 
 /** Path parameters whose victims go in pairs (a credential lives in one vault): the first named picks the pair. */
@@ -65,6 +66,8 @@ export function victimPicker(rng: Rng, v: Victims): (param: string) => string {
 
 /** A live id for a path parameter, from the victims (never a canary). */
 export function victimFor(rng: Rng, param: string, v: Victims): string {
+  // Every victim skill has its first version.
+  if (param === 'version') return '1'
   const kind = VICTIM_OF[param]
   if (!kind) throw new Error(`no victims for path parameter ${param}`)
   return rng.pick(v[kind])

@@ -32,6 +32,8 @@ export interface Victims {
   credentials: string[]
   /** Webhook endpoints (`webhook_id`). */
   webhooks: string[]
+  /** Skills of one version each (`skill_id`; `version` is "1"). */
+  skills: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */
