@@ -18,7 +18,7 @@ import {
   textOrNull,
 } from './normalize.js'
 import { geoBreach, resolveRoster, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
-import { skillsUnavailable, type SkillResolver } from './skills.js'
+import type { SkillResolver } from './skills.js'
 import { versionKey, type AgentStore } from './state.js'
 
 /**
@@ -39,7 +39,7 @@ const sameMap = (a: Record<string, string>, b: Record<string, string>) => {
 
 const asDate = (d: unknown): Date | undefined => (d === undefined ? undefined : d instanceof Date ? d : new Date(d as string))
 
-export function agentOps(store: AgentStore, projection: Projection<Agent>, resolveSkills: SkillResolver = skillsUnavailable): Handlers<typeof AgentKind> {
+export function agentOps(store: AgentStore, projection: Projection<Agent>, resolveSkills: SkillResolver): Handlers<typeof AgentKind> {
   async function headOf(id: string | undefined) {
     const cur = await store.head(id)
     if (!cur) throw fail('agent_not_found', String(id))
@@ -74,7 +74,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
             checkGeo(model, r.members)
             multiagent = stampSelf(r.multiagent, id, 1)
           }
-          const skills = await resolveSkills(b.skills ?? [])
+          const skills = await resolveSkills(b.skills ?? [], id)
           checkSkillRequirements(skills, tools)
           const t = now()
           const agent: Agent = {
@@ -192,7 +192,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         }
 
         // Omitted skills keep their pins as stored; given skills are re-resolved.
-        const skills = b.skills === undefined ? a.skills : await resolveSkills(b.skills ?? [])
+        const skills = b.skills === undefined ? a.skills : await resolveSkills(b.skills ?? [], a.id)
         if (b.skills !== undefined || b.tools !== undefined) checkSkillRequirements(skills, tools)
 
         let metadata = a.metadata

@@ -3,6 +3,7 @@ import { AgentKind } from '../../protocol/ops/agent.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { listedKind } from '../kit/listed-kind.js'
 import { agentOps } from './behaviour.js'
+import { skillResolver } from './skills.js'
 import { AgentStore, HEAD_PREFIX, type StoredHead } from './state.js'
 
 /**
@@ -19,5 +20,5 @@ export const agentKind = listedKind({
   missing: (id) => fail('agent_not_found', id),
   prefix: HEAD_PREFIX,
   view: (s: StoredHead) => s.agent,
-  ops: (_ctx, heads, projection) => agentOps(new AgentStore(heads), projection),
+  ops: (ctx, heads, projection) => agentOps(new AgentStore(heads), projection, skillResolver(ctx.client)),
 })

@@ -11,7 +11,6 @@ import { budgetCents, checkBudgetCreate } from './billing/budget.js'
 import type { ModelRef } from './billing/prices.js'
 import { checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from '../agent/normalize.js'
 import { geoBreach, type Member } from '../agent/roster.js'
-import { skillsUnavailable } from '../agent/skills.js'
 import { AgentKind } from '../../protocol/ops/agent.js'
 import type { ActorClient } from '../kit/client.js'
 
@@ -68,8 +67,16 @@ export async function snapshotAgent(resolveAgent: AgentResolver, input: SessionC
       snap.tools = tools
       snap.mcp_servers = servers
     }
-    if (input.skills !== undefined) snap.skills = await skillsUnavailable(input.skills ?? [])
+    if (input.skills?.some((x) => x.type === 'anthropic'))
+      throw fail(
+        'vendor_skills_unsupported',
+        input.skills.findIndex((x) => x.type === 'anthropic'),
+      )
+    if (input.skills !== undefined) snap.skills = []
+    if (input.skills?.length) throw fail('skills_not_run')
   }
+  // Until sessions run skills (mounted, discovered, invoked), a session that would carry them is refused outright.
+  if (snap.skills.length) throw fail('skills_not_run')
 
   if (agent.multiagent) {
     const members: Member[] = []

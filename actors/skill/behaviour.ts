@@ -1,5 +1,10 @@
 import type { KV } from '@nats-io/kv'
+import { isApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
+import { AgentKind } from '../../protocol/ops/agent.js'
+import { SessionKind } from '../../protocol/ops/session.js'
+import type { SkillRef } from '../../protocol/schemas/agent.js'
+import type { ActorClient } from '../kit/client.js'
 import { fingerprint } from '../../protocol/hash.js'
 import type { FileBytes } from '../../protocol/files.js'
 import type { SkillKind } from '../../protocol/ops/skill.js'
@@ -14,10 +19,17 @@ import { type ListedSkill, readyVersions, type SkillState, type StoredVersion, s
 
 export interface SkillDeps {
   states: DurableState<SkillState, typeof SkillKind>
+  /** Asks agents and sessions whether they still pin a version (a version's delete). */
+  client: ActorClient
   projection: Projection<ListedSkill, SkillState>
   /** The skill bundles' object store; undefined when it could not be opened (every op answers 422). */
   bundles: FileBytes | undefined
 }
+
+/** A pin younger than this is held without asking its pinner (its write may not be stored yet). */
+const PIN_GRACE_MS = 5_000
+
+const pinnerOf = (by: string) => (by.startsWith('agent_') ? `agent ${by}` : `session ${by}`)
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()
@@ -25,7 +37,7 @@ const dec = new TextDecoder()
 /** The key holding an explicit title: case and surrounding space do not make a title another. */
 const titleKey = (title: string) => `title.${fingerprint(title.trim().toLowerCase())}`
 
-export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<typeof SkillKind> {
+export function skillOps({ states, client, projection, bundles }: SkillDeps): Handlers<typeof SkillKind> {
   const store = (): FileBytes => {
     if (!bundles) throw fail('skills_unavailable')
     return bundles
@@ -92,6 +104,17 @@ export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<t
     return skillView(s)
   }
 
+  /** Whether `by` (an agent or a session) still pins version `v` of skill `id`: it exists, is live, and names it. */
+  async function stillPins(by: string, id: string, v: string): Promise<boolean> {
+    const names = (refs: readonly SkillRef[]) => refs.some((r) => r.type === 'custom' && r.skill_id === id && r.version === v)
+    const gone = (err: unknown) => {
+      if (isApiError(err) && err.status === 404) return false
+      throw err
+    }
+    if (by.startsWith('agent_')) return client.call(AgentKind.ops.get, { id: by, query: {} }).then((a) => !a.archived_at && names(a.skills), gone)
+    return client.call(SessionKind.ops.get, { id: by }).then((x) => names(x.agent.skills), gone)
+  }
+
   const ops = states.ops({
     get: { shared: (s) => skillView(s) },
 
@@ -149,12 +172,40 @@ export function skillOps({ states, projection, bundles }: SkillDeps): Handlers<t
       },
     },
 
-    'versions.delete'(s, { id, sub }) {
+    async 'versions.delete'(s, { id, sub }) {
       store()
       const v = findVersion(s, id, sub)
+      // A pin this young may belong to a write still under way (its agent not yet stored): it counts as it is.
+      for (const [by, at] of Object.entries(s.pins?.[sub] ?? {})) {
+        if (Date.now() - at < PIN_GRACE_MS || (await stillPins(by, id, sub))) throw fail('skill_version_pinned', id, sub, pinnerOf(by))
+      }
+      const { [sub]: _unpinned, ...pins } = s.pins ?? {}
       // Hidden at once; its bytes go next (the kind's work), then the version itself.
       const versions = s.versions.map((x) => (x === v ? { ...x, deleting: true as const } : x))
-      return { state: { ...s, versions, skill: { ...s.skill, updated_at: now() } }, reply: { id: v.version.id, type: 'skill_version_deleted' as const } }
+      return {
+        state: { ...s, versions, pins, skill: { ...s.skill, updated_at: now() } },
+        reply: { id: v.version.id, type: 'skill_version_deleted' as const },
+      }
+    },
+
+    pin(s, { id, body: b }) {
+      store()
+      const wanted = b.version === undefined || b.version === null || b.version === 'latest' ? undefined : String(b.version)
+      const ready = readyVersions(s)
+      const v = wanted === undefined ? ready.at(-1) : ready.find((x) => x.version.version === wanted)
+      if (!v) throw fail('skill_version_not_found', id, wanted ?? 'latest')
+      const n = v.version.version
+      // One version of a skill per agent or session: a pin moves from the version it held before.
+      const pins: Record<string, Record<string, number>> = {}
+      for (const [version, by] of Object.entries(s.pins ?? {})) {
+        const { [b.by]: _moved, ...rest } = by
+        if (Object.keys(rest).length) pins[version] = rest
+      }
+      pins[n] = { ...pins[n], [b.by]: Date.now() }
+      return {
+        state: { ...s, pins },
+        reply: { skill_id: id, version: n, name: v.version.name, expanded_bytes: v.expanded_bytes, files: v.files },
+      }
     },
   })
 

@@ -49,7 +49,7 @@ export const skillKind = listedKind({
         return undefined
       },
     )
-    return skillOps({ states, projection, bundles })
+    return skillOps({ states, client: ctx.client, projection, bundles })
   },
   background: (ctx, projection) =>
     every(

@@ -22,6 +22,11 @@ export interface SkillState {
   versions: StoredVersion[]
   /** The `title.` key this skill holds, when its title was supplied. */
   title_key?: string
+  /**
+   * Who pins which version: version → agent or session id → when it pinned (epoch ms). Recorded by `pin`; checked, and
+   * pruned of pinners that no longer pin (an agent moved on or archived, a session deleted), by a version's delete.
+   */
+  pins?: Record<string, Record<string, number>>
 }
 
 export interface StoredVersion {

@@ -219,6 +219,11 @@ export const catalog = {
     (index: number) => `skills[${index}]: vendor-managed (anthropic) skills are not supported; reference a custom skill`,
     WIRE,
   ),
+  skills_not_run: entry(
+    422,
+    () => 'agent.skills: this server does not run custom skills in sessions yet; create the session from an agent without skills',
+    WIRE,
+  ),
   skills_unavailable: entry(422, () => "Custom skills are not available: the skill bundles' store could not be opened", WIRE),
   multiagent_topology_unsupported: entry(
     422,

@@ -1,6 +1,16 @@
 import type { Page } from '../page.js'
 import type { Downloadable } from '../files.js'
-import { isVersionNumber, type Skill, SkillCreateInput, SkillListQuery, type SkillVersion, SkillVersionInput, SkillVersionListQuery } from '../schemas/skill.js'
+import {
+  isVersionNumber,
+  type PinnedSkill,
+  type Skill,
+  SkillCreateInput,
+  SkillListQuery,
+  SkillPinInput,
+  type SkillVersion,
+  SkillVersionInput,
+  SkillVersionListQuery,
+} from '../schemas/skill.js'
 import { defineKind, type IdSpec, returns } from './define.js'
 
 /** A version, named beside its skill by its number (`"1"`, `"2"`, …). */
@@ -25,5 +35,7 @@ export const SkillKind = defineKind(
     'versions.get': { placement: 'owner', sub: VersionNumber, reply: returns<SkillVersion>() },
     'versions.content': { placement: 'owner', sub: VersionNumber, reply: returns<{ file: Downloadable; object: string; store: 'skills' }>() },
     'versions.delete': { placement: 'owner', sub: VersionNumber, reply: returns<{ id: string; type: 'skill_version_deleted' }>() },
+    /** Internal (agents, sessions): a reference resolved to a ready version and pinned by the caller, in one step. */
+    pin: { placement: 'owner', body: SkillPinInput, reply: returns<PinnedSkill>() },
   },
 )

@@ -1,7 +1,7 @@
 import { type } from 'arktype'
 import { isUploadObjectOf } from '../files.js'
 import { limitParam, pageParam } from './common.js'
-import { SkillId } from './ids.js'
+import { AgentId, SessionId, SkillId } from './ids.js'
 
 /**
  * Skills on the wire (SPEC "Skill and skill version", "Skills"; WIRE §11; DECISIONS "Skills"). Versions are numbered
@@ -84,3 +84,20 @@ export type SkillListQueryT = typeof SkillListQuery.infer
 
 export const SkillVersionListQuery = type({ '+': 'reject', 'limit?': limitParam(100), 'page?': pageParam })
 export type SkillVersionListQueryT = typeof SkillVersionListQuery.infer
+
+/**
+ * Internal (agents' and sessions' writes; no route): resolves a reference to a ready version (`latest`, null or
+ * omitted: the newest) and records that `by` pins it, in the same step, so a deletion running beside it either sees
+ * the pin or runs first (and the reference then finds no version).
+ */
+export const SkillPinInput = type({ '+': 'reject', by: AgentId.or(SessionId), 'version?': type('string <= 32').or('number.integer >= 1').or('null') })
+export type SkillPinInputT = typeof SkillPinInput.infer
+
+/** A pinned version, with what sessions check of it (runtime names, aggregate size). */
+export interface PinnedSkill {
+  skill_id: string
+  version: string
+  name: string
+  expanded_bytes: number
+  files: number
+}

@@ -258,14 +258,8 @@ t.test('skills', async (t) => {
     /skills\[0\]: vendor-managed \(anthropic\) skills are not supported/,
     'vendor_skills_unsupported',
   )
-  await rejects(
-    t,
-    { skills: [{ type: 'custom', skill_id: 'skill_01X', version: 'latest' }] },
-    422,
-    /^Custom skills are not available yet: skills storage is not configured$/,
-    'skills_unavailable',
-  )
-  await rejects(t, { skills: [{ type: 'custom', skill_id: 'skill_01X', version: 3 }] }, 422, /Custom skills are not available yet/, 'skills_unavailable')
+  // Custom references resolve through the skill kind (test/skills/pins.test.ts): one that names no skill is a 404.
+  await rejects(t, { skills: [{ type: 'custom', skill_id: 'skill_01X', version: 'latest' }] }, 404, /^skills\[0\]: Skill skill_01X not found$/)
   await rejects(t, { skills: [{ type: 'other', skill_id: 'x' }] }, 400, /skills\[0\]\.type must be/)
   await rejects(t, { skills: [{ type: 'custom' }] }, 400, /skills\[0\]\.skill_id/)
   await rejects(t, { skills: [{ type: 'custom', skill_id: 'xlsx' }] }, 400, /skills\[0\]\.skill_id must be an id like skill_01…/)
@@ -277,10 +271,6 @@ t.test('skills', async (t) => {
   t.equal(up.status, 422)
   t.equal(up.json.error.type, 'invalid_request_error')
   t.equal(up.json.error.details.error_code, 'vendor_skills_unsupported')
-  t.match(await failure(agents.create({ name: 't', model: 'x', skills: [{ type: 'custom', skill_id: 'skill_1' }] })), {
-    status: 422,
-    errorCode: 'skills_unavailable',
-  })
   // Skill pins survive updates of unrelated fields (here: the empty list stays as stored).
   const u = await agents.update(ok.id, { name: 'renamed' })
   t.same(u.skills, [])

@@ -22,7 +22,6 @@ import {
   normalizeTools,
   textOrNull,
 } from '../../actors/agent/normalize.js'
-import { skillsUnavailable } from '../../actors/agent/skills.js'
 import { refusal } from './_refusal.js'
 
 /**
@@ -374,33 +373,4 @@ t.test('skills need the read tool and leave the name Skill to the dispatcher', a
     () => checkSkillRequirements(one, stored(custom('Skill'))),
     'tools[0].name: an agent with skills cannot define a custom tool named Skill (reserved for skill dispatch)',
   )
-})
-
-t.test('skills resolver (until skills storage exists): 422s with codes', async (t) => {
-  t.same(await skillsUnavailable([]), [])
-  const cases: Array<[SkillParamsT[], string, string]> = [
-    [
-      skills({ type: 'anthropic', skill_id: 'pdf' }),
-      'skills[0]: vendor-managed (anthropic) skills are not supported; reference a custom skill',
-      'vendor_skills_unsupported',
-    ],
-    [
-      skills({ type: 'custom', skill_id: 'skill_01X' }, { type: 'anthropic', skill_id: 'xlsx', version: 'latest' }),
-      'skills[1]: vendor-managed (anthropic) skills are not supported; reference a custom skill',
-      'vendor_skills_unsupported',
-    ],
-    [
-      skills({ type: 'custom', skill_id: 'skill_01X', version: 3 }),
-      'Custom skills are not available yet: skills storage is not configured',
-      'skills_unavailable',
-    ],
-  ]
-  for (const [input, message, code] of cases) {
-    const e = await skillsUnavailable(input).then(
-      () => undefined,
-      (err: unknown) => err,
-    )
-    t.ok(e instanceof ApiError, message)
-    t.match(e, { status: 422, type: 'invalid_request_error', message, code })
-  }
 })
