@@ -59,3 +59,35 @@ export const pidsOf = (args: string): number[] =>
     .map((l) => l.trim().match(/^(\d+) (.*)$/))
     .filter((m) => m?.[2] === args)
     .map((m) => Number(m![1]))
+
+/** The states (`R`, `S`, `T`, …) of every thread of every process in group `pgid`. */
+function groupThreadStates(pgid: number): string[] {
+  const states: string[] = []
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue
+      for (const task of readdirSync(`/proc/${d}/task`)) {
+        const ts = readFileSync(`/proc/${d}/task/${task}/stat`, 'utf8')
+        states.push(ts.slice(ts.lastIndexOf(')') + 2).split(' ')[0]!)
+      }
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return states
+}
+
+/**
+ * SIGSTOPs a process group and resolves once every thread of it has stopped: kill() returns before a signal is
+ * delivered, and a thread running on another core may still answer a request or two in between.
+ */
+export async function pauseGroup(pgid: number): Promise<void> {
+  process.kill(-pgid, 'SIGSTOP')
+  const deadline = Date.now() + 5000
+  while (!groupThreadStates(pgid).every((s) => s === 'T' || s === 't')) {
+    if (Date.now() > deadline) throw new Error(`process group ${pgid} did not stop within 5 s`)
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}

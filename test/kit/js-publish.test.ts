@@ -4,6 +4,7 @@ import { errors } from '@nats-io/nats-core'
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream'
 import { JsPublisher } from '../../actors/kit/js-publish.js'
 import { startNats } from '../helpers/nats.js'
+import { pauseGroup } from '../helpers/procs.js'
 
 // The hot path's JetStream publisher answers as nats.js's own publish does, with nats.js's error classes, so the
 // callers' compare-and-set checks and their classification of failures (kit/nats-errors.ts) hold unchanged.
@@ -53,7 +54,7 @@ t.test('a subject no stream takes: no responders', async (t) => {
 })
 
 t.test('no acknowledgement in time (the server paused): a timeout; the message may be stored', async (t) => {
-  process.kill(-nats.pgid, 'SIGSTOP')
+  await pauseGroup(nats.pgid)
   try {
     const err = await publisher.publish('pub.c', enc.encode('x'), undefined, 300).catch((e) => e)
     t.ok(err instanceof TimeoutError, String(err))
