@@ -126,9 +126,35 @@ async function validate(input: BundleInput): Promise<BundleResult> {
     entries.push({ path: [name, ...e.segments.slice(1)].join('/'), bytes })
   }
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-  for (const { path, bytes } of entries) out.file(path, bytes, { binary: true, date: CANONICAL_DATE, unixPermissions: CANONICAL_MODE, createFolders: false })
+  for (const { path, bytes } of entries)
+    out.file(path, bytes, {
+      binary: true,
+      date: CANONICAL_DATE,
+      unixPermissions: CANONICAL_MODE,
+      createFolders: false,
+      compression: incompressible(bytes) ? 'STORE' : 'DEFLATE',
+    })
   const zip = await out.generateAsync({ type: 'uint8array', compression: 'DEFLATE', compressionOptions: { level: CANONICAL_LEVEL }, platform: 'UNIX' })
   return { ok: true, name, description, zip, files: entries.length, expandedBytes, skillMd }
+}
+
+const SAMPLE_BYTES = 64 * 1024
+
+/**
+ * Already-compressed content (images, PDFs, fonts, office files, archives) gains nothing from deflate, which is most of
+ * a large bundle's validation time: it is stored instead. The test is a pure function of the bytes, so the zip stays
+ * canonical: at least 4 KiB, and the first 64 KiB have a near-flat byte histogram (Σcount² under 1.5 times a uniform
+ * sample's n²/256; random bytes come within 1 + 256/n of it, text and code many times over). Content that repeats
+ * random-looking blocks passes the test and is stored uncompressed: a missed saving, bounded by the expansion limit.
+ */
+function incompressible(bytes: Uint8Array): boolean {
+  const n = Math.min(bytes.byteLength, SAMPLE_BYTES)
+  if (n < 4096) return false
+  const counts = new Uint32Array(256)
+  for (let i = 0; i < n; i++) counts[bytes[i]!]!++
+  let squares = 0
+  for (const c of counts) squares += c * c
+  return 256 * squares < 1.5 * n * n
 }
 
 function listFiles(files: Array<{ path: string; bytes: Uint8Array }>): Entry[] {
