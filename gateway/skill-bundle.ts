@@ -54,6 +54,10 @@ export type BundleResult =
     }
   | { ok: false; rule: BundleRule; message: string; path?: string }
 
+// The canonical zip: entries sorted by path (UTF-16 order), no directory entries, one timestamp, one mode, deflate at
+// one level (or stored, by a test of the bytes alone). The bytes are a function of the content for a given jszip and
+// its pako, both pinned by the lockfile: upgrading either may change the bytes of the same content, never the content.
+
 /** DOS time cannot go before 1980: its first instant is the one fixed timestamp of every canonical entry. */
 export const CANONICAL_DATE = new Date(Date.UTC(1980, 0, 1, 0, 0, 0))
 /** Regular file, rw-r--r--: the bundle is mounted read-only; nothing in it is run by its mode bits. */
