@@ -109,7 +109,7 @@ async function validate(input: BundleInput): Promise<BundleResult> {
   const top = checkTopLevel(kept)
   if ('zip' in input) checkDeclaredExpansion(files)
 
-  const skillMdEntry = files.find((e) => e.segments.length === 2 && e.segments[1] === 'SKILL.md')
+  const skillMdEntry = files.find(isRootSkillMd)
   if (!skillMdEntry) refuse('no_skill_md', `the bundle has no ${top}/SKILL.md`)
   const jszip = 'zip' in input ? await loadZip(input.zip, files) : undefined
   const budget = { left: SKILL_MAX_EXPANDED_BYTES }
@@ -200,15 +200,20 @@ function checkUnique(entries: Array<Entry & { segments: string[] }>): void {
       const other = files.get(key)
       if (other !== undefined) refuse('duplicate_path', `the path is given twice${other === e.raw ? '' : ` (also as ${JSON.stringify(other)})`}`, e.raw)
       files.set(key, e.raw)
-      for (let i = 1; i < e.segments.length; i++) if (!dirs.has(e.segments.slice(0, i).join('/'))) dirs.set(e.segments.slice(0, i).join('/'), e.raw)
+      for (let i = 1; i < e.segments.length; i++) {
+        const parent = e.segments.slice(0, i).join('/')
+        if (!dirs.has(parent)) dirs.set(parent, e.raw)
+      }
     }
   }
   for (const [key, raw] of files) if (dirs.has(key)) refuse('duplicate_path', 'the path is both a file and a directory', raw)
 }
 
-/** Exactly one top-level directory holds everything; its name. */
+const isRootSkillMd = (e: { dir: boolean; segments: string[] }) => !e.dir && e.segments.length === 2 && e.segments[1] === 'SKILL.md'
+
+/** Exactly one top-level directory holds everything; its name. The one holding SKILL.md is the one the others miss. */
 function checkTopLevel(entries: Array<Entry & { segments: string[] }>): string {
-  const first = entries.find((e) => !e.dir) ?? entries[0]
+  const first = entries.find(isRootSkillMd) ?? entries.find((e) => !e.dir) ?? entries[0]
   if (!first) refuse('no_skill_md', 'the bundle is empty')
   const top = first!.segments[0]!
   for (const e of entries) {

@@ -248,6 +248,7 @@ t.test('duplicate paths, after normalisation', async (t) => {
 t.test('one top-level directory holding SKILL.md whose name matches it', async (t) => {
   await refused(t, { zip: await zipOf({ 'my-skill/SKILL.md': skillMd(), 'other/x.txt': 'x' }) }, 'top_level', 'other/x.txt')
   await refused(t, { zip: await zipOf({ 'my-skill/SKILL.md': skillMd(), 'README.md': 'x' }) }, 'top_level', 'README.md')
+  await refused(t, { zip: await zipOf({ '__MACOSX/._SKILL.md': 'x', 'my-skill/SKILL.md': skillMd() }) }, 'top_level', '__MACOSX/._SKILL.md')
   await refused(t, { zip: await zipOf({ 'SKILL.md': skillMd() }) }, 'top_level', 'SKILL.md')
   await refused(t, { files: [{ path: 'SKILL.md', bytes: enc(skillMd()) }] }, 'top_level', 'SKILL.md')
   await refused(t, { zip: await zipOf({ 'my-skill/skill.md': skillMd() }) }, 'no_skill_md')
