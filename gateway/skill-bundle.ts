@@ -54,6 +54,10 @@ export type BundleResult =
     }
   | { ok: false; rule: BundleRule; message: string; path?: string }
 
+// The canonical zip: entries sorted by path (UTF-16 order), no directory entries, one timestamp, one mode, deflate at
+// one level (or stored, by a test of the bytes alone). The bytes are a function of the content for a given jszip and
+// its pako, both pinned by the lockfile: upgrading either may change the bytes of the same content, never the content.
+
 /** DOS time cannot go before 1980: its first instant is the one fixed timestamp of every canonical entry. */
 export const CANONICAL_DATE = new Date(Date.UTC(1980, 0, 1, 0, 0, 0))
 /** Regular file, rw-r--r--: the bundle is mounted read-only; nothing in it is run by its mode bits. */
@@ -105,7 +109,7 @@ async function validate(input: BundleInput): Promise<BundleResult> {
   const top = checkTopLevel(kept)
   if ('zip' in input) checkDeclaredExpansion(files)
 
-  const skillMdEntry = files.find((e) => e.segments.length === 2 && e.segments[1] === 'SKILL.md')
+  const skillMdEntry = files.find(isRootSkillMd)
   if (!skillMdEntry) refuse('no_skill_md', `the bundle has no ${top}/SKILL.md`)
   const jszip = 'zip' in input ? await loadZip(input.zip, files) : undefined
   const budget = { left: SKILL_MAX_EXPANDED_BYTES }
@@ -126,9 +130,35 @@ async function validate(input: BundleInput): Promise<BundleResult> {
     entries.push({ path: [name, ...e.segments.slice(1)].join('/'), bytes })
   }
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-  for (const { path, bytes } of entries) out.file(path, bytes, { binary: true, date: CANONICAL_DATE, unixPermissions: CANONICAL_MODE, createFolders: false })
+  for (const { path, bytes } of entries)
+    out.file(path, bytes, {
+      binary: true,
+      date: CANONICAL_DATE,
+      unixPermissions: CANONICAL_MODE,
+      createFolders: false,
+      compression: incompressible(bytes) ? 'STORE' : 'DEFLATE',
+    })
   const zip = await out.generateAsync({ type: 'uint8array', compression: 'DEFLATE', compressionOptions: { level: CANONICAL_LEVEL }, platform: 'UNIX' })
   return { ok: true, name, description, zip, files: entries.length, expandedBytes, skillMd }
+}
+
+const SAMPLE_BYTES = 64 * 1024
+
+/**
+ * Already-compressed content (images, PDFs, fonts, office files, archives) gains nothing from deflate, which is most of
+ * a large bundle's validation time: it is stored instead. The test is a pure function of the bytes, so the zip stays
+ * canonical: at least 4 KiB, and the first 64 KiB have a near-flat byte histogram (Σcount² under 1.5 times a uniform
+ * sample's n²/256; random bytes come within 1 + 256/n of it, text and code many times over). Content that repeats
+ * random-looking blocks passes the test and is stored uncompressed: a missed saving, bounded by the expansion limit.
+ */
+function incompressible(bytes: Uint8Array): boolean {
+  const n = Math.min(bytes.byteLength, SAMPLE_BYTES)
+  if (n < 4096) return false
+  const counts = new Uint32Array(256)
+  for (let i = 0; i < n; i++) counts[bytes[i]!]!++
+  let squares = 0
+  for (const c of counts) squares += c * c
+  return 256 * squares < 1.5 * n * n
 }
 
 function listFiles(files: Array<{ path: string; bytes: Uint8Array }>): Entry[] {
@@ -170,15 +200,20 @@ function checkUnique(entries: Array<Entry & { segments: string[] }>): void {
       const other = files.get(key)
       if (other !== undefined) refuse('duplicate_path', `the path is given twice${other === e.raw ? '' : ` (also as ${JSON.stringify(other)})`}`, e.raw)
       files.set(key, e.raw)
-      for (let i = 1; i < e.segments.length; i++) if (!dirs.has(e.segments.slice(0, i).join('/'))) dirs.set(e.segments.slice(0, i).join('/'), e.raw)
+      for (let i = 1; i < e.segments.length; i++) {
+        const parent = e.segments.slice(0, i).join('/')
+        if (!dirs.has(parent)) dirs.set(parent, e.raw)
+      }
     }
   }
   for (const [key, raw] of files) if (dirs.has(key)) refuse('duplicate_path', 'the path is both a file and a directory', raw)
 }
 
-/** Exactly one top-level directory holds everything; its name. */
+const isRootSkillMd = (e: { dir: boolean; segments: string[] }) => !e.dir && e.segments.length === 2 && e.segments[1] === 'SKILL.md'
+
+/** Exactly one top-level directory holds everything; its name. The one holding SKILL.md is the one the others miss. */
 function checkTopLevel(entries: Array<Entry & { segments: string[] }>): string {
-  const first = entries.find((e) => !e.dir) ?? entries[0]
+  const first = entries.find(isRootSkillMd) ?? entries.find((e) => !e.dir) ?? entries[0]
   if (!first) refuse('no_skill_md', 'the bundle is empty')
   const top = first!.segments[0]!
   for (const e of entries) {

@@ -7,6 +7,12 @@ export interface SkillPoolOptions {
   threads?: number
   /** A worker idle this long exits, and the memory of the last bundle (up to ~100 MiB expanded) goes with it. Default 10 000 ms. */
   idleTimeoutMs?: number
+  /**
+   * The workers' niceness (Linux, where it is per thread): a bundle of 25 MB keeps a worker busy for seconds, and on a
+   * machine with as many busy threads as cores the event loop would queue behind it. 0 leaves them at normal
+   * priority. Default 10.
+   */
+  nice?: number
 }
 
 /** Validates skill bundles and writes their canonical zips off the event loop. Workers start on first use. */
@@ -14,10 +20,12 @@ export class SkillPool {
   private pool: Piscina<BundleInput, BundleResult> | undefined
   private readonly threads: number
   private readonly idleTimeoutMs: number
+  private readonly nice: number
 
   constructor(opts: SkillPoolOptions = {}) {
     this.threads = opts.threads ?? Math.min(2, availableParallelism())
     this.idleTimeoutMs = opts.idleTimeoutMs ?? 10_000
+    this.nice = opts.nice ?? 10
   }
 
   /**
@@ -49,6 +57,7 @@ export class SkillPool {
       minThreads: 0,
       maxThreads: this.threads,
       idleTimeout: this.idleTimeoutMs,
+      workerData: { nice: this.nice },
       execArgv: fromSource ? ['--import', import.meta.resolve('tsx')] : [],
     })
     return this.pool

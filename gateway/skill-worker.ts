@@ -1,5 +1,14 @@
-import { move, transferableSymbol, valueSymbol } from 'piscina'
+import { setPriority } from 'node:os'
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina'
 import { type BundleInput, type BundleResult, validateBundle } from './skill-bundle.js'
+
+// Niceness is per thread on Linux: validating bundles yields the cores to the gateway's event loop whenever both want
+// them. Elsewhere the call may refuse or apply to the whole process; there the worker runs at normal priority.
+if (process.platform === 'linux' && typeof workerData?.nice === 'number' && workerData.nice > 0) {
+  try {
+    setPriority(workerData.nice)
+  } catch {}
+}
 
 /** The skill pool's task: validate a bundle and write its canonical zip, moved (not copied) back to the caller. */
 export default async function skillTask(input: BundleInput): Promise<BundleResult> {

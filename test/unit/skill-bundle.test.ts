@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { crc32, deflateRawSync, constants as zlib } from 'node:zlib'
 import JSZip from 'jszip'
 import t, { type Test } from 'tap'
@@ -171,7 +172,13 @@ t.test('a bundle is accepted, re-rooted under its name and returned with its SKI
 })
 
 t.test('the canonical zip is the same bytes whatever the input order, timestamps, compression, or form', async (t) => {
-  const content: Record<string, string> = { 'my-skill/SKILL.md': skillMd(), 'my-skill/b/x.txt': 'x'.repeat(5000), 'my-skill/a.txt': 'aaa' }
+  const noise = new Uint8Array(randomBytes(20_000))
+  const content: Record<string, Content> = {
+    'my-skill/SKILL.md': skillMd(),
+    'my-skill/b/x.txt': 'x'.repeat(5000),
+    'my-skill/a.txt': 'aaa',
+    'my-skill/img.png': noise,
+  }
   const reversed = Object.fromEntries(Object.entries(content).reverse())
   const a = ok(await validateBundle({ zip: await zipOf(content, { date: new Date('2020-05-05T10:00:00Z') }) }))
   const b = ok(await validateBundle({ zip: await zipOf(reversed, { date: new Date('2011-01-01T00:00:00Z') }, { compression: 'STORE' }) }))
@@ -179,8 +186,10 @@ t.test('the canonical zip is the same bytes whatever the input order, timestamps
   const withDirs = new JSZip()
   for (const [p, d] of Object.entries(reversed)) withDirs.file(p, d, { createFolders: true })
   const d = ok(await validateBundle({ zip: await withDirs.generateAsync({ type: 'uint8array' }) }))
-  const e = ok(await validateBundle({ files: Object.entries(reversed).map(([path, s]) => ({ path, bytes: enc(s) })) }))
-  const f = ok(await validateBundle({ zip: await zipOf({ 'My_Skill/SKILL.md': skillMd(), 'My_Skill/b/x.txt': 'x'.repeat(5000), 'My_Skill/a.txt': 'aaa' }) }))
+  const e = ok(await validateBundle({ files: Object.entries(reversed).map(([path, s]) => ({ path, bytes: typeof s === 'string' ? enc(s) : s })) }))
+  const f = ok(
+    await validateBundle({ zip: await zipOf(Object.fromEntries(Object.entries(content).map(([p, d]) => [p.replace('my-skill/', 'My_Skill/'), d]))) }),
+  )
   for (const [label, other] of [
     ['reversed, stored, other dates', b],
     ['level 9, DOS, other modes', c],
@@ -191,6 +200,10 @@ t.test('the canonical zip is the same bytes whatever the input order, timestamps
     t.ok(Buffer.from(a.zip).equals(Buffer.from(other.zip)), label)
   const g = ok(await validateBundle({ zip: await zipOf({ ...content, 'my-skill/a.txt': 'aab' }) }))
   t.notOk(Buffer.from(a.zip).equals(Buffer.from(g.zip)), 'different content, different bytes')
+  const back = await JSZip.loadAsync(a.zip)
+  t.equal((await back.file('my-skill/img.png')!.async('uint8array')).length, noise.length)
+  t.ok(a.zip.byteLength > noise.length, 'random bytes are stored, not deflated')
+  t.ok(Buffer.from(a.zip).includes(Buffer.from(noise)), 'stored verbatim')
 })
 
 t.test('path rules name the offending path', async (t) => {
@@ -235,6 +248,7 @@ t.test('duplicate paths, after normalisation', async (t) => {
 t.test('one top-level directory holding SKILL.md whose name matches it', async (t) => {
   await refused(t, { zip: await zipOf({ 'my-skill/SKILL.md': skillMd(), 'other/x.txt': 'x' }) }, 'top_level', 'other/x.txt')
   await refused(t, { zip: await zipOf({ 'my-skill/SKILL.md': skillMd(), 'README.md': 'x' }) }, 'top_level', 'README.md')
+  await refused(t, { zip: await zipOf({ '__MACOSX/._SKILL.md': 'x', 'my-skill/SKILL.md': skillMd() }) }, 'top_level', '__MACOSX/._SKILL.md')
   await refused(t, { zip: await zipOf({ 'SKILL.md': skillMd() }) }, 'top_level', 'SKILL.md')
   await refused(t, { files: [{ path: 'SKILL.md', bytes: enc(skillMd()) }] }, 'top_level', 'SKILL.md')
   await refused(t, { zip: await zipOf({ 'my-skill/skill.md': skillMd() }) }, 'no_skill_md')

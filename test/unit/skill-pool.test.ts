@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import JSZip from 'jszip'
 import t from 'tap'
 import { validateBundle } from '../../gateway/skill-bundle.js'
@@ -33,6 +34,19 @@ t.test('validates on a worker thread and moves the buffers both ways', async (t)
   t.ok(Buffer.from(r.zip).equals(Buffer.from(expected.zip)), 'the same canonical bytes as validating in place')
   const back = await JSZip.loadAsync(r.zip)
   t.equal(await back.file('my-skill/SKILL.md')!.async('string'), skillMd)
+})
+
+t.test('on Linux the workers run niced, this thread does not', { skip: process.platform !== 'linux' }, async (t) => {
+  const pool = new SkillPool({ threads: 1, nice: 7 })
+  t.teardown(() => pool.close())
+  t.ok((await pool.validate({ zip: await bundle() })).ok)
+  // Field 19 of /proc/<pid>/task/<tid>/stat is the thread's nice value; the worker is still alive (idle timeout).
+  const niceOf = (tid: string) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
+  }
+  t.ok(readdirSync('/proc/self/task').map(niceOf).includes(7), 'a thread at nice 7: the worker')
+  t.equal(niceOf(String(process.pid)), 0, 'the main thread at 0')
 })
 
 t.test('files are moved; a view of a larger buffer is copied and left alone', async (t) => {
