@@ -26,6 +26,7 @@ import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js
 import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, sleep, startAsNpmStart, startBaseline, type LoadResult } from './bed.js'
 import { runSessionBenches, SESSION_BENCHES, type SessionBench } from './sessions.js'
+import { runSkillBundleBench } from './skill-bundle.js'
 
 const DURATION = Number(process.env.BENCH_MS ?? 5000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -191,7 +192,7 @@ async function agentBenches(): Promise<void> {
 }
 
 const args = process.argv.slice(2)
-const known = ['agents', 'sessions', 'bodies', 'stops', 'deployments', 'sandbox', 'files', 'workspace', ...SESSION_BENCHES.map((b) => `sessions.${b}`)]
+const known = ['agents', 'sessions', 'bodies', 'stops', 'deployments', 'sandbox', 'files', 'workspace', 'skills', ...SESSION_BENCHES.map((b) => `sessions.${b}`)]
 const unknown = args.filter((a) => !known.includes(a))
 if (unknown.length) {
   console.error(`unknown benchmark ${unknown.join(', ')}; pick from ${known.join(', ')} (none: all)`)
@@ -207,3 +208,4 @@ if (!args.length || args.includes('deployments')) await runDeploymentBench()
 if (!args.length || args.includes('sandbox')) await runSandboxBench()
 if (!args.length || args.includes('files')) await runFileBench()
 if (!args.length || args.includes('workspace')) await runWorkspaceBench()
+if (!args.length || args.includes('skills')) await runSkillBundleBench()
