@@ -192,7 +192,18 @@ async function agentBenches(): Promise<void> {
 }
 
 const args = process.argv.slice(2)
-const known = ['agents', 'sessions', 'bodies', 'stops', 'deployments', 'sandbox', 'files', 'workspace', 'skills', ...SESSION_BENCHES.map((b) => `sessions.${b}`)]
+const known = [
+  'agents',
+  'sessions',
+  'bodies',
+  'stops',
+  'deployments',
+  'sandbox',
+  'files',
+  'workspace',
+  'skills',
+  ...SESSION_BENCHES.map((b) => `sessions.${b}`),
+]
 const unknown = args.filter((a) => !known.includes(a))
 if (unknown.length) {
   console.error(`unknown benchmark ${unknown.join(', ')}; pick from ${known.join(', ')} (none: all)`)
