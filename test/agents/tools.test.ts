@@ -1,7 +1,6 @@
 import t from 'tap'
 import { stack } from '../helpers/stack.js'
 import { raw } from '../helpers/troupe.js'
-import { failure } from './_util.js'
 
 const s = await stack()
 const agents = s.client.beta.agents

@@ -1,5 +1,4 @@
 import t, { type Test } from 'tap'
-import { ApiError } from '../../protocol/errors/api-error.js'
 import { parse } from '../../protocol/validate.js'
 import {
   McpServerList,
@@ -32,7 +31,7 @@ import { refusal } from './_refusal.js'
 const tools = (...x: unknown[]) => parse(ToolList, x) as ToolParamsT[]
 const servers = (...x: unknown[]) => parse(McpServerList, x) as McpServerParamsT[]
 const model = (x: unknown) => parse(ModelInput, x) as ModelInputT
-const skills = (...x: unknown[]) => parse(SkillList, x) as SkillParamsT[]
+const _skills = (...x: unknown[]) => parse(SkillList, x) as SkillParamsT[]
 /** Tools in their stored form, as checkToolGraph and checkSkillRequirements receive them. */
 const stored = (...x: unknown[]): Tool[] => normalizeTools(tools(...x))
 
