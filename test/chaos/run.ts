@@ -241,7 +241,12 @@ const ticker = setInterval(() => {
 await Promise.all([
   load.run(),
   faults.run(planFaults(args.seed, args.faults), endAt),
-  schedules.run(endAt, new Rng(args.seed ^ 0x5c4ed), say, webhooks && { beforeKill: () => webhooks.beforeKill(), afterKill: () => webhooks.afterKill() }),
+  schedules.run(
+    endAt,
+    new Rng(args.seed ^ 0x5c4ed),
+    say,
+    webhooks && { beforeKill: (running) => webhooks.beforeKill(running), afterKill: () => webhooks.afterKill() },
+  ),
   webhooks?.run(loadStart, args.seconds, say),
 ])
 clearTimeout(stopLoad)

@@ -98,16 +98,23 @@ export class Schedules {
 
   /**
    * Until `endAt`: SIGKILL the first orchestrator every 3–8 s (seeded), and start it again a moment later.
-   * `beforeKill` runs just before each signal (webhooks: until a delivery of its is in flight), `afterKill` once the
-   * process is gone.
+   * `beforeKill` runs just before each signal, told whether the process still runs (webhooks: waits until a delivery of
+   * its is in flight), `afterKill` once the process is gone.
    */
-  async run(endAt: number, rng: Rng, say: (line: string) => void, hooks: { beforeKill?(): Promise<void>; afterKill?(): void } = {}): Promise<void> {
+  async run(
+    endAt: number,
+    rng: Rng,
+    say: (line: string) => void,
+    hooks: { beforeKill?(running: boolean): Promise<void>; afterKill?(): void } = {},
+  ): Promise<void> {
     while (Date.now() < endAt) {
       await sleep(rng.int(3000, 8000))
       if (Date.now() >= endAt) break
-      await hooks.beforeKill?.()
       const proc = this.procs[0]
-      const gone = proc && proc.exitCode === null && proc.signalCode === null ? new Promise((r) => proc.once('exit', r)) : undefined
+      // It may have exited by itself: a start during a NATS fault can fail (then it is started again below).
+      const running = !!proc && proc.exitCode === null && proc.signalCode === null
+      await hooks.beforeKill?.(running)
+      const gone = running ? new Promise((r) => proc.once('exit', r)) : undefined
       proc?.kill('SIGKILL')
       await gone
       hooks.afterKill?.()

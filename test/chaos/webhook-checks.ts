@@ -149,13 +149,16 @@ export function killedDeliveriesDelivered(w: WebhookData): WebhookCheck {
   const problems: string[] = []
   const got = delivered(w, '/all')
   const cut = w.kills.flatMap((k) => k.cut.map((id) => ({ id, at: k.at })))
-  if (w.kills.length && !cut.length) problems.push(`none of ${w.kills.length} SIGKILLs found a delivery of the orchestrator in flight`)
+  const running = w.kills.filter((k) => k.running).length
+  if (running && !cut.length) problems.push(`none of ${running} SIGKILLs of the running orchestrator found a delivery of its in flight`)
   for (const c of cut) if (!got.has(c.id)) problems.push(`${c.id}, cut by the SIGKILL at ${iso(c.at)}, never delivered afterwards`)
   const hit = w.kills.filter((k) => k.cut.length).length
   return check(
     'webhooks: deliveries cut by an orchestrator SIGKILL delivered later',
     problems,
-    w.kills.length ? `${hit} of ${w.kills.length} SIGKILLs cut ${cut.length} attempts in flight; each delivered later` : 'no SIGKILL',
+    running
+      ? `${hit} of ${running} SIGKILLs cut ${cut.length} attempts in flight; each delivered later${running < w.kills.length ? ` (${w.kills.length - running} found it exited already)` : ''}`
+      : 'no SIGKILL of a running orchestrator',
   )
 }
 

@@ -64,6 +64,8 @@ export interface Change {
 /** One SIGKILL of the first orchestrator: the attempts of its that were in flight (held) when the signal went. */
 export interface OrchestratorKill {
   at: number
+  /** Whether it ran when the signal went (a start during a NATS fault may have failed: nothing to cut then). */
+  running: boolean
   /** `webhook-id`s of the held requests (to `/all`), each cut short by the signal. */
   cut: string[]
 }
@@ -108,6 +110,7 @@ export class Webhooks {
   readonly delete: Change = { sentAt: 0 }
   private readonly keyring = keyringFile([{ id: 'k1', key: newKey() }])
   private holding = false
+  private running = false
   private held: Received[] = []
   private balancer: Balancer | undefined
 
@@ -170,8 +173,10 @@ export class Webhooks {
   }
 
   /** Just before the first orchestrator's SIGKILL: hold its requests until one is in flight (bounded). */
-  async beforeKill(): Promise<void> {
+  async beforeKill(running: boolean): Promise<void> {
     this.held = []
+    this.running = running
+    if (!running) return
     this.holding = true
     const by = Date.now() + HOLD_BOUND_MS
     while (!this.held.length && Date.now() < by) await sleep(20)
@@ -180,7 +185,7 @@ export class Webhooks {
   /** Once it is gone: what it had in flight was cut short (each must still be delivered, by another). */
   afterKill(): void {
     this.holding = false
-    this.kills.push({ at: Date.now(), cut: this.held.filter((r) => r.status === undefined).map((r) => r.headers['webhook-id'] ?? '') })
+    this.kills.push({ at: Date.now(), running: this.running, cut: this.held.filter((r) => r.status === undefined).map((r) => r.headers['webhook-id'] ?? '') })
     this.held = []
   }
 
