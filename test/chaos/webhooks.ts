@@ -253,10 +253,11 @@ async function pendingFor(jsm: JetStreamManager, cutoff: { events: number; outbo
   }
   if (left.length) return left.join('; ')
   if (deliveriesTo === undefined) return 'fanned out'
-  const s = (await jsm.streams.info(DELIVERIES_STREAM)).state
-  if (s.messages === 0 || s.first_seq > deliveriesTo) return ''
+  // Read from the consumer, not the work queue's first sequence: after a NATS node's SIGSTOP the stream was seen
+  // keeping messages (first 132, last 2311) its consumer had every one of acknowledged (nothing claimed or waiting).
   const c = await jsm.consumers.info(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
-  return `deliveries from ${s.first_seq} up to ${deliveriesTo} still queued (${c.num_ack_pending} claimed, ${c.num_pending} waiting)`
+  if (c.ack_floor.stream_seq >= deliveriesTo || (!c.num_pending && !c.num_ack_pending && c.delivered.stream_seq >= deliveriesTo)) return ''
+  return `deliveries acknowledged up to ${c.ack_floor.stream_seq} of ${deliveriesTo} (${c.num_ack_pending} claimed, ${c.num_pending} waiting)`
 }
 
 /**
