@@ -215,11 +215,14 @@ export class Webhooks {
       }
       await sleep(500)
     }
-    say(
-      settledMs === undefined
-        ? `webhooks not settled within ${SETTLE_BOUND_MS / 1000} s: ${pending}`
-        : `webhooks settled in ${(settledMs / 1000).toFixed(1)} s`,
+    // For the report: what the work queue still holds (acknowledged messages should be gone from it).
+    const queue = await jsm.streams.info(DELIVERIES_STREAM).then(
+      ({ state: q }) => `the deliveries stream holds ${q.messages} message(s)${q.messages ? ` from ${q.first_seq} to ${q.last_seq}` : ''}`,
+      (err) => `the deliveries stream unreadable (${(err as Error).message})`,
     )
+    const outcome =
+      settledMs === undefined ? `webhooks not settled within ${SETTLE_BOUND_MS / 1000} s: ${pending}` : `webhooks settled in ${(settledMs / 1000).toFixed(1)} s`
+    say(`${outcome}; ${queue}`)
     // Taken before the sessions are listed: every event received by then has its session, and its event, in what is read.
     const received = this.receiver.got.slice()
     const { expected, known, unreadable } = await expectedEvents(nc, client, cutoff.events)
