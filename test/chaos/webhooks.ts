@@ -30,7 +30,7 @@ export const ENDPOINTS: Record<string, readonly string[]> = {
 /** When in the load (its fraction) each change is made. The disabled stretch outlasts IN_FLIGHT_MS at 60 s of load. */
 const DISABLE_AT = 0.2
 const DELETE_AT = 0.45
-const ENABLE_AT = 0.55
+const ENABLE_AT = 0.65
 /**
  * An attempt in flight when its endpoint changed may still land this long after: a delivery reads its endpoint when it
  * is claimed, then posts with a 15 s bound (actors/webhook/deliveries.ts ATTEMPT_TIMEOUT_MS).
