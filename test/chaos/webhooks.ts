@@ -185,7 +185,7 @@ export class Webhooks {
   /** Once it is gone: what it had in flight was cut short (each must still be delivered, by another). */
   afterKill(): void {
     this.holding = false
-    this.kills.push({ at: Date.now(), running: this.running, cut: this.held.filter((r) => r.status === undefined).map((r) => r.headers['webhook-id'] ?? '') })
+    this.kills.push({ at: Date.now(), running: this.running, cut: this.held.filter((r) => !r.answered).map((r) => r.headers['webhook-id'] ?? '') })
     this.held = []
   }
 
