@@ -10,7 +10,8 @@
 // `deployments` (10,000 deployments every minute on one orchestrator, then two: deployments.ts), `sandbox` (sandbox
 // start-up and tool round trips, local vs isolated: sandbox.ts), or `files` (upload and download of 100 MB against a
 // raw object store put and get: files.ts), or `workspace` (a session's workspace saved after a tool call and restored on
-// another host: workspace.ts); none runs everything.
+// another host: workspace.ts), or `webhooks` (deliveries per second and change-to-delivery latency, one orchestrator
+// then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -21,6 +22,7 @@ import { runFileBench } from './files.js'
 import { runStopBench } from './stops.js'
 import { runDeploymentBench } from './deployments.js'
 import { runSandboxBench } from './sandbox.js'
+import { runWebhookBench } from './webhooks.js'
 import { runWorkspaceBench } from './workspace.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
@@ -202,6 +204,7 @@ const known = [
   'files',
   'workspace',
   'skills',
+  'webhooks',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -220,3 +223,4 @@ if (!args.length || args.includes('sandbox')) await runSandboxBench()
 if (!args.length || args.includes('files')) await runFileBench()
 if (!args.length || args.includes('workspace')) await runWorkspaceBench()
 if (!args.length || args.includes('skills')) await runSkillBundleBench()
+if (!args.length || args.includes('webhooks')) await runWebhookBench()

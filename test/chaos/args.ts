@@ -21,10 +21,12 @@ export interface ChaosArgs {
    * hosts run with TROUPE_SANDBOX_PLACEMENT=remote and the sandbox hosts use `sandbox` as their backend.
    */
   sandboxHosts: number
+  /** Webhook endpoints, a receiver and their checks (default on; `--no-webhooks` leaves them out). */
+  webhooks: boolean
 }
 
 export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessions N] [--hosts N] [--readers N]
-                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--sandbox-hosts N] [--keep]
+                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--sandbox-hosts N] [--no-webhooks] [--keep]
 
   --seed N       fault schedule and load choices (default 1)
   --seconds S    load duration (default 60)
@@ -35,6 +37,7 @@ export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessio
   --faults LIST  fault kinds to draw from (default all; sandbox-kill only with --sandbox-hosts)
   --sandbox K    the sandbox backend (default isolated where bubblewrap starts here, else local)
   --sandbox-hosts N  troupe sandbox processes running the sessions' sandboxes (default 0: the serve hosts run them)
+  --no-webhooks  no webhook endpoints, receiver or webhook checks
   --keep         keep the run directory even when every check passes`
 
 export function parseArgs(argv: string[]): ChaosArgs {
@@ -49,6 +52,7 @@ export function parseArgs(argv: string[]): ChaosArgs {
     '--sandbox',
     '--sandbox-hosts',
     '--keep',
+    '--no-webhooks',
     '--help',
     '-h',
   ])
@@ -102,6 +106,7 @@ export function parseArgs(argv: string[]): ChaosArgs {
     readers: Math.min(sessions, int('readers', Math.min(10, sessions), 0)),
     faults,
     keep: argv.includes('--keep'),
+    webhooks: !argv.includes('--no-webhooks'),
     sandboxHosts,
     sandbox: sandbox ?? openSandboxBackend(readSandboxSetting({ ...process.env, TROUPE_SANDBOX: '' })).kind,
   }

@@ -6,6 +6,8 @@ import type { SandboxKill } from './sandboxes.js'
 import type { ScheduleData } from './schedules.js'
 import { toolResults, type TurnOutcome } from './turn.js'
 import type { UploadCheck } from './uploads.js'
+import { webhookChecks } from './webhook-checks.js'
+import type { WebhookData } from './webhooks.js'
 import type { ProbeCheck } from './workspaces.js'
 import {
   CONNECT_FAILED,
@@ -51,6 +53,8 @@ export interface RunData {
   inFlight: InFlightCheck[]
   /** Every start of a sandbox host. */
   sandboxHostStarts: HostStart[]
+  /** Webhook endpoints, what the receiver got and what the histories imply (absent with `--no-webhooks`). */
+  webhooks?: WebhookData
 }
 
 export interface CheckResult {
@@ -729,5 +733,6 @@ export function runChecks(d: RunData, faults: boolean, sandboxHosts = false): Ch
   ]
   if (faults) out.push(failover(d), killFailover(d), restartReadiness(d), sandboxesDieWithHost(d), workspacesFollowSessions(d), uploadsWholeOrAbsent(d))
   if (faults && sandboxHosts) out.push(sandboxHostsLeaveNothing(d), inFlightCallsEnd(d), workspacesSurviveSandboxHosts(d))
+  if (d.webhooks) out.push(...webhookChecks(d.webhooks))
   return out
 }

@@ -27,6 +27,7 @@ import { SandboxKillChecks } from './sandbox-kills.js'
 import { Schedules } from './schedules.js'
 import { oneTurn, type TurnOutcome } from './turn.js'
 import { UploadProbes } from './uploads.js'
+import { Webhooks } from './webhooks.js'
 import { WorkspaceProbes } from './workspaces.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -34,7 +35,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** Sessions must be idle this long after the load ends, or they count as stuck. */
 const SETTLE_MS = 30_000
 /** Past the load, setup and teardown together never take longer than this: the run gives up and cleans up. */
-const OVERRUN_MS = 6 * 60_000
+const OVERRUN_MS = 9 * 60_000
 /** Deployments fired every minute of the schedule clock (12 real seconds). */
 const DEPLOYMENTS = 5
 /** Sessions apart from the load whose workspaces are read back after each host SIGKILL (about three per host). */
@@ -98,7 +99,9 @@ const cluster = await startNatsCluster({ name: 'troupe-chaos', dir: path.join(ru
 onCleanup(() => cluster.stopNow())
 say(`NATS cluster ${cluster.url}, meta leader ${await cluster.metaLeader()}`)
 
-const schedules = new Schedules(cluster.url, path.join(runDir, 'orchestrators'))
+// Webhooks: the receiver runs here; every process gets the keyring, each orchestrator a receiver port of its own.
+const webhooks = args.webhooks ? await Webhooks.start() : undefined
+const schedules = new Schedules(cluster.url, path.join(runDir, 'orchestrators'), (i) => webhooks?.orchestratorEnv(i) ?? {})
 const natsMonitors = () => cluster.nodes.filter((n) => n.state() === 'running').map((n) => n.monitorUrl)
 // With sandbox hosts the serve hosts run no sandbox: each session's runs on the sandbox host it is bound to.
 const sandboxHosts = new Hosts({
@@ -112,6 +115,7 @@ const sandboxHosts = new Hosts({
 const hosts = new Hosts({
   env: {
     TROUPE_SCHEDULE_CLOCK: schedules.clockSpec,
+    ...webhooks?.hostEnv,
     ...(args.sandboxHosts ? { TROUPE_SANDBOX_PLACEMENT: 'remote' } : { TROUPE_SANDBOX: args.sandbox }),
   },
   count: args.hosts,
@@ -164,6 +168,11 @@ const balanced = await waitBalanced(
 )
 say(balanced ? 'partitions balanced over the hosts' : 'partitions still moving after 60 s; starting anyway')
 
+// Before any session: every event of the run is theirs.
+if (webhooks) {
+  await webhooks.create(balancer)
+  say(`webhook endpoints ${webhooks.endpoints.map((e) => e.path).join(', ')}`)
+}
 const agent = await driverClient.beta.agents.create({
   name: 'chaos',
   model: 'claude-sonnet-4-5',
@@ -229,7 +238,17 @@ const ticker = setInterval(() => {
   const n503 = balancer.attempts.filter((a) => a.status === 503).length
   say(`${done} turns done, ${load.posts.length} POSTs, ${balancer.attempts.length} attempts (${n503} × 503)`)
 }, 15_000)
-await Promise.all([load.run(), faults.run(planFaults(args.seed, args.faults), endAt), schedules.run(endAt, new Rng(args.seed ^ 0x5c4ed), say)])
+await Promise.all([
+  load.run(),
+  faults.run(planFaults(args.seed, args.faults), endAt),
+  schedules.run(
+    endAt,
+    new Rng(args.seed ^ 0x5c4ed),
+    say,
+    webhooks && { beforeKill: (running) => webhooks.beforeKill(running), afterKill: () => webhooks.afterKill() },
+  ),
+  webhooks?.run(loadStart, args.seconds, say),
+])
 clearTimeout(stopLoad)
 clearInterval(ticker)
 load.stop()
@@ -274,6 +293,8 @@ const workspaceTags = new Map<string, TurnOutcome>()
   )
 }
 say(`workspaces read back: ${[...workspaceTags.values()].filter((o) => 'events' in o).length} of ${sessions.length}`)
+// The orchestrators still run (and fire schedules): what was stored until now must reach the receiver.
+const webhookData = await webhooks?.settle(nc, checkClient, say)
 // The orchestrators had the settle time to catch up; runs they queued are recorded by the hosts meanwhile.
 schedules.stop()
 const scheduled = await (async () => {
@@ -308,6 +329,7 @@ const data: RunData = {
   settled,
   hostStarts: hosts.starts,
   schedules: scheduled,
+  webhooks: webhookData,
 }
 const checks = runChecks(data, args.faults.length > 0, args.sandboxHosts > 0)
 const failed = checks.some((c) => !c.ok)
@@ -324,6 +346,7 @@ writeFileSync(path.join(logDir, 'turns.json'), JSON.stringify(load.turns))
 writeFileSync(path.join(logDir, 'posts.json'), JSON.stringify(load.posts))
 writeFileSync(path.join(logDir, 'readers.json'), JSON.stringify(data.readers))
 writeFileSync(path.join(logDir, 'histories.json'), JSON.stringify(Object.fromEntries(histories)))
+if (webhookData) writeFileSync(path.join(logDir, 'webhooks.json'), JSON.stringify({ ...webhookData, known: undefined }))
 await nc.close().catch(() => undefined)
 await cluster.stop()
 cleanupNow()

@@ -45,6 +45,8 @@ export class Schedules {
   constructor(
     private readonly natsUrl: string,
     private readonly logDir: string,
+    /** More environment for orchestrator `i` (webhooks: the keyring, and a receiver port of its own). */
+    private readonly envOf: (i: number) => Record<string, string> = () => ({}),
   ) {
     mkdirSync(logDir, { recursive: true })
     onCleanup(() => {
@@ -61,6 +63,7 @@ export class Schedules {
         TROUPE_REPLICAS: '3',
         TROUPE_SCHEDULE_CLOCK: this.clockSpec,
         LOG_LEVEL: 'info',
+        ...this.envOf(i),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -93,12 +96,28 @@ export class Schedules {
     }
   }
 
-  /** Until `endAt`: SIGKILL the first orchestrator every 3–8 s (seeded), and start it again a moment later. */
-  async run(endAt: number, rng: Rng, say: (line: string) => void): Promise<void> {
+  /**
+   * Until `endAt`: SIGKILL the first orchestrator every 3–8 s (seeded), and start it again a moment later.
+   * `beforeKill` runs just before each signal, told whether the process still runs (webhooks: waits until a delivery of
+   * its is in flight), `afterKill` once the process is gone.
+   */
+  async run(
+    endAt: number,
+    rng: Rng,
+    say: (line: string) => void,
+    hooks: { beforeKill?(running: boolean): Promise<void>; afterKill?(): void } = {},
+  ): Promise<void> {
     while (Date.now() < endAt) {
       await sleep(rng.int(3000, 8000))
       if (Date.now() >= endAt) break
-      this.procs[0]?.kill('SIGKILL')
+      const proc = this.procs[0]
+      // It may have exited by itself: a start during a NATS fault can fail (then it is started again below).
+      const running = !!proc && proc.exitCode === null && proc.signalCode === null
+      await hooks.beforeKill?.(running)
+      const gone = running ? new Promise((r) => proc.once('exit', r)) : undefined
+      proc?.kill('SIGKILL')
+      await gone
+      hooks.afterKill?.()
       this.kills++
       await sleep(rng.int(200, 2000))
       await this.start(0).catch((err) => say(`orchestrator 1 did not start again: ${(err as Error).message}`))

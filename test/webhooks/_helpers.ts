@@ -22,39 +22,59 @@ export interface Received {
   at: number
   /** Its answer reached the sender (false while it is pending, and for ever if the sender went away first). */
   answered: boolean
+  /** The receiver's port it came in on (with `ports` > 1, which sender it was). */
+  port: number
 }
 
 /**
  * A local HTTPS receiver with the test certificate (its names: hooks.example.test, other.example.test), reached through
  * TROUPE_WEBHOOK_DEV_HOSTS. Answers 200 unless `answer` says otherwise for a request: a status, later (a promise), or never.
+ * With `ports` > 1 it listens on that many ports, one per sender to tell apart (`envFor(i)`).
  */
-export async function startReceiver(answer: (r: Received) => number | 'hang' | Promise<number> = () => 200) {
+export async function startReceiver(answer: (r: Received) => number | 'hang' | Promise<number> = () => 200, { ports = 1 } = {}) {
   const cert = readFileSync(CERT)
   const key = readFileSync(new URL('../fixtures/webhook-receiver.key', import.meta.url))
   const got: Received[] = []
-  const server = https.createServer({ cert, key }, (req, res) => {
-    let body = ''
-    req.on('data', (c) => (body += c))
-    req.on('end', () => {
-      const r: Received = { path: req.url ?? '', headers: req.headers as Record<string, string>, body, at: Date.now(), answered: false }
-      got.push(r)
-      res.on('finish', () => (r.answered = !req.socket.destroyed))
-      const a = answer(r)
-      if (a === 'hang') return
-      if (typeof a === 'number') res.writeHead(a).end()
-      else void a.then((status) => res.writeHead(status).end())
-    })
+  const servers = Array.from({ length: ports }, () =>
+    https.createServer({ cert, key }, (req, res) => {
+      let body = ''
+      req.on('data', (c) => (body += c))
+      req.on('end', () => {
+        const r: Received = {
+          path: req.url ?? '',
+          headers: req.headers as Record<string, string>,
+          body,
+          at: Date.now(),
+          answered: false,
+          port: req.socket.localPort ?? 0,
+        }
+        got.push(r)
+        res.on('finish', () => (r.answered = !req.socket.destroyed))
+        const a = answer(r)
+        if (a === 'hang') return
+        if (typeof a === 'number') res.writeHead(a).end()
+        else void a.then((status) => res.writeHead(status).end())
+      })
+    }),
+  )
+  for (const server of servers) await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const listening = servers.map((s) => (s.address() as AddressInfo).port)
+  /** What a troupe process needs to reach port `i`: the dev host mapping and the CA that trusts its certificate. */
+  const envFor = (i: number) => ({
+    TROUPE_WEBHOOK_DEV_HOSTS: `hooks.example.test=127.0.0.1:${listening[i]},other.example.test=127.0.0.1:${listening[i]}`,
+    NODE_EXTRA_CA_CERTS: CERT,
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const port = (server.address() as AddressInfo).port
   return {
-    port,
+    port: listening[0]!,
+    ports: listening,
     got,
-    /** What the troupe processes need to reach it: the dev host mapping and the CA that trusts its certificate. */
-    env: { TROUPE_WEBHOOK_DEV_HOSTS: `hooks.example.test=127.0.0.1:${port},other.example.test=127.0.0.1:${port}`, NODE_EXTRA_CA_CERTS: CERT },
+    env: envFor(0),
+    envFor,
     close: () => {
-      server.closeAllConnections()
-      server.close()
+      for (const server of servers) {
+        server.closeAllConnections()
+        server.close()
+      }
     },
   }
 }
