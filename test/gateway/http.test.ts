@@ -163,6 +163,15 @@ const SERVED: ReadonlyArray<readonly [string, string, string]> = [
   ['post', '/v1/webhooks/{webhook_id}', 'webhooks.update'],
   ['delete', '/v1/webhooks/{webhook_id}', 'webhooks.delete'],
   ['post', '/v1/webhooks/{webhook_id}/regenerate_signing_secret', 'webhooks.regenerateSigningSecret'],
+  ['post', '/v1/skills', 'skills.create'],
+  ['get', '/v1/skills', 'skills.list'],
+  ['get', '/v1/skills/{skill_id}', 'skills.retrieve'],
+  ['delete', '/v1/skills/{skill_id}', 'skills.delete'],
+  ['post', '/v1/skills/{skill_id}/versions', 'skills.versions.create'],
+  ['get', '/v1/skills/{skill_id}/versions', 'skills.versions.list'],
+  ['get', '/v1/skills/{skill_id}/versions/{version}', 'skills.versions.retrieve'],
+  ['get', '/v1/skills/{skill_id}/versions/{version}/content', 'skills.versions.download'],
+  ['delete', '/v1/skills/{skill_id}/versions/{version}', 'skills.versions.delete'],
   ['get', '/healthz', 'health'],
   ['get', '/readyz', 'ready'],
   ['get', '/openapi.yaml', 'openapi'],
@@ -193,6 +202,8 @@ t.test('openapi lists exactly the served routes', async (t) => {
     deployment_id: 'depl_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     deployment_run_id: 'drun_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     file_id: 'file_01HZZZZZZZZZZZZZZZZZZZZZZZ',
+    skill_id: 'skill_01HZZZZZZZZZZZZZZZZZZZZZZZ',
+    version: '1',
   }
   for (const [m, p] of SERVED) {
     const url = p.replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!)
