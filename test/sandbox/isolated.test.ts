@@ -6,7 +6,7 @@ import t from 'tap'
 import { logLines } from '../helpers/troupe.js'
 import { pidsOf } from '../helpers/procs.js'
 import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
-import { agentAndEnv, collect, isIdle, sessionStack } from '../sessions/_helpers.js'
+import { agentAndEnv, collect, isIdle, sessionStack, until } from '../sessions/_helpers.js'
 
 /**
  * The isolated backend through real sessions (fake model scripting the tool calls): what the sandbox cannot see or
@@ -160,7 +160,8 @@ async function suite() {
     const session = await newSession()
     const marker = `sleep 1002.${process.pid % 1000}`
     await tools(session.id, ['bash', { command: `(setsid ${marker} > /dev/null 2>&1 &); echo started` }])
-    t.equal(pidsOf(marker).length, 1, 'a setsid child outside the shell session runs')
+    // Backgrounded, it may not have exec'd yet when the shell says it started: waited for, not assumed.
+    t.ok(await until('the setsid child', () => pidsOf(marker).length === 1, 5_000), 'a setsid child outside the shell session runs')
     await s.client.beta.sessions.delete(session.id)
     t.ok(await waitGone(marker, 3_000), 'gone with the session')
   })
@@ -169,7 +170,7 @@ async function suite() {
     const session = await newSession()
     const marker = `sleep 1003.${process.pid % 1000}`
     await tools(session.id, ['bash', { command: `(setsid ${marker} > /dev/null 2>&1 &); echo started` }])
-    t.equal(pidsOf(marker).length, 1)
+    t.ok(await until('the setsid child', () => pidsOf(marker).length === 1, 5_000))
     await s.troupe.kill()
     t.ok(await waitGone(marker, 3_000), 'each sandbox dies with its parent')
   })
