@@ -22,6 +22,12 @@ export interface ReadOptions {
   batch?: number
   /** Records a range read takes one direct get at a time before it goes on through a consumer. Default DIRECT_READS. */
   directReads?: number
+  /**
+   * A range read: a sequence known to hold one of the session's messages (its last when the request came). A read whose
+   * consumer ends before passing `until` while that lies beyond it, or before reaching it, ended short (its consumer
+   * sat on a replica that is behind): it fails with 503 `history_behind` rather than answer a short range.
+   */
+  through?: number
 }
 
 /**
@@ -156,7 +162,12 @@ export function readSessionRange(js: JetStreamClient, sessionId: string, from: n
       if (closed) inner.close()
     }
     const item = await inner.next()
-    if (!item || item.seq === undefined || item.seq > until) return null
+    if (!item) {
+      const { through } = opts
+      if (through !== undefined && (through > until || cursor <= through)) throw fail('history_behind', sessionId, cursor - 1, through)
+      return null
+    }
+    if (item.seq === undefined || item.seq > until) return null
     // The rest of a message of several events comes from the consumer next: the message is read once it has.
     cursor = item.last ? item.seq + 1 : item.seq
     return item

@@ -159,9 +159,18 @@ class Picker {
 }
 
 /** Reads the session's records from `from` through `until` in order; `visit` returns false to stop early. */
-async function scan(js: JetStreamClient, id: string, from: number, until: number, batch: number, visit: (item: EventItem) => boolean): Promise<void> {
+async function scan(
+  js: JetStreamClient,
+  id: string,
+  from: number,
+  until: number,
+  batch: number,
+  /** The session's last stored sequence: a read that ends short of what it must reach is a 503, never a short page. */
+  through: number,
+  visit: (item: EventItem) => boolean,
+): Promise<void> {
   if (from > until) return
-  const reader = readSessionRange(js, id, from, until, { batch: Math.min(1024, Math.max(32, batch)) })
+  const reader = readSessionRange(js, id, from, until, { batch: Math.min(1024, Math.max(32, batch)), through })
   try {
     for (let item = await reader.next(); item; item = await reader.next()) {
       if (!visit(item)) return
@@ -222,7 +231,7 @@ async function ascending(
   const batch = types ? 512 : limit + 1 + SLACK
   // A message the previous page ended inside is read again from its start: its earlier events count for marks only.
   const from = after === undefined ? 1 : after.part === END ? after.seq + 1 : after.seq
-  await scan(o.js, o.sessionId, from, o.lastSeq, batch, (item) => {
+  await scan(o.js, o.sessionId, from, o.lastSeq, batch, o.lastSeq, (item) => {
     const row = fold.add(item, frozen === undefined && (after === undefined || isAfter(item, after)))
     if (row) rows.push(row)
     if (frozen === undefined && ++scanned >= budget) frozen = positionOf(item)
@@ -265,7 +274,7 @@ async function descending(o: ListOptions, below: Position | undefined, limit: nu
     const cap = Math.min(WINDOW_CAP * want, budget - scanned) + SLACK
     const lo = Math.max(first ?? 1, hi - span + 1)
     const window: EventItem[] = []
-    await scan(o.js, o.sessionId, lo, hi, Math.min(cap, hi - lo + 1), (item) => window.push(item) < cap)
+    await scan(o.js, o.sessionId, lo, hi, Math.min(cap, hi - lo + 1), o.lastSeq, (item) => window.push(item) < cap)
     scanned += window.length
     const end = window.length ? window[window.length - 1]!.seq! : hi
     if (window.length >= cap && end < hi) {
@@ -298,7 +307,7 @@ async function descending(o: ListOptions, below: Position | undefined, limit: nu
 
 /** Reads marks stored after `top` (earlier pages, or stored since) until every waiting row has its own. */
 async function marksAbove(o: ListOptions, top: number, fold: Fold): Promise<void> {
-  await scan(o.js, o.sessionId, top + 1, o.lastSeq, 64, (item) => {
+  await scan(o.js, o.sessionId, top + 1, o.lastSeq, 64, o.lastSeq, (item) => {
     fold.add(item, false)
     return fold.waiting.size > 0
   })
