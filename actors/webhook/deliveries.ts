@@ -67,6 +67,8 @@ export interface DeliveryRecord {
   /** The last attempt's HTTP status or why it failed. */
   last: string
   at: number
+  /** The event's exact bytes as delivered (SPEC delivery rule 7: records and payloads kept 30 days). */
+  payload: string
 }
 
 export interface DeliveryWorkerOptions {
@@ -204,7 +206,8 @@ export class DeliveryWorker {
     // The server counts every delivery of the message; the ones put back unattempted (below) are noted, and not attempts.
     const skipped = m.info.deliveryCount > 1 ? ((await this.pending(key))?.skipped ?? 0) : 0
     const n = m.info.deliveryCount - skipped
-    const record = (result: DeliveryRecord['result'], last: string, attempts = n) => this.record({ endpoint, event, result, attempts, last, at: Date.now() })
+    const record = (result: DeliveryRecord['result'], last: string, attempts = n) =>
+      this.record({ endpoint, event, result, attempts, last, at: Date.now(), payload: new TextDecoder().decode(m.data) })
     const entry = await this.o.endpoints.get(`${WEBHOOK_PREFIX}${endpoint}`)
     const state = entry?.operation === 'PUT' ? decode<WebhookState>(entry.value) : undefined
     if (state?.endpoint.status !== 'enabled') {

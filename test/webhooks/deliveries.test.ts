@@ -116,7 +116,7 @@ t.test('a 2xx delivers the exact bytes, signed so that the official client verif
   const e = await endpoint('/ok')
   const d = await deliver(e.id)
   const rec = await until('the delivery record', () => recordOf(e.id, d.id))
-  t.match(rec, { result: 'delivered', attempts: 1, last: 'HTTP 200' })
+  t.match(rec, { result: 'delivered', attempts: 1, last: 'HTTP 200', payload: d.body })
   const [g] = at('/ok')
   t.equal(g!.body, d.body, 'the exact bytes')
   t.equal(g!.headers['webhook-id'], d.id)
