@@ -14,7 +14,10 @@ import { Router } from '../../gateway/router.js'
 const router = new Router(ROUTES)
 
 // A well-formed id for every path parameter of the table, so a kind added later is covered without editing this.
-const IDS: Record<string, string> = Object.fromEntries(Object.entries(PATH_ID_PREFIX).map(([param, id]) => [param, `${id.prefix}_01HZX8Q2V3W4Y5Z6A7B8C9D0EF`]))
+// A sub id with a shape of its own (a skill version's number) gets a value of that shape.
+const IDS: Record<string, string> = Object.fromEntries(
+  Object.entries(PATH_ID_PREFIX).map(([param, id]) => [param, id.check ? '12' : `${id.prefix}_01HZX8Q2V3W4Y5Z6A7B8C9D0EF`]),
+)
 
 const paramsOf = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!)
 const concrete = (path: string, ids: Record<string, string> = IDS) => path.replace(/\{(\w+)\}/g, (_, p: string) => ids[p]!)
