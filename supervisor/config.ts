@@ -86,6 +86,8 @@ export interface Config {
   sandboxPlacement: SandboxPlacement
   /** Largest file an upload may carry. `TROUPE_FILE_MAX_MIB` in MiB, default 500, at least 1. */
   fileLimit?: number
+  /** How old stored bytes no record names must be before they are swept, and how often sweeps run. `TROUPE_SWEEP_AGE_S`, default 600. */
+  sweepAgeMs?: number
   /** Log level. `LOG_LEVEL`, default info. */
   logLevel: string
   /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
@@ -104,6 +106,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min} (was ${JSON.stringify(v)})`)
     return n
   }
+  const seconds = (n: number | undefined) => (n === undefined ? undefined : n * 1000)
   const session = Object.fromEntries(
     Object.entries({
       retries: count('TROUPE_MODEL_RETRIES', 0),
@@ -124,6 +127,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     scheduleClock: scheduleClock(blank(env.TROUPE_SCHEDULE_CLOCK)),
     parseBudget: mebibytes(count('TROUPE_PARSE_BUDGET_MIB', DEFAULT_BODY_LIMIT / MiB)),
     fileLimit: mebibytes(count('TROUPE_FILE_MAX_MIB', 1)),
+    sweepAgeMs: seconds(count('TROUPE_SWEEP_AGE_S', 1)),
     host: blank(env.HOST) ?? '127.0.0.1',
     http: httpTransport(blank(env.TROUPE_HTTP)),
     natsUrl: blank(env.NATS_URL),

@@ -130,6 +130,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           sandbox,
           sandboxPlacement: remoteSandboxes ? 'remote' : 'here',
           fileMaxBytes: cfg.fileLimit,
+          sweepAgeMs: cfg.sweepAgeMs,
           scheduleClock: cfg.scheduleClock,
           keyring,
         },

@@ -25,12 +25,13 @@ export const fileKind: ActorKindDef = {
     const objects = await openObjectStore(new Objm(ctx.js), ctx.storage, ObjectStores.files)
     const projection = new Projection<StoredFile>(kv, FILE_PREFIX)
     await projection.start()
+    const age = ctx.settings.sweepAgeMs ?? ORPHAN_AGE_MS
     const sweeper = every(
-      ORPHAN_AGE_MS,
+      age,
       async () => {
         await projection.fresh()
         const named = namedByRecords((id) => projection.get(id))
-        const swept = await sweepOrphans(objects, ctx.jsm, named)
+        const swept = await sweepOrphans(objects, ctx.jsm, named, age)
         if (swept) ctx.log.info({ swept }, 'swept file bytes no record names')
         const copies = await sweepCopies(projection.list(), ctx.client)
         if (copies) ctx.log.info({ copies }, 'swept copies made for session resources that never came to be or are gone')

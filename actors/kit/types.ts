@@ -77,6 +77,11 @@ export interface HostSettings {
   /** The largest file stored (`TROUPE_FILE_MAX_MIB`): a session output larger is not published. Default 500 MiB. */
   fileMaxBytes?: number
   /**
+   * How old stored bytes no record names (an upload whose host died before recording it) must be before they are
+   * swept, and how often every host sweeps (`TROUPE_SWEEP_AGE_S`). Default 600 000 (10 min).
+   */
+  sweepAgeMs?: number
+  /**
    * The operator keyring (`TROUPE_VAULT_KEYRING_FILE`), which seals vault secrets. Default none: vault writes answer 422
    * and sessions naming vaults are refused.
    */

@@ -51,16 +51,18 @@ export const skillKind = listedKind({
     )
     return skillOps({ states, client: ctx.client, projection, bundles })
   },
-  background: (ctx, projection) =>
-    every(
-      ORPHAN_AGE_MS,
+  background: (ctx, projection) => {
+    const age = ctx.settings.sweepAgeMs ?? ORPHAN_AGE_MS
+    return every(
+      age,
       async () => {
         await projection.fresh()
         const os = await new Objm(ctx.js).open(ObjectStores.skills)
         const named = (object: string) => projection.get(object.split('.', 1)[0]!)?.objects.includes(object) ?? false
-        const swept = await sweepOrphans(os, ctx.jsm, named, ORPHAN_AGE_MS, ObjectStores.skills)
+        const swept = await sweepOrphans(os, ctx.jsm, named, age, ObjectStores.skills)
         if (swept) ctx.log.info({ swept }, 'swept skill bundles no version names')
       },
       (err) => ctx.log.warn({ err }, 'sweeping orphaned skill bundles failed'),
-    ),
+    )
+  },
 })
