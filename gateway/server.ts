@@ -121,7 +121,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     // Whatever body the transport framed is dropped as it comes.
     if (badLength) return answerError(ex, state, rid, badLength, ex.dropBody())
     if (strict) {
-      const problem = strictProblem(inc.headers, route.beta ?? 'managed-agents', mayHaveBody && !!route.op.body && route.bytes !== 'upload')
+      const problem = strictProblem(inc.headers, route.beta ?? 'managed-agents', mayHaveBody && !!route.op.body && route.bytes === undefined)
       // The body may still be streaming in: answer now, drop it as it comes.
       if (problem) return answerError(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
     }

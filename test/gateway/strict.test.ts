@@ -1,4 +1,5 @@
 import t from 'tap'
+import { toFile } from '@anthropic-ai/sdk'
 import { stack } from '../helpers/stack.js'
 import { raw } from '../helpers/troupe.js'
 
@@ -51,4 +52,17 @@ t.test('JSON bodies need content-type application/json', async (t) => {
 t.test('health routes need no headers', async (t) => {
   t.equal((await raw(s.url, 'GET', '/healthz')).status, 200)
   t.equal((await raw(s.url, 'GET', '/openapi.yaml')).status, 200)
+})
+
+t.test('skills routes claim skills-2025-10-02; their multipart uploads are not JSON bodies', async (t) => {
+  const files = [await toFile(Buffer.from('---\nname: strict-skill\ndescription: Strict.\n---\n'), 'strict-skill/SKILL.md')]
+  const made = await s.client.beta.skills.create({ files, betas: ['skills-2025-10-02'] } as any)
+  t.match(made, { id: /^skill_/, latest_version_id: '1' })
+  t.equal((await s.client.beta.skills.retrieve(made.id, { betas: ['skills-2025-10-02'] } as any)).id, made.id)
+  const refused = await s.client.beta.skills.list().then(
+    () => undefined,
+    (e: any) => e,
+  )
+  t.equal(refused?.status, 400)
+  t.match(refused?.error?.error?.message, /skills-2025-10-02/)
 })
