@@ -7,6 +7,7 @@ import type { ScheduleData } from './schedules.js'
 import { toolResults, type TurnOutcome } from './turn.js'
 import type { UploadCheck } from './uploads.js'
 import { webhookChecks } from './webhook-checks.js'
+import { SKILLS_CLIENT, type SkillData } from './skills.js'
 import type { WebhookData } from './webhooks.js'
 import type { ProbeCheck } from './workspaces.js'
 import {
@@ -55,6 +56,7 @@ export interface RunData {
   sandboxHostStarts: HostStart[]
   /** Webhook endpoints, what the receiver got and what the histories imply (absent with `--no-webhooks`). */
   webhooks?: WebhookData
+  skills?: SkillData
 }
 
 export interface CheckResult {
@@ -333,7 +335,13 @@ export const UPLOAD_CHECK_CLIENT = 'uploads'
 
 export function noClientErrors(d: RunData): CheckResult {
   const problems = d.attempts
-    .filter((a) => a.status >= 400 && a.status < 500 && !(a.client === UPLOAD_CHECK_CLIENT && a.status === 404))
+    .filter(
+      (a) =>
+        a.status >= 400 &&
+        a.status < 500 &&
+        !(a.client === UPLOAD_CHECK_CLIENT && a.status === 404) &&
+        !(a.client === SKILLS_CLIENT && a.status === 404 && a.method === 'DELETE'),
+    )
     .map((a) => `${a.status} at ${rel(d, a.at)} ${a.method} ${a.path} via ${a.backend}${a.key ? ` key ${a.key}` : ''}${a.requestId ? ` ${a.requestId}` : ''}`)
   return check('no 4xx (the driver sends only valid requests)', problems, 'none')
 }
@@ -734,5 +742,14 @@ export function runChecks(d: RunData, faults: boolean, sandboxHosts = false): Ch
   if (faults) out.push(failover(d), killFailover(d), restartReadiness(d), sandboxesDieWithHost(d), workspacesFollowSessions(d), uploadsWholeOrAbsent(d))
   if (faults && sandboxHosts) out.push(sandboxHostsLeaveNothing(d), inFlightCallsEnd(d), workspacesSurviveSandboxHosts(d))
   if (d.webhooks) out.push(...webhookChecks(d.webhooks))
+  if (d.skills) out.push(...skillChecks(d.skills))
   return out
+}
+
+/** Skills under faults (skills.ts): every listed version whole; one object per listed version once sweeps have run. */
+export function skillChecks(d: SkillData): CheckResult[] {
+  return [
+    check('every listed skill version downloads whole', d.broken, `${d.versions} versions, ${d.uploads.ok} uploads, ${d.deletes.ok} deletes`),
+    check('skill bundles: nothing left behind by killed uploads and deletes', d.leftovers, 'one object per listed version'),
+  ]
 }

@@ -26,6 +26,7 @@ import { Rng } from './rng.js'
 import { SandboxKillChecks } from './sandbox-kills.js'
 import { Schedules } from './schedules.js'
 import { oneTurn, type TurnOutcome } from './turn.js'
+import { SKILL_SWEEP_ENV, SKILLS_CLIENT, SkillChurn } from './skills.js'
 import { UploadProbes } from './uploads.js'
 import { Webhooks } from './webhooks.js'
 import { WorkspaceProbes } from './workspaces.js'
@@ -116,6 +117,7 @@ const hosts = new Hosts({
   env: {
     TROUPE_SCHEDULE_CLOCK: schedules.clockSpec,
     ...webhooks?.hostEnv,
+    ...SKILL_SWEEP_ENV,
     ...(args.sandboxHosts ? { TROUPE_SANDBOX_PLACEMENT: 'remote' } : { TROUPE_SANDBOX: args.sandbox }),
   },
   count: args.hosts,
@@ -173,6 +175,8 @@ if (webhooks) {
   await webhooks.create(balancer)
   say(`webhook endpoints ${webhooks.endpoints.map((e) => e.path).join(', ')}`)
 }
+const skills = new SkillChurn(clientWith(SKILLS_CLIENT, 5, 10_000))
+await skills.start()
 const agent = await driverClient.beta.agents.create({
   name: 'chaos',
   model: 'claude-sonnet-4-5',
@@ -248,6 +252,7 @@ await Promise.all([
     webhooks && { beforeKill: (running) => webhooks.beforeKill(running), afterKill: () => webhooks.afterKill() },
   ),
   webhooks?.run(loadStart, args.seconds, say),
+  skills.run(endAt),
 ])
 clearTimeout(stopLoad)
 clearInterval(ticker)
@@ -293,6 +298,7 @@ const workspaceTags = new Map<string, TurnOutcome>()
   )
 }
 say(`workspaces read back: ${[...workspaceTags.values()].filter((o) => 'events' in o).length} of ${sessions.length}`)
+const skillData = await skills.settle(nc, checkClient, say)
 // The orchestrators still run (and fire schedules): what was stored until now must reach the receiver.
 const webhookData = await webhooks?.settle(nc, checkClient, say)
 // The orchestrators had the settle time to catch up; runs they queued are recorded by the hosts meanwhile.
@@ -330,6 +336,7 @@ const data: RunData = {
   hostStarts: hosts.starts,
   schedules: scheduled,
   webhooks: webhookData,
+  skills: skillData,
 }
 const checks = runChecks(data, args.faults.length > 0, args.sandboxHosts > 0)
 const failed = checks.some((c) => !c.ok)
