@@ -64,6 +64,9 @@ export class Balancer {
   /** A `fetch` for `new Anthropic({ baseURL: VIRTUAL_ORIGIN, fetch })`. */
   readonly fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input.toString() : input.url)
+    // The official client probes a custom fetch with `fetch('data:,')` before its first multipart upload (to find its
+    // Response class): not a request to any gateway.
+    if (url.protocol === 'data:') return globalThis.fetch(url, init)
     const headers = new Headers(init?.headers)
     const retry = Number(headers.get('x-stainless-retry-count') ?? 0) || 0
     const session = SESSION_IN_PATH.exec(url.pathname)?.[1]
