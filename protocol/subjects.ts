@@ -109,6 +109,8 @@ export const ObjectStores = {
 export const objectStream = (store: string) => `OBJ_${store}`
 /** The subject prefix of an object's chunks in that stream: `<prefix><object nuid>` (nats.js's layout). */
 export const objectChunkPrefix = (store: string) => `$O.${store}.C.`
+/** The subject prefix of objects' meta entries (nats.js's layout). */
+export const objectMetaPrefix = (store: string) => `$O.${store}.M.`
 /** The subject of an object's meta entry: its name in padded base64url (nats.js's layout). */
 export const objectMetaSubject = (store: string, name: string) =>
   `$O.${store}.M.${Buffer.from(name).toString('base64').replace(/\+/g, '-').replace(/\//g, '_')}`

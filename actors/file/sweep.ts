@@ -1,6 +1,6 @@
 import type { JetStreamManager } from '@nats-io/jetstream'
 import type { ObjectStore } from '@nats-io/obj'
-import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/subjects.js'
+import { ObjectStores, objectChunkPrefix, objectMetaPrefix, objectStream } from '../../protocol/subjects.js'
 import { objectOf, type StoredFile } from './state.js'
 
 /**
@@ -37,7 +37,22 @@ export async function sweepOrphans(
   const before = Date.now() - ageMs
   let swept = 0
   const live = new Set<string>()
-  for (const info of await os.list()) {
+  const stream = objectStream(store)
+  // The objects as the stream's leader holds them, meta entry by meta entry: `os.list()` reads through a consumer
+  // that may sit on a replica still catching up, and an object missing from a short list would have its chunks purged
+  // below while a record names it.
+  const metaPrefix = objectMetaPrefix(store)
+  const metas = await jsm.streams.info(stream, { subjects_filter: `${metaPrefix}>` })
+  let complete = true
+  for (const subject of Object.keys(metas.state.subjects ?? {})) {
+    const m = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null)
+    const info = m ? (JSON.parse(new TextDecoder().decode(m.data)) as { name: string; nuid: string; mtime: string; deleted?: boolean }) : undefined
+    if (!info) {
+      // Unknown for now: no chunk is purged on this pass.
+      complete = false
+      continue
+    }
+    if (info.deleted) continue
     if (named(info.name) || Date.parse(info.mtime) > before) live.add(info.nuid)
     else if (
       await os.delete(info.name).then(
@@ -47,7 +62,7 @@ export async function sweepOrphans(
     )
       swept++
   }
-  const stream = objectStream(store)
+  if (!complete) return swept
   const chunkPrefix = objectChunkPrefix(store)
   const si = await jsm.streams.info(stream, { subjects_filter: `${chunkPrefix}>` })
   for (const subject of Object.keys(si.state.subjects ?? {})) {
