@@ -37,22 +37,7 @@ export async function sweepOrphans(
   const before = Date.now() - ageMs
   let swept = 0
   const live = new Set<string>()
-  const stream = objectStream(store)
-  // The objects as the stream's leader holds them, meta entry by meta entry: `os.list()` reads through a consumer
-  // that may sit on a replica still catching up, and an object missing from a short list would have its chunks purged
-  // below while a record names it.
-  const metaPrefix = objectMetaPrefix(store)
-  const metas = await jsm.streams.info(stream, { subjects_filter: `${metaPrefix}>` })
-  let complete = true
-  for (const subject of Object.keys(metas.state.subjects ?? {})) {
-    const m = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null)
-    const info = m ? (JSON.parse(new TextDecoder().decode(m.data)) as { name: string; nuid: string; mtime: string; deleted?: boolean }) : undefined
-    if (!info) {
-      // Unknown for now: no chunk is purged on this pass.
-      complete = false
-      continue
-    }
-    if (info.deleted) continue
+  for (const info of await os.list()) {
     if (named(info.name) || Date.parse(info.mtime) > before) live.add(info.nuid)
     else if (
       await os.delete(info.name).then(
@@ -62,15 +47,34 @@ export async function sweepOrphans(
     )
       swept++
   }
-  if (!complete) return swept
+  const stream = objectStream(store)
   const chunkPrefix = objectChunkPrefix(store)
   const si = await jsm.streams.info(stream, { subjects_filter: `${chunkPrefix}>` })
-  for (const subject of Object.keys(si.state.subjects ?? {})) {
-    if (live.has(subject.slice(chunkPrefix.length))) continue
+  const unlisted = Object.keys(si.state.subjects ?? {}).filter((subject) => !live.has(subject.slice(chunkPrefix.length)))
+  if (!unlisted.length) return swept
+  // Chunks no listed object names. The list came through a consumer that may sit on a replica still catching up, and
+  // an object missing from a short list must not lose its chunks: the stream leader's meta entries decide.
+  const atLeader = await objectsAtLeader(jsm, stream, store)
+  if (!atLeader) return swept
+  for (const subject of unlisted) {
+    if (atLeader.has(subject.slice(chunkPrefix.length))) continue
     const last = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null)
     if (!last || last.time.getTime() > before) continue
     await jsm.streams.purge(stream, { filter: subject })
     swept++
   }
   return swept
+}
+
+/** The nuids of the objects the stream's leader holds (not deleted), meta entry by meta entry; undefined if one cannot be read. */
+async function objectsAtLeader(jsm: JetStreamManager, stream: string, store: string): Promise<Set<string> | undefined> {
+  const metas = await jsm.streams.info(stream, { subjects_filter: `${objectMetaPrefix(store)}>` })
+  const nuids = new Set<string>()
+  for (const subject of Object.keys(metas.state.subjects ?? {})) {
+    const m = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null)
+    if (!m) return undefined
+    const info = JSON.parse(new TextDecoder().decode(m.data)) as { nuid: string; deleted?: boolean }
+    if (!info.deleted) nuids.add(info.nuid)
+  }
+  return nuids
 }

@@ -6,7 +6,7 @@ import { SessionKind } from '../../protocol/ops/session.js'
 import type { SkillRef } from '../../protocol/schemas/agent.js'
 import type { ActorClient } from '../kit/client.js'
 import { fingerprint } from '../../protocol/hash.js'
-import type { FileBytes } from '../../protocol/files.js'
+import { type FileBytes, isUploadObjectOf } from '../../protocol/files.js'
 import type { SkillKind } from '../../protocol/ops/skill.js'
 import type { Skill, SkillCreateInputT, SkillVersion, SkillVersionInputT } from '../../protocol/schemas/skill.js'
 import { now } from '../../protocol/time.js'
@@ -127,7 +127,7 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
 
     async 'versions.create'(s, { id, body: b, key }) {
       store()
-      if (!b.object.startsWith(`${id}.`)) {
+      if (!isUploadObjectOf(id, b.object)) {
         await discard(b.object)
         throw fail('invalid_request', `object: ${JSON.stringify(b.object)} is not an upload of skill ${id}`)
       }

@@ -206,8 +206,9 @@ export class DeliveryWorker {
     // The server counts every delivery of the message; the ones put back unattempted (below) are noted, and not attempts.
     const skipped = m.info.deliveryCount > 1 ? ((await this.pending(key))?.skipped ?? 0) : 0
     const n = m.info.deliveryCount - skipped
+    const body = new TextDecoder().decode(m.data)
     const record = (result: DeliveryRecord['result'], last: string, attempts = n) =>
-      this.record({ endpoint, event, result, attempts, last, at: Date.now(), payload: new TextDecoder().decode(m.data) })
+      this.record({ endpoint, event, result, attempts, last, at: Date.now(), payload: body })
     const entry = await this.o.endpoints.get(`${WEBHOOK_PREFIX}${endpoint}`)
     const state = entry?.operation === 'PUT' ? decode<WebhookState>(entry.value) : undefined
     if (state?.endpoint.status !== 'enabled') {
@@ -225,7 +226,6 @@ export class DeliveryWorker {
     let outcome: Outcome
     try {
       const secret = this.o.keyring.open(state.secret, secretAad(endpoint))
-      const body = new TextDecoder().decode(m.data)
       outcome = await post(state.endpoint.url, m.data, attemptHeaders(secret, event, body), { timeoutMs: ATTEMPT_TIMEOUT_MS, ...this.o.post })
     } finally {
       const left = (this.inFlight.get(endpoint) ?? 1) - 1

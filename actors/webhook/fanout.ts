@@ -133,13 +133,15 @@ export class FanOut {
   }
 
   private async fromHistory(m: JsMsg): Promise<void> {
-    const types = m.headers?.get(EventHeaders.type)
+    // Most stored messages make no webhook event (messages, spans, tool calls): acknowledged with no more work.
+    const types = (m.headers?.get(EventHeaders.type) ?? '').split(',')
+    if (!types.some((type) => Object.hasOwn(FROM_HISTORY, type))) return void m.ack()
     const sessionId = m.subject.split('.')[2] ?? ''
-    if (!types || !isId('sesn', sessionId)) return void m.ack()
+    if (!isId('sesn', sessionId)) return void m.ack()
     const ids = (m.headers?.get(EventHeaders.id) ?? '').split(',')
     const at = Math.floor(m.info.timestampNanos / 1_000_000)
     const made: Array<Promise<void>> = []
-    types.split(',').forEach((type, i) => {
+    types.forEach((type, i) => {
       const source = ids[i]
       if (!source) return
       for (const hook of FROM_HISTORY[type] ?? []) {
