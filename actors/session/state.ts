@@ -22,6 +22,25 @@ export interface SessionRecord {
   running_since: number | null
   /** Fingerprint of the create request, when it carried an Idempotency-Key: its retries must match it. */
   created_by?: string
+  /**
+   * The custom skills the session runs (its agent snapshot's `skills`, resolved and pinned at creation), with what
+   * running them needs: where each bundle's bytes are, its runtime name (its directory under /workspace/skills) and
+   * its description (the discovery list). Fixed for the session's life: a session update cannot change skills.
+   */
+  skills?: SessionSkill[]
+}
+
+/** One skill a session runs: a concrete version and what its bundle holds. */
+export interface SessionSkill {
+  skill_id: string
+  version: string
+  /** The frontmatter `name`: its directory, /workspace/skills/<name>/, and what the `Skill` tool is called with. */
+  name: string
+  description: string
+  /** The object in troupe_skill_bundles holding the version's canonical zip. */
+  object: string
+  /** Its files' size once unpacked. */
+  expanded_bytes: number
 }
 
 export const SESSION_PREFIX = 'session.'
