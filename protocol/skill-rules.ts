@@ -87,3 +87,27 @@ export const SKILL_MAX_EXPANDED_BYTES = 100 * MiB
  */
 export const SKILL_MAX_ENTRY_RATIO = 200
 export const SKILL_RATIO_EXEMPT_BYTES = MiB
+
+/**
+ * A session's skills (SPEC.md limits, "Custom skills per session", "Aggregate expanded skill size"): checked when it
+ * is created, over the effective list (the agent's, or the session's override). MB as 10^6 bytes, as above.
+ */
+export const SESSION_MAX_SKILLS = 500
+export const SESSION_MAX_SKILL_EXPANDED_BYTES = 500 * 1000 * 1000
+
+/**
+ * Discovery (SPEC session create rule 10): the `Skill` tool's description lists every skill by name, with descriptions
+ * while they fit in this share of the configured context window (`TROUPE_CONTEXT_WINDOW`), counted in estimated
+ * tokens; the rest are listed by name only, still invocable.
+ */
+export const SKILL_DESCRIPTION_BUDGET_SHARE = 0.01
+
+/** Compaction (SPEC limits "Skill compaction budget"): what injected SKILL.md text may keep, in estimated tokens. */
+export const SKILL_COMPACTION_TOKENS_PER_SKILL = 5_000
+export const SKILL_COMPACTION_TOKENS_SHARED = 25_000
+
+/**
+ * Estimated tokens of a text: about four characters a token for English prose and code (the vendor's rule of thumb),
+ * rounded up. Only budgets use it; nothing is billed by it.
+ */
+export const estimateTokens = (text: string): number => Math.ceil(text.length / 4)

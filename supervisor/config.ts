@@ -114,6 +114,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
       idleMs: count('TROUPE_SESSION_IDLE_MS', 0),
       runningRecordMs: count('TROUPE_SESSION_RUNNING_RECORD_MS', 0),
       maxTokens: count('TROUPE_MODEL_MAX_TOKENS', 1),
+      contextWindow: count('TROUPE_CONTEXT_WINDOW', 1000),
       shellIdleMs: count('TROUPE_SESSION_SHELL_IDLE_MS', 0),
       workspaceMaxEntries: count('TROUPE_WORKSPACE_MAX_FILES', 1),
       workspaceMaxBytes: mebibytes(count('TROUPE_WORKSPACE_MAX_MIB', 1)),

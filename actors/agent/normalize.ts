@@ -9,7 +9,6 @@ import type {
   ModelConfig,
   ModelInputT,
   Policy,
-  SkillRef,
   Tool,
   ToolDefaultConfig,
   ToolParamsT,
@@ -228,7 +227,7 @@ export function checkToolGraph(tools: Tool[], servers: McpServer[]): void {
  * SPEC "Agent validation rules": an agent with skills must enable `read` (skills are read from files) and
  * must not define a custom tool named `Skill` (the runtime's dispatcher). Only reachable once skills resolve.
  */
-export function checkSkillRequirements(skills: SkillRef[], tools: Tool[]): void {
+export function checkSkillRequirements(skills: readonly unknown[], tools: Tool[]): void {
   if (skills.length === 0) return
   const i = tools.findIndex((t) => t.type === 'custom' && t.name === 'Skill')
   if (i >= 0) throw fail('invalid_request', `tools[${i}].name: an agent with skills cannot define a custom tool named Skill (reserved for skill dispatch)`)

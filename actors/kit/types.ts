@@ -108,6 +108,11 @@ export interface SessionTuning {
   runningRecordMs: number
   /** max_tokens of each model request. */
   maxTokens: number
+  /**
+   * The models' context window, in tokens: the skill description budget is 1% of it, and a request estimated past it
+   * compacts its injected skill instructions (skill-context.ts). Default 200,000.
+   */
+  contextWindow: number
   /** A session whose shell is live stays in memory this long after its last work (its shell goes when it leaves). */
   shellIdleMs: number
   /** Files, directories and links a workspace may hold and still be saved for a move (workspace-sync.ts). */

@@ -58,7 +58,7 @@ export class SessionActor extends MailboxActor {
     this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
     this.sandbox = sessionSandbox(h, this.events, mb, deps)
-    this.tools = new ToolRunner(h, this.events, mb, this.sandbox)
+    this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts)
     this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, sandbox: this.sandbox, deps })
     this.recovery = new Recovery(h, this.events, this.tools, this.turns)
   }

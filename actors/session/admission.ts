@@ -9,7 +9,7 @@ import type { BudgetParams, SessionCreateInput } from '../../protocol/schemas/se
 import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
 import { budgetCents, checkBudgetCreate } from './billing/budget.js'
 import type { ModelRef } from './billing/prices.js'
-import { checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from '../agent/normalize.js'
+import { checkSkillRequirements, checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from '../agent/normalize.js'
 import { geoBreach, type Member } from '../agent/roster.js'
 import { AgentKind } from '../../protocol/ops/agent.js'
 import type { ActorClient } from '../kit/client.js'
@@ -72,11 +72,11 @@ export async function snapshotAgent(resolveAgent: AgentResolver, input: SessionC
         'vendor_skills_unsupported',
         input.skills.findIndex((x) => x.type === 'anthropic'),
       )
+    // An override's tools must still serve the skills, and an override's skills the tools (SPEC agents rules).
+    if (input.skills !== undefined || input.tools !== undefined) prefixed('agent.', () => checkSkillRequirements(input.skills ?? snap.skills, snap.tools))
+    // Resolved and pinned by the create (skills.ts#pinSessionSkills), which puts the concrete versions here.
     if (input.skills !== undefined) snap.skills = []
-    if (input.skills?.length) throw fail('skills_not_run')
   }
-  // Until sessions run skills (mounted, discovered, invoked), a session that would carry them is refused outright.
-  if (snap.skills.length) throw fail('skills_not_run')
 
   if (agent.multiagent) {
     const members: Member[] = []
@@ -201,11 +201,28 @@ export function checkBudget(budget: BudgetParams | null, agent: SessionAgent): v
  * sandbox host heard enforces limited networking (none heard at all: admitted, the sessions wait for one; a session
  * is then bound only to a host that enforces its policy, remote-sandbox.ts).
  */
-export function sandboxTraits(ctx: Pick<HostContext, 'settings' | 'sandboxHosts'>): Pick<SandboxBackend, 'enforcesNetwork'> {
+export function sandboxTraits(ctx: Pick<HostContext, 'settings' | 'sandboxHosts'>): SandboxTraits {
   const roster = ctx.sandboxHosts
   if (!roster) return ctx.settings.sandbox ?? localBackend
   const live = roster.live()
-  return { enforcesNetwork: !live.length || live.some((h) => roster.value(h)?.enforces_network) }
+  return {
+    enforcesNetwork: !live.length || live.some((h) => roster.value(h)?.enforces_network),
+    kind: !live.length || live.some((h) => roster.value(h)?.kind === 'isolated') ? 'isolated' : 'local',
+  }
+}
+
+export type SandboxTraits = Pick<SandboxBackend, 'enforcesNetwork' | 'kind'>
+
+/**
+ * SPEC session create rule 9: custom skills run only where tools run in a container-backed sandbox, the isolated
+ * backend (bundles bound read-only at /workspace/skills). A self-hosted environment's tools run on the client; the
+ * local backend runs them on the host, with no mounts.
+ */
+export function checkSkillsRun(env: Environment, backend: SandboxTraits): void {
+  if (env.config.type === 'self_hosted') throw fail('skills_not_run', `environment ${env.id} is self_hosted (its tools run on the client)`)
+  if (backend.kind !== 'isolated') {
+    throw fail('skills_not_run', "this server's sessions run tools on the local backend (TROUPE_SANDBOX=local, or bubblewrap could not start here)")
+  }
 }
 
 /**
@@ -213,7 +230,7 @@ export function sandboxTraits(ctx: Pick<HostContext, 'settings' | 'sandboxHosts'
  * (the isolated one with socat), which also installs packages into the session's own prefix (SPEC environments
  * rule 2); the local backend runs tools on the host itself.
  */
-export function checkEnvironment(env: Environment, backend: Pick<SandboxBackend, 'enforcesNetwork'>): void {
+export function checkEnvironment(env: Environment, backend: SandboxTraits): void {
   if (env.config.type !== 'cloud' || backend.enforcesNetwork) return
   if (env.config.networking.type === 'limited') throw fail('networking_unenforceable', env.id)
   const listed = listedManagers(env.config.packages)

@@ -14,15 +14,26 @@ import { budgetCents, checkBudgetUpdate } from './billing/budget.js'
 import { listCostCents } from './billing/list-cost.js'
 import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
-import { checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
-import { checkCreateInput, checkEnvironment, checkVaultRefs, modelNames, sandboxTraits, modelsOf, prefixed, snapshotAgent } from './admission.js'
+import { checkSkillRequirements, checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
+import {
+  checkCreateInput,
+  checkEnvironment,
+  checkSkillsRun,
+  checkVaultRefs,
+  modelNames,
+  sandboxTraits,
+  modelsOf,
+  prefixed,
+  snapshotAgent,
+} from './admission.js'
+import { pinSessionSkills, requestedSkills, skillRefs, unpinSessionSkills } from './skills.js'
 import { SessionActor } from './actor.js'
 import type { ActorDeps } from './deps.js'
 import { checkFits, lastSequence } from './log.js'
 import { listEvents } from './pages.js'
 import { attachFiles, dropCopies, resourceOps } from './resources.js'
 import { checkClientEvents } from './rules.js'
-import { sessionKey, viewOf, type SessionRecord } from './state.js'
+import { sessionKey, viewOf, type SessionRecord, type SessionSkill } from './state.js'
 
 export interface Actors {
   /** The live actor of a session, loading it (replaying its history) when needed; undefined if none exists. */
@@ -86,10 +97,24 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     const release = () => deps.environments.release(env.id, id, req.rid)
     const t = now()
     let resources: SessionResource[]
+    let skills: SessionSkill[] = []
+    const wanted = requestedSkills(b.agent, agent)
     try {
-      checkEnvironment(env, sandboxTraits(ctx))
+      const traits = sandboxTraits(ctx)
+      checkEnvironment(env, traits)
+      if (wanted.length) checkSkillsRun(env, traits)
       // Copies made here and not listed by a record (this host killed before it) are swept (actors/file/copies.ts).
       resources = await attachFiles(deps, id, b.resources ?? [], t, req.rid)
+      // Pinned last, just before the record: a version's delete holds a pin this young without asking (the record
+      // may not be stored yet), so the pins must not wait on slow copies.
+      if (wanted.length) {
+        skills = await pinSessionSkills(ctx.client, id, wanted).catch(async (err) => {
+          await dropCopies(deps, id, resources, req.rid)
+          throw err
+        })
+        agent.skills = skillRefs(skills)
+        for (const e of agent.multiagent?.agents ?? []) if (e.type === 'agent' && e.id === agent.id) e.skills = agent.skills
+      }
     } catch (err) {
       await release()
       throw err
@@ -122,13 +147,16 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       budget_removed: false,
       running_since: null,
       ...(req.key === undefined ? {} : { created_by: fingerprint(b) }),
+      ...(skills.length ? { skills } : {}),
     }
+    // A write whose outcome is unknown may have stored the session: its pins stay (a version's delete asks).
     const record = await FencedRecord.create(store, sessionKey(id), rec).catch(async (err) => {
       await release()
       throw err
     })
     if (!record) {
       await release()
+      // Another create of this id stored its record first: it pinned the same versions under the same id, so they stay.
       const raced = req.key === undefined ? undefined : await retriedCreate(id, req)
       if (raced) return raced
       throw fail('session_exists', id)
@@ -183,6 +211,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
         const tools = b.agent.tools !== undefined ? normalizeTools(b.agent.tools ?? []) : s.agent.tools
         const servers = b.agent.mcp_servers !== undefined ? normalizeServers(b.agent.mcp_servers ?? []) : s.agent.mcp_servers
         prefixed('agent.', () => checkToolGraph(tools, servers))
+        // Its skills stay (a session update cannot change them), so the tools must still serve them.
+        if (b.agent.tools !== undefined) prefixed('agent.', () => checkSkillRequirements(s.agent.skills, tools))
         const agent = { ...s.agent, tools, mcp_servers: servers }
         if (!sameJson(agent, s.agent)) changes.agent = agent
       }
@@ -227,6 +257,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       await actor.destroy(rid)
       // The session is gone: so are the copies its resources held.
       await dropCopies(deps, id, actor.h.session.resources, rid)
+      await unpinSessionSkills(ctx.client, id, actor.h.rec.skills ?? [], ctx.log)
       return { id, type: 'session_deleted' }
     },
 

@@ -10,6 +10,7 @@ import type { Model } from './model.js'
 import type { SessionOutputs } from './outputs.js'
 import type { EnvironmentRefs } from './references.js'
 import type { SessionRecord } from './state.js'
+import type { SkillTexts } from './skill-texts.js'
 import type { FileReader } from '../file/read.js'
 import type { WorkspaceStore } from './workspace-store.js'
 
@@ -40,4 +41,6 @@ export interface ActorDeps {
   workspaces: WorkspaceStore
   /** Lifecycle events no history holds (scheduled, deleted), for webhooks. */
   outbox: Outbox
+  /** Skill versions' SKILL.md, as a `Skill` launch injects it (skill-texts.ts). */
+  skillTexts: SkillTexts
 }

@@ -1,6 +1,7 @@
 import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages'
 import type { RequestTag, SessionEvent, SessionStatus, StopReason } from '../../protocol/events.js'
 import { RequestLog } from './requests.js'
+import { SKILL_TOOL, type SkillActivation } from './skill-context.js'
 import { addActiveMs, addModelUsage, type ModelUsage } from './billing/usage.js'
 import type { SessionRecord } from './state.js'
 
@@ -44,6 +45,8 @@ export class History {
   readonly requests = new RequestLog()
   /** A turn is in progress: running, or idle waiting for tool results or a budget raise. */
   turnOpen = false
+  /** The session's successful `Skill` launches, in order (skill-context.ts injects their SKILL.md at request time). */
+  readonly activations: SkillActivation[] = []
   /** A span.model_request_start without its end (a request was in flight when its host died). */
   openSpan: string | null = null
   private draft: ContentBlockParam[] | null = null
@@ -213,7 +216,8 @@ export class History {
   }
 
   private resolve(id: string, outcome: ToolOutcome) {
-    if (!this.open.delete(id)) return
+    const t = this.open.get(id)
+    if (!t || !this.open.delete(id)) return
     const block: ToolResultBlockParam = {
       type: 'tool_result',
       tool_use_id: id,
@@ -221,6 +225,9 @@ export class History {
       ...(outcome.is_error ? { is_error: true } : {}),
     }
     this.pushUser([block])
+    if (t.name === SKILL_TOOL && t.kind === 'builtin' && !outcome.is_error && this.rec.skills?.length) {
+      this.activations.push({ name: String(t.input.skill), message: this.messages.length - 1 })
+    }
   }
 
   private pushUser(blocks: ContentBlockParam[]) {

@@ -26,6 +26,7 @@ import { SessionOutputs } from './outputs.js'
 import { EnvironmentRefs } from './references.js'
 import { SESSION_PREFIX, type SessionRecord } from './state.js'
 import { WorkspaceStore } from './workspace-store.js'
+import { SkillTexts } from './skill-texts.js'
 import { DEFAULT_WORKSPACE_BOUNDS } from './workspace-sync.js'
 
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
@@ -34,6 +35,7 @@ export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   idleMs: 30_000,
   runningRecordMs: 200,
   maxTokens: 8192,
+  contextWindow: 200_000,
   shellIdleMs: 10 * 60_000,
   workspaceMaxEntries: DEFAULT_WORKSPACE_BOUNDS.maxEntries,
   workspaceMaxBytes: DEFAULT_WORKSPACE_BOUNDS.maxBytes,
@@ -89,6 +91,7 @@ export const sessionKind: ActorKindDef = {
       }),
       workspaces,
       outbox: new Outbox(ctx.js),
+      skillTexts: new SkillTexts(fileBytes(ctx.js, ObjectStores.skills)),
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),

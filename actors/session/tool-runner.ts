@@ -2,6 +2,7 @@ import type { Mailbox } from '../kit/mailbox.js'
 import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
 import type { SessionSandbox } from './session-sandbox.js'
+import type { SkillTexts } from './skill-texts.js'
 import { routeTool } from './tools.js'
 
 const UNENFORCEABLE =
@@ -18,6 +19,7 @@ export class ToolRunner {
     private readonly events: SessionEvents,
     private readonly mb: Mailbox,
     private readonly sandbox: SessionSandbox,
+    private readonly skills: SkillTexts,
   ) {}
 
   /**
@@ -32,7 +34,12 @@ export class ToolRunner {
         this.error(t, t.confirmation.deny_message || 'The user denied this tool use.')
         continue
       }
-      if (routeTool(this.h.session.agent, t.name).kind !== 'builtin') {
+      const route = routeTool(this.h.session.agent, t.name, !!this.h.rec.skills?.length)
+      if (route.kind === 'skill') {
+        await this.launch(t)
+        continue
+      }
+      if (route.kind !== 'builtin') {
         this.error(t, `Tool ${JSON.stringify(t.name)} is not available to this agent.`)
         continue
       }
@@ -80,6 +87,28 @@ export class ToolRunner {
         retry_status: { type: 'exhausted' },
       },
     })
+  }
+
+  /**
+   * A `Skill` call (SPEC session create rule 10): `Launching skill: <name>` once its SKILL.md can be read, which the
+   * next model request injects after this result (skill-context.ts). Nothing runs and the sandbox is not needed: the
+   * skill's files are put in place with the session's other mounts, before its first sandbox tool.
+   */
+  private async launch(t: OpenTool): Promise<void> {
+    const skills = this.h.rec.skills ?? []
+    const name = t.input.skill
+    const skill = skills.find((s) => s.name === name)
+    if (!skill) {
+      this.error(t, `No skill is named ${JSON.stringify(name)}; call Skill with one of: ${skills.map((s) => s.name).join(', ')}.`)
+      return
+    }
+    try {
+      await this.skills.get(skill.object, skill.name)
+    } catch (err) {
+      this.error(t, `Skill ${skill.name} could not be loaded (${(err as Error).message}); try again.`)
+      return
+    }
+    this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text: `Launching skill: ${skill.name}` }], is_error: false })
   }
 
   /** Answers a tool use with an error result, without running it. */

@@ -2,9 +2,11 @@ import type { Tool as ApiTool } from '@anthropic-ai/sdk/resources/messages'
 import type { AgentToolset, Policy } from '../../protocol/schemas/agent.js'
 import type { SessionAgent } from '../../protocol/session.js'
 import { BUILTIN_TOOL_NAMES, builtinToolDefinitions } from '../../sandbox/index.js'
+import { SKILL_TOOL, skillTool } from './skill-context.js'
+import type { SessionSkill } from './state.js'
 
 /** How one tool name of a session's agent is handled. */
-export type ToolRoute = { kind: 'builtin'; policy: Policy } | { kind: 'custom' } | { kind: 'unknown' }
+export type ToolRoute = { kind: 'builtin'; policy: Policy } | { kind: 'skill' } | { kind: 'custom' } | { kind: 'unknown' }
 
 const toolset = (agent: SessionAgent) => agent.tools.find((t): t is AgentToolset => t.type === 'agent_toolset_20260401')
 
@@ -22,18 +24,22 @@ function enabledBuiltins(agent: SessionAgent): Map<string, Policy> {
 }
 
 /**
- * The tools offered to the model: enabled built-ins of the agent toolset and custom tools. MCP toolsets and
- * the server-side web tools are not offered: this server does not connect to MCP servers or run web tools yet.
+ * The tools offered to the model: enabled built-ins of the agent toolset, the `Skill` dispatcher when the session runs
+ * skills (skill-context.ts), and custom tools. MCP toolsets and the server-side web tools are not offered: this
+ * server does not connect to MCP servers or run web tools yet.
  */
-export function toolDefinitions(agent: SessionAgent): ApiTool[] {
+export function toolDefinitions(agent: SessionAgent, skills: readonly SessionSkill[] = [], contextWindow = 0): ApiTool[] {
   const defs: ApiTool[] = builtinToolDefinitions([...enabledBuiltins(agent).keys()]) as ApiTool[]
+  if (skills.length) defs.push(skillTool(skills, contextWindow))
   for (const t of agent.tools) {
     if (t.type === 'custom') defs.push({ name: t.name, description: t.description, input_schema: t.input_schema as ApiTool['input_schema'] })
   }
   return defs
 }
 
-export function routeTool(agent: SessionAgent, name: string): ToolRoute {
+/** `skills`: the session runs skills, so `Skill` is its dispatcher (no custom tool may take the name then). */
+export function routeTool(agent: SessionAgent, name: string, skills = false): ToolRoute {
+  if (skills && name === SKILL_TOOL) return { kind: 'skill' }
   if (agent.tools.some((t) => t.type === 'custom' && t.name === name)) return { kind: 'custom' }
   const policy = enabledBuiltins(agent).get(name)
   return policy ? { kind: 'builtin', policy } : { kind: 'unknown' }

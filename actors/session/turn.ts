@@ -14,6 +14,12 @@ import type { RecordWriter } from './record-writer.js'
 import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, routeTool, toolDefinitions } from './tools.js'
+import { withSkills } from './skill-context.js'
+import { estimateTokens } from '../../protocol/skill-rules.js'
+import type { Policy } from '../../protocol/schemas/agent.js'
+
+/** A skill launch only adds instructions to the conversation: nothing to confirm. */
+const SKILL_POLICY: Policy = { type: 'always_allow' }
 
 /** The parts of a session actor its turns use. */
 export interface TurnParts {
@@ -24,7 +30,7 @@ export interface TurnParts {
   readonly writer: RecordWriter
   readonly tools: ToolRunner
   readonly sandbox: Pick<SessionSandbox, 'hasOutputs' | 'publishOutputs' | 'system'>
-  readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings'>
+  readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings' | 'skillTexts'>
 }
 
 /** The usage of a model request that produced nothing (failed, or closed after a takeover). */
@@ -164,7 +170,7 @@ export class TurnLoop {
     let res: ModelResponse
     stats.modelRequests++
     try {
-      res = await streamModel(model, this.params(), signal, events.preview, () => newId('sevt'))
+      res = await streamModel(model, await this.params(), signal, events.preview, () => newId('sevt'))
     } catch (err) {
       const f = classifyFailure(err, model.endpoint)
       events.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
@@ -193,15 +199,17 @@ export class TurnLoop {
     stats.inputTokens += res.usage.input_tokens ?? 0
     stats.outputTokens += res.usage.output_tokens ?? 0
     const agent = h.session.agent
+    const skills = !!h.rec.skills?.length
     for (const o of res.outputs) {
       if (o.type === 'agent.thinking') events.emit('agent.thinking', {}, o.id)
       else if (o.type === 'agent.message') events.emit('agent.message', { content: o.content }, o.id)
       else {
         stats.toolUses++
-        const route = routeTool(agent, o.name)
+        const route = routeTool(agent, o.name, skills)
         if (route.kind === 'custom') events.emit('agent.custom_tool_use', { name: o.name, input: o.input })
         else {
-          const perm = route.kind === 'builtin' && h.rec.env.type === 'cloud' ? permissionFields(route.policy) : {}
+          const policy = route.kind === 'skill' ? SKILL_POLICY : route.kind === 'builtin' ? route.policy : undefined
+          const perm = policy && h.rec.env.type === 'cloud' ? permissionFields(policy) : {}
           events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
         }
       }
@@ -211,15 +219,28 @@ export class TurnLoop {
     return true
   }
 
-  private params(): MessageCreateParamsStreaming {
-    const agent = this.p.h.session.agent
+  private async params(): Promise<MessageCreateParamsStreaming> {
+    const { h, deps } = this.p
+    const agent = h.session.agent
     const m = agent.model
-    const tools = toolDefinitions(agent)
-    const system = this.p.sandbox.system(agent.system, this.p.h.session.resources)
+    const skills = h.rec.skills ?? []
+    const contextWindow = deps.settings.contextWindow
+    const tools = toolDefinitions(agent, skills, contextWindow)
+    const system = this.p.sandbox.system(agent.system, h.session.resources)
+    let messages = h.messages
+    if (h.activations.length) {
+      const texts = new Map<string, string | undefined>()
+      for (const a of h.activations) {
+        const s = skills.find((x) => x.name === a.name)
+        if (s && !texts.has(s.name)) texts.set(s.name, await deps.skillTexts.get(s.object, s.name).catch(() => undefined))
+      }
+      const baseTokens = estimateTokens(JSON.stringify(messages)) + estimateTokens(system ?? '') + estimateTokens(JSON.stringify(tools))
+      messages = withSkills(messages, h.activations, texts, { contextWindow, baseTokens })
+    }
     return {
       model: m.id,
-      max_tokens: this.p.deps.settings.maxTokens,
-      messages: this.p.h.messages,
+      max_tokens: deps.settings.maxTokens,
+      messages,
       stream: true,
       ...(system ? { system } : {}),
       ...(tools.length ? { tools } : {}),

@@ -28,8 +28,19 @@ export interface SkillDeps {
 
 /** A pin younger than this is held without asking its pinner (its write may not be stored yet). */
 const PIN_GRACE_MS = 5_000
+/**
+ * A session pins its skills just before its record is stored (session/skills.ts), and a create that fails after
+ * pinning takes its pins back: one this young may belong to a record not stored yet, and counts without asking.
+ */
+const SESSION_PIN_GRACE_MS = 30_000
 
 const pinnerOf = (by: string) => (by.startsWith('agent_') ? `agent ${by}` : `session ${by}`)
+
+/**
+ * Sessions' pins are keys of their own, `pin.<skill>.<version>.<session>` holding when it pinned (epoch ms), not
+ * entries of the skill's state: a skill may be pinned by any number of sessions, and the state is rewritten whole.
+ */
+const sessionPinKey = (skill: string, version: string, session: string) => `pin.${skill}.${version}.${session}`
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()
@@ -115,6 +126,23 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
     return client.call(SessionKind.ops.get, { id: by }).then((x) => names(x.agent.skills), gone)
   }
 
+  /**
+   * Refuses while a session that is not physically deleted pins version `v`; the keys of sessions gone are removed on
+   * the way. A version being deleted takes no new pin (`pin` runs on this owner, after this op), so none can slip in.
+   */
+  async function checkSessionPins(id: string, v: string): Promise<void> {
+    const kv = states.kv
+    const prefix = sessionPinKey(id, v, '')
+    for await (const key of await kv.keys(`${prefix}*`)) {
+      const entry = await kv.get(key)
+      if (entry?.operation !== 'PUT') continue
+      const by = key.slice(prefix.length)
+      const at = Number(dec.decode(entry.value))
+      if (Date.now() - at < SESSION_PIN_GRACE_MS || (await stillPins(by, id, v))) throw fail('skill_version_pinned', id, v, pinnerOf(by))
+      await kv.delete(key)
+    }
+  }
+
   const ops = states.ops({
     get: { shared: (s) => skillView(s) },
 
@@ -179,6 +207,7 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
       for (const [by, at] of Object.entries(s.pins?.[sub] ?? {})) {
         if (Date.now() - at < PIN_GRACE_MS || (await stillPins(by, id, sub))) throw fail('skill_version_pinned', id, sub, pinnerOf(by))
       }
+      await checkSessionPins(id, sub)
       const { [sub]: _unpinned, ...pins } = s.pins ?? {}
       // Hidden at once; its bytes go next (the kind's work), then the version itself.
       const versions = s.versions.map((x) => (x === v ? { ...x, deleting: true as const } : x))
@@ -188,24 +217,42 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
       }
     },
 
-    pin(s, { id, body: b }) {
+    async pin(s, { id, body: b }) {
       store()
       const wanted = b.version === undefined || b.version === null || b.version === 'latest' ? undefined : String(b.version)
       const ready = readyVersions(s)
       const v = wanted === undefined ? ready.at(-1) : ready.find((x) => x.version.version === wanted)
       if (!v) throw fail('skill_version_not_found', id, wanted ?? 'latest')
       const n = v.version.version
-      // One version of a skill per agent or session: a pin moves from the version it held before.
+      const reply = {
+        skill_id: id,
+        version: n,
+        name: v.version.name,
+        description: v.version.description,
+        expanded_bytes: v.expanded_bytes,
+        files: v.files,
+        object: v.object,
+      }
+      // A session pins once, for its life: its key, not the state (see sessionPinKey).
+      if (b.by.startsWith('sesn_')) {
+        await states.kv.put(sessionPinKey(id, n, b.by), enc.encode(String(Date.now())))
+        return { reply }
+      }
+      // One version of a skill per agent: a pin moves from the version it held before.
       const pins: Record<string, Record<string, number>> = {}
       for (const [version, by] of Object.entries(s.pins ?? {})) {
         const { [b.by]: _moved, ...rest } = by
         if (Object.keys(rest).length) pins[version] = rest
       }
       pins[n] = { ...pins[n], [b.by]: Date.now() }
-      return {
-        state: { ...s, pins },
-        reply: { skill_id: id, version: n, name: v.version.name, expanded_bytes: v.expanded_bytes, files: v.files },
-      }
+      return { state: { ...s, pins }, reply }
+    },
+
+    unpin: {
+      shared: async (_s, { id, body: b }) => {
+        await states.kv.delete(sessionPinKey(id, b.version, b.by))
+        return { unpinned: true }
+      },
     },
   })
 

@@ -60,6 +60,17 @@ export const catalog = {
   upload_file_missing: entry(400, () => 'file: the upload has no part named "file"; send the bytes as a file part named "file"'),
   upload_file_repeated: entry(400, () => 'file: the upload has more than one part named "file"; send exactly one'),
   skill_bundle_invalid: entry(400, (message: string) => `files: ${message}; nothing was stored`, WIRE),
+  skill_runtime_name_taken: entry(
+    400,
+    (field: string, name: string, other: string) =>
+      `${field}: its skill is named ${JSON.stringify(name)}, as is ${other}; a session's skills need distinct names (each is a directory under /workspace/skills)`,
+    WIRE,
+  ),
+  skills_too_large: entry(
+    400,
+    (bytes: number, limit: number) => `agent.skills: the skills unpack to ${bytes} bytes in all; a session may run at most ${limit}`,
+    WIRE,
+  ),
   skill_name_changed: entry(
     400,
     (name: string, was: string) =>
@@ -221,7 +232,8 @@ export const catalog = {
   ),
   skills_not_run: entry(
     422,
-    () => 'agent.skills: this server does not run custom skills in sessions yet; create the session from an agent without skills',
+    (why: string) =>
+      `agent.skills: custom skills run only in sessions whose tools run in an isolated (container-backed) sandbox, and ${why}; create the session from an agent without skills, or override skills with []`,
     WIRE,
   ),
   skills_unavailable: entry(422, () => "Custom skills are not available: the skill bundles' store could not be opened", WIRE),

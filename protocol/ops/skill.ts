@@ -7,6 +7,7 @@ import {
   SkillCreateInput,
   SkillListQuery,
   SkillPinInput,
+  SkillUnpinInput,
   type SkillVersion,
   SkillVersionInput,
   SkillVersionListQuery,
@@ -37,5 +38,7 @@ export const SkillKind = defineKind(
     'versions.delete': { placement: 'owner', sub: VersionNumber, reply: returns<{ id: string; type: 'skill_version_deleted' }>() },
     /** Internal (agents, sessions): a reference resolved to a ready version and pinned by the caller, in one step. */
     pin: { placement: 'owner', body: SkillPinInput, reply: returns<PinnedSkill>() },
+    /** Internal (a session's delete): the session's pin of a version goes. */
+    unpin: { placement: 'owner', body: SkillUnpinInput, reply: returns<{ unpinned: boolean }>() },
   },
 )

@@ -93,11 +93,17 @@ export type SkillVersionListQueryT = typeof SkillVersionListQuery.infer
 export const SkillPinInput = type({ '+': 'reject', by: AgentId.or(SessionId), 'version?': type('string <= 32').or('number.integer >= 1').or('null') })
 export type SkillPinInputT = typeof SkillPinInput.infer
 
-/** A pinned version, with what sessions check of it (runtime names, aggregate size). */
+/** A pinned version, with what sessions check of it (runtime names, aggregate size) and run it by (its bundle). */
 export interface PinnedSkill {
   skill_id: string
   version: string
   name: string
+  description: string
   expanded_bytes: number
   files: number
+  /** The object in the skill bundles' store holding its canonical zip. */
+  object: string
 }
+
+/** Internal (a session's delete): `by` no longer pins `version`. Its absence changes nothing: pins are checked anyway. */
+export const SkillUnpinInput = type({ '+': 'reject', by: SessionId, version: type('string <= 32') })

@@ -8,7 +8,6 @@ import { failure } from '../sessions/_helpers.js'
  * Agents pin skill versions (issue 27, point 4, and the deletion rule of point 3): a write resolves each custom
  * reference to a ready version (`latest` or omitted: the newest) and stores it; unrelated updates keep pins, replacing
  * `skills` re-resolves; a version an active agent pins is not deleted, one it no longer pins (moved on, archived) is.
- * Sessions do not run skills yet: one whose agent has skills is refused, saying so.
  */
 
 const s = await stack()
@@ -68,13 +67,4 @@ t.test('a version is deleted once nothing pins it; a deleted version cannot be p
   )
   const late = await failure(agents.create({ name: 'b', model: 'claude-sonnet-4-5', tools: TOOLS, skills: [ref] } as any))
   t.equal(late.status, 404, 'no ready version to pin')
-})
-
-t.test('sessions do not run skills yet: refused at creation, saying so', async (t) => {
-  const skill = await skills.create({ files: await bundle('not-run') } as any)
-  const a = await agents.create({ name: 'a', model: 'claude-sonnet-4-5', tools: TOOLS, skills: [{ type: 'custom', skill_id: skill.id }] } as any)
-  const env = await s.client.beta.environments.create({ name: 'e' } as any)
-  const r = await failure(s.client.beta.sessions.create({ agent: a.id, environment_id: env.id } as any))
-  t.equal(r.status, 422)
-  t.match(r.error.error.message, /does not run custom skills in sessions yet/)
 })

@@ -1,0 +1,95 @@
+import type { Logger } from 'pino'
+import { fail, inField } from '../../protocol/errors/fail.js'
+import { SkillKind } from '../../protocol/ops/skill.js'
+import type { SkillParamsT, SkillRef } from '../../protocol/schemas/agent.js'
+import type { SessionCreateInput } from '../../protocol/schemas/session.js'
+import type { SessionAgent } from '../../protocol/session.js'
+import { SESSION_MAX_SKILL_EXPANDED_BYTES, SESSION_MAX_SKILLS } from '../../protocol/skill-rules.js'
+import type { ActorClient } from '../kit/client.js'
+import type { SessionSkill } from './state.js'
+
+/** Pins asked at once: a session of 500 skills pins them in about 32 round trips, not 500. */
+const PIN_CONCURRENCY = 16
+
+/**
+ * The skill references a new session resolves (SPEC session create rule 4): its override's when it has one (unresolved:
+ * `latest` or omitted become concrete now), else its agent's pins as stored.
+ */
+export function requestedSkills(input: SessionCreateInput['agent'], agent: SessionAgent): SkillParamsT[] {
+  if (typeof input !== 'string' && input.type === 'agent_with_overrides' && input.skills !== undefined) return input.skills ?? []
+  return agent.skills
+}
+
+/**
+ * Pins `wanted` for `session` (the skill kind's `pin`: a ready version, recorded as pinned by the session in the same
+ * step, so a version's delete either sees the pin or runs first and the reference finds no version) and checks the
+ * effective list: at most 500, 500 MB unpacked in all, names distinct (each is a directory under /workspace/skills).
+ * A refusal takes back the pins it made. Errors name `agent.skills[i]`.
+ */
+export async function pinSessionSkills(client: ActorClient, session: string, wanted: readonly SkillParamsT[]): Promise<SessionSkill[]> {
+  if (wanted.length > SESSION_MAX_SKILLS) {
+    throw fail('invalid_request', `agent.skills: a session runs at most ${SESSION_MAX_SKILLS} skills (got ${wanted.length})`)
+  }
+  const seen = new Map<string, number>()
+  wanted.forEach((s, i) => {
+    if (s.type !== 'custom') throw fail('vendor_skills_unsupported', i)
+    const j = seen.get(s.skill_id)
+    if (j !== undefined) throw fail('invalid_request', `agent.skills[${i}].skill_id: ${s.skill_id} is listed twice (also at index ${j}); list each skill once`)
+    seen.set(s.skill_id, i)
+  })
+  const pinned: Array<SessionSkill | undefined> = new Array(wanted.length)
+  try {
+    for (let from = 0; from < wanted.length; from += PIN_CONCURRENCY) {
+      await Promise.all(
+        wanted.slice(from, from + PIN_CONCURRENCY).map(async (s, k) => {
+          const i = from + k
+          const body = { by: session, ...(s.version === undefined ? {} : { version: s.version }) }
+          const p = await client.call(SkillKind.ops.pin, { id: s.skill_id, body }).catch(inField(`agent.skills[${i}]`))
+          pinned[i] = { skill_id: p.skill_id, version: p.version, name: p.name, description: p.description, object: p.object, expanded_bytes: p.expanded_bytes }
+        }),
+      )
+    }
+    const skills = pinned as SessionSkill[]
+    const named = new Map<string, number>()
+    let bytes = 0
+    for (const [i, s] of skills.entries()) {
+      const j = named.get(s.name)
+      if (j !== undefined) throw fail('skill_runtime_name_taken', `agent.skills[${i}]`, s.name, `agent.skills[${j}]`)
+      named.set(s.name, i)
+      bytes += s.expanded_bytes
+    }
+    if (bytes > SESSION_MAX_SKILL_EXPANDED_BYTES) throw fail('skills_too_large', bytes, SESSION_MAX_SKILL_EXPANDED_BYTES)
+    return skills
+  } catch (err) {
+    await unpinSessionSkills(
+      client,
+      session,
+      pinned.filter((s) => s !== undefined),
+    )
+    throw err
+  }
+}
+
+/** The references a session's snapshot stores: concrete versions. */
+export const skillRefs = (skills: readonly SessionSkill[]): SkillRef[] => skills.map((s) => ({ type: 'custom', skill_id: s.skill_id, version: s.version }))
+
+/**
+ * Takes back a session's pins (its create failed after pinning, or it was deleted). Best effort: a pin left behind is
+ * found stale by the version's delete, which asks whether the session still exists.
+ */
+export async function unpinSessionSkills(
+  client: ActorClient,
+  session: string,
+  skills: ReadonlyArray<Pick<SessionSkill, 'skill_id' | 'version'>>,
+  log?: Logger,
+): Promise<void> {
+  for (let from = 0; from < skills.length; from += PIN_CONCURRENCY) {
+    await Promise.all(
+      skills.slice(from, from + PIN_CONCURRENCY).map((s) =>
+        client.call(SkillKind.ops.unpin, { id: s.skill_id, body: { by: session, version: s.version } }).catch((err) => {
+          log?.warn({ err, session, skill: s.skill_id, version: s.version }, 'a skill pin could not be taken back; the version delete finds it stale')
+        }),
+      ),
+    )
+  }
+}
