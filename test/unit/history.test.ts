@@ -705,3 +705,47 @@ t.test('a takeover that closes a span left open leaves no tool_result without it
   t.equal(h.needsModel(), true, 'the turn goes on to the model')
   t.same(danglingToolResults(h.messages), [], 'every tool_result answers a tool_use of the assistant message before it')
 })
+
+t.test('Skill launches: recorded from stored results (a replay finds them), errors and other sessions not', async (t) => {
+  const rec = record('cloud')
+  rec.skills = [{ skill_id: 'skill_1', version: '1', name: 'pdf', description: 'd', object: 'skill_1.X', expanded_bytes: 1 }]
+  const h = new History(rec)
+  const msg = userMessage('go')
+  h.apply(msg)
+  h.apply(service('session.status_running', 0), [msg.id])
+  const launch = (ms: number, skill: string, result: { text: string; is_error: boolean }) => {
+    const s = service('span.model_request_start', ms)
+    h.apply(s)
+    const use = service('agent.tool_use', ms + 1, { name: 'Skill', input: { skill }, evaluated_permission: 'allow' })
+    h.apply(use)
+    h.apply(service('span.model_request_end', ms + 2, { model_request_start_id: s.id, is_error: false, model_usage: ZERO_USAGE }))
+    h.apply(service('agent.tool_result', ms + 3, { tool_use_id: use.id, content: [{ type: 'text', text: result.text }], is_error: result.is_error }))
+  }
+  launch(10, 'pdf', { text: 'Launching skill: pdf', is_error: false })
+  launch(20, 'nope', { text: 'No skill is named "nope"', is_error: true })
+  launch(30, 'pdf', { text: 'Launching skill: pdf', is_error: false })
+  t.same(h.activations, [
+    { name: 'pdf', message: 2 },
+    { name: 'pdf', message: 6 },
+  ])
+  t.same(
+    h.messages[2],
+    {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: (h.messages[1]!.content as any[])[0].id, content: [{ type: 'text', text: 'Launching skill: pdf' }] }],
+    },
+    'the history itself holds no injected text',
+  )
+
+  // Without skills, a tool named Skill is whatever the agent made of it: no launch.
+  const plain = new History(record('cloud'))
+  plain.apply(msg)
+  plain.apply(service('session.status_running', 0), [msg.id])
+  const s = service('span.model_request_start', 1)
+  plain.apply(s)
+  const use = service('agent.tool_use', 2, { name: 'Skill', input: { skill: 'pdf' } })
+  plain.apply(use)
+  plain.apply(service('span.model_request_end', 3, { model_request_start_id: s.id, is_error: false, model_usage: ZERO_USAGE }))
+  plain.apply(service('agent.tool_result', 4, { tool_use_id: use.id, content: [], is_error: false }))
+  t.same(plain.activations, [])
+})
