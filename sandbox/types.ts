@@ -29,6 +29,12 @@ export interface SandboxOptions {
    * network whatever this says.
    */
   network?: EgressPolicy
+  /**
+   * The session has custom skills, unpacked by the server into the directory's `skills/`: the isolated backend binds it
+   * read-only at /workspace/skills (isolated/layout.ts). The local backend ignores it (sessions with skills do not run
+   * there). Default false.
+   */
+  skills?: boolean
 }
 
 export interface Sandbox {

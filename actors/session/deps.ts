@@ -13,6 +13,7 @@ import type { SessionRecord } from './state.js'
 import type { SkillTexts } from './skill-texts.js'
 import type { FileReader } from '../file/read.js'
 import type { WorkspaceStore } from './workspace-store.js'
+import type { SkillBundles } from './skill-mounts.js'
 
 /** A host's session tuning, every setting given (defaults in index.ts). */
 export type SessionSettings = SessionTuning
@@ -26,6 +27,8 @@ export interface ActorDeps {
   environments: EnvironmentRefs
   /** Reads file bytes from the object store: a session's resource copies, as they are mounted (mounts.ts). */
   files: FileReader
+  /** Reads skill bundles from `troupe_skill_bundles`: a session's skills, as they are unpacked (skill-mounts.ts). */
+  bundles: SkillBundles
   /** Reads the agent a new session snapshots. */
   agents: AgentResolver
   settings: SessionSettings

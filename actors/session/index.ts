@@ -77,6 +77,7 @@ export const sessionKind: ActorKindDef = {
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
       files: fileReader(ctx.client, bytes),
+      bundles: fileBytes(ctx.js, ObjectStores.skills),
       settings,
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,

@@ -306,6 +306,7 @@ export async function sandboxHostDeps(o: SandboxHostDepsOptions): Promise<Sandbo
     ctx: { settings: { dataDir: o.dataDir, sandbox: o.backend }, log: o.log },
     settings,
     files: fileReader(client, bytes),
+    bundles: fileBytes(js, ObjectStores.skills),
     outputs: new SessionOutputs({
       kv: await openBucket(kvm, o.storage, Buckets.sessionOutputs),
       bytes,

@@ -1,5 +1,6 @@
 import type { SessionResource } from '../../protocol/schemas/resource.js'
 import type { EgressPolicy, PackageLists } from '../../sandbox/index.js'
+import type { SkillMount } from './skill-mounts.js'
 
 /**
  * What a session's sandbox asks of the actor it works for, wherever the sandbox runs: in the actor's process (its
@@ -28,4 +29,9 @@ export interface SandboxSpec {
   packages: PackageLists
   /** The session's file resources, mounted read-only beneath /mnt/session/uploads (mounts.ts). */
   resources: SessionResource[]
+  /**
+   * The session's custom skills (fixed for its life), unpacked read-only beneath /workspace/skills (skill-mounts.ts).
+   * A caller that predates them sends none: read as `?? []`.
+   */
+  skills: SkillMount[]
 }

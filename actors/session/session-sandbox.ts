@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises'
 import type { SessionResource } from '../../protocol/schemas/resource.js'
 import { localBackend, type Sandbox, type SandboxBackend, type SandboxKind, type ToolResult } from '../../sandbox/index.js'
+import { errorResult } from '../../sandbox/types.js'
 import { partitionOf } from '../../protocol/subjects.js'
 import type { Mailbox } from '../kit/mailbox.js'
 import type { HostContext } from '../kit/types.js'
@@ -12,11 +13,17 @@ import { Mounts, sessionDir, systemWithFiles } from './mounts.js'
 import type { OutputPublisher } from './outputs.js'
 import { RemoteSandbox } from './remote-sandbox.js'
 import type { SandboxOwner, SandboxSpec } from './sandbox-owner.js'
+import { SkillMounts } from './skill-mounts.js'
 import { WorkspaceSync, workspaceOf } from './workspace-sync.js'
+
+/** The answer to a tool of a session with skills on a host whose tools run on the local backend. */
+const LOCAL_SKILLS = errorResult(
+  "This session's custom skills run only in isolated sandboxes (TROUPE_SANDBOX=isolated), and this host runs tools on the local backend; the tool did not run.",
+)
 
 /**
  * What `prepare` found. `ready`: the next tool may run. `refused`: it may not, and this is its result (the session's
- * files are not in place, no sandbox host answers). `unenforceable`: this host's backend cannot enforce the session's limited networking.
+ * files or skills are not in place, skills on the local backend, no sandbox host answers). `unenforceable`: this host's backend cannot enforce the session's limited networking.
  * `unprovisioned`: the environment's packages did not install. `stopped`: the call was interrupted, or the actor
  * stopped, while they were being installed.
  */
@@ -35,7 +42,8 @@ export type Prepared =
  */
 export interface SessionSandbox {
   /**
-   * Readies the sandbox for the next tool: the session's files in place (mounts.ts), the sandbox made or given the
+   * Readies the sandbox for the next tool: the session's files and skills in place (mounts.ts, skill-mounts.ts; a
+   * session with skills is refused on the local backend), the sandbox made or given the
    * network policy of the session's environment and current agent, and the environment's packages installed (once
    * per sandbox). Slow at times (a mount, an install).
    */
@@ -106,11 +114,16 @@ export function sessionSandbox(h: History, events: SessionEvents, mb: Mailbox, d
 
 /** What the session is now, as its sandbox needs it. */
 export function specOf(h: History): SandboxSpec {
-  return { network: egressPolicy(h.rec.env, h.session.agent), packages: packagesOf(h.rec.env), resources: h.session.resources }
+  return {
+    network: egressPolicy(h.rec.env, h.session.agent),
+    packages: packagesOf(h.rec.env),
+    resources: h.session.resources,
+    skills: (h.rec.skills ?? []).map((s) => ({ name: s.name, object: s.object })),
+  }
 }
 
 /** What a session's sandbox needs of the host it runs on. */
-export type SandboxDeps = Pick<ActorDeps, 'settings' | 'files' | 'outputs' | 'workspaces'> & { ctx: Pick<HostContext, 'settings' | 'log'> }
+export type SandboxDeps = Pick<ActorDeps, 'settings' | 'files' | 'bundles' | 'outputs' | 'workspaces'> & { ctx: Pick<HostContext, 'settings' | 'log'> }
 
 /**
  * The session's sandbox on this host: the one `Sandbox`, made lazily through the host's backend (sandbox/). The
@@ -125,6 +138,7 @@ export class InProcessSandbox implements SessionSandbox {
   private readonly workspace: WorkspaceSync
   private readonly backend: SandboxBackend
   private readonly mounts: Mounts
+  private readonly skills: SkillMounts
   private readonly outputs: OutputPublisher
   private readonly shellIdleMs: number
 
@@ -139,6 +153,7 @@ export class InProcessSandbox implements SessionSandbox {
     this.backend = sandbox ?? localBackend
     this.shellIdleMs = deps.settings.shellIdleMs
     this.mounts = new Mounts(id, this.workdir, deps.files, deps.ctx.log)
+    this.skills = new SkillMounts(id, this.workdir, deps.bundles, deps.ctx.log)
     this.outputs = deps.outputs.publisher(id, owner)
     const bounds = { maxEntries: deps.settings.workspaceMaxEntries, maxBytes: deps.settings.workspaceMaxBytes }
     this.workspace = new WorkspaceSync(id, workspaceOf(this.backend.kind, this.workdir), `${this.workdir}.workspace-gen`, owner, {
@@ -158,8 +173,11 @@ export class InProcessSandbox implements SessionSandbox {
 
   async prepare(signal: AbortSignal): Promise<Prepared> {
     const spec = this.spec()
-    const unmounted = await this.mounts.ready(spec.resources, signal)
-    const sandbox = this.shell(spec)
+    const skills = spec.skills ?? []
+    // Admission refuses such sessions on a local host, but one may move to such a host from an isolated one.
+    if (skills.length && this.backend.kind !== 'isolated') return { kind: 'refused', result: LOCAL_SKILLS }
+    const unmounted = (await this.mounts.ready(spec.resources, signal)) ?? (await this.skills.ready(skills, signal))
+    const sandbox = this.shell(spec, skills.length > 0)
     if (!sandbox) return { kind: 'unenforceable' }
     if (!this.provisioned) {
       const r = await sandbox.provision(spec.packages, signal)
@@ -205,9 +223,9 @@ export class InProcessSandbox implements SessionSandbox {
    * a session update may have changed the MCP servers). Undefined when this host's backend cannot enforce a limited
    * policy: admission refuses such sessions on such a host, but one may move to it from a host that can.
    */
-  private shell({ network }: SandboxSpec): Sandbox | undefined {
+  private shell({ network }: SandboxSpec, skills: boolean): Sandbox | undefined {
     if (network?.type === 'limited' && !this.backend.enforcesNetwork) return undefined
     if (this.sandbox && network) this.sandbox.setNetwork(network)
-    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network }))
+    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network, skills }))
   }
 }

@@ -5,7 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { nuid } from '@nats-io/nats-core'
 import type { Logger } from 'pino'
 import { decode, encode } from '../../protocol/codec.js'
-import { sandboxDirs } from '../../sandbox/isolated/layout.js'
+import { SKILLS_DIR, sandboxDirs } from '../../sandbox/isolated/layout.js'
 import type { SandboxKind, ToolResult } from '../../sandbox/index.js'
 import { errorResult } from '../../sandbox/types.js'
 import { FenceLost } from '../kit/mailbox.js'
@@ -75,12 +75,14 @@ const noteOf = (text: string) => ({ type: 'text' as const, text: `[workspace] ${
 
 /**
  * The workspace a session's tools work in, on this host: `<data dir>/sessions/<id>/workspace` under the isolated
- * backend, the session directory itself (without the session's other directories) under the local one.
+ * backend, the session directory itself (without the session's other directories) under the local one. Its top-level
+ * `skills` is never saved nor restored, whether the session has skills or not: it is where they are bound
+ * (/workspace/skills, read-only; the directory beneath the bind is empty), and they come from their bundles.
  */
 export function workspaceOf(kind: SandboxKind, workdir: string): WorkspaceDir {
   const dirs = sandboxDirs(workdir)
-  if (kind === 'isolated') return new WorkspaceDir(dirs.workspace)
-  return new WorkspaceDir(workdir, new Set([dirs.uploads, dirs.outputs, dirs.tmp, dirs.run].map((d) => path.basename(d))))
+  if (kind === 'isolated') return new WorkspaceDir(dirs.workspace, new Set([SKILLS_DIR]))
+  return new WorkspaceDir(workdir, new Set([dirs.uploads, dirs.outputs, dirs.tmp, dirs.run, dirs.skills].map((d) => path.basename(d))))
 }
 
 /**

@@ -19,6 +19,8 @@ export interface LaunchContext {
   extraReadOnly?: readonly string[]
   /** The egress proxy's socket directory, bound read-only at /run/egress; none: loopback only (layout.ts). */
   egressDir?: string
+  /** The session's skills are bound read-only at /workspace/skills (layout.ts). */
+  skills?: boolean
 }
 
 /** The environment of the launching shell, setpriv and bwrap: only what finds them. */
@@ -40,7 +42,7 @@ const STAGE = '/mnt'
  */
 export function sandboxed(ctx: LaunchContext, command: readonly string[], { addressSpaceLimit = true } = {}): Program {
   const inner = ['/usr/bin/prlimit', ...ctx.limits.prlimitArgs(addressSpaceLimit), ...command]
-  const mounts = sessionMounts(ctx.dirs, ctx.egressDir)
+  const mounts = sessionMounts(ctx.dirs, { egressDir: ctx.egressDir, skills: ctx.skills })
   const joins = ctx.limits.procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`)
   if (ctx.hostUid === null) {
     const script = [...joins, 'exec bwrap "$@"'].join(' && ')

@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { PACKAGES_PREFIX } from '../packages.js'
 
@@ -6,6 +6,8 @@ import { PACKAGES_PREFIX } from '../packages.js'
 export const INSIDE = {
   workspace: '/workspace',
   uploads: '/mnt/session/uploads',
+  /** Read-only: the session's custom skills, one directory each (`<name>/SKILL.md` and its files). */
+  skills: '/workspace/skills',
   outputs: '/mnt/session/outputs',
   tmp: '/tmp',
   /** Read-only: the shell's command files and the file-tool server. */
@@ -30,6 +32,13 @@ export interface SandboxDirs {
   root: string
   workspace: string
   uploads: string
+  /** Bound read-only at /workspace/skills when the session has custom skills: their bundles, unpacked by the server. */
+  skills: string
+  /**
+   * Where that bind lands on the host: `skills` beneath the workspace. The agent controls the workspace, so it is made
+   * a real empty directory before each sandbox starts (`skillsMountPoint`).
+   */
+  skillsMountPoint: string
   outputs: string
   tmp: string
   /** Bound at /opt/packages: what the environment's package lists installed. */
@@ -39,12 +48,17 @@ export interface SandboxDirs {
   etc: string
 }
 
+/** The top-level name in the workspace where the session's skills are bound (`INSIDE.skills`). */
+export const SKILLS_DIR = 'skills'
+
 export function sandboxDirs(root: string): SandboxDirs {
   const d = (name: string) => path.join(root, name)
   return {
     root,
     workspace: d('workspace'),
     uploads: d('uploads'),
+    skills: d('skills'),
+    skillsMountPoint: path.join(root, 'workspace', SKILLS_DIR),
     outputs: d('outputs'),
     tmp: d('tmp'),
     packages: d('packages'),
@@ -77,6 +91,21 @@ export function prepareDirs(dirs: SandboxDirs, hostUid: number | null): void {
 }
 
 /**
+ * Makes the skills' mount point, `workspace/skills`, a real empty directory (the server's) before a sandbox that binds
+ * the skills starts: the agent controls the workspace and the server may be root, so anything else there (a link, a
+ * file, a directory with things in it) is removed without following a link (lstat; rm removes a link, never its
+ * target). Once a sandbox with the bind runs, the bind covers it in every view the agent has.
+ */
+export function prepareSkillsMountPoint(dirs: SandboxDirs): void {
+  mkdirSync(dirs.skills, { recursive: true, mode: 0o755 })
+  const p = dirs.skillsMountPoint
+  const st = lstatSync(p, { throwIfNoEntry: false })
+  if (st?.isDirectory() && readdirSync(p).length === 0) return
+  if (st) rmSync(p, { recursive: true, force: true })
+  mkdirSync(p, { mode: 0o755 })
+}
+
+/**
  * Host files under /etc the toolset needs (dynamic linker cache, `alternatives` links, certificates, time zone, and
  * apt's sources, for apt package lists).
  */
@@ -95,17 +124,23 @@ export interface SessionMount {
   readOnly: boolean
 }
 
-/** The session's own directories, as they appear inside, and the egress proxy's socket directory when it has one. */
-export function sessionMounts(dirs: SandboxDirs, egressDir?: string): SessionMount[] {
+/**
+ * The session's own directories, as they appear inside; its skills when it has some (bound after /workspace, which
+ * holds their mount point); and the egress proxy's socket directory when it has one.
+ */
+export function sessionMounts(dirs: SandboxDirs, o: { egressDir?: string; skills?: boolean } = {}): SessionMount[] {
   const mounts: SessionMount[] = [
     { source: dirs.tmp, dest: INSIDE.tmp, readOnly: false },
     { source: dirs.workspace, dest: INSIDE.workspace, readOnly: false },
+  ]
+  if (o.skills) mounts.push({ source: dirs.skills, dest: INSIDE.skills, readOnly: true })
+  mounts.push(
     { source: dirs.uploads, dest: INSIDE.uploads, readOnly: true },
     { source: dirs.outputs, dest: INSIDE.outputs, readOnly: false },
     { source: dirs.packages, dest: INSIDE.packages, readOnly: false },
     { source: dirs.run, dest: INSIDE.run, readOnly: true },
-  ]
-  if (egressDir) mounts.push({ source: egressDir, dest: INSIDE.egress, readOnly: true })
+  )
+  if (o.egressDir) mounts.push({ source: o.egressDir, dest: INSIDE.egress, readOnly: true })
   return mounts
 }
 

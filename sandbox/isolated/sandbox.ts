@@ -12,7 +12,7 @@ import { DEFAULT_BASH_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS, type Sandbox, type S
 import { toolServerBundle } from './bundle.js'
 import { LAUNCH_ENV, type LaunchContext, sandboxed, withForwarder } from './launch.js'
 import { egressDirectory } from './egress-dirs.js'
-import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, sandboxDirs } from './layout.js'
+import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, prepareSkillsMountPoint, sandboxDirs } from './layout.js'
 import { provision } from './provision.js'
 import { type CgroupRoot, LimitGroup, type SandboxLimits } from './limits.js'
 import { ToolClient } from './tool-client.js'
@@ -52,13 +52,15 @@ const TOOL_SERVER = 'tool-server.mjs'
 /**
  * Built-in tools inside a bubblewrap sandbox (`TROUPE_SANDBOX=isolated`). `opts.workdir` is the session's own host
  * directory; the sandbox sees its `workspace/` as /workspace (the working directory), `uploads/` read-only as
- * /mnt/session/uploads, `outputs/` as /mnt/session/outputs and `tmp/` as /tmp (layout.ts). The persistent shell is
+ * /mnt/session/uploads, `skills/` read-only as /workspace/skills (when the session has skills),
+ * `outputs/` as /mnt/session/outputs and `tmp/` as /tmp (layout.ts). The persistent shell is
  * bash inside one sandbox; the file tools run in a node process inside a second one over the same directories, so
  * both see the same files and neither resolves a path on the host. Both share one set of limits (limits.ts).
  */
 export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime): Sandbox {
   const dirs = sandboxDirs(path.resolve(opts.workdir))
   prepareDirs(dirs, rt.hostUid)
+  if (opts.skills) prepareSkillsMountPoint(dirs)
   const limits = new LimitGroup(rt.limits, rt.cgroups, `sandbox-${randomBytes(6).toString('hex')}`)
   limits.create()
   // A node outside /usr (nvm, a tarball) is bound where it is, read-only.
@@ -67,7 +69,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   // The proxy's socket gets a short directory of its own (a socket path may not exceed 107 bytes; a data directory's
   // may), bound into the shell's sandbox only: the file tools have no network.
   const egressDir = network ? egressDirectory() : undefined
-  const toolCtx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly }
+  const toolCtx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly, skills: opts.skills }
   const ctx: LaunchContext = { ...toolCtx, env: shellEnv(opts.env ?? insideEnv(network !== null)), egressDir }
   const egress = network && egressDir ? openProxy(network.settings, path.join(egressDir, EGRESS_SOCKET), network.policy) : undefined
   // Awaited before the shell first starts; a failure then is that command's error result.

@@ -122,7 +122,7 @@ async function measureSessions(backend: SandboxBackend): Promise<{ here: Figures
     const js = jetstream(nc)
     const jsm = await jetstreamManager(nc)
     const log = pino({ level: 'warn' })
-    const spec = { network: { type: 'unrestricted' as const }, packages: { apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] }, resources: [] }
+    const spec = { network: { type: 'unrestricted' as const }, packages: { apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] }, resources: [], skills: [] }
     const owner: SandboxOwner = { dead: false, alive: () => undefined, checkServing: () => undefined, report: () => undefined }
     const deps = await sandboxHostDeps({ nc, storage: { jsm, replicas: 1, lowerReplicas: false, log }, log, dataDir: hereDir, backend })
     const here = await measureSession(() => new InProcessSandbox(newId('sesn'), () => spec, owner, deps))

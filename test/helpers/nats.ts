@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
+import { connect } from '@nats-io/transport-node'
 import { startEmbeddedNats } from '../../supervisor/nats-server.js'
 
 export interface TestNats {
@@ -34,4 +36,15 @@ export async function startNats(): Promise<TestNats> {
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/** A real nats-server and a connection to it, with JetStream's client and manager; both go at the test's end. */
+export async function natsWithClient(t: { teardown(fn: () => unknown): void }) {
+  const nats = await startNats()
+  const nc = await connect({ servers: nats.url })
+  t.teardown(async () => {
+    await nc.close()
+    await nats.stop()
+  })
+  return { nats, nc, js: jetstream(nc), jsm: await jetstreamManager(nc) }
 }

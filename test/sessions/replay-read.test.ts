@@ -1,24 +1,16 @@
 import t from 'tap'
-import { connect } from '@nats-io/transport-node'
-import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
+import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { pino } from 'pino'
 import { ensureEventsStream, lastSequence, readSession } from '../../actors/session/log.js'
 import { isApiError } from '../../protocol/errors/api-error.js'
 import { toEnvelope } from '../../protocol/errors/envelope.js'
 import { EVENTS_STREAM, eventsSubject } from '../../protocol/subjects.js'
-import { startNats } from '../helpers/nats.js'
+import { natsWithClient } from '../helpers/nats.js'
 
 // A replay reads a whole history through a consumer; when none can be created (no meta leader in an election),
 // it reads the rest with direct gets, which any replica answers. Either way it yields every record, in order.
 
-const nats = await startNats()
-const nc = await connect({ servers: nats.url })
-t.teardown(async () => {
-  await nc.close()
-  await nats.stop()
-})
-const js = jetstream(nc)
-const jsm = await jetstreamManager(nc)
+const { js, jsm } = await natsWithClient(t)
 await ensureEventsStream({ jsm, replicas: 1, log: pino({ level: 'silent' }) })
 
 // Two sessions interleaved, so each read must skip the other's records.

@@ -1,0 +1,131 @@
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import type { Logger } from 'pino'
+import { INSIDE } from '../../sandbox/isolated/layout.js'
+import { errorResult, type ToolResult } from '../../sandbox/types.js'
+import { unpackOffThread } from './skill-unpack-pool.js'
+import { isSkillDirName, type Unpacked, type UnpackTask } from './skill-unpack.js'
+
+/** What skills/ may hold, as pairs of name and bundle object. Outside every sandbox's view. */
+const MANIFEST = '.skills.json'
+/** Where a bundle is unpacked before its directory is renamed into skills/, so no tool ever sees half of one. */
+const PARTIAL = '.skills-partial'
+
+/** One skill as its sandbox needs it (`SandboxSpec.skills`): its directory's name and the object holding its zip. */
+export interface SkillMount {
+  name: string
+  /** The version's canonical zip in `troupe_skill_bundles`. */
+  object: string
+}
+
+/** Reads a bundle's bytes (actors/file/bytes.ts over `troupe_skill_bundles`); undefined when the object is gone. */
+export interface SkillBundles {
+  read(object: string): Promise<AsyncIterable<Uint8Array> | undefined>
+}
+
+/** Unpacks one bundle (default: on the unpack pool's worker thread). */
+export type Unpack = (task: UnpackTask, signal?: AbortSignal) => Promise<Unpacked>
+
+/**
+ * The session's custom skills on disk: each skill's canonical zip, read from the bundles' object store, unpacked into
+ * `<session dir>/skills/<name>/` (files 0444, directories 0755, the server's), which the isolated backend binds
+ * read-only at /workspace/skills. Skills are fixed for a session's life, so in practice one pass per host, and a
+ * comparison afterwards. A pass removes what a crash left half unpacked, and whatever skills/ holds that the manifest
+ * does not name as wanted, then writes the manifest of what is wanted, then unpacks each missing skill into
+ * `.skills-partial/<name>` (off the event loop) and renames it into place: a skill's directory is there whole or not
+ * at all, so the next pass after a crash finishes the job. skills/ is the server's alone (read-only to every tool), so
+ * nothing the agent plants is met here.
+ */
+export class SkillMounts {
+  /** The skills put in place last, as a key; undefined before the first pass and after a failed one. */
+  private placed: string | undefined
+
+  constructor(
+    private readonly session: string,
+    private readonly root: string,
+    private readonly bundles: SkillBundles,
+    private readonly log: Logger,
+    private readonly unpack: Unpack = unpackOffThread,
+  ) {}
+
+  /** `skills` in place for the next tool; when that failed, the result to answer the tool with instead of running it. */
+  async ready(skills: readonly SkillMount[], signal?: AbortSignal): Promise<ToolResult | undefined> {
+    // Skills are fixed for a session's life: one without any has nothing here, not even an empty skills/.
+    if (skills.length === 0) return undefined
+    const want = new Map(skills.map((s) => [s.name, s.object]))
+    const key = JSON.stringify([...want])
+    if (key === this.placed) return undefined
+    try {
+      const bad = [...want.keys()].find((name) => !isSkillDirName(name))
+      if (bad !== undefined) throw new Error(`${JSON.stringify(bad)} is not a skill's name`)
+      await this.sync(want, signal)
+      this.placed = key
+      return undefined
+    } catch (err) {
+      const why = signal?.aborted ? 'interrupted' : (err as Error).message
+      this.log.warn({ session: this.session, err }, "the session's skills could not be put in place; the tool does not run")
+      return errorResult(`The session's skills could not be put in place under ${INSIDE.skills} (${why}); the tool did not run. Try again.`)
+    }
+  }
+
+  private async sync(want: Map<string, string>, signal: AbortSignal | undefined): Promise<void> {
+    const skills = path.join(this.root, 'skills')
+    const manifest = path.join(this.root, MANIFEST)
+    const partial = path.join(this.root, PARTIAL)
+    const had = new Map(await readFile(manifest, 'utf8').then(pairsOf, () => []))
+    await rm(partial, { recursive: true, force: true })
+    await mkdir(skills, { recursive: true, mode: 0o755 })
+    // What is not wanted as it is goes before the manifest names the new set: a skill's name may come back as another object.
+    for (const name of await readdir(skills)) {
+      if (want.has(name) && had.get(name) === want.get(name)) continue
+      await rm(path.join(skills, name), { recursive: true, force: true })
+    }
+    await writeFile(`${manifest}.tmp`, JSON.stringify([...want]))
+    await rename(`${manifest}.tmp`, manifest)
+    for (const [name, object] of want) {
+      const dest = path.join(skills, name)
+      if (
+        await stat(dest).then(
+          () => true,
+          () => false,
+        )
+      )
+        continue
+      signal?.throwIfAborted()
+      const started = performance.now()
+      const zip = await this.fetch(object, signal)
+      await mkdir(partial, { recursive: true, mode: 0o700 })
+      const done = await this.unpack({ zip, name, dest: path.join(partial, name) }, signal)
+      await rename(path.join(partial, name), dest)
+      this.log.info({ session: this.session, skill: name, ...done, ms: Math.round(performance.now() - started) }, 'skill unpacked')
+    }
+    await rm(partial, { recursive: true, force: true })
+  }
+
+  /** The bundle's bytes, whole, in one buffer of their own (moved to the unpacking thread). */
+  private async fetch(object: string, signal: AbortSignal | undefined): Promise<Uint8Array> {
+    const chunks = await this.bundles.read(object)
+    if (!chunks) throw new Error(`the bundle ${object} is not in the store`)
+    const parts: Uint8Array[] = []
+    let size = 0
+    for await (const chunk of chunks) {
+      signal?.throwIfAborted()
+      parts.push(chunk)
+      size += chunk.length
+    }
+    const zip = new Uint8Array(size)
+    let off = 0
+    for (const p of parts) {
+      zip.set(p, off)
+      off += p.length
+    }
+    return zip
+  }
+}
+
+/** The manifest's pairs; none when it is not what this writes. */
+function pairsOf(text: string): Array<[string, string]> {
+  const v: unknown = JSON.parse(text)
+  if (!Array.isArray(v)) return []
+  return v.filter((p): p is [string, string] => Array.isArray(p) && typeof p[0] === 'string' && typeof p[1] === 'string')
+}
