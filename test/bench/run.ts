@@ -10,7 +10,7 @@
 // `deployments` (10,000 deployments every minute on one orchestrator, then two: deployments.ts), `sandbox` (sandbox
 // start-up and tool round trips, local vs isolated: sandbox.ts), or `files` (upload and download of 100 MB against a
 // raw object store put and get: files.ts), or `workspace` (a session's workspace saved after a tool call and restored on
-// another host: workspace.ts), or `webhooks` (deliveries per second and change-to-delivery latency, one orchestrator
+// another host: workspace.ts), or `skill-mounts` (a 25 MB skill bundle unpacked into a session's directory: skill-mounts.ts), or `webhooks` (deliveries per second and change-to-delivery latency, one orchestrator
 // then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
@@ -29,6 +29,7 @@ import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, sleep, startAsNpmStart, startBaseline, type LoadResult } from './bed.js'
 import { runSessionBenches, SESSION_BENCHES, type SessionBench } from './sessions.js'
 import { runSkillBundleBench } from './skill-bundle.js'
+import { runSkillMountBench } from './skill-mounts.js'
 
 const DURATION = Number(process.env.BENCH_MS ?? 5000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -204,6 +205,7 @@ const known = [
   'files',
   'workspace',
   'skills',
+  'skill-mounts',
   'webhooks',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
@@ -223,4 +225,5 @@ if (!args.length || args.includes('sandbox')) await runSandboxBench()
 if (!args.length || args.includes('files')) await runFileBench()
 if (!args.length || args.includes('workspace')) await runWorkspaceBench()
 if (!args.length || args.includes('skills')) await runSkillBundleBench()
+if (!args.length || args.includes('skill-mounts')) await runSkillMountBench()
 if (!args.length || args.includes('webhooks')) await runWebhookBench()

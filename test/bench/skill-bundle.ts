@@ -23,7 +23,7 @@ const IDLE_MS = Number(process.env.BENCH_MS ?? 3000)
  * 25 MB (the largest the 30 MB limit lets through, and the most deflate work per byte); otherwise text drawn from a
  * small vocabulary, which deflates about 3× as prose and code do.
  */
-async function makeBundle(incompressible: boolean): Promise<Uint8Array> {
+export async function makeBundle(incompressible: boolean): Promise<Uint8Array> {
   const z = new JSZip()
   z.file('bench-skill/SKILL.md', '---\nname: bench-skill\ndescription: A benchmark skill.\n---\n# Bench\n')
   const per = Math.floor(TOTAL / (FILES - 1))
@@ -51,7 +51,7 @@ async function makeBundle(incompressible: boolean): Promise<Uint8Array> {
 }
 
 /** GETs one after another against a server on this thread, and the loop's delay, until `until` settles. */
-async function probe(until: Promise<unknown>): Promise<{ get: ReturnType<typeof summary>; loopP99: number; loopMax: number }> {
+export async function probe(until: Promise<unknown>): Promise<{ get: ReturnType<typeof summary>; loopP99: number; loopMax: number }> {
   const server = http.createServer((_req, res) => res.end('ok'))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const { port } = server.address() as AddressInfo
