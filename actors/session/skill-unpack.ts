@@ -18,7 +18,7 @@ export interface Unpacked {
 }
 
 /** Whether `name` can be a skill's directory: a frontmatter name's characters, so one path segment, never `.` or `..`. */
-export const isSkillDirName = (name: string): boolean => name.length <= SKILL_NAME_MAX_CHARS && SKILL_NAME_PATTERN.test(name) && !/^\.+$/.test(name)
+export const isSkillDirName = (name: string): boolean => name.length <= SKILL_NAME_MAX_CHARS && SKILL_NAME_PATTERN.test(name)
 
 const S_IFMT = 0o170000
 const S_IFREG = 0o100000
