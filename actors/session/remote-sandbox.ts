@@ -58,8 +58,9 @@ export interface RemoteSandboxOptions {
  * to the host that runs it (sandbox-host.ts), the abort of an interrupt after them, and a keep-alive every second
  * while a call runs, both ways: the host aborts a call whose actor went quiet, and the actor gives up on a host that
  * stopped answering. The host is chosen when the first tool needs it, by rendezvous hashing of the session id over
- * the sandbox hosts heard (those that enforce limited networking, when the session's is limited), and kept while it
- * answers; one that stops is replaced at the next tool, whose workspace is restored there as after any move.
+ * the sandbox hosts heard (those that enforce limited networking, when the session's is limited; isolated ones, when
+ * it has custom skills), and kept while it answers; one that stops is replaced at the next tool, whose workspace is
+ * restored there as after any move.
  */
 export class RemoteSandbox implements SessionSandbox {
   /** The sandbox host bound, while it answers. */
@@ -160,7 +161,12 @@ export class RemoteSandbox implements SessionSandbox {
   /** The sandbox host the session prefers among those that can run it, waiting a little for one to be heard. */
   private async choose(spec: SandboxSpec, signal: AbortSignal): Promise<string | undefined> {
     const limited = spec.network?.type === 'limited'
-    const fit = (h: string) => (this.shunned.get(h) ?? 0) <= Date.now() && (!limited || !!this.o.roster.value(h)?.enforces_network)
+    // Custom skills run only in isolated sandboxes: a host on the local backend would refuse every tool.
+    const skills = (spec.skills ?? []).length > 0
+    const fit = (h: string) => {
+      const beat = this.o.roster.value(h)
+      return (this.shunned.get(h) ?? 0) <= Date.now() && (!limited || !!beat?.enforces_network) && (!skills || beat?.kind === 'isolated')
+    }
     for (const until = Date.now() + ROSTER_WAIT_MS; ; ) {
       const host = this.o.roster.preferred(this.o.session, fit)
       if (host || signal.aborted || Date.now() >= until) return host

@@ -1,27 +1,29 @@
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { Kvm } from '@nats-io/kv'
 import { Objm } from '@nats-io/obj'
 import JSZip from 'jszip'
 import pino from 'pino'
 import t from 'tap'
 import { openObjectStore } from '../../actors/kit/object-stores.js'
+import { Roster } from '../../actors/kit/roster.js'
 import { sessionDir } from '../../actors/session/mounts.js'
+import { RemoteSandbox } from '../../actors/session/remote-sandbox.js'
 import { sandboxHostDeps } from '../../actors/session/sandbox-host.js'
 import type { SandboxOwner, SandboxSpec } from '../../actors/session/sandbox-owner.js'
 import { InProcessSandbox } from '../../actors/session/session-sandbox.js'
 import { unpackSkill } from '../../actors/session/skill-unpack.js'
 import { CANONICAL_DATE, CANONICAL_MODE } from '../../gateway/skill-bundle.js'
-import { decode } from '../../protocol/codec.js'
+import { decode, encode } from '../../protocol/codec.js'
 import { newId } from '../../protocol/ids.js'
-import { ObjectStores } from '../../protocol/subjects.js'
+import { Buckets, ObjectStores, SANDBOX_HOST_PREFIX, type SandboxHostBeat, sandboxSubject } from '../../protocol/subjects.js'
 import { localBackend, openSandboxBackend, readSandboxSetting } from '../../sandbox/index.js'
-import { sandboxSubject } from '../../protocol/subjects.js'
-import { encode } from '../../protocol/codec.js'
+import { HOST_TTL_MS } from '../../supervisor/placement.js'
 import { natsWithClient } from '../helpers/nats.js'
+import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
 import { startTroupe } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
-import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
 
 /**
  * Custom skills in a session's isolated sandbox, at the level of the session sandbox (`InProcessSandbox`, as an actor
@@ -249,24 +251,43 @@ async function suite() {
     t.notOk(existsSync(path.join(dir, 'skills')))
   })
 
-  t.test('on a sandbox host (TROUPE_SANDBOX_PLACEMENT=remote), the same: the spec carries the skills', async (t) => {
-    const host = await startTroupe({
-      role: 'sandbox',
-      natsUrl: nats.url,
-      env: { TROUPE_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'troupe-skills-sbx-')), TROUPE_SANDBOX: 'isolated' },
-    })
-    t.teardown(() => host.stop())
-    const hostId = await until('the sandbox host names itself', () => /host\s+(host_\w+)/.exec(host.stdout())?.[1])
-    const session = newId('sesn')
-    let n = 0
-    const ask = async (op: 'prepare' | 'run' | 'remove', body: object) =>
-      decode<any>((await nc.request(sandboxSubject(hostId!, op), encode({ session, fence: 1, call: `c${++n}`, ...body }), { timeout: 30_000 })).data)
-    t.match(await ask('prepare', { spec }), { ok: true, prepared: { kind: 'ready' } })
-    const cat = await ask('run', { name: 'bash', input: { command: `cat ${SK}/ref/notes.md; touch ${SK}/x` } })
-    t.match(cat, { ok: true, result: { is_error: true } })
-    t.match(text(cat.result), /^Notes for the report\.\nSecond line\.\ntouch: cannot touch '\/workspace\/skills\/report-writer\/x': Read-only file system/)
-    const read = await ask('run', { name: 'read', input: { file_path: `${SK}/SKILL.md` } })
-    t.match(text(read.result), /name: report-writer/)
-    t.match(await ask('remove', {}), { ok: true })
+  t.test('on sandbox hosts (TROUPE_SANDBOX_PLACEMENT=remote): an isolated one is chosen, and it mounts them the same', async (t) => {
+    const started = async (kind: 'isolated' | 'local') => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), `troupe-skills-sbx-${kind}-`))
+      const p = await startTroupe({ role: 'sandbox', natsUrl: nats.url, env: { TROUPE_DATA_DIR: dir, TROUPE_SANDBOX: kind } })
+      t.teardown(() => p.stop())
+      return { dir, id: await until(`the ${kind} sandbox host names itself`, () => /host\s+(host_\w+)/.exec(p.stdout())?.[1]) }
+    }
+    const [isolated, local] = [await started('isolated'), await started('local')]
+    const roster = new Roster<SandboxHostBeat>(await new Kvm(js).open(Buckets.hosts), { prefix: SANDBOX_HOST_PREFIX, beatMs: 500, ttlMs: HOST_TTL_MS, log })
+    await roster.start()
+    t.teardown(() => roster.stop())
+    await until('both sandbox hosts are heard', () => roster.value(isolated.id) && roster.value(local.id))
+    // A session the local host would get, were it not for its skills.
+    let session = newId('sesn')
+    while (roster.preferred(session) !== local.id) session = newId('sesn')
+    // An actor that always serves and says nothing, as an actor host makes it (session-sandbox.ts).
+    const actor = { fence: 1, report: () => undefined, serves: () => true, shellIdleMs: 60_000 }
+    const remote = new RemoteSandbox({ ...actor, session, spec: () => spec, roster, nc, workspaces: deps.workspaces, log })
+    t.teardown(() => remote.remove())
+    t.equal((await remote.prepare(signal())).kind, 'ready')
+    const cat = await remote.runTool('bash', { command: `cat ${SK}/ref/notes.md; touch ${SK}/x` }, signal())
+    t.match(text(cat), /^Notes for the report\.\nSecond line\.\ntouch: cannot touch '\/workspace\/skills\/report-writer\/x': Read-only file system/)
+    const read = await remote.runTool('read', { file_path: `${SK}/SKILL.md` }, signal())
+    t.match(text(read), /name: report-writer/)
+    t.ok(existsSync(path.join(sessionDir(isolated.dir, session), 'skills', NAME, 'SKILL.md')), 'unpacked on the isolated sandbox host')
+    t.notOk(existsSync(sessionDir(local.dir, session)), 'nothing on the local one')
+  })
+
+  t.test('a sandbox host on the local backend refuses a session with skills', async (t) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'troupe-skills-sbx-local-only-'))
+    const p = await startTroupe({ role: 'sandbox', natsUrl: nats.url, env: { TROUPE_DATA_DIR: dir, TROUPE_SANDBOX: 'local' } })
+    t.teardown(() => p.stop())
+    const hostId = await until('the sandbox host names itself', () => /host\s+(host_\w+)/.exec(p.stdout())?.[1])
+    const answer = decode<any>(
+      (await nc.request(sandboxSubject(hostId, 'prepare'), encode({ session: newId('sesn'), fence: 1, call: 'c1', spec }), { timeout: 30_000 })).data,
+    )
+    t.match(answer, { ok: true, prepared: { kind: 'refused', result: { is_error: true } } })
+    t.match(text(answer.prepared.result), /custom skills run only in isolated sandboxes/)
   })
 }
