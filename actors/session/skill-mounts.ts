@@ -1,4 +1,5 @@
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { randomUUID } from 'node:crypto'
+import { mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Logger } from 'pino'
 import { INSIDE } from '../../sandbox/isolated/layout.js'
@@ -32,7 +33,7 @@ export type Unpack = (task: UnpackTask, signal?: AbortSignal) => Promise<Unpacke
  * read-only at /workspace/skills. Skills are fixed for a session's life, so in practice one pass per host, and a
  * comparison afterwards. A pass removes what a crash left half unpacked, and whatever skills/ holds that the manifest
  * does not name as wanted, then writes the manifest of what is wanted, then unpacks each missing skill into
- * `.skills-partial/<name>` (off the event loop) and renames it into place: a skill's directory is there whole or not
+ * `.skills-partial/<pass>/<name>` (off the event loop) and renames it into place: a skill's directory is there whole or not
  * at all, so the next pass after a crash finishes the job. skills/ is the server's alone (read-only to every tool), so
  * nothing the agent plants is met here.
  */
@@ -72,6 +73,9 @@ export class SkillMounts {
     const skills = path.join(this.root, 'skills')
     const manifest = path.join(this.root, MANIFEST)
     const partial = path.join(this.root, PARTIAL)
+    // This pass's own, so a pass of an earlier activation still winding down (a sandbox host ends its binding without
+    // waiting) never unpacks into the same directory.
+    const mine = path.join(partial, randomUUID())
     const had = new Map(await readFile(manifest, 'utf8').then(pairsOf, () => []))
     await rm(partial, { recursive: true, force: true })
     await mkdir(skills, { recursive: true, mode: 0o755 })
@@ -94,12 +98,13 @@ export class SkillMounts {
       signal?.throwIfAborted()
       const started = performance.now()
       const zip = await this.fetch(object, signal)
-      await mkdir(partial, { recursive: true, mode: 0o700 })
-      const done = await this.unpack({ zip, name, dest: path.join(partial, name) }, signal)
-      await rename(path.join(partial, name), dest)
+      await mkdir(mine, { recursive: true, mode: 0o700 })
+      const done = await this.unpack({ zip, name, dest: path.join(mine, name) }, signal)
+      await rename(path.join(mine, name), dest)
       this.log.info({ session: this.session, skill: name, ...done, ms: Math.round(performance.now() - started) }, 'skill unpacked')
     }
-    await rm(partial, { recursive: true, force: true })
+    await rm(mine, { recursive: true, force: true })
+    await rmdir(partial).catch(() => undefined)
   }
 
   /** The bundle's bytes, whole, in one buffer of their own (moved to the unpacking thread). */
