@@ -33,8 +33,8 @@ export type Unpack = (task: UnpackTask, signal?: AbortSignal) => Promise<Unpacke
  * read-only at /workspace/skills. Skills are fixed for a session's life, so in practice one pass per host, and a
  * comparison afterwards. A pass removes what a crash left half unpacked, and whatever skills/ holds that the manifest
  * does not name as wanted, then writes the manifest of what is wanted, then unpacks each missing skill into
- * `.skills-partial/<pass>/<name>` (off the event loop) and renames it into place: a skill's directory is there whole or not
- * at all, so the next pass after a crash finishes the job. skills/ is the server's alone (read-only to every tool), so
+ * `.skills-partial/<pass>/<name>` (off the event loop) and renames it into place: a skill's directory is there whole
+ * or not at all, so the next pass after a crash finishes the job. skills/ is the server's alone (read-only to every tool), so
  * nothing the agent plants is met here.
  */
 export class SkillMounts {
