@@ -70,6 +70,8 @@ export const sessionKind: ActorKindDef = {
     // One reader and writer of file bytes: resources' copies are mounted from it (each from the object its record
     // names), outputs are published through it.
     const bytes = fileBytes(ctx.js)
+    // The skill bundles' store: SKILL.md read for launches here, bundles unpacked for this host's sandboxes.
+    const bundles = fileBytes(ctx.js, ObjectStores.skills)
     const deps: ActorDeps = {
       ctx,
       store: actors.records<SessionRecord>(SESSION_PREFIX),
@@ -77,7 +79,7 @@ export const sessionKind: ActorKindDef = {
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
       files: fileReader(ctx.client, bytes),
-      bundles: fileBytes(ctx.js, ObjectStores.skills),
+      bundles,
       settings,
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,
@@ -92,7 +94,7 @@ export const sessionKind: ActorKindDef = {
       }),
       workspaces,
       outbox: new Outbox(ctx.js),
-      skillTexts: new SkillTexts(fileBytes(ctx.js, ObjectStores.skills)),
+      skillTexts: new SkillTexts(bundles),
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),
