@@ -2,7 +2,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import { liveItems, type EventItem } from '../protocol/event-item.js'
 import { fail } from '../protocol/errors/fail.js'
-import { liveWildcard } from '../protocol/subjects.js'
+import { liveSubject } from '../protocol/subjects.js'
 
 /**
  * One core subscription to `troupe.live.<sid>.>` per session on this gateway, shared by every SSE tail of that
@@ -76,7 +76,7 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
 
   const subscribe = (sid: string): Shared => {
     const listeners = new Set<LiveListener>()
-    const sub = nc.subscribe(liveWildcard(sid), {
+    const sub = nc.subscribe(liveSubject(sid), {
       callback: (err, msg) => {
         if (err) {
           log.warn({ err, session: sid }, 'live subscription failed')

@@ -56,6 +56,12 @@ export function idFromKey(prefix: IdPrefix | (string & {}), scope: string, key: 
   return `${prefix}_${out}`
 }
 
+/**
+ * A session's primary thread: its id is the session's with the thread prefix, so sessions stored before threads
+ * existed have one, stable, without a write.
+ */
+export const primaryThreadId = (sessionId: string): string => `sthr_${sessionId.slice(sessionId.indexOf('_') + 1)}`
+
 /** The longest id accepted anywhere, prefix included (ours are the prefix and 27 characters). */
 export const ID_MAX_LENGTH = 128
 

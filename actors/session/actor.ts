@@ -17,8 +17,19 @@ import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
 import { type SessionSandbox, sessionSandbox } from './session-sandbox.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
-import { ToolRunner } from './tool-runner.js'
-import { TurnLoop } from './turn.js'
+import { ToolLock, ToolRunner } from './tool-runner.js'
+import { type Emitter, TurnLoop } from './turn.js'
+import { type ChildThread, Coordinator, childHistory, type Member, rosterOf, type ThreadHost, ThreadEmitter } from './threads.js'
+
+/** A child thread as a replay leaves it: its history and its subject's last sequence (its fence). */
+interface ReplayedThread {
+  member: Member
+  h: History
+  lastSeq: number
+}
+
+/** A child thread's turns write no record: its events are its state. */
+const NO_RECORD = { running: () => undefined, persist: () => Promise.resolve() }
 
 const isResult = (e: SessionEvent) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
 
@@ -45,6 +56,12 @@ export class SessionActor extends MailboxActor {
   private readonly rids = new Map<string, string>()
   /** Requests whose events are being stored, by key: a retry waits for its first attempt. */
   private readonly accepting = new Map<string, Promise<void>>()
+  /** Its child threads (threads.ts), by id, in creation order. */
+  private readonly children = new Map<string, ChildThread>()
+  /** A coordinator's roster, as its tools name the members; empty for any other agent. */
+  private readonly members: Member[]
+  /** The session's threads share one sandbox: one tool at a time. */
+  private readonly lock = new ToolLock()
 
   private constructor(
     private readonly deps: ActorDeps,
@@ -52,15 +69,20 @@ export class SessionActor extends MailboxActor {
     lastSeq: number,
     stored: FencedRecord<SessionRecord>,
     workMarked = false,
+    replayed: ReadonlyMap<string, ReplayedThread> = new Map(),
   ) {
     super(h.session.id, deps.actors, deps.actors.mailbox(h.session.id, workMarked))
     const { mb } = this
-    this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
+    this.events = SessionEvents.primary(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
     this.sandbox = sessionSandbox(h, this.events, mb, deps)
-    this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts)
-    this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, sandbox: this.sandbox, deps })
-    this.recovery = new Recovery(h, this.events, this.tools, this.turns)
+    this.members = rosterOf(h.session.agent)
+    const coordinator = this.members.length ? new Coordinator(this.threadHost()) : undefined
+    this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts, this.lock, coordinator)
+    const members = this.members.length ? this.members : undefined
+    this.turns = new TurnLoop({ ...this.turnParts(h, this.events, this.tools), writer: this.writer, members })
+    for (const [id, t] of replayed) this.adopt(id, t.member, t.h, t.lastSeq)
+    this.recovery = new Recovery(h, this.events, this.tools, this.turns, [...this.children.values()])
   }
 
   /** Rebuilds a session from its record and its history; undefined when it does not exist. */
@@ -73,10 +95,31 @@ export class SessionActor extends MailboxActor {
     rec.running_since = null
     rec.session.status = 'idle'
     const h = new History(rec)
-    const last = await lastSequence(deps.ctx.jsm, id)
-    await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed, r.request))
+    const members = rosterOf(rec.session.agent)
+    const threads = new Map<string, ReplayedThread>()
+    let primarySeq = 0
+    // Every thread's records, in the one order they were written (appends.ts): a child's after its creation.
+    await readSession(deps.ctx.js, id, await lastSequence(deps.ctx.jsm, id), (r) => {
+      if (r.thread !== 'primary') {
+        const t = threads.get(r.thread)
+        if (!t) return
+        t.h.apply(r.event, r.processed, r.request)
+        t.lastSeq = r.seq
+        return
+      }
+      primarySeq = r.seq
+      h.apply(r.event, r.processed, r.request)
+      if (r.event.type === 'session.thread_created') {
+        const member = members.find((m) => m.name === r.event.agent_name)
+        const tid = String(r.event.session_thread_id)
+        if (!member) return
+        const ch = childHistory(rec, tid, member.agent)
+        threads.set(tid, { member, h: ch, lastSeq: 0 })
+        h.children.set(tid, ch)
+      }
+    })
     // A marker left by a host that died holding the session (busy or not) is cleared when this actor leaves memory.
-    return new SessionActor(deps, h, last, cur.record, h.running || work)
+    return new SessionActor(deps, h, primarySeq, cur.record, h.running || work, threads)
   }
 
   /** A session that was just stored by create (its history is empty). */
@@ -84,10 +127,61 @@ export class SessionActor extends MailboxActor {
     return new SessionActor(deps, new History(rec), 0, record)
   }
 
+  /** What the session has spent, every thread's together, and its budget: each thread checks it before a model request. */
+  private readonly spend = () => ({ totals: this.h.liveTotals(), budget: this.h.session.budget })
+
+  private turnParts(h: History, events: Emitter, tools: ToolRunner) {
+    return { id: this.id, h, mb: this.mb, events, tools, sandbox: this.sandbox, deps: this.deps, spend: this.spend }
+  }
+
+  /** What the coordinator's sends need of this actor. */
+  private threadHost(): ThreadHost {
+    return {
+      h: this.h,
+      events: this.events,
+      members: this.members,
+      child: (id) => this.children.get(id),
+      spawn: (id, member) => {
+        this.events.emit('session.thread_created', { session_thread_id: id, agent_name: member.name, workflow_run_id: null })
+        const ch = childHistory(this.h.rec, id, member.agent)
+        this.h.children.set(id, ch)
+        return this.adopt(id, member, ch, 0)
+      },
+    }
+  }
+
+  /** A child thread's runtime around its history: its own subject (fenced from `lastSeq`), writes and turns. */
+  private adopt(id: string, member: Member, ch: History, lastSeq: number): ChildThread {
+    const log = new EventLog(this.deps.ctx.nc, this.id, lastSeq, () => this.mb.checkServing(), undefined, id)
+    const events = new ThreadEmitter(this.events.thread(ch, log), this.events, id, member.name)
+    const tools = new ToolRunner(ch, events, this.mb, this.sandbox, this.deps.skillTexts, this.lock)
+    const turns = new TurnLoop({ ...this.turnParts(ch, events, tools), writer: NO_RECORD })
+    const child: ChildThread = {
+      id,
+      member,
+      h: ch,
+      events,
+      turns,
+      abort: () => turns.abort(),
+      async run(signal) {
+        const stop = () => turns.abort()
+        signal.addEventListener('abort', stop, { once: true })
+        try {
+          if (!signal.aborted) await turns.run()
+        } finally {
+          signal.removeEventListener('abort', stop)
+        }
+      },
+    }
+    this.children.set(id, child)
+    return child
+  }
+
   /** Stopped (failed, passivated or shut down): the turn stops at its next step, the shell goes. */
   protected override stopped(): void {
     this.writer.cancel()
     this.turns.abort()
+    for (const c of this.children.values()) c.abort()
     void this.sandbox.close()
   }
 
@@ -173,8 +267,14 @@ export class SessionActor extends MailboxActor {
       throw fail('outcome_uncertain', `The request's events (${todo.length})`)
     }
     if (!ok) throw fail('session_archived', this.id)
-    // An interrupt acts at once: the running turn stops at its next step, and the mailbox handles the rest.
-    if (todo.some(({ e }) => e.type === 'user.interrupt')) this.turns.abort()
+    // An interrupt acts at once: the running turn stops at its next step (one naming a child: that thread's), and the
+    // mailbox handles the rest.
+    for (const { e } of todo) {
+      if (e.type !== 'user.interrupt') continue
+      const child = e.session_thread_id == null ? undefined : this.children.get(String(e.session_thread_id))
+      if (child) child.abort()
+      else this.turns.abort()
+    }
     this.kick()
   }
 
@@ -233,6 +333,11 @@ export class SessionActor extends MailboxActor {
     await this.sandbox.remove()
     await this.deps.outputs.forget(this.id)
     this.deps.actors.gone(this)
+  }
+
+  /** Whether `e` is an interrupt naming one of the session's child threads. */
+  private namesChild(e: SessionEvent): boolean {
+    return e.type === 'user.interrupt' && e.session_thread_id != null && this.children.has(String(e.session_thread_id))
   }
 
   // ------------------------------------------------------------------------------------------- lifecycle
@@ -310,16 +415,20 @@ export class SessionActor extends MailboxActor {
       if (this.resume || pending.some((e) => e.type !== 'user.interrupt')) await this.mb.markWork()
       // An interrupt handles everything that arrived before it: the turn stops, queued input joins the
       // conversation without starting a turn, and the session goes idle.
-      const lastInterrupt = pending.map((e) => e.type).lastIndexOf('user.interrupt')
+      let lastInterrupt = pending.length - 1
+      while (lastInterrupt >= 0 && !(pending[lastInterrupt]!.type === 'user.interrupt' && !this.namesChild(pending[lastInterrupt]!))) lastInterrupt--
       if (lastInterrupt >= 0) {
         const swept = pending.slice(0, lastInterrupt + 1)
         // Input swept up with the interrupt asked for a turn: the client is owed an idle, as for a stopped turn.
         const owed = this.h.turnOpen || this.h.status !== 'idle' || swept.some((e) => e.type !== 'user.interrupt')
         this.events.processed(swept.map((e) => e.id))
+        // Every thread stopped: each that was running says so.
+        for (const c of this.children.values()) if (c.h.running) c.turns.idle({ type: 'end_turn' })
         if (owed) await this.turns.end({ type: 'end_turn' })
         continue
       }
-      const results = pending.filter(isResult)
+      // An interrupt naming a child is that thread's: its send answers (threads.ts); the turn goes on.
+      const results = pending.filter((e) => isResult(e) || this.namesChild(e))
       if (results.length) {
         this.events.processed(results.map((e) => e.id))
         if (this.h.turnOpen) await this.turns.run()

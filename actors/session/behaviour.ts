@@ -56,7 +56,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     // An append stored (and republished) but not yet acknowledged must count, or a tail that subscribed
     // just after it would neither replay nor receive it.
     if (a) return a.settledSeq()
-    const [rec, last] = await Promise.all([store.get(sessionKey(id)), lastSequence(ctx.jsm, id)])
+    const [rec, last] = await Promise.all([store.get(sessionKey(id)), lastSequence(ctx.jsm, id, 'primary')])
     if (!rec) throw fail('session_not_found', id)
     return last
   }

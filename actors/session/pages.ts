@@ -4,7 +4,7 @@ import { comparePositions, END, endOf, isAfter, positionOf, type EventItem, type
 import { readSessionRange } from './event-reader.js'
 import { isInternalType, type SessionEvent } from '../../protocol/events.js'
 import type { EventsListInput } from '../../protocol/schemas/events.js'
-import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
+import { EVENTS_STREAM, eventsSubject } from '../../protocol/subjects.js'
 
 /**
  * GET …/events, one page at a time without reading the whole history: the cursor is a position (a stream
@@ -170,7 +170,8 @@ async function scan(
   visit: (item: EventItem) => boolean,
 ): Promise<void> {
   if (from > until) return
-  const reader = readSessionRange(js, id, from, until, { batch: Math.min(1024, Math.max(32, batch)), through })
+  // The session's own list: its primary thread's subject (children's events are on theirs: the thread routes).
+  const reader = readSessionRange(js, id, from, until, { batch: Math.min(1024, Math.max(32, batch)), through, thread: 'primary' })
   try {
     for (let item = await reader.next(); item; item = await reader.next()) {
       if (!visit(item)) return
@@ -250,7 +251,7 @@ async function ascending(
 /** The first stored sequence of the session (0 when it has none), for desc windows to stop at. */
 async function firstSequence(js: JetStreamClient, sessionId: string): Promise<number> {
   const jsm = await js.jetstreamManager(false)
-  const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq: 1, next_by_subj: eventsWildcard(sessionId) })
+  const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq: 1, next_by_subj: eventsSubject(sessionId) })
   return m?.seq ?? 0
 }
 

@@ -2,6 +2,7 @@ import { fail } from '../../protocol/errors/fail.js'
 import type { SessionEvent } from '../../protocol/events.js'
 import type { EventParamsT } from '../../protocol/schemas/events.js'
 import type { History } from './history.js'
+import { primaryThreadId } from '../../protocol/ids.js'
 
 /**
  * What a session accepts from a client right now (WIRE §7.1), judged against its state, with the field named
@@ -18,10 +19,9 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
   events.forEach((e, i) => {
     const at = `events[${i}]`
     if ('session_thread_id' in e && e.session_thread_id != null) {
-      throw fail(
-        'invalid_request',
-        `${at}.session_thread_id: session ${h.session.id} has no thread ${e.session_thread_id} (only its primary thread, addressed by omitting session_thread_id)`,
-      )
+      const thread = e.session_thread_id
+      if (thread !== primaryThreadId(h.session.id) && !h.children.has(thread))
+        throw fail('session_thread_not_found', `${at}.session_thread_id`, h.session.id, thread)
     }
     switch (e.type) {
       case 'user.define_outcome':
@@ -40,7 +40,7 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
         expectOpen(h, answered, e.custom_tool_use_id, 'custom', `${at}.custom_tool_use_id`)
         break
       case 'user.tool_confirmation': {
-        const t = h.open.get(e.tool_use_id)
+        const t = h.findOpen(e.tool_use_id)
         if (!t?.ask || t.confirmation || answered.has(e.tool_use_id)) {
           throw fail('invalid_request', `${at}.tool_use_id: ${e.tool_use_id} is not a tool use waiting for confirmation in this session`)
         }
@@ -52,7 +52,7 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
 }
 
 function expectOpen(h: History, answered: Set<string>, id: string, kind: 'client' | 'custom', field: string) {
-  const t = h.open.get(id)
+  const t = h.findOpen(id)
   if (!t || t.kind !== kind || answered.has(id)) {
     const what = kind === 'custom' ? 'an agent.custom_tool_use' : 'an agent.tool_use'
     throw fail('invalid_request', `${field}: ${id} is not ${what} waiting for a result in this session`)

@@ -164,6 +164,7 @@ export const catalog = {
   vault_not_found: entry(404, (id: string) => `Vault ${id} not found`, WIRE),
   webhook_not_found: entry(404, (id: string) => `Webhook endpoint ${id} not found`, WIRE),
   skill_not_found: entry(404, (id: string) => `Skill ${id} not found`, WIRE),
+  session_thread_not_found: entry(404, (field: string, session: string, thread: string) => `${field}: session ${session} has no thread ${thread}`, WIRE),
   skill_version_not_found: entry(404, (id: string, version: string) => `Skill ${id} has no version ${version}`, WIRE),
   credential_not_found: entry(404, (id: string, vault: string) => `Credential ${id} not found in vault ${vault}`, WIRE),
   session_resource_not_found: entry(404, (id: string, sessionId: string) => `Session resource ${id} not found in session ${sessionId}`, WIRE),
