@@ -1,0 +1,95 @@
+import t from 'tap'
+import { collect, isIdle, sessionStack } from '../sessions/_helpers.js'
+
+/**
+ * A coordinator delegates (issue 28, point 2): its primary thread is offered `list_agents` and `send_to_agent`; each
+ * send runs a child thread with the member's snapshotted definition, the sends of one response at once, and the
+ * child's final reply comes back as the send's result. Children get neither tool; their conversation stays on their
+ * own thread, while the session's list carries the thread's creation, the messages between threads and the
+ * children's statuses.
+ */
+
+const s = await sessionStack()
+const { agents, sessions, environments } = s.client.beta
+
+const lastUserText = (body: any) => {
+  const last = body.messages.at(-1)
+  return (last.content as any[])
+    .filter((c) => c.type === 'text')
+    .map((c) => c.text)
+    .join('')
+}
+const toolNames = (body: any) => ((body.tools ?? []) as any[]).map((x) => x.name)
+
+t.test('sends run children at once, each answering its send; children cannot delegate', async (t) => {
+  const helper = await agents.create({ name: 'helper', model: 'claude-sonnet-4-5', system: 'MEMBER', description: 'Does small tasks.' } as any)
+  const lead = await agents.create({
+    name: 'lead',
+    model: 'claude-sonnet-4-5',
+    system: 'COORD',
+    multiagent: { type: 'coordinator', agents: [helper.id] },
+  } as any)
+  const env = await environments.create({ name: 'e' } as any)
+  const session = await sessions.create({ agent: lead.id, environment_id: env.id } as any)
+  const base = s.model.requests.length
+  let coordinatorTurns = 0
+  s.model.setHandler((req) => {
+    if (req.body.system === 'MEMBER') return { steps: [{ type: 'text', text: `did ${lastUserText(req.body)}` }], delayMs: 400 }
+    if (req.body.system !== 'COORD') return undefined
+    coordinatorTurns++
+    if (coordinatorTurns === 1) {
+      return {
+        steps: [
+          { type: 'tool_use', name: 'list_agents', input: {} },
+          { type: 'tool_use', name: 'send_to_agent', input: { agent: 'helper', message: 'one' } },
+          { type: 'tool_use', name: 'send_to_agent', input: { agent: 'helper', message: 'two' } },
+          { type: 'tool_use', name: 'send_to_agent', input: { agent: 'nobody', message: 'three' } },
+        ],
+      }
+    }
+    return { steps: [{ type: 'text', text: 'all done' }] }
+  })
+  t.teardown(() => s.model.setHandler(undefined))
+
+  const stream = await sessions.events.stream(session.id)
+  await sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
+  const events = await collect(stream, isIdle, 30_000)
+  const types = events.map((e) => e.type)
+  t.equal(events.at(-1).stop_reason.type, 'end_turn')
+  t.equal(types.filter((x) => x === 'session.thread_created').length, 2, 'a child per send')
+  const created = events.filter((e) => e.type === 'session.thread_created')
+  t.ok(created.every((e) => /^sthr_/.test(e.session_thread_id) && e.agent_name === 'helper' && e.workflow_run_id === null))
+  t.equal(types.filter((x) => x === 'agent.thread_message_sent').length, 2)
+  t.equal(types.filter((x) => x === 'agent.thread_message_received').length, 2)
+  t.ok(types.includes('session.thread_status_running') && types.includes('session.thread_status_idle'), "children's statuses")
+  t.notOk(
+    events.some((e) => e.type === 'agent.message' && /did /.test(e.content[0].text)),
+    "children's own messages stay on their threads",
+  )
+
+  const results = events.filter((e) => e.type === 'agent.tool_result')
+  const text = (e: any) => e.content.map((c: any) => c.text).join('')
+  t.match(text(results.find((r) => /helper/.test(text(r)) && /Does small tasks/.test(text(r)))), /"name":"helper"/, 'list_agents')
+  const answers = results.map(text)
+  t.ok(answers.includes('did one') && answers.includes('did two'), 'each send answered with its child’s reply')
+  const unknown = results.find((r) => r.is_error)
+  t.match(text(unknown), /No agent is named "nobody"/)
+
+  const requests = s.model.requests.slice(base)
+  const members = requests.filter((r) => r.body.system === 'MEMBER')
+  t.equal(members.length, 2)
+  t.ok(
+    members.every((r) => !toolNames(r.body).includes('send_to_agent') && !toolNames(r.body).includes('list_agents')),
+    'depth 1',
+  )
+  t.ok(Math.abs(members[0]!.at - members[1]!.at) < 350, 'both sends ran at once')
+  const coord = requests.filter((r) => r.body.system === 'COORD')
+  t.same(
+    toolNames(coord[0]!.body).filter((n: string) => n === 'send_to_agent' || n === 'list_agents'),
+    ['list_agents', 'send_to_agent'],
+  )
+
+  const again = await sessions.retrieve(session.id)
+  t.equal(again.status, 'idle')
+  t.ok((again.usage.input_tokens ?? 0) >= 40, `usage sums every thread's (${again.usage.input_tokens})`)
+})
