@@ -116,7 +116,8 @@ function split(h: MsgHdrs | undefined, payload: string, seq: number | undefined,
 }
 
 /** Opens a read of a session's stored events: what the gateway's SSE tail is handed to replay and catch up with. */
-export type ReadHistory = (sessionId: string, from: ReadFrom) => Promise<EventReader>
+/** `thread`: the token of the thread's subject (protocol/ids.ts `threadToken`); default the primary's. */
+export type ReadHistory = (sessionId: string, from: ReadFrom, thread?: string) => Promise<EventReader>
 
 /**
  * A session's events fed in-process by its owner, when the owner runs in the gateway's own process (the session

@@ -62,6 +62,9 @@ export function idFromKey(prefix: IdPrefix | (string & {}), scope: string, key: 
  */
 export const primaryThreadId = (sessionId: string): string => `sthr_${sessionId.slice(sessionId.indexOf('_') + 1)}`
 
+/** The token of a thread's subjects (`troupe.events.<sid>.<token>`): `primary` for the primary, a child's own id. */
+export const threadToken = (sessionId: string, threadId: string): string => (threadId === primaryThreadId(sessionId) ? 'primary' : threadId)
+
 /** The longest id accepted anywhere, prefix included (ours are the prefix and 27 characters). */
 export const ID_MAX_LENGTH = 128
 

@@ -2,8 +2,8 @@ import { isApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
 import type { RequestTag, SessionEvent } from '../../protocol/events.js'
 import { fingerprint } from '../../protocol/hash.js'
-import { newId } from '../../protocol/ids.js'
-import type { Session } from '../../protocol/session.js'
+import { newId, primaryThreadId } from '../../protocol/ids.js'
+import type { Session, SessionThread } from '../../protocol/session.js'
 import { MailboxActor } from '../kit/actor.js'
 import { FencedRecord } from '../kit/fenced-record.js'
 import { AppendUncertain } from '../kit/mailbox.js'
@@ -19,7 +19,7 @@ import { type SessionSandbox, sessionSandbox } from './session-sandbox.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
 import { ToolLock, ToolRunner } from './tool-runner.js'
 import { type Emitter, TurnLoop } from './turn.js'
-import { type ChildThread, Coordinator, childHistory, type Member, rosterOf, type ThreadHost, ThreadEmitter } from './threads.js'
+import { type ChildThread, Coordinator, childHistory, type Member, rosterOf, type ThreadHost, ThreadEmitter, threadView } from './threads.js'
 
 /** A child thread as a replay leaves it: its history and its subject's last sequence (its fence). */
 interface ReplayedThread {
@@ -113,7 +113,7 @@ export class SessionActor extends MailboxActor {
         const member = members.find((m) => m.name === r.event.agent_name)
         const tid = String(r.event.session_thread_id)
         if (!member) return
-        const ch = childHistory(rec, tid, member.agent)
+        const ch = childHistory(rec, tid, member.agent, String(r.event.processed_at))
         threads.set(tid, { member, h: ch, lastSeq: 0 })
         h.children.set(tid, ch)
       }
@@ -142,8 +142,8 @@ export class SessionActor extends MailboxActor {
       members: this.members,
       child: (id) => this.children.get(id),
       spawn: (id, member) => {
-        this.events.emit('session.thread_created', { session_thread_id: id, agent_name: member.name, workflow_run_id: null })
-        const ch = childHistory(this.h.rec, id, member.agent)
+        const ev = this.events.emit('session.thread_created', { session_thread_id: id, agent_name: member.name, workflow_run_id: null })
+        const ch = childHistory(this.h.rec, id, member.agent, String(ev.processed_at))
         this.h.children.set(id, ch)
         return this.adopt(id, member, ch, 0)
       },
@@ -163,6 +163,7 @@ export class SessionActor extends MailboxActor {
       events,
       turns,
       abort: () => turns.abort(),
+      lastSeq: () => log.lastSeq,
       async run(signal) {
         const stop = () => turns.abort()
         signal.addEventListener('abort', stop, { once: true })
@@ -338,6 +339,55 @@ export class SessionActor extends MailboxActor {
   /** Whether `e` is an interrupt naming one of the session's child threads. */
   private namesChild(e: SessionEvent): boolean {
     return e.type === 'user.interrupt' && e.session_thread_id != null && this.children.has(String(e.session_thread_id))
+  }
+
+  // --------------------------------------------------------------------------------------------- threads
+
+  /** The thread `id` names: the primary, or a child (404 naming `thread_id` when the session has neither). */
+  private threadOf(id: string): { primary: true } | { primary: false; child: ChildThread } {
+    if (id === primaryThreadId(this.id)) return { primary: true }
+    const child = this.children.get(id)
+    if (!child) throw fail('session_thread_not_found', 'thread_id', this.id, id)
+    return { primary: false, child }
+  }
+
+  /** Thread `id` as the API shows it. */
+  thread(id: string): SessionThread {
+    const t = this.threadOf(id)
+    if (t.primary) {
+      const { multiagent: _roster, ...agent } = this.h.session.agent
+      return threadView(this.h, id, null, agent, this.h.rec.totals)
+    }
+    return threadView(t.child.h, id, primaryThreadId(this.id), t.child.member.agent, t.child.h.rec.totals)
+  }
+
+  /** Every thread, the primary first, then the children in creation order. */
+  threads(): SessionThread[] {
+    return [primaryThreadId(this.id), ...this.children.keys()].map((id) => this.thread(id))
+  }
+
+  /**
+   * Archives child thread `id` (its `session.thread_status_terminated`): not while it runs (409). The primary is
+   * archived with its session (400).
+   */
+  async archiveThread(id: string): Promise<SessionThread> {
+    this.mb.alive()
+    const t = this.threadOf(id)
+    if (t.primary) throw fail('invalid_request', `thread_id: ${id} is the session's primary thread; archive the session instead`)
+    const { h, events } = t.child
+    if (!h.session.archived_at) {
+      if (h.running || h.turnOpen) throw fail('thread_running', id)
+      events.emit('session.status_terminated', {})
+      await this.mb.settled()
+    }
+    return this.thread(id)
+  }
+
+  /** The subject thread `id`'s events are on, and its last stored sequence once every queued append is stored. */
+  async threadSeq(id: string): Promise<{ thread: string; lastSeq: number }> {
+    const t = this.threadOf(id)
+    await this.mb.settled()
+    return t.primary ? { thread: 'primary', lastSeq: this.events.lastSeq } : { thread: id, lastSeq: t.child.lastSeq() }
   }
 
   // ------------------------------------------------------------------------------------------- lifecycle

@@ -33,6 +33,7 @@ import { checkFits, lastSequence } from './log.js'
 import { listEvents } from './pages.js'
 import { attachFiles, dropCopies, resourceOps } from './resources.js'
 import { checkClientEvents } from './rules.js'
+import { pageOfThreads } from './threads.js'
 import { sessionKey, viewOf, type SessionRecord, type SessionSkill } from './state.js'
 
 export interface Actors {
@@ -278,6 +279,29 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
 
     async 'stream.open'({ id }): Promise<StreamOpenReply> {
       return { last_seq: await lastSeqOf(id) }
+    },
+
+    // Threads answer from the actor, woken if need be: their state is its history's.
+    async 'threads.list'({ id, query }) {
+      return pageOfThreads(id, (await live(id)).threads(), query)
+    },
+
+    async 'threads.get'({ id, sub }) {
+      return (await live(id)).thread(sub)
+    },
+
+    async 'threads.archive'({ id, sub }) {
+      return (await live(id)).archiveThread(sub)
+    },
+
+    async 'threads.events'({ id, sub, query }) {
+      const { thread, lastSeq } = await (await live(id)).threadSeq(sub)
+      const maxBytes = Math.floor((ctx.nc.info?.max_payload ?? 1024 * 1024) / 2)
+      return listEvents({ js: ctx.js, sessionId: id, lastSeq, maxBytes, thread }, { limit: query.limit, page: query.page })
+    },
+
+    async 'threads.stream.open'({ id, sub }): Promise<StreamOpenReply> {
+      return { last_seq: (await (await live(id)).threadSeq(sub)).lastSeq }
     },
   }
 }

@@ -1,9 +1,13 @@
 import type { Tool as ApiTool, ContentBlockParam } from '@anthropic-ai/sdk/resources/messages'
+import { decodeCursor, encodeCursor, isRecordPosition } from '../../protocol/cursor.js'
 import type { SessionEvent } from '../../protocol/events.js'
+import type { Page } from '../../protocol/page.js'
+import type { ThreadListInput } from '../../protocol/schemas/thread.js'
 import { idFromKey, primaryThreadId } from '../../protocol/ids.js'
-import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
+import type { SessionAgent, SessionThread, ThreadAgent } from '../../protocol/session.js'
 import { errorResult, textResult, type ToolResult } from '../../sandbox/types.js'
-import { emptyUsage } from './billing/usage.js'
+import { emptyUsage, type UsageTotals } from './billing/usage.js'
+import { toWireUsage } from './billing/wire-usage.js'
 import type { SessionEvents } from './events.js'
 import { History, type OpenTool } from './history.js'
 import type { SessionRecord } from './state.js'
@@ -83,11 +87,11 @@ export function listAgents(members: readonly Member[]): ToolResult {
  * The record a child's history is built on: the session's, with the member's definition as its agent and nothing
  * spent yet (a child's usage is its own; the session sums its threads'). Never stored: a child's state is its events.
  */
-export function childRecord(rec: SessionRecord, member: ThreadAgent): SessionRecord {
+export function childRecord(rec: SessionRecord, member: ThreadAgent, createdAt: string): SessionRecord {
   const agent: SessionAgent = { ...member, multiagent: null }
   return {
     ...rec,
-    session: { ...rec.session, agent, status: 'idle' },
+    session: { ...rec.session, agent, status: 'idle', created_at: createdAt, updated_at: createdAt, archived_at: null },
     totals: emptyUsage(),
     running_since: null,
     // A member runs the session's skills only when it is the coordinator itself (`self`); others' are not mounted.
@@ -96,7 +100,8 @@ export function childRecord(rec: SessionRecord, member: ThreadAgent): SessionRec
 }
 
 /** A child thread's history, ready for its events (a replay's, or a new child's). */
-export const childHistory = (rec: SessionRecord, id: string, member: ThreadAgent): History => new History(childRecord(rec, member), id)
+export const childHistory = (rec: SessionRecord, id: string, member: ThreadAgent, createdAt: string): History =>
+  new History(childRecord(rec, member, createdAt), id)
 
 /** Events of a child the session's own list and stream carry too (with `session_thread_id`): its statuses, and tool uses the client must answer. */
 const crossPosted = (ev: SessionEvent) =>
@@ -139,6 +144,39 @@ export interface ChildThread {
   abort(): void
   /** Runs its turn until it parks, ends or is aborted (its own abort, or `signal`). */
   run(signal: AbortSignal): Promise<void>
+  /** The last stored sequence of its subject (once what it queued is stored: `Mailbox.settled`). */
+  lastSeq(): number
+}
+
+/** A thread as the API shows it (WIRE §8). `parent`: the primary's id, for a child. */
+export function threadView(
+  h: History,
+  id: string,
+  parent: string | null,
+  agent: ThreadAgent,
+  totals: UsageTotals,
+  now = Date.now(),
+): SessionThread {
+  const s = h.session
+  const since = h.rec.running_since
+  const activeMs = totals.active_ms + (since === null ? 0 : Math.max(0, now - since))
+  const end = s.archived_at ? Date.parse(s.archived_at) : now
+  // A thread's list cost is its tokens' alone: the session's runtime is the session's (WIRE §8).
+  const usage = { ...toWireUsage({ ...totals, active_ms: 0 }), active_seconds: activeMs / 1000 }
+  return {
+    id,
+    type: 'session_thread',
+    session_id: s.id,
+    parent_thread_id: parent,
+    agent,
+    status: s.archived_at ? 'terminated' : h.status,
+    stats: { active_seconds: activeMs / 1000, duration_seconds: Math.max(0, end - Date.parse(s.created_at)) / 1000 },
+    usage,
+    workflow_run_id: null,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+    archived_at: s.archived_at,
+  }
 }
 
 /** What the coordinator needs of its actor. */
@@ -230,4 +268,23 @@ function lastReply(h: History): string {
     if (text) return text
   }
   return '(The agent finished without a reply.)'
+}
+
+/** One page of a session's threads, in the order they were made (the primary first); `statuses` filters. */
+export function pageOfThreads(sessionId: string, all: readonly SessionThread[], q: ThreadListInput): Page<SessionThread> {
+  const statuses = q.statuses === undefined ? undefined : [q.statuses].flat()
+  const filters = { session_id: sessionId, statuses: statuses ? [...statuses].sort() : null }
+  const after = decodeCursor('session_threads', filters, q.page, isRecordPosition)
+  const matching = statuses ? all.filter((x) => (statuses as string[]).includes(x.status)) : all
+  let start = 0
+  if (after) {
+    // Threads are never removed: the one the last page ended at is still there (or it ended at one filtered out since).
+    const i = all.findIndex((x) => x.id === after.id)
+    start = matching.findIndex((x) => all.indexOf(x) > i)
+    if (start < 0) start = matching.length
+  }
+  const data = matching.slice(start, start + (q.limit ?? 20))
+  const last = data.at(-1)
+  const more = start + data.length < matching.length
+  return { data, next_page: more && last ? encodeCursor('session_threads', filters, { id: last.id, created_at: last.created_at }) : null }
 }

@@ -93,3 +93,87 @@ t.test('sends run children at once, each answering its send; children cannot del
   t.equal(again.status, 'idle')
   t.ok((again.usage.input_tokens ?? 0) >= 40, `usage sums every thread's (${again.usage.input_tokens})`)
 })
+
+t.test('threads: list, get, events and stream of each; archive a child, not the primary', async (t) => {
+  const helper = await agents.create({ name: 'worker', model: 'claude-sonnet-4-5', system: 'WORKER' } as any)
+  const lead = await agents.create({
+    name: 'boss',
+    model: 'claude-sonnet-4-5',
+    system: 'BOSS',
+    multiagent: { type: 'coordinator', agents: [helper.id] },
+  } as any)
+  const env = await environments.create({ name: 'e' } as any)
+  const session = await sessions.create({ agent: lead.id, environment_id: env.id } as any)
+  let bossTurns = 0
+  s.model.setHandler((req) => {
+    if (req.body.system === 'WORKER') return { steps: [{ type: 'text', text: 'worked' }] }
+    if (req.body.system !== 'BOSS') return undefined
+    return ++bossTurns % 2 === 1
+      ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'worker', message: 'work' } }] }
+      : { steps: [{ type: 'text', text: 'ok' }] }
+  })
+  t.teardown(() => s.model.setHandler(undefined))
+  const stream = await sessions.events.stream(session.id)
+  await sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
+  const events = await collect(stream, isIdle, 30_000)
+  const childId = events.find((e) => e.type === 'session.thread_created').session_thread_id
+
+  const threads = s.client.beta.sessions.threads
+  const list: any[] = []
+  for await (const th of threads.list(session.id, { limit: 1 } as any)) list.push(th)
+  t.equal(list.length, 2, 'paged one at a time')
+  const [primary, child] = list
+  t.match(primary, { type: 'session_thread', session_id: session.id, parent_thread_id: null, status: 'idle', workflow_run_id: null })
+  t.equal(primary.id, `sthr_${session.id.slice('sesn_'.length)}`, "the primary's id derives from the session's")
+  t.equal(primary.agent.name, 'boss')
+  t.notOk('multiagent' in primary.agent)
+  t.match(child, { id: childId, parent_thread_id: primary.id, status: 'idle', agent: { id: helper.id, name: 'worker' } })
+  t.ok(child.usage.input_tokens > 0 && child.stats.duration_seconds >= 0)
+  t.same((await threads.retrieve(childId, { session_id: session.id })).id, childId)
+  const idle = await threads.list(session.id, { statuses: ['running'] } as any)
+  t.same(idle.data, [], 'statuses[] filters')
+
+  const childEvents: any[] = []
+  for await (const e of threads.events.list(childId, { session_id: session.id })) childEvents.push(e)
+  t.same(
+    childEvents.map((e) => e.type),
+    [
+      'agent.thread_message_received',
+      'session.thread_status_running',
+      'span.model_request_start',
+      'agent.message',
+      'span.model_request_end',
+      'session.thread_status_idle',
+      'agent.thread_message_sent',
+    ],
+    "the child's own conversation",
+  )
+  t.same(childEvents[0].content, [{ type: 'text', text: 'work' }])
+  const primaryEvents: any[] = []
+  for await (const e of threads.events.list(primary.id, { session_id: session.id })) primaryEvents.push(e)
+  const sessionEvents: any[] = []
+  for await (const e of sessions.events.list(session.id)) sessionEvents.push(e)
+  t.same(
+    primaryEvents.map((e) => e.id),
+    sessionEvents.map((e) => e.id),
+    "the primary's events are the session's",
+  )
+
+  // A child's stream replays what follows an event id (Last-Event-ID), on its own subject.
+  const tail = await threads.events.stream(childId, { session_id: session.id }, { headers: { 'Last-Event-ID': childEvents[0].id } })
+  const seen = await collect(tail, (e) => e.type === 'agent.thread_message_sent', 10_000)
+  t.same(
+    seen.map((e) => e.type),
+    childEvents.slice(1).map((e) => e.type),
+    'the stream replays the thread',
+  )
+
+  const nope = await s.client.beta.sessions.threads.archive(primary.id, { session_id: session.id }).catch((e) => e)
+  t.equal(nope.status, 400)
+  const archived = await threads.archive(childId, { session_id: session.id })
+  t.equal(archived.status, 'terminated')
+  t.ok(archived.archived_at)
+  const missing = await threads.retrieve('sthr_01JAAAAAAAAAAAAAAAAAAAAAAA', { session_id: session.id }).catch((e) => e)
+  t.equal(missing.status, 404)
+  t.match(missing.error.error.message, /thread_id: session sesn_\w+ has no thread sthr_01JAAAAAAAAAAAAAAAAAAAAAAA/)
+})
