@@ -191,7 +191,8 @@ class Tail {
     state.onAbort = () => this.end()
     try {
       // Owners feed only their primary threads' tails in-process; a child's listens over NATS.
-      if (this.thread === 'primary') this.tap = this.deps.actors.localTails?.tap(this.sid, { onItem: (item) => this.onLive(item), onMoved: () => this.onMoved() }, this.deltas.size > 0)
+      if (this.thread === 'primary')
+        this.tap = this.deps.actors.localTails?.tap(this.sid, { onItem: (item) => this.onLive(item), onMoved: () => this.onMoved() }, this.deltas.size > 0)
       if (!this.tap) await this.listen()
       this.stillOpen()
       const lastSeq = await this.lastSeq()

@@ -149,14 +149,7 @@ export interface ChildThread {
 }
 
 /** A thread as the API shows it (WIRE §8). `parent`: the primary's id, for a child. */
-export function threadView(
-  h: History,
-  id: string,
-  parent: string | null,
-  agent: ThreadAgent,
-  totals: UsageTotals,
-  now = Date.now(),
-): SessionThread {
+export function threadView(h: History, id: string, parent: string | null, agent: ThreadAgent, totals: UsageTotals, now = Date.now()): SessionThread {
   const s = h.session
   const since = h.rec.running_since
   const activeMs = totals.active_ms + (since === null ? 0 : Math.max(0, now - since))

@@ -188,7 +188,11 @@ export const catalog = {
   ),
   skill_title_taken: entry(409, (title: string) => `display_title: another custom skill is titled ${JSON.stringify(title)}; titles are unique`, WIRE),
   session_archived: entry(409, (id: string) => `Session ${id} is archived; it accepts no more events or updates`, WIRE),
-  thread_running: entry(409, (id: string) => `Thread ${id} is running; interrupt it first (send user.interrupt with its session_thread_id) and retry once it is idle`, WIRE),
+  thread_running: entry(
+    409,
+    (id: string) => `Thread ${id} is running; interrupt it first (send user.interrupt with its session_thread_id) and retry once it is idle`,
+    WIRE,
+  ),
   session_running: entry(409, (id: string) => `Session ${id} is running; interrupt it first (send user.interrupt) and retry once it is idle`, WIRE),
   session_busy_resources: entry(
     409,

@@ -61,7 +61,13 @@ export const sessionRoutes: Route[] = [
     summary: 'Remove a resource from an idle session',
     op: ops['resources.delete'],
   },
-  { method: 'GET', path: '/v1/sessions/{session_id}/threads', operationId: 'sessions.threads.list', summary: 'List the threads of a session', op: ops['threads.list'] },
+  {
+    method: 'GET',
+    path: '/v1/sessions/{session_id}/threads',
+    operationId: 'sessions.threads.list',
+    summary: 'List the threads of a session',
+    op: ops['threads.list'],
+  },
   {
     method: 'GET',
     path: '/v1/sessions/{session_id}/threads/{thread_id}',
