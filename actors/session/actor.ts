@@ -19,7 +19,7 @@ import { type SessionSandbox, sessionSandbox } from './session-sandbox.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
 import { ToolLock, ToolRunner } from './tool-runner.js'
 import { type Emitter, TurnLoop } from './turn.js'
-import { type ChildThread, Coordinator, childHistory, type Member, rosterOf, type ThreadHost, ThreadEmitter, threadView } from './threads.js'
+import { advisorOf, type ChildThread, Coordinator, childHistory, type Member, rosterOf, type ThreadHost, ThreadEmitter, threadView } from './threads.js'
 
 /** A child thread as a replay leaves it: its history and its subject's last sequence (its fence). */
 interface ReplayedThread {
@@ -60,6 +60,8 @@ export class SessionActor extends MailboxActor {
   private readonly children = new Map<string, ChildThread>()
   /** A coordinator's roster, as its tools name the members; empty for any other agent. */
   private readonly members: Member[]
+  /** The roster's advisor, if it has one. */
+  private readonly advisor: Member | undefined
   /** The session's threads share one sandbox: one tool at a time. */
   private readonly lock = new ToolLock()
 
@@ -77,10 +79,11 @@ export class SessionActor extends MailboxActor {
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
     this.sandbox = sessionSandbox(h, this.events, mb, deps)
     this.members = rosterOf(h.session.agent)
-    const coordinator = this.members.length ? new Coordinator(this.threadHost()) : undefined
+    this.advisor = advisorOf(h.session.agent)
+    const coordinator = this.members.length || this.advisor ? new Coordinator(this.threadHost()) : undefined
     this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts, this.lock, coordinator)
-    const members = this.members.length ? this.members : undefined
-    this.turns = new TurnLoop({ ...this.turnParts(h, this.events, this.tools), writer: this.writer, members })
+    const roster = coordinator ? { members: this.members, advisor: this.advisor } : undefined
+    this.turns = new TurnLoop({ ...this.turnParts(h, this.events, this.tools), writer: this.writer, roster })
     for (const [id, t] of replayed) this.adopt(id, t.member, t.h, t.lastSeq)
     this.recovery = new Recovery(h, this.events, this.tools, this.turns, [...this.children.values()])
   }
@@ -95,7 +98,8 @@ export class SessionActor extends MailboxActor {
     rec.running_since = null
     rec.session.status = 'idle'
     const h = new History(rec)
-    const members = rosterOf(rec.session.agent)
+    const advisor = advisorOf(rec.session.agent)
+    const members = [...rosterOf(rec.session.agent), ...(advisor ? [advisor] : [])]
     const threads = new Map<string, ReplayedThread>()
     let primarySeq = 0
     // Every thread's records, in the one order they were written (appends.ts): a child's after its creation.
@@ -140,6 +144,7 @@ export class SessionActor extends MailboxActor {
       h: this.h,
       events: this.events,
       members: this.members,
+      advisor: this.advisor,
       child: (id) => this.children.get(id),
       spawn: (id, member) => {
         const ev = this.events.emit('session.thread_created', { session_thread_id: id, agent_name: member.name, workflow_run_id: null })
@@ -358,7 +363,7 @@ export class SessionActor extends MailboxActor {
       const { multiagent: _roster, ...agent } = this.h.session.agent
       return threadView(this.h, id, null, agent, this.h.rec.totals)
     }
-    return threadView(t.child.h, id, primaryThreadId(this.id), t.child.member.agent, t.child.h.rec.totals)
+    return threadView(t.child.h, id, primaryThreadId(this.id), t.child.member.shown, t.child.h.rec.totals)
   }
 
   /** Every thread, the primary first, then the children in creation order. */

@@ -1,5 +1,5 @@
 import type { History, OpenTool } from './history.js'
-import { type ChildThread, childThreadId, SEND_TO_AGENT } from './threads.js'
+import { ADVISOR_TOOL, advisorThreadId, type ChildThread, childThreadId, SEND_TO_AGENT } from './threads.js'
 import type { ToolRunner } from './tool-runner.js'
 import { type Emitter, ZERO_USAGE, type TurnLoop } from './turn.js'
 
@@ -60,7 +60,9 @@ export class Recovery {
    */
   private closeLeftOpen(): void {
     // A send whose child is stored resumes it (its turn runs it again): only those that never started are closed.
-    const started = (t: OpenTool) => t.name === SEND_TO_AGENT && this.h.children.has(childThreadId(t.eventId))
+    const started = (t: OpenTool) =>
+      (t.name === SEND_TO_AGENT && this.h.children.has(childThreadId(t.eventId))) ||
+      (t.name === ADVISOR_TOOL && this.h.children.has(advisorThreadId(t.eventId)))
     closeLeftOpen(this.h, this.events, (t) => {
       if (!started(t)) this.tools.error(t, NOT_RERUN)
     })

@@ -1,9 +1,10 @@
-import type { Tool as ApiTool, ContentBlockParam } from '@anthropic-ai/sdk/resources/messages'
+import type { Tool as ApiTool, ContentBlockParam, MessageParam } from '@anthropic-ai/sdk/resources/messages'
 import { decodeCursor, encodeCursor, isRecordPosition } from '../../protocol/cursor.js'
 import type { SessionEvent } from '../../protocol/events.js'
 import type { Page } from '../../protocol/page.js'
 import type { ThreadListInput } from '../../protocol/schemas/thread.js'
 import { idFromKey, primaryThreadId } from '../../protocol/ids.js'
+import type { AdvisorEntry } from '../../protocol/schemas/agent.js'
 import type { SessionAgent, SessionThread, ThreadAgent } from '../../protocol/session.js'
 import { errorResult, textResult, type ToolResult } from '../../sandbox/types.js'
 import { emptyUsage, type UsageTotals } from './billing/usage.js'
@@ -24,6 +25,19 @@ import type { Emitter, TurnLoop } from './turn.js'
 
 export const LIST_AGENTS = 'list_agents'
 export const SEND_TO_AGENT = 'send_to_agent'
+/**
+ * The advisor's tool. Its runtime identity is `vendor.advisor` (SPEC "Coordinator topology"), which the Messages API
+ * refuses as a tool name (letters, digits, `_` and `-` only): the tool is `advisor`, the thread's agent name the identity.
+ */
+export const ADVISOR_TOOL = 'advisor'
+export const ADVISOR_NAME = 'vendor.advisor'
+
+/** What the advisor is told it is for; the conversation it reviews follows as one message. */
+const ADVISOR_SYSTEM = [
+  'You are an advisor to an AI agent working on a task. You are shown its conversation so far: the requests it got, what',
+  'it said, the tools it called and what they returned. Review the work: point out mistakes, risks and anything missed,',
+  'and recommend the next steps. Be concise and specific; you cannot call tools.',
+].join(' ')
 
 /** Child threads a session may start: each send starts one, so this bounds a coordinator's sends. */
 export const MAX_CHILD_THREADS = 100
@@ -32,7 +46,10 @@ export const MAX_CHILD_THREADS = 100
 export interface Member {
   /** Its agent's name; a later member of the same name gets ` #2`, ` #3`… so every member can be addressed. */
   name: string
+  /** The definition its threads run. */
   agent: ThreadAgent
+  /** What its threads show as their `agent` (the advisor's roster entry, for the advisor). */
+  shown: ThreadAgent | AdvisorEntry
 }
 
 /** The coordinator's members, in roster order (the advisor is not one: it has no definition to run). */
@@ -43,17 +60,54 @@ export function rosterOf(agent: SessionAgent): Member[] {
     if (e.type !== 'agent') continue
     const n = (seen.get(e.name) ?? 0) + 1
     seen.set(e.name, n)
-    out.push({ name: n === 1 ? e.name : `${e.name} #${n}`, agent: e })
+    out.push({ name: n === 1 ? e.name : `${e.name} #${n}`, agent: e, shown: e })
   }
   return out
 }
 
+/**
+ * The roster's advisor (SPEC "Coordinator topology"): offered to the primary thread only as a no-argument tool, never
+ * a member (not listed, not a send's target). Its threads run this definition: the entry's model, tool-free.
+ */
+export function advisorOf(agent: SessionAgent): Member | undefined {
+  const entry = agent.multiagent?.agents.find((e): e is AdvisorEntry => e.type === 'advisor')
+  if (!entry) return undefined
+  const definition: ThreadAgent = {
+    id: ADVISOR_NAME,
+    type: 'agent',
+    version: 1,
+    name: ADVISOR_NAME,
+    description: null,
+    system: ADVISOR_SYSTEM,
+    model: { id: entry.model },
+    tools: [],
+    mcp_servers: [],
+    skills: [],
+    execution_identity: agent.execution_identity,
+  }
+  return { name: ADVISOR_NAME, agent: definition, shown: entry }
+}
+
+/** The id of the advisor thread a call starts: derived from the call's tool use, as a send's child. */
+export const advisorThreadId = (toolUseId: string): string => idFromKey('sthr', 'advisor', toolUseId)
+
 /** The id of the child a send starts: derived from the send's tool use, so one send never makes two children. */
 export const childThreadId = (toolUseId: string): string => idFromKey('sthr', 'send_to_agent', toolUseId)
 
-/** The coordinator tools, offered to a coordinator's primary thread only. */
-export function coordinatorTools(members: readonly Member[]): ApiTool[] {
+/** The coordinator tools, offered to a coordinator's primary thread only: the roster's, and the advisor's. */
+export function coordinatorTools(members: readonly Member[], advisor: Member | undefined): ApiTool[] {
+  const tools: ApiTool[] = []
+  if (advisor) {
+    tools.push({
+      name: ADVISOR_TOOL,
+      description:
+        'Asks your advisor, a separate model, to review your work so far (it sees this conversation) and recommend next steps. Takes no input; returns the review.',
+      input_schema: { type: 'object', properties: {} },
+    })
+  }
+  if (!members.length) return tools
   return [
+    ...tools,
     {
       name: LIST_AGENTS,
       description: 'Lists the agents you can delegate to with send_to_agent: each one’s name and description.',
@@ -77,6 +131,10 @@ export function coordinatorTools(members: readonly Member[]): ApiTool[] {
     },
   ]
 }
+
+/** The names of the tools a coordinator's primary thread has (what routes to `Coordinator`). */
+export const coordinatorToolNames = (members: readonly Member[], advisor: Member | undefined): ReadonlySet<string> =>
+  new Set([...(advisor ? [ADVISOR_TOOL] : []), ...(members.length ? [LIST_AGENTS, SEND_TO_AGENT] : [])])
 
 /** What `list_agents` answers. */
 export function listAgents(members: readonly Member[]): ToolResult {
@@ -149,7 +207,14 @@ export interface ChildThread {
 }
 
 /** A thread as the API shows it (WIRE §8). `parent`: the primary's id, for a child. */
-export function threadView(h: History, id: string, parent: string | null, agent: ThreadAgent, totals: UsageTotals, now = Date.now()): SessionThread {
+export function threadView(
+  h: History,
+  id: string,
+  parent: string | null,
+  agent: ThreadAgent | AdvisorEntry,
+  totals: UsageTotals,
+  now = Date.now(),
+): SessionThread {
   const s = h.session
   const since = h.rec.running_since
   const activeMs = totals.active_ms + (since === null ? 0 : Math.max(0, now - since))
@@ -177,6 +242,7 @@ export interface ThreadHost {
   readonly h: History
   readonly events: SessionEvents
   readonly members: readonly Member[]
+  readonly advisor: Member | undefined
   child(id: string): ChildThread | undefined
   /** Makes the child thread `id` running `member`'s definition (its history empty). */
   spawn(id: string, member: Member): ChildThread
@@ -190,31 +256,55 @@ export type SendOutcome = { result: ToolResult } | { parkedOn: string[] | 'budge
 
 /** A coordinator's sends and lists (the primary thread's `ToolRunner` calls these). */
 export class Coordinator {
-  constructor(private readonly host: ThreadHost) {}
+  /** The tools it answers (`coordinatorToolNames`). */
+  readonly tools: ReadonlySet<string>
+
+  constructor(private readonly host: ThreadHost) {
+    this.tools = coordinatorToolNames(host.members, host.advisor)
+  }
 
   list(): ToolResult {
     return listAgents(this.host.members)
   }
 
   /** Runs (or, after a park or a takeover, resumes) the child of send `t` until it answers, parks or is stopped. */
-  async send(t: OpenTool, signal: AbortSignal): Promise<SendOutcome> {
-    const { host } = this
+  send(t: OpenTool, signal: AbortSignal): Promise<SendOutcome> {
     const id = childThreadId(t.eventId)
+    if (this.host.child(id)) return this.delegate(id, undefined, signal)
+    const input = t.input as { agent?: unknown; message?: unknown }
+    const member = this.host.members.find((m) => m.name === input.agent)
+    if (!member) {
+      const names = this.host.members.map((m) => JSON.stringify(m.name)).join(', ')
+      return Promise.resolve({ result: errorResult(`No agent is named ${JSON.stringify(input.agent)}; send_to_agent takes one of: ${names}.`) })
+    }
+    if (typeof input.message !== 'string' || !input.message.trim()) {
+      return Promise.resolve({ result: errorResult('send_to_agent needs a message: the task for the agent, complete in itself.') })
+    }
+    return this.delegate(id, { member, message: input.message }, signal)
+  }
+
+  /**
+   * The advisor's review (SPEC "Coordinator topology"): one tool-free request with the advisor's model over the
+   * conversation so far (given as a transcript, in a thread of its own), its answer the call's result.
+   */
+  advise(t: OpenTool, signal: AbortSignal): Promise<SendOutcome> {
+    const { advisor } = this.host
+    const id = advisorThreadId(t.eventId)
+    if (this.host.child(id) || !advisor) return this.delegate(id, undefined, signal)
+    return this.delegate(id, { member: advisor, message: transcript(this.host.h.messages) }, signal)
+  }
+
+  /** Starts thread `id` with `start` (unless it exists: then it resumes), runs it, and answers with its reply. */
+  private async delegate(id: string, start: { member: Member; message: string } | undefined, signal: AbortSignal): Promise<SendOutcome> {
+    const { host } = this
     let child = host.child(id)
     if (!child) {
-      const input = t.input as { agent?: unknown; message?: unknown }
-      const member = host.members.find((m) => m.name === input.agent)
-      if (!member) {
-        const names = host.members.map((m) => JSON.stringify(m.name)).join(', ')
-        return { result: errorResult(`No agent is named ${JSON.stringify(input.agent)}; send_to_agent takes one of: ${names}.`) }
-      }
-      if (typeof input.message !== 'string' || !input.message.trim()) {
-        return { result: errorResult('send_to_agent needs a message: the task for the agent, complete in itself.') }
-      }
+      if (!start) return { result: errorResult('Not run: the thread this call would run in was never started.') }
+      const { member, message } = start
       if (countChildren(host) >= MAX_CHILD_THREADS) {
-        return { result: errorResult(`This session has started ${MAX_CHILD_THREADS} agent threads, the most it may; no more tasks can be sent.`) }
+        return { result: errorResult(`This session has started ${MAX_CHILD_THREADS} agent threads, the most it may; no more can be started.`) }
       }
-      const content: ContentBlockParam[] = [{ type: 'text', text: input.message }]
+      const content: ContentBlockParam[] = [{ type: 'text', text: message }]
       child = host.spawn(id, member)
       host.events.emit('agent.thread_message_sent', { to_session_thread_id: id, to_agent_name: member.name, content })
       child.events.emit('agent.thread_message_received', {
@@ -250,6 +340,23 @@ export class Coordinator {
 }
 
 const countChildren = (host: ThreadHost) => host.h.children.size
+
+/** The conversation as the advisor reads it: each turn's text, tool calls and results, in order. */
+export function transcript(messages: readonly MessageParam[]): string {
+  const lines: string[] = []
+  for (const m of messages) {
+    const blocks = typeof m.content === 'string' ? [{ type: 'text' as const, text: m.content }] : m.content
+    for (const b of blocks) {
+      if (b.type === 'text') lines.push(`[${m.role}] ${b.text}`)
+      else if (b.type === 'tool_use') lines.push(`[${m.role} calls ${b.name}] ${JSON.stringify(b.input)}`)
+      else if (b.type === 'tool_result') {
+        const content = typeof b.content === 'string' ? b.content : (b.content ?? []).map((c) => (c.type === 'text' ? c.text : `(${c.type})`)).join('\n')
+        lines.push(`[tool result${b.is_error ? ', error' : ''}] ${content}`)
+      } else lines.push(`[${m.role}] (${b.type})`)
+    }
+  }
+  return `The conversation so far:\n\n${lines.join('\n\n')}`
+}
 
 /** The text of a child's last answer (its last assistant message); a turn that said nothing answers so. */
 function lastReply(h: History): string {

@@ -3,7 +3,7 @@ import type { History, OpenTool } from './history.js'
 import type { SessionSandbox } from './session-sandbox.js'
 import type { SkillTexts } from './skill-texts.js'
 import type { ToolResult } from '../../sandbox/types.js'
-import { type Coordinator, LIST_AGENTS, SEND_TO_AGENT } from './threads.js'
+import { ADVISOR_TOOL, type Coordinator, LIST_AGENTS, SEND_TO_AGENT } from './threads.js'
 import type { Emitter } from './turn.js'
 import { routeTool } from './tools.js'
 
@@ -32,7 +32,7 @@ export class ToolRunner {
 
   /** How tool `name` is handled in this thread. */
   private route(name: string) {
-    return routeTool(this.h.session.agent, name, { skills: !!this.h.rec.skills?.length, coordinator: !!this.coordinator })
+    return routeTool(this.h.session.agent, name, { skills: !!this.h.rec.skills?.length, coordinator: this.coordinator?.tools })
   }
 
   /**
@@ -42,11 +42,12 @@ export class ToolRunner {
   private async sends(signal: AbortSignal): Promise<boolean> {
     const coordinator = this.coordinator
     if (!coordinator) return true
-    const sends = [...this.h.open.values()].filter((t) => t.kind === 'builtin' && t.name === SEND_TO_AGENT)
+    const delegated = (t: OpenTool) => t.kind === 'builtin' && (t.name === SEND_TO_AGENT || t.name === ADVISOR_TOOL) && coordinator.tools.has(t.name)
+    const sends = [...this.h.open.values()].filter(delegated)
     if (!sends.length) return true
     await this.mb.settled()
     if (signal.aborted || this.mb.dead) return false
-    const outcomes = await Promise.all(sends.map((t) => coordinator.send(t, signal)))
+    const outcomes = await Promise.all(sends.map((t) => (t.name === ADVISOR_TOOL ? coordinator.advise(t, signal) : coordinator.send(t, signal))))
     sends.forEach((t, i) => {
       const o = outcomes[i]!
       t.parkedOn = undefined

@@ -3,7 +3,7 @@ import type { AgentToolset, Policy } from '../../protocol/schemas/agent.js'
 import type { SessionAgent } from '../../protocol/session.js'
 import { BUILTIN_TOOL_NAMES, builtinToolDefinitions } from '../../sandbox/index.js'
 import { SKILL_TOOL, skillTool } from './skill-context.js'
-import { coordinatorTools, LIST_AGENTS, type Member, SEND_TO_AGENT } from './threads.js'
+import { coordinatorTools, type Member } from './threads.js'
 import type { SessionSkill } from './state.js'
 
 /** How one tool name of a session's agent is handled. */
@@ -12,7 +12,14 @@ export type ToolRoute = { kind: 'builtin'; policy: Policy } | { kind: 'skill' } 
 /** What a thread offers beyond its agent's tools: the `Skill` dispatcher, a coordinator's tools (threads.ts). */
 export interface ThreadTools {
   skills?: boolean
-  coordinator?: boolean
+  /** The names of the coordinator tools the thread has (`coordinatorToolNames`). */
+  coordinator?: ReadonlySet<string>
+}
+
+/** A coordinator's primary thread: its roster and its advisor. */
+export interface Roster {
+  members: readonly Member[]
+  advisor: Member | undefined
 }
 
 const toolset = (agent: SessionAgent) => agent.tools.find((t): t is AgentToolset => t.type === 'agent_toolset_20260401')
@@ -35,10 +42,10 @@ function enabledBuiltins(agent: SessionAgent): Map<string, Policy> {
  * skills (skill-context.ts), and custom tools. MCP toolsets and the server-side web tools are not offered: this
  * server does not connect to MCP servers or run web tools yet.
  */
-export function toolDefinitions(agent: SessionAgent, skills: readonly SessionSkill[] = [], contextWindow = 0, members?: readonly Member[]): ApiTool[] {
+export function toolDefinitions(agent: SessionAgent, skills: readonly SessionSkill[] = [], contextWindow = 0, roster?: Roster): ApiTool[] {
   const defs: ApiTool[] = builtinToolDefinitions([...enabledBuiltins(agent).keys()]) as ApiTool[]
   if (skills.length) defs.push(skillTool(skills, contextWindow))
-  if (members?.length) defs.push(...coordinatorTools(members))
+  if (roster) defs.push(...coordinatorTools(roster.members, roster.advisor))
   for (const t of agent.tools) {
     if (t.type === 'custom') defs.push({ name: t.name, description: t.description, input_schema: t.input_schema as ApiTool['input_schema'] })
   }
@@ -51,7 +58,7 @@ export function toolDefinitions(agent: SessionAgent, skills: readonly SessionSki
  */
 export function routeTool(agent: SessionAgent, name: string, offers: ThreadTools = {}): ToolRoute {
   if (offers.skills && name === SKILL_TOOL) return { kind: 'skill' }
-  if (offers.coordinator && (name === LIST_AGENTS || name === SEND_TO_AGENT)) return { kind: 'coordinator' }
+  if (offers.coordinator?.has(name)) return { kind: 'coordinator' }
   if (agent.tools.some((t) => t.type === 'custom' && t.name === name)) return { kind: 'custom' }
   const policy = enabledBuiltins(agent).get(name)
   return policy ? { kind: 'builtin', policy } : { kind: 'unknown' }

@@ -14,9 +14,9 @@ import { classifyFailure, streamModel, type ModelResponse } from './model.js'
 import type { RecordWriter } from './record-writer.js'
 import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
-import { permissionFields, routeTool, toolDefinitions } from './tools.js'
+import { permissionFields, type Roster, routeTool, toolDefinitions } from './tools.js'
 import { withSkills } from './skill-context.js'
-import type { Member } from './threads.js'
+import { coordinatorToolNames } from './threads.js'
 import { estimateTokens } from '../../protocol/skill-rules.js'
 import type { Policy } from '../../protocol/schemas/agent.js'
 
@@ -37,8 +37,8 @@ export interface TurnParts {
   readonly writer: Pick<RecordWriter, 'running' | 'persist'>
   /** What the session has spent, all threads together, and its budget: checked before every model request. */
   readonly spend: () => { totals: UsageTotals; budget: Budget | null }
-  /** A coordinator's primary thread: its roster, offered through `list_agents` and `send_to_agent` (threads.ts). */
-  readonly members?: readonly Member[]
+  /** A coordinator's primary thread: its roster and advisor, offered through its tools (threads.ts). */
+  readonly roster?: Roster
   readonly tools: ToolRunner
   readonly sandbox: Pick<SessionSandbox, 'hasOutputs' | 'publishOutputs' | 'system'>
   readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings' | 'skillTexts'>
@@ -218,7 +218,8 @@ export class TurnLoop {
     stats.inputTokens += res.usage.input_tokens ?? 0
     stats.outputTokens += res.usage.output_tokens ?? 0
     const agent = h.session.agent
-    const offers = { skills: !!h.rec.skills?.length, coordinator: !!this.p.members?.length }
+    const roster = this.p.roster
+    const offers = { skills: !!h.rec.skills?.length, coordinator: roster && coordinatorToolNames(roster.members, roster.advisor) }
     for (const o of res.outputs) {
       if (o.type === 'agent.thinking') events.emit('agent.thinking', {}, o.id)
       else if (o.type === 'agent.message') events.emit('agent.message', { content: o.content }, o.id)
@@ -244,7 +245,7 @@ export class TurnLoop {
     const m = agent.model
     const skills = h.rec.skills ?? []
     const contextWindow = deps.settings.contextWindow
-    const tools = toolDefinitions(agent, skills, contextWindow, this.p.members)
+    const tools = toolDefinitions(agent, skills, contextWindow, this.p.roster)
     const system = this.p.sandbox.system(agent.system, h.session.resources)
     let messages = h.messages
     if (h.activations.length) {

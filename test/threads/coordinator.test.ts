@@ -177,3 +177,55 @@ t.test('threads: list, get, events and stream of each; archive a child, not the 
   t.equal(missing.status, 404)
   t.match(missing.error.error.message, /thread_id: session sesn_\w+ has no thread sthr_01JAAAAAAAAAAAAAAAAAAAAAAA/)
 })
+
+t.test('the advisor: a no-argument tool of the primary, one tool-free request on its model over the conversation', async (t) => {
+  const helper = await agents.create({ name: 'aide', model: 'claude-sonnet-4-5', system: 'AIDE' } as any)
+  const lead = await agents.create({
+    name: 'chief',
+    model: 'claude-sonnet-4-5',
+    system: 'CHIEF',
+    multiagent: { type: 'coordinator', agents: [helper.id, { type: 'advisor', model: 'claude-opus-4-5' }] },
+  } as any)
+  const env = await environments.create({ name: 'e' } as any)
+  const session = await sessions.create({ agent: lead.id, environment_id: env.id } as any)
+  const base = s.model.requests.length
+  let chief = 0
+  s.model.setHandler((req) => {
+    if (/^You are an advisor/.test(req.body.system ?? '')) return { steps: [{ type: 'text', text: 'review: check the edge cases' }] }
+    if (req.body.system !== 'CHIEF') return undefined
+    chief++
+    if (chief === 1)
+      return {
+        steps: [
+          { type: 'tool_use', name: 'advisor', input: {} },
+          { type: 'tool_use', name: 'list_agents', input: {} },
+          { type: 'tool_use', name: 'send_to_agent', input: { agent: 'vendor.advisor', message: 'x' } },
+        ],
+      }
+    return { steps: [{ type: 'text', text: 'thanks' }] }
+  })
+  t.teardown(() => s.model.setHandler(undefined))
+  const stream = await sessions.events.stream(session.id)
+  await sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'plan the release' }] }] } as any)
+  const events = await collect(stream, isIdle, 30_000)
+  const text = (e: any) => e.content.map((c: any) => c.text).join('')
+  // Results in the order of the calls they answer (delegations run first, together).
+  const uses = events.filter((e) => e.type === 'agent.tool_use')
+  const results = uses.map((u) => events.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === u.id))
+  t.equal(text(results[0]), 'review: check the edge cases', "the review is the call's result")
+  t.notMatch(text(results[1]), /advisor/, 'not in list_agents')
+  t.ok(results[2].is_error, 'not a send target')
+  const created = events.find((e) => e.type === 'session.thread_created')
+  t.equal(created.agent_name, 'vendor.advisor')
+
+  const requests = s.model.requests.slice(base)
+  const advisorRequest = requests.find((r) => /^You are an advisor/.test(r.body.system ?? ''))!
+  t.equal(advisorRequest.body.model, 'claude-opus-4-5', "the advisor's model")
+  t.notOk(advisorRequest.body.tools, 'tool-free')
+  t.match(lastUserText(advisorRequest.body), /The conversation so far:[\s\S]*plan the release/)
+  const chiefTools = toolNames(requests.find((r) => r.body.system === 'CHIEF')!.body)
+  t.ok(chiefTools.includes('advisor'))
+  const thread = await s.client.beta.sessions.threads.retrieve(created.session_thread_id, { session_id: session.id })
+  t.same(thread.agent, { type: 'advisor', model: 'claude-opus-4-5' })
+  t.ok((thread.usage?.input_tokens ?? 0) > 0, "the advisor's usage is counted")
+})
