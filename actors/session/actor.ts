@@ -13,6 +13,7 @@ import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
 import { History } from './history.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
+import { outcomeIdOf } from './outcomes.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
 import { type SessionSandbox, sessionSandbox } from './session-sandbox.js'
@@ -26,6 +27,16 @@ interface ReplayedThread {
   member: Member
   h: History
   lastSeq: number
+}
+
+/**
+ * A client event as stored: its id, and for an outcome its `outcome_id` (derived from the id, so a retry names the same
+ * one) and `max_iterations` (null when not given: the default applies).
+ */
+function stored(e: { type: string }, id: string): SessionEvent {
+  const outcome =
+    e.type === 'user.define_outcome' ? { outcome_id: outcomeIdOf(id), max_iterations: (e as { max_iterations?: number | null }).max_iterations ?? null } : {}
+  return { ...e, id, ...outcome, processed_at: null } as SessionEvent
 }
 
 /** A child thread's turns write no record: its events are its state. */
@@ -97,6 +108,7 @@ export class SessionActor extends MailboxActor {
     rec.totals = emptyUsage()
     rec.running_since = null
     rec.session.status = 'idle'
+    rec.session.outcome_evaluations = []
     const h = new History(rec)
     const advisor = advisorOf(rec.session.agent)
     const members = [...rosterOf(rec.session.agent), ...(advisor ? [advisor] : [])]
@@ -217,10 +229,12 @@ export class SessionActor extends MailboxActor {
     sent: readonly E[],
     req: { rid: string; key?: string },
     check: (events: E[]) => void = () => undefined,
+    /** The events as the client sent them, when `sent` differs (File rubrics read as text): what a retry must match. */
+    original: readonly unknown[] = sent,
   ): Promise<SessionEvent[]> {
     this.mb.alive()
     const key = req.key !== undefined ? `k:${req.key}` : `r:${req.rid}`
-    const hash = fingerprint(sent)
+    const hash = fingerprint(original)
     // A retry that arrives while its first attempt is being stored waits for it, then finds it. From here to
     // `accepting.set` nothing awaits: two attempts that arrive together (both waiting for the actor to load)
     // must not both find nothing stored and both store.
@@ -230,16 +244,16 @@ export class SessionActor extends MailboxActor {
     }
     const prior = this.h.requests.get(key)
     if (prior && prior.hash !== hash) throw fail('idempotency_key_reused')
-    const events = sent.map((e, i) => ({ ...e, id: prior?.ids[i] ?? newId('sevt'), processed_at: null }) as SessionEvent)
+    const events = sent.map((e, i) => stored(e, prior?.ids[i] ?? newId('sevt')))
     const todo = events.map((e, index) => ({ e, index })).filter(({ index }) => prior?.ids[index] === undefined)
     if (!todo.length) return events
     check(todo.map((t) => sent[t.index]!))
-    const stored = this.store(todo, { key, hash, count: events.length }, req)
-    this.accepting.set(key, stored)
+    const storing = this.store(todo, { key, hash, count: events.length }, req)
+    this.accepting.set(key, storing)
     try {
-      await stored
+      await storing
     } finally {
-      if (this.accepting.get(key) === stored) this.accepting.delete(key)
+      if (this.accepting.get(key) === storing) this.accepting.delete(key)
     }
     return events
   }
@@ -489,7 +503,7 @@ export class SessionActor extends MailboxActor {
         if (this.h.turnOpen) await this.turns.run()
         continue
       }
-      const i = pending.findIndex((e) => e.type === 'user.message' || e.type === 'system.message')
+      const i = pending.findIndex((e) => e.type === 'user.message' || e.type === 'user.define_outcome' || e.type === 'system.message')
       if (i >= 0) {
         const ids = [pending[i]!.id]
         if (pending[i + 1]?.type === 'system.message') ids.push(pending[i + 1]!.id)

@@ -34,6 +34,7 @@ import { listEvents } from './pages.js'
 import { attachFiles, dropCopies, resourceOps } from './resources.js'
 import { checkClientEvents } from './rules.js'
 import { pageOfThreads } from './threads.js'
+import { resolveRubrics } from './outcomes.js'
 import { sessionKey, viewOf, type SessionRecord, type SessionSkill } from './state.js'
 
 export interface Actors {
@@ -73,7 +74,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     if (cur.value.created_by !== fingerprint(req.body)) throw fail('idempotency_key_reused')
     const actor = await live(id)
     // Its host may have died between storing the record and storing every initial event (or its event): the rest.
-    if (req.body.initial_events?.length) await actor.accept(req.body.initial_events, req)
+    const sent = req.body.initial_events ?? []
+    if (sent.length) await actor.accept(await resolveRubrics(deps.files, sent, (i) => `initial_events[${i}]`), req, undefined, sent)
     else await scheduled(actor.h.session)
     return actor.view()
   }
@@ -93,6 +95,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     if (again) return again
     const agent = await snapshotAgent(deps.agents, b.agent).catch(inField('agent'))
     checkCreateInput(b, agent)
+    // An outcome's File rubric becomes its text now: a missing File leaves no session (SPEC create rule 5).
+    const initial = await resolveRubrics(deps.files, b.initial_events ?? [], (i) => `initial_events[${i}]`)
     await checkVaultRefs(ctx, b.vault_ids ?? [])
     const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
     const release = () => deps.environments.release(env.id, id, req.rid)
@@ -164,8 +168,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     }
     const actor = SessionActor.fresh(deps, rec, record)
     actors.add(actor)
-    if (b.initial_events?.length) {
-      await actor.accept(b.initial_events, req)
+    if (initial.length) {
+      await actor.accept(initial, req, undefined, b.initial_events)
       // The turn starts at once; the reply says so even if the first status event is a moment away.
       return { ...actor.view(), status: 'running' }
     }
@@ -266,7 +270,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       const { id } = req
       checkFits(ctx.nc, req.body.events)
       const actor = await live(id)
-      return { data: await actor.accept(req.body.events, req, (events) => checkClientEvents(actor.h, events)) }
+      const events = await resolveRubrics(deps.files, req.body.events, (i) => `events[${i}]`)
+      return { data: await actor.accept(events, req, (sent) => checkClientEvents(actor.h, sent), req.body.events) }
     },
 
     async 'events.list'({ id, query }) {

@@ -1,6 +1,7 @@
 import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages'
 import type { RequestTag, SessionEvent, SessionStatus, StopReason } from '../../protocol/events.js'
 import { RequestLog } from './requests.js'
+import { DEFAULT_MAX_ITERATIONS, eventTime, evaluationOf, type OpenOutcome, type OutcomeEvaluation, outcomeBrief, revisionNote } from './outcomes.js'
 import { SKILL_TOOL, type SkillActivation } from './skill-context.js'
 import { addActiveMs, addModelUsage, combineUsage, type ModelUsage, type UsageTotals } from './billing/usage.js'
 import type { SessionRecord } from './state.js'
@@ -50,6 +51,12 @@ export class History {
   readonly requests = new RequestLog()
   /** A turn is in progress: running, or idle waiting for tool results or a budget raise. */
   turnOpen = false
+  /** The outcome the agent works toward (outcomes.ts), while one is open; its evaluations are the session's. */
+  outcome: OpenOutcome | undefined
+  /** The grader pass the open outcome is at (0-based). */
+  outcomeIteration = 0
+  /** A grader pass's span start without its end (its host died grading: the next runs it again under it). */
+  gradingSpan: string | null = null
   /** The session's successful `Skill` launches, in order (skill-context.ts injects their SKILL.md at request time). */
   readonly activations: SkillActivation[] = []
   /** A span.model_request_start without its end (a request was in flight when its host died). */
@@ -91,6 +98,7 @@ export class History {
     }
     if (CLIENT_EVENT.test(ev.type)) {
       this.pending.set(ev.id, ev)
+      if (ev.type === 'user.define_outcome') this.evaluations.push(evaluationOf(ev))
       return
     }
     // A child thread's event copied to the primary's subject for the session's stream: its own history has it.
@@ -139,6 +147,32 @@ export class History {
       case 'agent.tool_result':
         this.resolve(String(ev.tool_use_id), ev as ToolOutcome)
         break
+      case 'span.outcome_evaluation_start':
+        this.gradingSpan = ev.id
+        this.outcomeIteration = Number(ev.iteration)
+        this.evaluation(String(ev.outcome_id), (x) => ({ ...x, result: 'evaluating', iteration: Number(ev.iteration) }))
+        break
+      case 'span.outcome_evaluation_end': {
+        this.gradingSpan = null
+        const usage = ev.usage as ModelUsage | undefined
+        if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)
+        const o = this.outcome
+        const explanation = String(ev.explanation ?? '')
+        if (ev.result === 'needs_revision' && o) {
+          this.outcomeIteration++
+          this.evaluation(o.id, (x) => ({ ...x, result: 'running', iteration: this.outcomeIteration, explanation }))
+          this.pushUser([{ type: 'text', text: revisionNote(explanation, this.outcomeIteration - 1, o.max) }])
+        } else {
+          this.evaluation(String(ev.outcome_id), (x) => ({
+            ...x,
+            result: ev.result as OutcomeEvaluation['result'],
+            explanation,
+            completed_at: ev.processed_at,
+          }))
+          this.outcome = undefined
+        }
+        break
+      }
       case 'session.status_running':
         this.setStatus('running')
         this.turnOpen = true
@@ -223,6 +257,17 @@ export class History {
         this.abandonOpen()
         this.pushUser(e.content as ContentBlockParam[])
         break
+      case 'user.define_outcome': {
+        // The goal becomes the agent's input; its turn's end is graded against the rubric (outcomes.ts).
+        const rubric = e.rubric as { type: string; content?: string }
+        const max = typeof e.max_iterations === 'number' ? e.max_iterations : DEFAULT_MAX_ITERATIONS
+        this.outcome = { id: String(e.outcome_id), description: String(e.description), rubric: rubric.content ?? '', max }
+        this.outcomeIteration = 0
+        this.evaluation(this.outcome.id, (x) => ({ ...x, result: 'running' }))
+        this.abandonOpen()
+        this.pushUser([{ type: 'text', text: outcomeBrief(this.outcome) }])
+        break
+      }
       case 'system.message': {
         const text = (e.content as Array<{ text: string }>).map((c) => c.text).join('\n')
         this.pushUser([{ type: 'text', text: `<system-message>\n${text}\n</system-message>` }])
@@ -242,7 +287,7 @@ export class History {
       case 'user.interrupt': {
         // Naming a child stops that thread only; otherwise every thread stops (WIRE §7.1).
         const only = e.session_thread_id == null ? undefined : this.children.get(String(e.session_thread_id))
-        for (const h of only ? [only] : [this, ...this.children.values()]) h.interrupted()
+        for (const h of only ? [only] : [this, ...this.children.values()]) h.interrupted(e)
         break
       }
     }
@@ -260,9 +305,26 @@ export class History {
     return this.ownerOf(id).open.get(id)
   }
 
-  private interrupted() {
+  private interrupted(at?: SessionEvent) {
     this.abandonOpen()
     this.draft = null
+    // An outcome being worked on stops with the work (one being graded is closed by its pass: outcomes.ts).
+    const o = this.outcome
+    if (o && !this.gradingSpan) {
+      this.evaluation(o.id, (x) => ({ ...x, result: 'interrupted', completed_at: at ? eventTime(at.id) : null }))
+      this.outcome = undefined
+    }
+  }
+
+  /** The session's outcome evaluations (WIRE §6), one per outcome. */
+  get evaluations(): OutcomeEvaluation[] {
+    return this.session.outcome_evaluations as OutcomeEvaluation[]
+  }
+
+  /** Replaces outcome `id`'s evaluation by `fn` of it. */
+  private evaluation(id: string, fn: (x: OutcomeEvaluation) => OutcomeEvaluation): void {
+    const i = this.evaluations.findIndex((x) => x.outcome_id === id)
+    if (i >= 0) this.evaluations[i] = fn(this.evaluations[i]!)
   }
 
   /** Tool uses left without results get an error result, so the conversation stays valid for the API. */

@@ -16,6 +16,7 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
     const id = resultTarget(e)
     if (id) answered.add(id)
   }
+  let defined: string | undefined
   events.forEach((e, i) => {
     const at = `events[${i}]`
     if ('session_thread_id' in e && e.session_thread_id != null) {
@@ -24,8 +25,13 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
         throw fail('session_thread_not_found', `${at}.session_thread_id`, h.session.id, thread)
     }
     switch (e.type) {
-      case 'user.define_outcome':
-        throw fail('outcomes_unavailable', at)
+      case 'user.define_outcome': {
+        // One outcome at a time: the open one, or one waiting in the mailbox or earlier in this request.
+        const open = h.outcome?.id ?? [...h.pending.values()].find((x) => x.type === 'user.define_outcome')?.outcome_id ?? defined
+        if (open !== undefined) throw fail('outcome_in_progress', at, String(open))
+        defined = `defined at events[${i}]`
+        break
+      }
       case 'user.tool_result': {
         if (h.rec.env.type !== 'self_hosted') {
           throw fail(

@@ -1,4 +1,4 @@
-import type { Tool as ApiTool, ContentBlockParam, MessageParam } from '@anthropic-ai/sdk/resources/messages'
+import type { Tool as ApiTool, ContentBlockParam } from '@anthropic-ai/sdk/resources/messages'
 import { decodeCursor, encodeCursor, isRecordPosition } from '../../protocol/cursor.js'
 import type { SessionEvent } from '../../protocol/events.js'
 import type { Page } from '../../protocol/page.js'
@@ -12,6 +12,7 @@ import { toWireUsage } from './billing/wire-usage.js'
 import type { SessionEvents } from './events.js'
 import { History, type OpenTool } from './history.js'
 import type { SessionRecord } from './state.js'
+import { transcript } from './transcript.js'
 import type { Emitter, TurnLoop } from './turn.js'
 
 /**
@@ -340,23 +341,6 @@ export class Coordinator {
 }
 
 const countChildren = (host: ThreadHost) => host.h.children.size
-
-/** The conversation as the advisor reads it: each turn's text, tool calls and results, in order. */
-export function transcript(messages: readonly MessageParam[]): string {
-  const lines: string[] = []
-  for (const m of messages) {
-    const blocks = typeof m.content === 'string' ? [{ type: 'text' as const, text: m.content }] : m.content
-    for (const b of blocks) {
-      if (b.type === 'text') lines.push(`[${m.role}] ${b.text}`)
-      else if (b.type === 'tool_use') lines.push(`[${m.role} calls ${b.name}] ${JSON.stringify(b.input)}`)
-      else if (b.type === 'tool_result') {
-        const content = typeof b.content === 'string' ? b.content : (b.content ?? []).map((c) => (c.type === 'text' ? c.text : `(${c.type})`)).join('\n')
-        lines.push(`[tool result${b.is_error ? ', error' : ''}] ${content}`)
-      } else lines.push(`[${m.role}] (${b.type})`)
-    }
-  }
-  return `The conversation so far:\n\n${lines.join('\n\n')}`
-}
 
 /** The text of a child's last answer (its last assistant message); a turn that said nothing answers so. */
 function lastReply(h: History): string {

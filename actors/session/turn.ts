@@ -16,6 +16,7 @@ import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, type Roster, routeTool, toolDefinitions } from './tools.js'
 import { withSkills } from './skill-context.js'
+import { grade } from './outcomes.js'
 import { coordinatorToolNames } from './threads.js'
 import { estimateTokens } from '../../protocol/skill-rules.js'
 import type { Policy } from '../../protocol/schemas/agent.js'
@@ -121,6 +122,17 @@ export class TurnLoop {
           }
           if (parked.length)
             return this.end({ type: 'requires_action', event_ids: parked.flatMap((t) => (Array.isArray(t.parkedOn) ? t.parkedOn : [t.eventId])) })
+          continue
+        }
+        if (!h.needsModel() && h.outcome) {
+          // The turn's work is done: the grader judges it against the outcome's rubric (outcomes.ts); a revision
+          // asked for is the agent's next input, and the loop goes on.
+          const spent = this.p.spend()
+          if (budgetReached(spent.totals, spent.budget)) {
+            events.emit('session.usage', { usage: toWireUsage(spent.totals), budget: spent.budget })
+            return this.end({ type: 'budget_reached' })
+          }
+          if (!(await grade({ h, dead: () => mb.dead, events, deps: this.p.deps }, h.outcome, ac.signal))) return
           continue
         }
         if (!h.needsModel()) {

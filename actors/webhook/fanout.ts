@@ -31,6 +31,8 @@ export const FROM_HISTORY: Readonly<Record<string, readonly string[]>> = {
   'session.thread_created': ['session.thread_created'],
   'session.thread_status_idle': ['session.thread_idled'],
   'session.thread_status_terminated': ['session.thread_terminated'],
+  // Every grader pass that ends (outcomes.ts), whatever its result.
+  'span.outcome_evaluation_end': ['session.outcome_evaluation_ended'],
 }
 
 /** The stored types whose webhook event names a thread (`data.session_thread_id`), read from the stored event. */
