@@ -59,7 +59,11 @@ export const catalog = {
   upload_not_multipart: entry(400, () => 'content-type: an upload must be multipart/form-data with a boundary'),
   upload_file_missing: entry(400, () => 'file: the upload has no part named "file"; send the bytes as a file part named "file"'),
   upload_file_repeated: entry(400, () => 'file: the upload has more than one part named "file"; send exactly one'),
-  rubric_file_unreadable: entry(400, (field: string, why: string) => `${field}: the rubric file ${why}; give a UTF-8 text file of at most 262144 characters`, WIRE),
+  rubric_file_unreadable: entry(
+    400,
+    (field: string, why: string) => `${field}: the rubric file ${why}; give a UTF-8 text file of at most 262144 characters`,
+    WIRE,
+  ),
   skill_bundle_invalid: entry(400, (message: string) => `files: ${message}; nothing was stored`, WIRE),
   skill_runtime_name_taken: entry(
     400,
