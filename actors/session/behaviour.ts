@@ -117,7 +117,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
           await dropCopies(deps, id, resources, req.rid)
           throw err
         })
-        agent.skills = skillRefs(skills)
+        agent.skills = skillRefs(skills.filter((s) => s.member === undefined))
+        // Its `self` copy runs its skills as the coordinator does; other members keep their own (pinned above too).
         for (const e of agent.multiagent?.agents ?? []) if (e.type === 'agent' && e.id === agent.id) e.skills = agent.skills
       }
     } catch (err) {

@@ -4,7 +4,7 @@ import { RequestLog } from './requests.js'
 import { DEFAULT_MAX_ITERATIONS, eventTime, evaluationOf, type OpenOutcome, type OutcomeEvaluation, outcomeBrief, revisionNote } from './outcomes.js'
 import { SKILL_TOOL, type SkillActivation } from './skill-context.js'
 import { addActiveMs, addModelUsage, combineUsage, type ModelUsage, type UsageTotals } from './billing/usage.js'
-import type { SessionRecord } from './state.js'
+import type { SessionRecord, SessionSkill } from './state.js'
 
 /** A tool use of the last model response that has no result yet. */
 export interface OpenTool {
@@ -81,6 +81,15 @@ export class History {
 
   get session() {
     return this.rec.session
+  }
+
+  /**
+   * The skills this thread runs. A child's record holds its own (threads.ts); the primary's holds every thread's (what
+   * the sandbox mounts), the primary's own those no member scopes.
+   */
+  get skills(): SessionSkill[] {
+    const all = this.rec.skills ?? []
+    return this.thread ? all : all.filter((s) => s.member === undefined)
   }
 
   /** A turn runs: its model request, its tools, or the pause before it retries a model request. */
@@ -342,7 +351,7 @@ export class History {
       ...(outcome.is_error ? { is_error: true } : {}),
     }
     this.pushUser([block])
-    if (t.name === SKILL_TOOL && t.kind === 'builtin' && !outcome.is_error && this.rec.skills?.length) {
+    if (t.name === SKILL_TOOL && t.kind === 'builtin' && !outcome.is_error && this.skills.length) {
       this.activations.push({ name: String(t.input.skill), message: this.messages.length - 1 })
     }
   }

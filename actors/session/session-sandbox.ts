@@ -118,7 +118,7 @@ export function specOf(h: History): SandboxSpec {
     network: egressPolicy(h.rec.env, h.session.agent),
     packages: packagesOf(h.rec.env),
     resources: h.session.resources,
-    skills: (h.rec.skills ?? []).map((s) => ({ name: s.name, object: s.object })),
+    skills: (h.rec.skills ?? []).map((s) => ({ name: s.name, object: s.object, ...(s.dir ? { dir: s.dir } : {}) })),
   }
 }
 

@@ -40,9 +40,9 @@ export function skillTool(skills: readonly SessionSkill[], contextWindow: number
     name: SKILL_TOOL,
     description: [
       'Launches a skill: instructions and files for a kind of task. When a task matches a skill below, call this tool with',
-      "the skill's name before doing the task; its SKILL.md instructions are then added to the conversation. Its other",
-      `files are under ${SKILLS_ROOT}/<name>/ (read-only): open them with the read or bash tools when the instructions`,
-      'point to them. Launch a skill once; its instructions stay in the conversation.',
+      "the skill's name before doing the task; its SKILL.md instructions are then added to the conversation, with the",
+      'directory its other files are in (read-only): open them with the read or bash tools when the instructions point',
+      'to them. Launch a skill once; its instructions stay in the conversation.',
       '',
       '<available_skills>',
       ...lines,
@@ -56,15 +56,20 @@ export function skillTool(skills: readonly SessionSkill[], contextWindow: number
   }
 }
 
+/** Where skill `s` is inside the sandbox: /workspace/skills/<name>, or a roster member's beneath `.agents/`. */
+export const skillDir = (s: Pick<SessionSkill, 'name' | 'dir'>): string => `${SKILLS_ROOT}/${s.dir ?? s.name}`
+
 /** The block injected after a launch: the skill's base directory, then its whole SKILL.md. */
-export const injectedText = (name: string, skillMd: string) => `Base directory for this skill: ${SKILLS_ROOT}/${name}\n\n${skillMd}`
+export const injectedText = (dir: string, skillMd: string) => `Base directory for this skill: ${dir}\n\n${skillMd}`
 
 /** What a SKILL.md that could not be read leaves in its place: the model can still read the file itself. */
-const unreadable = (name: string) => `The instructions of skill ${name} could not be loaded for this request; read ${SKILLS_ROOT}/${name}/SKILL.md instead.`
+const unreadable = (name: string, dir: string) => `The instructions of skill ${name} could not be loaded for this request; read ${dir}/SKILL.md instead.`
 
 export interface SkillContextOptions {
   /** The configured context window, in tokens. */
   contextWindow: number
+  /** Each skill's directory inside the sandbox, by name (default /workspace/skills/<name>). */
+  dirs?: ReadonlyMap<string, string>
   /** Estimated tokens of the request besides the injected blocks (messages, system prompt, tools). */
   baseTokens: number
 }
@@ -86,9 +91,10 @@ export function withSkills(
   o: SkillContextOptions,
 ): MessageParam[] {
   if (!activations.length) return messages as MessageParam[]
+  const dirOf = (name: string) => o.dirs?.get(name) ?? `${SKILLS_ROOT}/${name}`
   const blocks = (name: string) => {
     const md = texts.get(name)
-    return md === undefined ? unreadable(name) : injectedText(name, md)
+    return md === undefined ? unreadable(name, dirOf(name)) : injectedText(dirOf(name), md)
   }
   const full = new Map<number, string[]>()
   const first = new Set<string>()
@@ -100,11 +106,11 @@ export function withSkills(
     tokens += estimateTokens(text)
     full.set(a.message, [...(full.get(a.message) ?? []), text])
   }
-  return inject(messages, tokens <= o.contextWindow ? full : compacted(activations, blocks))
+  return inject(messages, tokens <= o.contextWindow ? full : compacted(activations, blocks, dirOf))
 }
 
 /** Each skill's block at its latest launch, cut to the per-skill and shared budgets, latest launches first. */
-function compacted(activations: readonly SkillActivation[], blocks: (name: string) => string): Map<number, string[]> {
+function compacted(activations: readonly SkillActivation[], blocks: (name: string) => string, dirOf: (name: string) => string): Map<number, string[]> {
   const at = new Map<number, string[]>()
   const done = new Set<string>()
   let shared = SKILL_COMPACTION_TOKENS_SHARED
@@ -113,7 +119,7 @@ function compacted(activations: readonly SkillActivation[], blocks: (name: strin
     if (done.has(a.name)) continue
     done.add(a.name)
     const allowed = Math.min(SKILL_COMPACTION_TOKENS_PER_SKILL, shared)
-    const text = cut(blocks(a.name), allowed, a.name)
+    const text = cut(blocks(a.name), allowed, dirOf(a.name))
     shared -= estimateTokens(text)
     at.set(a.message, [text, ...(at.get(a.message) ?? [])])
   }
@@ -121,9 +127,9 @@ function compacted(activations: readonly SkillActivation[], blocks: (name: strin
 }
 
 /** `text` within `tokens` estimated tokens: whole, or its start and a line saying where the rest is. */
-function cut(text: string, tokens: number, name: string): string {
+function cut(text: string, tokens: number, dir: string): string {
   if (estimateTokens(text) <= tokens) return text
-  const note = `\n\n[Cut to fit the conversation: the whole file is ${SKILLS_ROOT}/${name}/SKILL.md]`
+  const note = `\n\n[Cut to fit the conversation: the whole file is ${dir}/SKILL.md]`
   const keep = Math.max(0, tokens * 4 - note.length)
   return keep > 0 ? text.slice(0, keep) + note : note.trimStart()
 }

@@ -5,6 +5,7 @@ import type { Logger } from 'pino'
 import { INSIDE } from '../../sandbox/isolated/layout.js'
 import { errorResult, type ToolResult } from '../../sandbox/types.js'
 import { unpackOffThread } from './skill-unpack-pool.js'
+import { isId } from '../../protocol/ids.js'
 import { isSkillDirName, type Unpacked, type UnpackTask } from './skill-unpack.js'
 
 /** What skills/ may hold, as pairs of name and bundle object. Outside every sandbox's view. */
@@ -17,6 +18,19 @@ export interface SkillMount {
   name: string
   /** The version's canonical zip in `troupe_skill_bundles`. */
   object: string
+  /** Its directory beneath skills/ when not its name: a roster member's, `.agents/<agent id>/<name>` (threads). */
+  dir?: string
+}
+
+/** Where roster members' skills go beneath skills/, each member's in a directory named by its agent id. */
+const MEMBERS = '.agents'
+
+/** Whether `dir` is where skill `name` may go: its name, or `.agents/<agent id>/<name>`. */
+function isSkillPath(dir: string, name: string): boolean {
+  if (!isSkillDirName(name)) return false
+  const parts = dir.split('/')
+  if (parts.length === 1) return dir === name
+  return parts.length === 3 && parts[0] === MEMBERS && isId('agent', parts[1]!) && parts[2] === name
 }
 
 /** Reads a bundle's bytes (actors/file/bytes.ts over `troupe_skill_bundles`); undefined when the object is gone. */
@@ -53,12 +67,12 @@ export class SkillMounts {
   async ready(skills: readonly SkillMount[], signal?: AbortSignal): Promise<ToolResult | undefined> {
     // Skills are fixed for a session's life: one without any has nothing here, not even an empty skills/.
     if (skills.length === 0) return undefined
-    const want = new Map(skills.map((s) => [s.name, s.object]))
+    const want = new Map(skills.map((s) => [s.dir ?? s.name, s.object]))
     const key = JSON.stringify([...want])
     if (key === this.placed) return undefined
     try {
-      const bad = [...want.keys()].find((name) => !isSkillDirName(name))
-      if (bad !== undefined) throw new Error(`${JSON.stringify(bad)} is not a skill's name`)
+      const bad = skills.find((s) => !isSkillPath(s.dir ?? s.name, s.name))
+      if (bad !== undefined) throw new Error(`${JSON.stringify(bad.dir ?? bad.name)} is not a skill's place`)
       await this.sync(want, signal)
       this.placed = key
       return undefined
@@ -80,14 +94,20 @@ export class SkillMounts {
     await rm(partial, { recursive: true, force: true })
     await mkdir(skills, { recursive: true, mode: 0o755 })
     // What is not wanted as it is goes before the manifest names the new set: a skill's name may come back as another object.
+    const keep = (rel: string) => want.has(rel) && had.get(rel) === want.get(rel)
     for (const name of await readdir(skills)) {
-      if (want.has(name) && had.get(name) === want.get(name)) continue
+      if (name === MEMBERS && [...want.keys()].some((rel) => rel.startsWith(`${MEMBERS}/`))) {
+        await prune(path.join(skills, MEMBERS), MEMBERS, keep, 2)
+        continue
+      }
+      if (keep(name)) continue
       await rm(path.join(skills, name), { recursive: true, force: true })
     }
     await writeFile(`${manifest}.tmp`, JSON.stringify([...want]))
     await rename(`${manifest}.tmp`, manifest)
-    for (const [name, object] of want) {
-      const dest = path.join(skills, name)
+    for (const [rel, object] of want) {
+      const dest = path.join(skills, rel)
+      const name = path.basename(rel)
       if (
         await stat(dest).then(
           () => true,
@@ -100,8 +120,9 @@ export class SkillMounts {
       const zip = await this.fetch(object, signal)
       await mkdir(mine, { recursive: true, mode: 0o700 })
       const done = await this.unpack({ zip, name, dest: path.join(mine, name) }, signal)
+      await mkdir(path.dirname(dest), { recursive: true, mode: 0o755 })
       await rename(path.join(mine, name), dest)
-      this.log.info({ session: this.session, skill: name, ...done, ms: Math.round(performance.now() - started) }, 'skill unpacked')
+      this.log.info({ session: this.session, skill: rel, ...done, ms: Math.round(performance.now() - started) }, 'skill unpacked')
     }
     await rm(mine, { recursive: true, force: true })
     await rmdir(partial).catch(() => undefined)
@@ -126,6 +147,19 @@ export class SkillMounts {
     }
     return zip
   }
+}
+
+/**
+ * Removes what `dir` (`rel` beneath skills/) holds that `keep` does not keep, `depth` levels down (`.agents/<agent>/<name>`),
+ * and the member directories that leaves empty.
+ */
+async function prune(dir: string, rel: string, keep: (rel: string) => boolean, depth: number): Promise<void> {
+  for (const name of await readdir(dir)) {
+    const child = `${rel}/${name}`
+    if (depth > 1) await prune(path.join(dir, name), child, keep, depth - 1)
+    else if (!keep(child)) await rm(path.join(dir, name), { recursive: true, force: true })
+  }
+  if (depth === 1) await rmdir(dir).catch(() => undefined)
 }
 
 /** The manifest's pairs; none when it is not what this writes. */

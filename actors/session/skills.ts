@@ -11,13 +11,27 @@ import type { SessionSkill } from './state.js'
 /** Pins asked at once: a session of 500 skills pins them in about 32 round trips, not 500. */
 const PIN_CONCURRENCY = 16
 
+/** Skills one thread runs: the coordinator's (`member` none), or a roster member's. `field` names the list in errors. */
+export interface SkillGroup {
+  field: string
+  member?: string
+  wanted: readonly SkillParamsT[]
+}
+
 /**
  * The skill references a new session resolves (SPEC session create rule 4): its override's when it has one (unresolved:
- * `latest` or omitted become concrete now), else its agent's pins as stored.
+ * `latest` or omitted become concrete now), else its agent's pins as stored; then each roster member's pins (other than
+ * the coordinator's own `self` copy), which its threads run.
  */
-export function requestedSkills(input: SessionCreateInput['agent'], agent: SessionAgent): SkillParamsT[] {
-  if (typeof input !== 'string' && input.type === 'agent_with_overrides' && input.skills !== undefined) return input.skills ?? []
-  return agent.skills
+export function requestedSkills(input: SessionCreateInput['agent'], agent: SessionAgent): SkillGroup[] {
+  const own = typeof input !== 'string' && input.type === 'agent_with_overrides' && input.skills !== undefined ? (input.skills ?? []) : agent.skills
+  const groups: SkillGroup[] = [{ field: 'agent.skills', wanted: own }]
+  agent.multiagent?.agents.forEach((e, i) => {
+    if (e.type === 'agent' && e.id !== agent.id && e.skills.length) {
+      groups.push({ field: `agent.multiagent.agents[${i}].skills`, member: e.id, wanted: e.skills })
+    }
+  })
+  return groups.filter((g) => g.wanted.length)
 }
 
 /**
@@ -26,36 +40,49 @@ export function requestedSkills(input: SessionCreateInput['agent'], agent: Sessi
  * effective list: at most 500, 500 MB unpacked in all, names distinct (each is a directory under /workspace/skills).
  * A refusal takes back the pins it made. Errors name `agent.skills[i]`.
  */
-export async function pinSessionSkills(client: ActorClient, session: string, wanted: readonly SkillParamsT[]): Promise<SessionSkill[]> {
-  if (wanted.length > SESSION_MAX_SKILLS) {
-    throw fail('invalid_request', `agent.skills: a session runs at most ${SESSION_MAX_SKILLS} skills (got ${wanted.length})`)
+export async function pinSessionSkills(client: ActorClient, session: string, groups: readonly SkillGroup[]): Promise<SessionSkill[]> {
+  const count = groups.reduce((n, g) => n + g.wanted.length, 0)
+  if (count > SESSION_MAX_SKILLS) throw fail('invalid_request', `agent.skills: a session runs at most ${SESSION_MAX_SKILLS} skills (got ${count})`)
+  const all = groups.flatMap((g) => g.wanted.map((s, i) => ({ s, i, g })))
+  for (const g of groups) {
+    const seen = new Map<string, number>()
+    g.wanted.forEach((s, i) => {
+      if (s.type !== 'custom') throw fail('vendor_skills_unsupported', i)
+      const j = seen.get(s.skill_id)
+      if (j !== undefined) throw fail('invalid_request', `${g.field}[${i}].skill_id: ${s.skill_id} is listed twice (also at index ${j}); list each skill once`)
+      seen.set(s.skill_id, i)
+    })
   }
-  const seen = new Map<string, number>()
-  wanted.forEach((s, i) => {
-    if (s.type !== 'custom') throw fail('vendor_skills_unsupported', i)
-    const j = seen.get(s.skill_id)
-    if (j !== undefined) throw fail('invalid_request', `agent.skills[${i}].skill_id: ${s.skill_id} is listed twice (also at index ${j}); list each skill once`)
-    seen.set(s.skill_id, i)
-  })
-  const pinned: Array<SessionSkill | undefined> = new Array(wanted.length)
+  const pinned: Array<SessionSkill | undefined> = new Array(all.length)
   try {
-    for (let from = 0; from < wanted.length; from += PIN_CONCURRENCY) {
+    for (let from = 0; from < all.length; from += PIN_CONCURRENCY) {
       await Promise.all(
-        wanted.slice(from, from + PIN_CONCURRENCY).map(async (s, k) => {
-          const i = from + k
+        all.slice(from, from + PIN_CONCURRENCY).map(async ({ s, i, g }, k) => {
           const body = { by: session, ...(s.version === undefined ? {} : { version: s.version }) }
-          const p = await client.call(SkillKind.ops.pin, { id: s.skill_id, body }).catch(inField(`agent.skills[${i}]`))
-          pinned[i] = { skill_id: p.skill_id, version: p.version, name: p.name, description: p.description, object: p.object, expanded_bytes: p.expanded_bytes }
+          const p = await client.call(SkillKind.ops.pin, { id: s.skill_id, body }).catch(inField(`${g.field}[${i}]`))
+          const scope = g.member === undefined ? {} : { member: g.member, dir: `.agents/${g.member}/${p.name}` }
+          pinned[from + k] = {
+            skill_id: p.skill_id,
+            version: p.version,
+            name: p.name,
+            description: p.description,
+            object: p.object,
+            expanded_bytes: p.expanded_bytes,
+            ...scope,
+          }
         }),
       )
     }
     const skills = pinned as SessionSkill[]
+    // Names are directories: distinct within each thread's skills (members' live apart, beneath .agents/).
     const named = new Map<string, number>()
     let bytes = 0
-    for (const [i, s] of skills.entries()) {
-      const j = named.get(s.name)
-      if (j !== undefined) throw fail('skill_runtime_name_taken', `agent.skills[${i}]`, s.name, `agent.skills[${j}]`)
-      named.set(s.name, i)
+    for (const [k, s] of skills.entries()) {
+      const { i, g } = all[k]!
+      const key = `${g.member ?? ''}/${s.name}`
+      const j = named.get(key)
+      if (j !== undefined) throw fail('skill_runtime_name_taken', `${g.field}[${i}]`, s.name, `${g.field}[${all[j]!.i}]`)
+      named.set(key, k)
       bytes += s.expanded_bytes
     }
     if (bytes > SESSION_MAX_SKILL_EXPANDED_BYTES) throw fail('skills_too_large', bytes, SESSION_MAX_SKILL_EXPANDED_BYTES)

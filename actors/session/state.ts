@@ -41,6 +41,14 @@ export interface SessionSkill {
   object: string
   /** Its files' size once unpacked. */
   expanded_bytes: number
+  /**
+   * A roster member's skill (threads.ts): the member's agent id. Its directory is then `.agents/<member>/<name>`
+   * beneath /workspace/skills (`dir`), so members' skills of one name never meet; the coordinator's (and `self`'s)
+   * have neither.
+   */
+  member?: string
+  /** Its directory beneath /workspace/skills when not its name. */
+  dir?: string
 }
 
 export const SESSION_PREFIX = 'session.'

@@ -153,8 +153,8 @@ export function childRecord(rec: SessionRecord, member: ThreadAgent, createdAt: 
     session: { ...rec.session, agent, status: 'idle', created_at: createdAt, updated_at: createdAt, archived_at: null },
     totals: emptyUsage(),
     running_since: null,
-    // A member runs the session's skills only when it is the coordinator itself (`self`); others' are not mounted.
-    skills: member.id === rec.session.agent.id ? rec.skills : undefined,
+    // `self` runs the coordinator's skills; another member its own, beneath /workspace/skills/.agents/<its id>/.
+    skills: rec.skills?.filter((s) => s.member === (member.id === rec.session.agent.id ? undefined : member.id)),
   }
 }
 

@@ -32,7 +32,7 @@ export class ToolRunner {
 
   /** How tool `name` is handled in this thread. */
   private route(name: string) {
-    return routeTool(this.h.session.agent, name, { skills: !!this.h.rec.skills?.length, coordinator: this.coordinator?.tools })
+    return routeTool(this.h.session.agent, name, { skills: this.h.skills.length > 0, coordinator: this.coordinator?.tools })
   }
 
   /**
@@ -141,7 +141,7 @@ export class ToolRunner {
    * skill's files are put in place with the session's other mounts, before its first sandbox tool.
    */
   private async launch(t: OpenTool): Promise<void> {
-    const skills = this.h.rec.skills ?? []
+    const skills = this.h.skills
     const name = t.input.skill
     const skill = skills.find((s) => s.name === name)
     if (!skill) {

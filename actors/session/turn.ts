@@ -15,7 +15,7 @@ import type { RecordWriter } from './record-writer.js'
 import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, type Roster, routeTool, toolDefinitions } from './tools.js'
-import { withSkills } from './skill-context.js'
+import { skillDir, withSkills } from './skill-context.js'
 import { grade } from './outcomes.js'
 import { coordinatorToolNames } from './threads.js'
 import { estimateTokens } from '../../protocol/skill-rules.js'
@@ -231,7 +231,7 @@ export class TurnLoop {
     stats.outputTokens += res.usage.output_tokens ?? 0
     const agent = h.session.agent
     const roster = this.p.roster
-    const offers = { skills: !!h.rec.skills?.length, coordinator: roster && coordinatorToolNames(roster.members, roster.advisor) }
+    const offers = { skills: h.skills.length > 0, coordinator: roster && coordinatorToolNames(roster.members, roster.advisor) }
     for (const o of res.outputs) {
       if (o.type === 'agent.thinking') events.emit('agent.thinking', {}, o.id)
       else if (o.type === 'agent.message') events.emit('agent.message', { content: o.content }, o.id)
@@ -255,7 +255,7 @@ export class TurnLoop {
     const { h, deps } = this.p
     const agent = h.session.agent
     const m = agent.model
-    const skills = h.rec.skills ?? []
+    const skills = h.skills
     const contextWindow = deps.settings.contextWindow
     const tools = toolDefinitions(agent, skills, contextWindow, this.p.roster)
     const system = this.p.sandbox.system(agent.system, h.session.resources)
@@ -267,7 +267,8 @@ export class TurnLoop {
         if (s && !texts.has(s.name)) texts.set(s.name, await deps.skillTexts.get(s.object, s.name).catch(() => undefined))
       }
       const baseTokens = estimateTokens(JSON.stringify(messages)) + estimateTokens(system ?? '') + estimateTokens(JSON.stringify(tools))
-      messages = withSkills(messages, h.activations, texts, { contextWindow, baseTokens })
+      const dirs = new Map(skills.map((s) => [s.name, skillDir(s)]))
+      messages = withSkills(messages, h.activations, texts, { contextWindow, baseTokens, dirs })
     }
     return {
       model: m.id,

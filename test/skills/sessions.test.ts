@@ -145,3 +145,62 @@ t.test('the model launches a skill: Launching skill, SKILL.md injected once, fil
   )
   t.equal(injected(requests[5]).length, 1, 'a second launch of the same skill injects nothing more')
 })
+
+t.test("a roster member's skills: pinned by the session, mounted under .agents/<member>/, launched in its thread", isolated, async (t) => {
+  const skill = await newSkill('helping', 'Helps.', 'Say "helped".')
+  const member = await agents.create({ name: 'helper', model: 'claude-sonnet-4-5', system: 'HELPER', tools: TOOLS, skills: [ref(skill.id)] } as any)
+  const lead = await agents.create({
+    name: 'lead',
+    model: 'claude-sonnet-4-5',
+    system: 'LEAD',
+    tools: TOOLS,
+    multiagent: { type: 'coordinator', agents: [member.id] },
+  } as any)
+  const env = await cloud()
+  const session = await sessions.create({ agent: lead.id, environment_id: env.id } as any)
+  const roster = (session.agent.multiagent as any).agents
+  t.same(roster[0].skills, [{ type: 'custom', skill_id: skill.id, version: '1' }])
+  await agents.archive(member.id)
+  // Past the agent's pin grace: what holds the version now is the session.
+  await new Promise((r) => setTimeout(r, 5_500))
+  const held = await failure(skills.versions.delete('1', { skill_id: skill.id }))
+  t.match(held.error.error.message, new RegExp(`pinned by session ${session.id}`))
+
+  const dir = `/workspace/skills/.agents/${member.id}/helping`
+  let helper = 0
+  let leadTurns = 0
+  const base = s.model.requests.length
+  s.model.setHandler((req) => {
+    if (req.body.system === 'HELPER') {
+      helper++
+      if (helper === 1) return { steps: [{ type: 'tool_use', name: 'Skill', input: { skill: 'helping' } }] }
+      if (helper === 2) return { steps: [{ type: 'tool_use', name: 'read', input: { file_path: `${dir}/ref/notes.md` } }] }
+      return { steps: [{ type: 'text', text: 'helped' }] }
+    }
+    if (req.body.system !== 'LEAD') return undefined
+    return ++leadTurns === 1
+      ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'helper', message: 'help' } }] }
+      : { steps: [{ type: 'text', text: 'ok' }] }
+  })
+  t.teardown(() => s.model.setHandler(undefined))
+  await step(session.id, [say('go')])
+  const requests = s.model.requests.slice(base)
+  const leadTools = requests.find((r) => r.body.system === 'LEAD')!.body.tools.map((x: any) => x.name)
+  t.notOk(leadTools.includes('Skill'), 'the coordinator has no skills of its own: no Skill tool')
+  const helperRequests = requests.filter((r) => r.body.system === 'HELPER')
+  const skillTool = helperRequests[0]!.body.tools.find((x: any) => x.name === 'Skill')
+  t.match(skillTool.description, /- helping: Helps\./)
+  const texts = (r: any) =>
+    (r.body.messages as any[])
+      .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .filter((c: any) => c.type === 'text')
+      .map((c: any) => c.text)
+  t.ok(
+    texts(helperRequests[1]).some((x: string) => x.startsWith(`Base directory for this skill: ${dir}\n`)),
+    'its base directory',
+  )
+  const results = (helperRequests[2]!.body.messages as any[])
+    .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+    .filter((c: any) => c.type === 'tool_result')
+  t.match(JSON.stringify(results.at(-1)), /notes of helping/, 'its files read where the launch said')
+})

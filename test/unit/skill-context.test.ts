@@ -54,12 +54,12 @@ t.test('each skill is injected once, at its first launch, after the results; the
     ['b', 'B body'],
   ])
   const out = withSkills(messages, launches, texts, { contextWindow: 100_000, baseTokens: 100 })
-  t.same(textsAt(out, 2), [injectedText('a', 'A body')])
+  t.same(textsAt(out, 2), [injectedText('/workspace/skills/a', 'A body')])
   t.same(
     (out[2]!.content as any[]).map((c) => c.type),
     ['tool_result', 'text'],
   )
-  t.same(textsAt(out, 4), [injectedText('b', 'B body')])
+  t.same(textsAt(out, 4), [injectedText('/workspace/skills/b', 'B body')])
   t.same(textsAt(out, 6), [], 'an identical later launch adds nothing')
   t.equal(JSON.stringify(messages), before, 'the history is left as it was')
   t.equal(out[0], messages[0], 'messages without a launch are shared, not copied')
@@ -82,7 +82,7 @@ t.test('past the window: the latest launch of each skill keeps up to 5,000 token
   t.ok(estimateTokens(a[0]!) <= 5_000, `cut to 5,000 estimated tokens (${estimateTokens(a[0]!)})`)
   t.match(a[0], /^Base directory for this skill: \/workspace\/skills\/a\n\nqqq/)
   t.match(a[0], /\[Cut to fit the conversation: the whole file is \/workspace\/skills\/a\/SKILL\.md\]$/)
-  t.same(textsAt(out, 4), [injectedText('b', 'B body')], 'a small one whole')
+  t.same(textsAt(out, 4), [injectedText('/workspace/skills/b', 'B body')], 'a small one whole')
 
   // Eight skills of 5,000+ tokens each: the five launched last share the 25,000, the rest keep only the note.
   const many = Array.from({ length: 8 }, (_, i) => ({ name: `s${i}`, message: 0 }))
