@@ -16,6 +16,7 @@ import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { checkSkillRequirements, checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
 import {
+  capturedAgents,
   checkCreateInput,
   checkEnvironment,
   checkSkillsRun,
@@ -118,7 +119,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
           throw err
         })
         agent.skills = skillRefs(skills)
-        for (const e of agent.multiagent?.agents ?? []) if (e.type === 'agent' && e.id === agent.id) e.skills = agent.skills
+        for (const e of capturedAgents(agent)) if (e.id === agent.id) e.skills = agent.skills
       }
     } catch (err) {
       await release()
