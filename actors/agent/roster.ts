@@ -13,7 +13,8 @@ import type {
 import type { AgentStore } from './state.js'
 
 /**
- * Coordinator rosters (SPEC "Coordinator topology", "Agent validation rules"). Input entries are resolved
+ * Coordinator rosters (SPEC "Coordinator topology", "Agent validation rules"), and the reference rules a
+ * `multiagent_20261001`'s predefined agents share with them (`resolveRefs`; multiagent.ts). Input entries are resolved
  * to concrete `{type:"agent", id, version}` references, with the advisor (if any) last. References are read as
  * any head is (`AgentStore.head`): the roster's agents are the same kind as the one being written.
  *
