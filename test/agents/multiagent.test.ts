@@ -160,3 +160,21 @@ t.test('refusals name the field', async (t) => {
   t.equal(c.status, 400)
   t.match(c.error?.error?.message, /^multiagent\.agents\[0\]: .*has multiagent/)
 })
+
+t.test('inference_geo: predefined agents agree with the agent, at write, on a model-only update, and on a merge', async (t) => {
+  const eu = await mk('g-eu', { model: { id: 'claude-sonnet-4-5', inference_geo: 'eu' } })
+  const e = await failure(mk('g-lead', { multiagent: ma({ subagents: { type: 'enabled', predefined_agents: [eu.id] } }) }))
+  t.equal(e.status, 400)
+  t.match(e.error?.error?.message, /^multiagent\.subagents\.predefined_agents\[0\]: agent \w+ version 1 pins model\.inference_geo "eu"/)
+  const lead = await mk('g-lead', {
+    model: { id: 'claude-sonnet-4-5', inference_geo: 'eu' },
+    multiagent: ma({ subagents: { type: 'enabled', predefined_agents: [eu.id] } }),
+  })
+  const moved = await failure(agents.update(lead.id, { model: 'claude-sonnet-4-5' } as any))
+  t.equal(moved.status, 400, 'a model-only update re-checks the stored list')
+  t.match(moved.error?.error?.message, /predefined_agents\[0\]/)
+  const merged = await failure(agents.update(lead.id, { model: 'claude-sonnet-4-5', multiagent: ma({ advisor: { type: 'enabled', model: 'a' } }) } as any))
+  t.equal(merged.status, 400, 'a merge that keeps the list re-checks it against the new model')
+  const ok = await agents.update(lead.id, { model: 'claude-sonnet-4-5', multiagent: ma({ subagents: { type: 'disabled' } }) } as any)
+  t.same(ok.multiagent, { type: 'multiagent_20261001', advisor: D, subagents: D, workflows: D })
+})
