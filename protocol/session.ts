@@ -1,5 +1,5 @@
 import type { SessionStatus } from './events.js'
-import type { Agent, AdvisorEntry } from './schemas/agent.js'
+import type { Agent, AdvisorEntry, Multiagent20261001 } from './schemas/agent.js'
 import type { EnvironmentConfig } from './schemas/environment.js'
 import type { Budget, SessionUsage } from './cost.js'
 import type { SessionResource } from './schemas/resource.js'
@@ -9,8 +9,11 @@ export type ThreadAgent = Omit<Agent, 'metadata' | 'created_at' | 'updated_at' |
 
 /** The immutable agent snapshot a session runs (WIRE §6 SessionAgent). */
 export interface SessionAgent extends ThreadAgent {
-  multiagent: { type: 'coordinator'; agents: Array<ThreadAgent | AdvisorEntry> } | null
+  multiagent: SessionMultiagent | null
 }
+
+/** The agent's multiagent with every referenced agent captured whole (WIRE §6 SessionAgent). */
+export type SessionMultiagent = { type: 'coordinator'; agents: Array<ThreadAgent | AdvisorEntry> } | Multiagent20261001<ThreadAgent>
 
 /** WIRE §6 Session. */
 export interface Session {

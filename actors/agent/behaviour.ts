@@ -17,7 +17,8 @@ import {
   normalizeTools,
   textOrNull,
 } from './normalize.js'
-import { geoBreach, resolveRoster, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
+import { resolveMultiagent } from './multiagent.js'
+import { geoBreach, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
 import type { SkillResolver } from './skills.js'
 import { versionKey, type AgentStore } from './state.js'
 
@@ -70,7 +71,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
           let multiagent: Multiagent | null = null
           if (b.multiagent) {
             // `self` on create is the agent being created, at version 1.
-            const r = await resolveRoster(b.multiagent, id, store)
+            const r = await resolveMultiagent(b.multiagent, null, id, store)
             checkGeo(model, r.members)
             multiagent = stampSelf(r.multiagent, id, 1)
           }
@@ -178,7 +179,8 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
         if (b.multiagent !== undefined) {
           multiagent = null
           if (b.multiagent !== null) {
-            const r = await resolveRoster(b.multiagent, id, store)
+            // A multiagent_20261001 onto a stored one merges (multiagent.ts); anything else replaces.
+            const r = await resolveMultiagent(b.multiagent, a.multiagent, id, store)
             checkGeo(model, r.members)
             multiagent = r.multiagent
           }

@@ -1,9 +1,20 @@
 import { fail } from '../../protocol/errors/fail.js'
-import type { Agent, ModelConfig, Multiagent, MultiagentParamsT, RosterEntry } from '../../protocol/schemas/agent.js'
+import type {
+  Agent,
+  AgentReference,
+  AgentRefParamsT,
+  AgentsLevel,
+  Coordinator,
+  CoordinatorParamsT,
+  ModelConfig,
+  Multiagent,
+  RosterEntry,
+} from '../../protocol/schemas/agent.js'
 import type { AgentStore } from './state.js'
 
 /**
- * Coordinator rosters (SPEC "Coordinator topology", "Agent validation rules"). Input entries are resolved
+ * Coordinator rosters (SPEC "Coordinator topology", "Agent validation rules"), and the reference rules a
+ * `multiagent_20261001`'s predefined agents share with them (`resolveRefs`; multiagent.ts). Input entries are resolved
  * to concrete `{type:"agent", id, version}` references, with the advisor (if any) last. References are read as
  * any head is (`AgentStore.head`): the roster's agents are the same kind as the one being written.
  *
@@ -18,7 +29,8 @@ export const SELF_VERSION = 0
 
 /** A referenced agent version, as the inference_geo rule needs it. */
 export interface Member {
-  index: number
+  /** Where the request (or the stored roster) names it: `multiagent.agents[2]`. */
+  at: string
   id: string
   version: number
   geo: string | undefined
@@ -32,30 +44,46 @@ export interface ResolvedRoster {
 
 const at = (i: number) => `multiagent.agents[${i}]`
 
-export async function resolveRoster(input: MultiagentParamsT, selfId: string, store: AgentStore): Promise<ResolvedRoster> {
-  if (input.type !== 'coordinator') throw fail('multiagent_topology_unsupported')
+export async function resolveRoster(input: CoordinatorParamsT, selfId: string, store: AgentStore): Promise<ResolvedRoster & { multiagent: Coordinator }> {
   const entries = input.agents
   if (entries.length < 1 || entries.length > MAX_ROSTER) {
     throw fail('invalid_request', `multiagent.agents: a coordinator roster has 1 to ${MAX_ROSTER} entries (got ${entries.length})`)
   }
-
-  // Shape rules first, in order, so the first broken entry is the one named.
-  type Ref = { index: number; id: string; version?: number }
-  const refs: Ref[] = []
-  const seen = new Map<string, number>()
-  let selfAt: number | undefined
-  let advisorAt: number | undefined
   const isAdvisor = (e: (typeof entries)[number]) => typeof e !== 'string' && e.type === 'advisor'
   const advisors = entries.flatMap((e, i) => (isAdvisor(e) ? [i] : []))
   if (advisors.length > 1) throw fail('invalid_request', `${at(advisors[1]!)}: at most one advisor entry is allowed (another is ${at(advisors[0]!)})`)
+  const advisorAt = advisors[0]
+  if (advisorAt !== undefined && advisorAt !== entries.length - 1) {
+    throw fail('invalid_request', `${at(advisorAt)}: the advisor entry must be the last entry of the roster`)
+  }
+  // The advisor is last, so the references are a prefix: their indices are the roster's.
+  const refs = entries.filter((e): e is AgentRefParamsT => !isAdvisor(e))
+  if (refs.length === 0) throw fail('invalid_request', 'multiagent.agents: a coordinator roster needs at least one agent besides the advisor')
+  const r = await resolveRefs(refs, 'multiagent.agents', selfId, store)
+  const agents: RosterEntry[] = r.refs
+  if (advisorAt !== undefined) agents.push({ type: 'advisor', model: (entries[advisorAt] as { model: string }).model })
+  return { multiagent: { type: 'coordinator', agents }, members: r.members }
+}
+
+/**
+ * A list of agent references at `path` (a coordinator's roster, a predefined-agent list): shape rules first, in
+ * order, so the first broken entry is the one named (self at most once, distinct agents, the agent's own id only
+ * as self), then each reference resolved to a concrete version that exists, is not archived and has no multiagent.
+ */
+export async function resolveRefs(
+  entries: readonly AgentRefParamsT[],
+  path: string,
+  selfId: string,
+  store: AgentStore,
+): Promise<{ refs: AgentReference[]; members: Member[] }> {
+  const where = (i: number) => `${path}[${i}]`
+  type Ref = { at: string; id: string; version?: number }
+  const refs: Ref[] = []
+  const seen = new Map<string, number>()
+  let selfAt: number | undefined
   entries.forEach((e, i) => {
-    if (typeof e !== 'string' && e.type === 'advisor') {
-      if (i !== entries.length - 1) throw fail('invalid_request', `${at(i)}: the advisor entry must be the last entry of the roster`)
-      advisorAt = i
-      return
-    }
     if (typeof e !== 'string' && e.type === 'self') {
-      if (selfAt !== undefined) throw fail('invalid_request', `${at(i)}: {"type":"self"} may appear at most once (already at ${at(selfAt)})`)
+      if (selfAt !== undefined) throw fail('invalid_request', `${where(i)}: {"type":"self"} may appear at most once (already at ${where(selfAt)})`)
       selfAt = i
       seen.set(selfId, i)
       return
@@ -64,62 +92,62 @@ export async function resolveRoster(input: MultiagentParamsT, selfId: string, st
     const version = typeof e === 'string' ? undefined : e.version
     const j = seen.get(id)
     if (j !== undefined) {
-      throw fail('invalid_request', `${at(i)}: agent ${id} is already in the roster (${at(j)}); roster entries must be distinct agents`)
+      throw fail('invalid_request', `${where(i)}: agent ${id} is already in the roster (${where(j)}); roster entries must be distinct agents`)
     }
-    if (id === selfId) throw fail('invalid_request', `${at(i)}: ${id} is this agent; reference it with {"type":"self"}`)
+    if (id === selfId) throw fail('invalid_request', `${where(i)}: ${id} is this agent; reference it with {"type":"self"}`)
     seen.set(id, i)
-    refs.push({ index: i, id, ...(version !== undefined ? { version } : {}) })
+    refs.push({ at: where(i), id, ...(version !== undefined ? { version } : {}) })
   })
-  if (refs.length === 0 && selfAt === undefined) {
-    throw fail('invalid_request', 'multiagent.agents: a coordinator roster needs at least one agent besides the advisor')
-  }
-
-  const resolved = await Promise.all(refs.map((r) => resolveRef(r, store)))
-  const byIndex = new Map(resolved.map((m) => [m.index, m]))
-  const agents: RosterEntry[] = []
-  entries.forEach((e, i) => {
-    if (i === selfAt) agents.push({ type: 'agent', id: selfId, version: SELF_VERSION })
-    else if (i === advisorAt) agents.push({ type: 'advisor', model: (e as { model: string }).model })
-    else {
-      const m = byIndex.get(i)!
-      agents.push({ type: 'agent', id: m.id, version: m.version })
-    }
+  const members = await Promise.all(refs.map((r) => resolveRef(r, store)))
+  let next = 0
+  const out: AgentReference[] = entries.map((_, i) => {
+    if (i === selfAt) return { type: 'agent', id: selfId, version: SELF_VERSION }
+    const m = members[next++]!
+    return { type: 'agent', id: m.id, version: m.version }
   })
-  return { multiagent: { type: 'coordinator', agents }, members: resolved }
+  return { refs: out, members }
 }
 
-async function resolveRef(r: { index: number; id: string; version?: number }, store: AgentStore): Promise<Member> {
+async function resolveRef(r: { at: string; id: string; version?: number }, store: AgentStore): Promise<Member> {
   const head = (await store.head(r.id))?.agent
-  if (!head) throw fail('roster_member_not_found', at(r.index), r.id)
-  if (head.archived_at) throw fail('roster_member_archived', at(r.index), r.id)
+  if (!head) throw fail('roster_member_not_found', r.at, r.id)
+  if (head.archived_at) throw fail('roster_member_archived', r.at, r.id)
   let rec: Agent | undefined = head
   if (r.version !== undefined) {
     if (r.version > head.version) {
-      throw fail('invalid_request', `${at(r.index)}: agent ${r.id} has no version ${r.version} (latest is ${head.version})`)
+      throw fail('invalid_request', `${r.at}: agent ${r.id} has no version ${r.version} (latest is ${head.version})`)
     }
     rec = await store.version(head, r.version)
-    if (!rec) throw fail('invalid_request', `${at(r.index)}: version ${r.version} of agent ${r.id} is not readable`)
+    if (!rec) throw fail('invalid_request', `${r.at}: version ${r.version} of agent ${r.id} is not readable`)
   }
   if (rec.multiagent) {
-    throw fail(
-      'invalid_request',
-      `${at(r.index)}: agent ${r.id} version ${rec.version} is itself a coordinator (it has multiagent); rosters are one level deep`,
-    )
+    throw fail('invalid_request', `${r.at}: agent ${r.id} version ${rec.version} is itself a coordinator (it has multiagent); rosters are one level deep`)
   }
-  return { index: r.index, id: r.id, version: rec.version, geo: rec.model.inference_geo }
+  return { at: r.at, id: r.id, version: rec.version, geo: rec.model.inference_geo }
 }
 
-/** The members of a stored roster (for re-checking inference_geo when only the model changes). */
+/** The agent references a stored multiagent holds, each with where it sits (the advisor is none). */
+export function storedRefs(m: Multiagent): Array<{ ref: AgentReference; at: string }> {
+  if (m.type === 'coordinator') {
+    return m.agents.flatMap((ref, i) => (ref.type === 'agent' ? [{ ref, at: at(i) }] : []))
+  }
+  const level = (key: 'subagents' | 'workflows') => {
+    const l = m[key]
+    return l.type === 'enabled' ? l.predefined_agents.map((ref, i) => ({ ref, at: `multiagent.${key}.predefined_agents[${i}]` })) : []
+  }
+  return [...level('subagents'), ...level('workflows')]
+}
+
+/** The members of stored references, self left out (for re-checking inference_geo when only the model changes). */
 export async function storedMembers(m: Multiagent, selfId: string, store: AgentStore): Promise<Member[]> {
-  const refs = m.agents
-    .map((e, index) => ({ e, index }))
-    .filter((x): x is { e: Extract<RosterEntry, { type: 'agent' }>; index: number } => x.e.type === 'agent' && x.e.id !== selfId)
   return Promise.all(
-    refs.map(async ({ e, index }) => {
-      const head = (await store.head(e.id))?.agent
-      const rec = head ? await store.version(head, e.version) : undefined
-      return { index, id: e.id, version: e.version, geo: rec?.model.inference_geo }
-    }),
+    storedRefs(m)
+      .filter(({ ref }) => ref.id !== selfId)
+      .map(async ({ ref, at }) => {
+        const head = (await store.head(ref.id))?.agent
+        const rec = head ? await store.version(head, ref.version) : undefined
+        return { at, id: ref.id, version: ref.version, geo: rec?.model.inference_geo }
+      }),
   )
 }
 
@@ -133,7 +161,7 @@ export function geoBreach(model: ModelConfig, members: Member[]): string | undef
     if (m.geo === want) continue
     const theirs = m.geo === undefined ? 'leaves model.inference_geo unset' : `pins model.inference_geo ${JSON.stringify(m.geo)}`
     const ours = want === undefined ? 'this coordinator leaves it unset' : `this coordinator pins ${JSON.stringify(want)}`
-    return `${at(m.index)}: agent ${m.id} version ${m.version} ${theirs} but ${ours}; every referenced agent must agree on inference_geo`
+    return `${m.at}: agent ${m.id} version ${m.version} ${theirs} but ${ours}; every referenced agent must agree on inference_geo`
   }
   return undefined
 }
@@ -141,5 +169,8 @@ export function geoBreach(model: ModelConfig, members: Member[]): string | undef
 /** Self entries with the version they now belong to. */
 export function stampSelf(m: Multiagent | null, selfId: string, version: number): Multiagent | null {
   if (!m) return null
-  return { type: 'coordinator', agents: m.agents.map((e) => (e.type === 'agent' && e.id === selfId ? { type: 'agent', id: selfId, version } : e)) }
+  const stamp = <E extends RosterEntry>(e: E): E => (e.type === 'agent' && e.id === selfId ? { ...e, version } : e)
+  if (m.type === 'coordinator') return { type: 'coordinator', agents: m.agents.map(stamp) }
+  const level = (l: AgentsLevel): AgentsLevel => (l.type === 'enabled' ? { ...l, predefined_agents: l.predefined_agents.map(stamp) } : l)
+  return { ...m, subagents: level(m.subagents), workflows: level(m.workflows) }
 }

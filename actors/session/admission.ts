@@ -1,6 +1,6 @@
 import { fail, inField } from '../../protocol/errors/fail.js'
 import { VaultKind } from '../../protocol/ops/vault.js'
-import type { Agent, AdvisorEntry, Tool } from '../../protocol/schemas/agent.js'
+import type { Agent, AgentReference, AgentsLevel, Tool } from '../../protocol/schemas/agent.js'
 import type { Environment } from '../../protocol/schemas/environment.js'
 import { isFileParams, mountPathOf, mountsOverlap, type ResourceParamsT } from '../../protocol/schemas/resource.js'
 import { listedManagers, localBackend, type SandboxBackend } from '../../sandbox/index.js'
@@ -10,7 +10,7 @@ import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
 import { budgetCents, checkBudgetCreate } from './billing/budget.js'
 import type { ModelRef } from './billing/prices.js'
 import { checkSkillRequirements, checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from '../agent/normalize.js'
-import { geoBreach, type Member } from '../agent/roster.js'
+import { geoBreach, storedRefs, type Member } from '../agent/roster.js'
 import { AgentKind } from '../../protocol/ops/agent.js'
 import type { ActorClient } from '../kit/client.js'
 
@@ -80,20 +80,25 @@ export async function snapshotAgent(resolveAgent: AgentResolver, input: SessionC
 
   if (agent.multiagent) {
     const members: Member[] = []
-    const agents: Array<ThreadAgent | AdvisorEntry> = []
-    for (const [index, e] of agent.multiagent.agents.entries()) {
-      if (e.type === 'advisor') agents.push(e)
+    const capture = async ({ ref, at }: { ref: AgentReference; at: string }): Promise<ThreadAgent> => {
       // A self copy reflects this session's overrides (SPEC create rule 3).
-      else if (e.id === agent.id) agents.push(threadAgent(snap))
-      else {
-        const member = await resolveAgent(e.id, e.version)
-        agents.push(threadAgent(member))
-        members.push({ index, id: member.id, version: member.version, geo: member.model.inference_geo })
-      }
+      if (ref.id === agent.id) return threadAgent(snap)
+      const member = await resolveAgent(ref.id, ref.version)
+      members.push({ at, id: member.id, version: member.version, geo: member.model.inference_geo })
+      return threadAgent(member)
+    }
+    const captured = new Map<AgentReference, ThreadAgent>()
+    for (const r of storedRefs(agent.multiagent)) captured.set(r.ref, await capture(r))
+    const m = agent.multiagent
+    if (m.type === 'coordinator') {
+      snap.multiagent = { type: 'coordinator', agents: m.agents.map((e) => (e.type === 'advisor' ? e : captured.get(e)!)) }
+    } else {
+      const level = (l: AgentsLevel): AgentsLevel<ThreadAgent> =>
+        l.type === 'enabled' ? { ...l, predefined_agents: l.predefined_agents.map((e) => captured.get(e)!) } : l
+      snap.multiagent = { type: m.type, advisor: m.advisor, subagents: level(m.subagents), workflows: level(m.workflows) }
     }
     const breach = geoBreach(snap.model, members)
     if (breach) throw fail('invalid_request', `agent: the model override breaks the coordinator roster: ${breach}`)
-    snap.multiagent = { type: 'coordinator', agents }
   }
   return snap
 }
@@ -110,9 +115,19 @@ export function prefixed(prefix: string, fn: () => void) {
 
 /** Every model the session may run: the coordinator, each roster member and the advisor. */
 export function modelsOf(agent: SessionAgent): ModelRef[] {
-  const models: ModelRef[] = [agent.model]
-  for (const e of agent.multiagent?.agents ?? []) models.push(e.model)
+  const m = agent.multiagent
+  const models: ModelRef[] = [agent.model, ...capturedAgents(agent).map((a) => a.model)]
+  if (m?.type === 'coordinator') for (const e of m.agents) if (e.type === 'advisor') models.push(e.model)
+  if (m?.type === 'multiagent_20261001' && m.advisor.type === 'enabled') models.push(m.advisor.model)
   return models
+}
+
+/** The agent definitions a snapshot captured for its multiagent, in order (a coordinator's roster, then predefined lists). */
+export function capturedAgents(agent: SessionAgent): ThreadAgent[] {
+  const m = agent.multiagent
+  if (!m) return []
+  if (m.type === 'coordinator') return m.agents.filter((e): e is ThreadAgent => e.type === 'agent')
+  return [m.subagents, m.workflows].flatMap((l) => (l.type === 'enabled' ? l.predefined_agents : []))
 }
 
 /** The ids of `modelsOf`, as a budget refusal lists them. */

@@ -16,6 +16,7 @@ import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { checkSkillRequirements, checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
 import {
+  capturedAgents,
   checkCreateInput,
   checkEnvironment,
   checkSkillsRun,
@@ -119,7 +120,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
         })
         agent.skills = skillRefs(skills.filter((s) => s.member === undefined))
         // Its `self` copy runs its skills as the coordinator does; other members keep their own (pinned above too).
-        for (const e of agent.multiagent?.agents ?? []) if (e.type === 'agent' && e.id === agent.id) e.skills = agent.skills
+        for (const e of capturedAgents(agent)) if (e.id === agent.id) e.skills = agent.skills
       }
     } catch (err) {
       await release()

@@ -3,7 +3,7 @@ import { fail, inField } from '../../protocol/errors/fail.js'
 import { SkillKind } from '../../protocol/ops/skill.js'
 import type { SkillParamsT, SkillRef } from '../../protocol/schemas/agent.js'
 import type { SessionCreateInput } from '../../protocol/schemas/session.js'
-import type { SessionAgent } from '../../protocol/session.js'
+import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
 import { SESSION_MAX_SKILL_EXPANDED_BYTES, SESSION_MAX_SKILLS } from '../../protocol/skill-rules.js'
 import type { ActorClient } from '../kit/client.js'
 import type { SessionSkill } from './state.js'
@@ -26,12 +26,23 @@ export interface SkillGroup {
 export function requestedSkills(input: SessionCreateInput['agent'], agent: SessionAgent): SkillGroup[] {
   const own = typeof input !== 'string' && input.type === 'agent_with_overrides' && input.skills !== undefined ? (input.skills ?? []) : agent.skills
   const groups: SkillGroup[] = [{ field: 'agent.skills', wanted: own }]
-  agent.multiagent?.agents.forEach((e, i) => {
-    if (e.type === 'agent' && e.id !== agent.id && e.skills.length) {
-      groups.push({ field: `agent.multiagent.agents[${i}].skills`, member: e.id, wanted: e.skills })
-    }
-  })
+  for (const { e, at } of members(agent)) {
+    if (e.id !== agent.id && e.skills.length) groups.push({ field: `${at}.skills`, member: e.id, wanted: e.skills })
+  }
   return groups.filter((g) => g.wanted.length)
+}
+
+/** The roster's members with where the snapshot holds each (a coordinator's `agents`, or predefined lists). */
+function members(agent: SessionAgent): Array<{ e: ThreadAgent; at: string }> {
+  const m = agent.multiagent
+  if (!m) return []
+  if (m.type === 'coordinator') {
+    return m.agents.flatMap((e, i) => (e.type === 'agent' ? [{ e, at: `agent.multiagent.agents[${i}]` }] : []))
+  }
+  return (['subagents', 'workflows'] as const).flatMap((k) => {
+    const list = m[k]
+    return list.type === 'enabled' ? list.predefined_agents.map((e, i) => ({ e, at: `agent.multiagent.${k}.predefined_agents[${i}]` })) : []
+  })
 }
 
 /**

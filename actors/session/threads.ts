@@ -53,11 +53,16 @@ export interface Member {
   shown: ThreadAgent | AdvisorEntry
 }
 
-/** The coordinator's members, in roster order (the advisor is not one: it has no definition to run). */
+/**
+ * The coordinator's members, in roster order (the advisor is not one: it has no definition to run). A
+ * `multiagent_20261001` agent's are its `subagents.predefined_agents` (its workflows never run: not built).
+ */
 export function rosterOf(agent: SessionAgent): Member[] {
   const seen = new Map<string, number>()
   const out: Member[] = []
-  for (const e of agent.multiagent?.agents ?? []) {
+  const m = agent.multiagent
+  const entries = m?.type === 'coordinator' ? m.agents : m?.subagents.type === 'enabled' ? m.subagents.predefined_agents : []
+  for (const e of entries) {
     if (e.type !== 'agent') continue
     const n = (seen.get(e.name) ?? 0) + 1
     seen.set(e.name, n)
@@ -71,7 +76,14 @@ export function rosterOf(agent: SessionAgent): Member[] {
  * a member (not listed, not a send's target). Its threads run this definition: the entry's model, tool-free.
  */
 export function advisorOf(agent: SessionAgent): Member | undefined {
-  const entry = agent.multiagent?.agents.find((e): e is AdvisorEntry => e.type === 'advisor')
+  const m = agent.multiagent
+  // A multiagent_20261001 advisor shows on its threads as a coordinator's roster entry would.
+  const entry: AdvisorEntry | undefined =
+    m?.type === 'coordinator'
+      ? m.agents.find((e): e is AdvisorEntry => e.type === 'advisor')
+      : m?.advisor.type === 'enabled'
+        ? { type: 'advisor', model: m.advisor.model }
+        : undefined
   if (!entry) return undefined
   const definition: ThreadAgent = {
     id: ADVISOR_NAME,

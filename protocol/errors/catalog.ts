@@ -254,9 +254,9 @@ export const catalog = {
     WIRE,
   ),
   skills_unavailable: entry(422, () => "Custom skills are not available: the skill bundles' store could not be opened", WIRE),
-  multiagent_topology_unsupported: entry(
+  multiagent_unavailable: entry(
     422,
-    () => 'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',
+    (field: string, what: string) => `${field}: ${what} are not available on this server yet; send {"type":"disabled"} or omit it`,
     WIRE,
   ),
   resource_unavailable: entry(

@@ -146,16 +146,32 @@ export const SkillParams = type({ '+': 'reject', type: "'custom'", skill_id: Ski
 /** SPEC: up to 500 skills. */
 export const SkillList = listOf(SkillParams, { max: 500 })
 
-export const RosterEntryParams = type.or(
+/** A reference to a saved agent, as rosters and predefined-agent lists take it. */
+export const AgentRefParams = type.or(
   AgentId,
   { '+': 'reject', type: "'agent'", id: AgentId, 'version?': 'number.integer >= 1' },
   { '+': 'reject', type: "'self'" },
-  { '+': 'reject', type: "'advisor'", model: 'string > 0' },
 )
+export const RosterEntryParams = AgentRefParams.or({ '+': 'reject', type: "'advisor'", model: 'string > 0' })
 
 export const CoordinatorParams = type({ '+': 'reject', type: "'coordinator'", agents: listOf(RosterEntryParams, { max: 1000 }) })
-/** Accepted loosely so the actor can answer 422 (not supported yet) rather than a shape error. */
-export const Multiagent20261001Params = type({ type: "'multiagent_20261001'" })
+
+const Disabled = type({ '+': 'reject', type: "'disabled'" })
+/** `subagents` and `workflows` share one shape. The list's limit (20) is the actor's, which words it as the roster's. */
+const AgentsLevelParams = type({
+  '+': 'reject',
+  type: "'enabled'",
+  'inline_agents?': type({ '+': 'reject', type: "'enabled' | 'disabled'" }).or('null'),
+  'predefined_agents?': listOf(AgentRefParams, { max: 1000 }).or('null'),
+}).or(Disabled)
+/** Null takes the key's default; what is stored is the agent actor's (actors/agent/multiagent.ts). */
+export const Multiagent20261001Params = type({
+  '+': 'reject',
+  type: "'multiagent_20261001'",
+  'advisor?': type({ '+': 'reject', type: "'enabled'", model: 'string > 0' }).or(Disabled).or('null'),
+  'subagents?': AgentsLevelParams.or('null'),
+  'workflows?': AgentsLevelParams.or('null'),
+})
 export const MultiagentParams = CoordinatorParams.or(Multiagent20261001Params)
 
 export const ExecutionIdentityParams = type({ '+': 'reject', type: "'service_account'" }).or({
@@ -222,6 +238,10 @@ export type AgentToolConfigParamsT = typeof AgentToolConfigParams.infer
 export type McpServerParamsT = typeof McpServerParams.infer
 export type SkillParamsT = typeof SkillParams.infer
 export type RosterEntryParamsT = typeof RosterEntryParams.infer
+export type AgentRefParamsT = typeof AgentRefParams.infer
+export type CoordinatorParamsT = typeof CoordinatorParams.infer
+export type AgentsLevelParamsT = typeof AgentsLevelParams.infer
+export type Multiagent20261001ParamsT = typeof Multiagent20261001Params.infer
 export type MultiagentParamsT = typeof MultiagentParams.infer
 export type ExecutionIdentityParamsT = typeof ExecutionIdentityParams.infer
 export type UrlSourcesParamsT = typeof UrlSourcesParams.infer
@@ -316,10 +336,25 @@ export interface AdvisorEntry {
 }
 export type RosterEntry = AgentReference | AdvisorEntry
 
-export interface Multiagent {
+export interface Coordinator {
   type: 'coordinator'
   agents: RosterEntry[]
 }
+
+export type Disabled = { type: 'disabled' }
+export type AdvisorSetting = { type: 'enabled'; model: string } | Disabled
+/** `subagents` or `workflows` as stored: `M` is what a predefined agent is (a reference; a session's full definition). */
+export type AgentsLevel<M = AgentReference> = { type: 'enabled'; inline_agents: { type: 'enabled' | 'disabled' }; predefined_agents: M[] } | Disabled
+
+/** WIRE §4: all three keys always present. */
+export interface Multiagent20261001<M = AgentReference> {
+  type: 'multiagent_20261001'
+  advisor: AdvisorSetting
+  subagents: AgentsLevel<M>
+  workflows: AgentsLevel<M>
+}
+
+export type Multiagent = Coordinator | Multiagent20261001
 
 export type ExecutionIdentity = { type: 'service_account' } | { type: 'aws_role'; role_arn: string }
 

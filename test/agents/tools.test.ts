@@ -275,13 +275,6 @@ t.test('skills', async (t) => {
   t.same(u.skills, [])
 })
 
-t.test('multiagent_20261001 is not supported yet', async (t) => {
-  const r = await create({ multiagent: { type: 'multiagent_20261001', advisor: { type: 'disabled' } } })
-  t.equal(r.status, 422)
-  t.equal(r.json.error.type, 'invalid_request_error')
-  t.match(r.json.error.message, /multiagent_20261001.*not supported yet/)
-  const a = await agents.create({ name: 't', model: 'x' })
-  const u = await raw(s.url, 'POST', `/v1/agents/${a.id}`, { multiagent: { type: 'multiagent_20261001' } })
-  t.equal(u.status, 422)
+t.test('an unknown multiagent type is a shape error (multiagent_20261001 itself: test/agents/multiagent.test.ts)', async (t) => {
   await rejects(t, { multiagent: { type: 'swarm' } }, 400, /multiagent\.type must be/)
 })

@@ -75,7 +75,15 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
         tools: [toolset, customTool],
         mcp_servers: [{ type: 'url', name: 'docs', url: 'https://example.com/mcp' }],
         skills: [{ type: 'anthropic', skill_id: 'xlsx', version: 'latest' }],
-        multiagent: null,
+        multiagent: rng.pick<Json>([
+          null,
+          {
+            type: 'multiagent_20261001',
+            advisor: { type: 'enabled', model: 'claude-opus-4-5' },
+            subagents: { type: 'enabled', inline_agents: { type: 'disabled' }, predefined_agents: [agent, { type: 'self' }] },
+            workflows: { type: 'disabled' },
+          },
+        ]),
         metadata: { team: 'fuzz', k: 'v' },
         execution_identity: { type: 'service_account' },
       }

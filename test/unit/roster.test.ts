@@ -1,7 +1,15 @@
 import t, { type Test } from 'tap'
 import { ApiError } from '../../protocol/errors/api-error.js'
 import { parse } from '../../protocol/validate.js'
-import { MultiagentParams, type Agent, type Multiagent, type MultiagentParamsT } from '../../protocol/schemas/agent.js'
+import {
+  CoordinatorParams,
+  MultiagentParams,
+  type Agent,
+  type CoordinatorParamsT,
+  type Multiagent,
+  type MultiagentParamsT,
+} from '../../protocol/schemas/agent.js'
+import { resolveMultiagent } from '../../actors/agent/multiagent.js'
 import { geoBreach, MAX_ROSTER, resolveRoster, SELF_VERSION, stampSelf, storedMembers } from '../../actors/agent/roster.js'
 import type { AgentStore } from '../../actors/agent/state.js'
 
@@ -60,7 +68,7 @@ function fakeStore(agents: Record<string, Array<Partial<Agent>>>, opts: { archiv
 }
 
 /** The roster as the gateway hands it over: validated by the route's schema. */
-const roster = (agents: unknown[]) => parse(MultiagentParams, { type: 'coordinator', agents }) as MultiagentParamsT
+const roster = (agents: unknown[]) => parse(CoordinatorParams, { type: 'coordinator', agents }) as CoordinatorParamsT
 const advisor = (model = 'claude-opus-4-8') => ({ type: 'advisor', model })
 const self = { type: 'self' }
 
@@ -119,9 +127,9 @@ t.test('entries resolve to concrete references in order; self is SELF_VERSION; t
   t.same(
     r.members,
     [
-      { index: 0, id: 'agent_W1', version: 2, geo: 'eu' },
-      { index: 1, id: 'agent_W2', version: 1, geo: undefined },
-      { index: 2, id: 'agent_W3', version: 1, geo: undefined },
+      { at: 'multiagent.agents[0]', id: 'agent_W1', version: 2, geo: 'eu' },
+      { at: 'multiagent.agents[1]', id: 'agent_W2', version: 1, geo: undefined },
+      { at: 'multiagent.agents[2]', id: 'agent_W3', version: 1, geo: undefined },
     ],
     'members: the independently referenced agents, not self, not the advisor',
   )
@@ -185,17 +193,147 @@ t.test('shape rules, with the exact messages, checked before anything is read', 
   }
 })
 
-t.test('the multiagent_20261001 topology is a 422 with its code', async (t) => {
+const m2 = (body: Record<string, unknown>) => parse(MultiagentParams, { type: 'multiagent_20261001', ...body }) as MultiagentParamsT
+const D = { type: 'disabled' }
+
+t.test('multiagent_20261001: defaults, resolution, and refusals naming the field', async (t) => {
   const { store, reads } = world()
-  const input = parse(MultiagentParams, { type: 'multiagent_20261001' }) as MultiagentParamsT
+  t.same(await resolveMultiagent(m2({}), null, SELF, store), {
+    multiagent: { type: 'multiagent_20261001', advisor: D, subagents: D, workflows: D },
+    members: [],
+  })
+  t.same((await resolveMultiagent(m2({ advisor: null, subagents: null, workflows: null }), null, SELF, store)).multiagent, {
+    type: 'multiagent_20261001',
+    advisor: D,
+    subagents: D,
+    workflows: D,
+  })
+  const r = await resolveMultiagent(
+    m2({
+      advisor: { type: 'enabled', model: 'adv' },
+      subagents: { type: 'enabled', predefined_agents: ['agent_W1', self, { type: 'agent', id: 'agent_W3', version: 1 }] },
+    }),
+    null,
+    SELF,
+    store,
+  )
+  t.same(r.multiagent, {
+    type: 'multiagent_20261001',
+    advisor: { type: 'enabled', model: 'adv' },
+    subagents: {
+      type: 'enabled',
+      inline_agents: D,
+      predefined_agents: [
+        { type: 'agent', id: 'agent_W1', version: 2 },
+        { type: 'agent', id: SELF, version: SELF_VERSION },
+        { type: 'agent', id: 'agent_W3', version: 1 },
+      ],
+    },
+    workflows: D,
+  })
+  t.same(r.members, [
+    { at: 'multiagent.subagents.predefined_agents[0]', id: 'agent_W1', version: 2, geo: 'eu' },
+    { at: 'multiagent.subagents.predefined_agents[2]', id: 'agent_W3', version: 1, geo: undefined },
+  ])
+
+  reads.length = 0
+  const P = 'multiagent.subagents.predefined_agents'
+  const enabled = (predefined_agents: unknown[], extra = {}) => m2({ subagents: { type: 'enabled', predefined_agents, ...extra } })
+  const unavailable: Array<[MultiagentParamsT, string]> = [
+    [m2({ workflows: { type: 'enabled' } }), 'multiagent.workflows: workflow runs are not available on this server yet; send {"type":"disabled"} or omit it'],
+    [
+      enabled(['agent_W1'], { inline_agents: { type: 'enabled' } }),
+      'multiagent.subagents.inline_agents: inline agents are not available on this server yet; send {"type":"disabled"} or omit it',
+    ],
+  ]
+  for (const [input, message] of unavailable) await refuses(t, resolveMultiagent(input, null, SELF, store), message, 422, 'multiagent_unavailable')
+  const cases: Array<[MultiagentParamsT, string]> = [
+    [
+      m2({ subagents: { type: 'enabled' } }),
+      `${P}: with inline_agents disabled, an enabled subagents needs at least one predefined agent (or send subagents {"type":"disabled"})`,
+    ],
+    [enabled([]), `${P}: with inline_agents disabled, an enabled subagents needs at least one predefined agent (or send subagents {"type":"disabled"})`],
+    [enabled(Array.from({ length: 21 }, (_, i) => `agent_X${i}`)), `${P}: at most 20 predefined agents (got 21)`],
+    [enabled(['agent_W1', 'agent_W1']), `${P}[1]: agent agent_W1 is already in the roster (${P}[0]); roster entries must be distinct agents`],
+    [enabled([self, self]), `${P}[1]: {"type":"self"} may appear at most once (already at ${P}[0])`],
+    [enabled([SELF]), `${P}[0]: ${SELF} is this agent; reference it with {"type":"self"}`],
+    [enabled(['agent_NOPE']), `${P}[0]: agent agent_NOPE does not exist`],
+    [enabled(['agent_GONE']), `${P}[0]: agent agent_GONE is archived`],
+    [enabled(['agent_COORD']), `${P}[0]: agent agent_COORD version 2 is itself a coordinator (it has multiagent); rosters are one level deep`],
+  ]
+  for (const [input, message] of cases) await refuses(t, resolveMultiagent(input, null, SELF, store), message)
+})
+
+t.test('multiagent_20261001 onto a stored one merges level by level; onto anything else it replaces', async (t) => {
+  const { store } = world()
+  const stored: Multiagent = {
+    type: 'multiagent_20261001',
+    advisor: { type: 'enabled', model: 'adv' },
+    subagents: {
+      type: 'enabled',
+      inline_agents: D as { type: 'disabled' },
+      predefined_agents: [
+        { type: 'agent', id: 'agent_W1', version: 2 },
+        { type: 'agent', id: SELF, version: 3 },
+      ],
+    },
+    workflows: D as { type: 'disabled' },
+  }
+  const merge = async (body: Record<string, unknown>, onto: Multiagent | null = stored) => (await resolveMultiagent(m2(body), onto, SELF, store)).multiagent
+  const kept = await resolveMultiagent(m2({}), stored, SELF, store)
+  t.same(kept.multiagent, stored, 'nothing sent: everything kept')
+  t.same(
+    kept.members,
+    [{ at: 'multiagent.subagents.predefined_agents[0]', id: 'agent_W1', version: 2, geo: 'eu' }],
+    "a kept list's members (for inference_geo)",
+  )
+  t.same(await merge({ advisor: null }), { ...stored, advisor: D }, 'null: the default')
+  t.same(await merge({ advisor: { type: 'enabled', model: 'other' } }), { ...stored, advisor: { type: 'enabled', model: 'other' } })
+  t.same(
+    await merge({ subagents: { type: 'enabled', predefined_agents: ['agent_W2'] } }),
+    {
+      ...stored,
+      subagents: { type: 'enabled', inline_agents: D, predefined_agents: [{ type: 'agent', id: 'agent_W2', version: 1 }] },
+    },
+    'a sent list replaces; advisor kept',
+  )
+  t.same(await merge({ subagents: { type: 'enabled', inline_agents: null } }), stored, 'inline_agents null: its default; the list kept')
+  t.same(await merge({ subagents: D, workflows: null }), { ...stored, subagents: D }, 'another type replaces')
   await refuses(
     t,
-    resolveRoster(input, SELF, store),
-    'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',
-    422,
-    'multiagent_topology_unsupported',
+    merge({ subagents: { type: 'enabled', predefined_agents: null } }),
+    'multiagent.subagents.predefined_agents: with inline_agents disabled, an enabled subagents needs at least one predefined agent (or send subagents {"type":"disabled"})',
+    400,
   )
-  t.same(reads, [])
+  const off = { ...stored, subagents: D } as Multiagent
+  await refuses(
+    t,
+    merge({ subagents: { type: 'enabled' } }, off),
+    'multiagent.subagents.predefined_agents: with inline_agents disabled, an enabled subagents needs at least one predefined agent (or send subagents {"type":"disabled"})',
+    400,
+    undefined,
+  )
+  const coord: Multiagent = { type: 'coordinator', agents: [{ type: 'agent', id: 'agent_W2', version: 1 }] }
+  t.same(
+    await merge({ advisor: { type: 'enabled', model: 'adv' } }, coord),
+    { type: 'multiagent_20261001', advisor: { type: 'enabled', model: 'adv' }, subagents: D, workflows: D },
+    'onto a coordinator: defaults',
+  )
+  t.same(
+    stampSelf(stored, SELF, 9),
+    {
+      ...stored,
+      subagents: {
+        ...stored.subagents,
+        predefined_agents: [
+          { type: 'agent', id: 'agent_W1', version: 2 },
+          { type: 'agent', id: SELF, version: 9 },
+        ],
+      },
+    },
+    'self stamped in predefined_agents',
+  )
+  t.same(await storedMembers(stored, SELF, store), [{ at: 'multiagent.subagents.predefined_agents[0]', id: 'agent_W1', version: 2, geo: 'eu' }])
 })
 
 t.test('resolution against the store: missing, archived, unknown or unreadable versions, nested coordinators', async (t) => {
@@ -247,36 +385,36 @@ t.test('the geo of a member is the version referenced', async (t) => {
   const { store } = world()
   const r = await resolveRoster(roster([{ type: 'agent', id: 'agent_W1', version: 1 }, 'agent_W2']), SELF, store)
   t.same(r.members, [
-    { index: 0, id: 'agent_W1', version: 1, geo: undefined },
-    { index: 1, id: 'agent_W2', version: 1, geo: undefined },
+    { at: 'multiagent.agents[0]', id: 'agent_W1', version: 1, geo: undefined },
+    { at: 'multiagent.agents[1]', id: 'agent_W2', version: 1, geo: undefined },
   ])
   const latest = await resolveRoster(roster([{ type: 'agent', id: 'agent_W1' }]), SELF, store)
-  t.same(latest.members, [{ index: 0, id: 'agent_W1', version: 2, geo: 'eu' }])
+  t.same(latest.members, [{ at: 'multiagent.agents[0]', id: 'agent_W1', version: 2, geo: 'eu' }])
 })
 
 t.test('geoBreach: every member must agree with the coordinator on inference_geo', async (t) => {
   t.equal(geoBreach({ id: 'm' }, []), undefined)
-  t.equal(geoBreach({ id: 'm' }, [{ index: 0, id: 'agent_A', version: 1, geo: undefined }]), undefined)
-  t.equal(geoBreach({ id: 'm', inference_geo: 'eu' }, [{ index: 0, id: 'agent_A', version: 1, geo: 'eu' }]), undefined)
+  t.equal(geoBreach({ id: 'm' }, [{ at: 'multiagent.agents[0]', id: 'agent_A', version: 1, geo: undefined }]), undefined)
+  t.equal(geoBreach({ id: 'm', inference_geo: 'eu' }, [{ at: 'multiagent.agents[0]', id: 'agent_A', version: 1, geo: 'eu' }]), undefined)
   t.equal(
     geoBreach({ id: 'm', inference_geo: 'eu' }, [
-      { index: 0, id: 'agent_A', version: 1, geo: 'eu' },
-      { index: 2, id: 'agent_B', version: 3, geo: 'us' },
+      { at: 'multiagent.agents[0]', id: 'agent_A', version: 1, geo: 'eu' },
+      { at: 'multiagent.agents[2]', id: 'agent_B', version: 3, geo: 'us' },
     ]),
     'multiagent.agents[2]: agent agent_B version 3 pins model.inference_geo "us" but this coordinator pins "eu"; every referenced agent must agree on inference_geo',
   )
   t.equal(
-    geoBreach({ id: 'm', inference_geo: 'eu' }, [{ index: 1, id: 'agent_A', version: 2, geo: undefined }]),
+    geoBreach({ id: 'm', inference_geo: 'eu' }, [{ at: 'multiagent.agents[1]', id: 'agent_A', version: 2, geo: undefined }]),
     'multiagent.agents[1]: agent agent_A version 2 leaves model.inference_geo unset but this coordinator pins "eu"; every referenced agent must agree on inference_geo',
   )
   t.equal(
-    geoBreach({ id: 'm' }, [{ index: 0, id: 'agent_A', version: 1, geo: 'us' }]),
+    geoBreach({ id: 'm' }, [{ at: 'multiagent.agents[0]', id: 'agent_A', version: 1, geo: 'us' }]),
     'multiagent.agents[0]: agent agent_A version 1 pins model.inference_geo "us" but this coordinator leaves it unset; every referenced agent must agree on inference_geo',
   )
   t.match(
     geoBreach({ id: 'm' }, [
-      { index: 0, id: 'agent_A', version: 1, geo: 'us' },
-      { index: 1, id: 'agent_B', version: 1, geo: 'eu' },
+      { at: 'multiagent.agents[0]', id: 'agent_A', version: 1, geo: 'us' },
+      { at: 'multiagent.agents[1]', id: 'agent_B', version: 1, geo: 'eu' },
     ]),
     /^multiagent\.agents\[0\]/,
     'the first breach is named',
@@ -323,9 +461,9 @@ t.test("storedMembers: the stored roster's referenced agents, without self and t
   t.same(
     await storedMembers(m, SELF, store),
     [
-      { index: 0, id: 'agent_W1', version: 2, geo: 'eu' },
-      { index: 2, id: 'agent_W1x', version: 1, geo: undefined },
-      { index: 3, id: 'agent_W1', version: 1, geo: undefined },
+      { at: 'multiagent.agents[0]', id: 'agent_W1', version: 2, geo: 'eu' },
+      { at: 'multiagent.agents[2]', id: 'agent_W1x', version: 1, geo: undefined },
+      { at: 'multiagent.agents[3]', id: 'agent_W1', version: 1, geo: undefined },
     ],
     'a member that no longer reads has no geo; indexes are the stored ones',
   )
