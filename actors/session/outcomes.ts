@@ -178,7 +178,14 @@ export async function grade(p: GradeParts, o: OpenOutcome, signal: AbortSignal):
         const wait = (f.kind === 'retryable' && f.retryAfterMs) || intervalAfter(deps.modelRetry, attempt)
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, wait)
-          signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true })
+          signal.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(t)
+              resolve()
+            },
+            { once: true },
+          )
         })
       }
     }

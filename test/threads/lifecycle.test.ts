@@ -1,6 +1,6 @@
 import t from 'tap'
 import { clientFor, startTroupe } from '../helpers/troupe.js'
-import { collect, isIdle, reader, sessionStack, until } from '../sessions/_helpers.js'
+import { isIdle, reader, sessionStack, until } from '../sessions/_helpers.js'
 
 /**
  * Threads at their edges (issue 28, points 2 and 4): a child's tool use awaiting the client parks the session with
