@@ -102,7 +102,7 @@ t.test('unknown paths: no match and no methods (the server answers 404)', async 
     '/v1/agents/agent_1/nope',
     '/v1/agents/agent_1/versions/1',
     '/v1/sessions/sesn_1/events/stream/more',
-    '/v1/sessions/sesn_1/threads',
+    '/v1/sessions/sesn_1/threads/sthr_1/more',
     '/v1//agents',
     '//v1/agents',
     'v1/agents',
