@@ -66,10 +66,10 @@ async function twoHosts(t: Tap) {
   return [a, b] as const
 }
 
-async function setup(t: Tap, tools: unknown[] = []) {
+async function setup(t: Tap, tools: unknown[] = [], more: (client: ReturnType<typeof clientFor>) => Promise<object> = async () => ({})) {
   const [a, b] = await twoHosts(t)
   const client = clientFor(a.url, { maxRetries: 6 })
-  const agent = await client.beta.agents.create({ name: 'chaos', model: 'claude-sonnet-4-5', tools } as any)
+  const agent = await client.beta.agents.create({ name: 'chaos', model: 'claude-sonnet-4-5', tools, ...(await more(client)) } as any)
   const environment = await client.beta.environments.create({ name: 'chaos' })
   const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id } as any)
   const owner = (await ownerOf(session.id)) === hostOf(a) ? a : b
@@ -259,6 +259,59 @@ t.test('the owner is paused (SIGSTOP) past its heartbeat while a tool runs: the 
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
   // Both hosts answer reads with the stored truth once the resumed one is back.
   for (const p of [owner, survivor]) t.equal((await clientFor(p.url, { maxRetries: 6 }).beta.sessions.retrieve(session.id)).status, 'idle')
+})
+
+t.test('the owner is paused past its heartbeat while a child thread waits on the model: it writes to no thread once back', async (t) => {
+  const { owner, survivor, session, client } = await setup(t, [], async (c) => {
+    const member = await c.beta.agents.create({ name: 'member', model: 'claude-sonnet-4-5', system: 'MEMBER' } as any)
+    return { system: 'LEAD', multiagent: { type: 'coordinator', agents: [member.id] } }
+  })
+  let member = 0
+  let lead = 0
+  model.setHandler((req) => {
+    // The paused owner's request is answered while it sleeps; the new owner's at once.
+    if (req.body.system === 'MEMBER')
+      return ++member === 1
+        ? { delayMs: 1500, steps: [{ type: 'text', text: 'from the paused host' }] }
+        : { steps: [{ type: 'text', text: 'from the new owner' }] }
+    if (req.body.system !== 'LEAD') return undefined
+    return ++lead === 1
+      ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'member', message: 'work' } }] }
+      : { steps: [{ type: 'text', text: 'done' }] }
+  })
+  t.teardown(() => model.setHandler(undefined))
+  const stream = reader(await client.beta.sessions.events.stream(session.id))
+  const before = model.requests.length
+  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'delegate' }] }] } as any)
+  await until('the child asked the model', () => model.requests.slice(before).some((r) => r.body.system === 'MEMBER'), 20_000)
+  process.kill(owner.proc.pid!, 'SIGSTOP')
+  let resumed = false
+  const resume = () => {
+    if (!resumed) process.kill(owner.proc.pid!, 'SIGCONT')
+    resumed = true
+  }
+  t.teardown(resume)
+  await stream.next((e) => e.type === 'session.status_idle', 40_000)
+  // The paused host's answer has long arrived in its socket: it handles it now, and must write none of it.
+  resume()
+  await until('the resumed host serves again', async () => (await fetch(`${owner.url}/readyz`)).status === 200, 20_000)
+  const survivorClient = clientFor(survivor.url, { maxRetries: 6 })
+  const threads = await survivorClient.beta.sessions.threads.list(session.id)
+  t.equal(threads.data.length, 2, 'one child: the new owner resumed it')
+  const child: any[] = []
+  for await (const e of survivorClient.beta.sessions.threads.events.list(threads.data[1]!.id, { session_id: session.id })) child.push(e)
+  t.same(
+    child.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text),
+    ['from the new owner'],
+    "nothing of the paused host's reached the child's thread",
+  )
+  const all = await history(survivorClient, session.id)
+  t.same(
+    all.filter((e) => e.type === 'agent.tool_result').map((e) => e.content[0].text),
+    ['from the new owner'],
+    'the send answered once',
+  )
+  t.same(all.at(-1).stop_reason, { type: 'end_turn' })
 })
 
 t.test('an archive whose record write was lost is still an archive: the history says so', async (t) => {
