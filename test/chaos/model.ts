@@ -8,7 +8,9 @@
 //   "check-tags"           a bash call printing the workspace's tags.log
 //   "custom <tag> …"       one call of the custom tool `lookup`: the session parks until the driver answers
 //   "slow <tag> …"         a reply streamed over ~3 s, for the driver to interrupt
-// A tool result gets a closing text; anything else "ok".
+//   "delegate <tag>"       a coordinator's send to its member (threads.ts) of "bash <tag> threads.log"
+// A grader's request (an outcome's pass) is answered after 1.5 s: needs_revision, then satisfied once the transcript
+// holds a revision. A tool result gets a closing text; anything else "ok".
 import { randomBytes } from 'node:crypto'
 import { startFakeModelServer, type ScriptedReply } from '../fakes/model-server.js'
 
@@ -35,12 +37,22 @@ function reply(messages: any[]): ScriptedReply | undefined {
   if (verb === 'probe-sleep' && tag) return bash(`sleep ${tag}`)
   if (verb === 'check-tags') return bash('cat tags.log')
   if (verb === 'custom' && tag) return { steps: [{ type: 'tool_use', name: 'lookup', input: { q: tag } }] }
+  if (verb === 'delegate' && tag) {
+    return { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'chaos member', message: `bash ${tag} threads.log` } }] }
+  }
   if (verb === 'slow' && tag) return { steps: [{ type: 'text', text: `a long answer about ${tag} `.repeat(30), chunks: 30 }], chunkDelayMs: 100 }
   return undefined
 }
 
 const model = await startFakeModelServer()
-model.setHandler((req) => reply(req.body?.messages ?? []))
+/** An outcome's grader pass: slow enough to be cut by a fault now and then. */
+function grader(messages: any[]): ScriptedReply {
+  const revised = JSON.stringify(messages).includes('needs revision')
+  const verdict = revised ? { result: 'satisfied', explanation: 'revised' } : { result: 'needs_revision', explanation: 'revise it once' }
+  return { delayMs: 1500, steps: [{ type: 'text', text: JSON.stringify(verdict) }] }
+}
+
+model.setHandler((req) => (/^You grade the work/.test(req.body?.system ?? '') ? grader(req.body.messages ?? []) : reply(req.body?.messages ?? [])))
 // Requests are kept for tests; a long run needs none of them.
 setInterval(() => void model.requests.splice(0), 1000).unref()
 console.log(`fake model on ${model.url}`)

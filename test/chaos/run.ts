@@ -27,6 +27,7 @@ import { SandboxKillChecks } from './sandbox-kills.js'
 import { Schedules } from './schedules.js'
 import { oneTurn, type TurnOutcome } from './turn.js'
 import { SKILL_SWEEP_ENV, SKILLS_CLIENT, SkillChurn } from './skills.js'
+import { THREADS_CLIENT, ThreadChurn } from './threads.js'
 import { UploadProbes } from './uploads.js'
 import { Webhooks } from './webhooks.js'
 import { WorkspaceProbes } from './workspaces.js'
@@ -177,6 +178,7 @@ if (webhooks) {
 }
 const skills = new SkillChurn(clientWith(SKILLS_CLIENT, 5, 10_000))
 await skills.start()
+const threads = new ThreadChurn(clientWith(THREADS_CLIENT, 5, 10_000))
 const agent = await driverClient.beta.agents.create({
   name: 'chaos',
   model: 'claude-sonnet-4-5',
@@ -189,6 +191,7 @@ for (let i = 0; i < args.sessions; i++) {
   sessions.push(s.id)
 }
 say(`${sessions.length} sessions created`)
+await threads.start(environment.id, `t${args.seed}`)
 await Promise.all([schedules.start(0), schedules.start(1)])
 await schedules.deploy(driverClient, agent.id, environment.id, DEPLOYMENTS)
 say(`${DEPLOYMENTS} deployments every minute of a clock 10 times as fast, fired by 2 orchestrators`)
@@ -253,6 +256,7 @@ await Promise.all([
   ),
   webhooks?.run(loadStart, args.seconds, say),
   skills.run(endAt),
+  threads.run(endAt),
 ])
 clearTimeout(stopLoad)
 clearInterval(ticker)
@@ -299,6 +303,7 @@ const workspaceTags = new Map<string, TurnOutcome>()
 }
 say(`workspaces read back: ${[...workspaceTags.values()].filter((o) => 'events' in o).length} of ${sessions.length}`)
 const skillData = await skills.settle(nc, checkClient, say)
+const threadData = await threads.settle(checkClient, say)
 // The orchestrators still run (and fire schedules): what was stored until now must reach the receiver.
 const webhookData = await webhooks?.settle(nc, checkClient, say)
 // The orchestrators had the settle time to catch up; runs they queued are recorded by the hosts meanwhile.
@@ -337,6 +342,7 @@ const data: RunData = {
   schedules: scheduled,
   webhooks: webhookData,
   skills: skillData,
+  threads: threadData,
 }
 const checks = runChecks(data, args.faults.length > 0, args.sandboxHosts > 0)
 const failed = checks.some((c) => !c.ok)
