@@ -25,6 +25,7 @@ import { parseQuery } from './query.js'
 import { Router } from './router.js'
 import { createSessionStreams } from './session-stream.js'
 import { strictProblem } from './strict.js'
+import { routeHeaders, sessionsTokenOf } from './sessions-token.js'
 import type { After, BodyStream, Exchange, TransportName } from './transport.js'
 import type { GatewayOptions, IncomingRequest } from './types.js'
 
@@ -126,6 +127,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       if (problem) return answerError(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
     }
 
+    const token = sessionsTokenOf(route, params, inc.headers, opts.actors.tokenKey)
+    if (token instanceof ApiError) return answerError(ex, state, rid, token, mayHaveBody ? ex.dropBody() : 'keep')
+
     if (route.bytes === 'upload') {
       if (!mayHaveBody) return answerError(ex, state, rid, fail('upload_file_missing'))
       if (declared !== undefined && declared > fileLimit + MULTIPART_SLACK) return answerError(ex, state, rid, fail('file_too_large', fileLimit), ex.dropBody())
@@ -154,7 +158,16 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const query = route.op.query ? parse(route.op.query, parseQuery(inc.query)) : {}
     if (route.stream) return streams.serve(ex, state, { route, params, query, rid, headers: inc.headers })
     const key = idempotencyKeyOf(route, inc.headers)
-    const req = { op: route.op.name, rid, params, query, ...(key === undefined ? {} : { key }) }
+    const headers = routeHeaders(route, inc.headers)
+    const req = {
+      op: route.op.name,
+      rid,
+      params,
+      query,
+      ...(key === undefined ? {} : { key }),
+      ...(headers === undefined ? {} : { headers }),
+      ...(token === undefined ? {} : { token }),
+    }
     const result = large
       ? await dispatchLarge(opts.actors.wire, parsePool, route, req, bytes!, actorTimeoutMs)
       : await dispatch(opts.actors.wire, route, { ...req, body }, actorTimeoutMs)

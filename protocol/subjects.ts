@@ -89,6 +89,8 @@ export const Buckets = {
   webhooks: 'troupe_webhooks',
   /** `outputs.<session id>` → what of the session's outputs folder is published (actors/session/output-state.ts). */
   sessionOutputs: 'troupe_session_outputs',
+  /** `work_queue.<env id>` → an environment's self-hosted work items and their leases (actors/work/state.ts); `token-key` → the sessions tokens' HMAC key. */
+  workQueues: 'troupe_work_queues',
 } as const
 
 /** JetStream object stores (their streams are `OBJ_<name>`). */
