@@ -29,11 +29,13 @@ export class ToolRunner {
   async run(signal: AbortSignal): Promise<OpenTool[] | 'failed'> {
     for (const t of [...this.h.open.values()]) {
       if (signal.aborted || this.mb.dead) break
-      if (t.kind !== 'builtin' || (t.ask && !t.confirmation)) continue
+      if (t.kind === 'custom' || (t.ask && !t.confirmation)) continue
       if (t.confirmation?.result === 'deny') {
         this.error(t, t.confirmation.deny_message || 'The user denied this tool use.')
         continue
       }
+      // A self-hosted session's tool (allowed, or needing no confirmation) runs on its worker, which answers it.
+      if (t.kind === 'client') continue
       const route = routeTool(this.h.session.agent, t.name, !!this.h.rec.skills?.length)
       if (route.kind === 'skill') {
         await this.launch(t)

@@ -209,7 +209,7 @@ export class TurnLoop {
         if (route.kind === 'custom') events.emit('agent.custom_tool_use', { name: o.name, input: o.input })
         else {
           const policy = route.kind === 'skill' ? SKILL_POLICY : route.kind === 'builtin' ? route.policy : undefined
-          const perm = policy && h.rec.env.type === 'cloud' ? permissionFields(policy) : {}
+          const perm = policy ? permissionFields(policy) : {}
           events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
         }
       }
