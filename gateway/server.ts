@@ -26,6 +26,7 @@ import { Router } from './router.js'
 import { createSessionStreams } from './session-stream.js'
 import { strictProblem } from './strict.js'
 import { routeHeaders, sessionsTokenOf } from './sessions-token.js'
+import { EndedClaims } from './ended-claims.js'
 import type { After, BodyStream, Exchange, TransportName } from './transport.js'
 import type { GatewayOptions, IncomingRequest } from './types.js'
 
@@ -66,6 +67,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const fileLimit = opts.fileLimit ?? DEFAULT_FILE_MAX_BYTES
   const strict = opts.strict ?? false
   const router = new Router(ROUTES)
+  const endedClaims = new EndedClaims(nc)
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
   const parsePool = new ParsePool({ budgetBytes: opts.parseBudget })
@@ -127,7 +129,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       if (problem) return answerError(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
     }
 
-    const token = sessionsTokenOf(route, params, inc.headers, opts.actors.tokenKey)
+    const token = sessionsTokenOf(route, params, inc.headers, opts.actors.tokenKey, (c) => endedClaims.has(c))
     if (token instanceof ApiError) return answerError(ex, state, rid, token, mayHaveBody ? ex.dropBody() : 'keep')
 
     if (route.bytes === 'upload') {

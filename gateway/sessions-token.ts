@@ -14,6 +14,7 @@ export function sessionsTokenOf(
   params: Record<string, string>,
   headers: Record<string, string>,
   key: Uint8Array | undefined,
+  ended: (c: SessionsTokenClaims) => boolean,
 ): SessionsTokenClaims | ApiError | undefined {
   const auth = headers.authorization ?? ''
   const bearer = auth.slice(0, 7).toLowerCase() === 'bearer ' ? auth.slice(7).trim() : (headers['x-api-key'] ?? '').trim()
@@ -23,6 +24,8 @@ export function sessionsTokenOf(
   if (c === 'forged') return fail('sessions_token_invalid', 'is not valid')
   if (c === 'expired') return fail('sessions_token_invalid', 'has expired')
   if (!tokenReaches(c, route.operationId, params)) return fail('sessions_token_scope', `${route.method} ${route.path}`)
+  // The item's own routes check the claim where it is held: an ended one is a 412 there, which the worker expects.
+  if (!route.path.includes('/work/') && ended(c)) return fail('sessions_token_invalid', 'ended with its claim on the work item')
   return c
 }
 

@@ -59,6 +59,11 @@ export function parseActorSubject(subject: string): { kind: string; op: string }
 export const partitionWildcard = (kind: KindName, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
 
 export const HOST_PING = 'troupe.host.ping'
+/**
+ * Core NATS, no replies: a work item's claim ended (stopped, its lease lapsed, or handed out again), as
+ * `{w: work id, n: claim}`, so every gateway refuses that claim's sessions token on the session's routes from then on.
+ */
+export const WORK_CLAIM_ENDED = 'troupe.work.claim_ended'
 /** Each actor host answers here while its NATS connection lives (supervisor/presence.ts). */
 export const hostPresenceSubject = (hostId: string) => `troupe.presence.${hostId}`
 

@@ -6,6 +6,7 @@ import { EnvironmentKind } from '../../protocol/ops/environment.js'
 import type { WorkKind } from '../../protocol/ops/work.js'
 import { MetadataPatch, patchMetadata } from '../../protocol/schemas/common.js'
 import { RECLAIM_DEFAULT_MS, type WorkQueueStats } from '../../protocol/schemas/work.js'
+import { WORK_CLAIM_ENDED } from '../../protocol/subjects.js'
 import { SESSIONS_TOKEN_TTL_S, signSessionsToken, workSecret } from '../../protocol/sessions-token.js'
 import type { DurableState } from '../kit/durable-state.js'
 import type { Handlers } from '../kit/ops.js'
@@ -19,6 +20,21 @@ import { RecentWorkers, Waiters } from './waiters.js'
 function requeuedAny(before: Queue, after: Queue): boolean {
   const queued = new Set(before.items.filter((i) => i.state === 'queued').map((i) => i.id))
   return after.items.some((i) => i.state === 'queued' && !queued.has(i.id))
+}
+
+/**
+ * The claims a step ended: an item stopped, queued again by a lapse, or handed out again (its pending claim
+ * reclaimed). Their sessions tokens die with them (gateway/ended-claims.ts).
+ */
+function endedClaims(before: Queue, after: Queue): Array<{ w: string; n: number }> {
+  const now = new Map(after.items.map((i) => [i.id, i]))
+  const out: Array<{ w: string; n: number }> = []
+  for (const b of before.items) {
+    if (b.claim === 0 || b.state === 'stopped' || (b.state === 'queued' && b.handed_at === null)) continue
+    const a = now.get(b.id)
+    if (!a || a.state === 'stopped' || a.claim !== b.claim || (a.state === 'queued' && b.state !== 'queued')) out.push({ w: b.id, n: b.claim })
+  }
+  return out
 }
 
 /** What an exclusive step decides: the new queue (none: unchanged), its reply, and whether a blocked poll may now take something. */
@@ -48,6 +64,7 @@ export function workOps({ ctx, queues, tokenKey }: WorkDeps): { handlers: Handle
   async function run<R>(env: string, fn: (q: Queue, now: number) => Step<R>): Promise<R> {
     let wake = false
     let after: Queue | undefined
+    let ended: Array<{ w: string; n: number }> = []
     const reply = await queues.exclusive(env, (q0) => {
       const now = Date.now()
       const q1 = lapse(q0, now)
@@ -55,8 +72,10 @@ export function workOps({ ctx, queues, tokenKey }: WorkDeps): { handlers: Handle
       const next = successors(out.q ?? q1, now, () => newId('work'))
       after = next.q
       wake = !!out.wake || next.queued || (q1 !== q0 && requeuedAny(q0, q1))
+      ended = after === q0 ? [] : endedClaims(q0, after)
       return after === q0 ? { reply: out.reply } : { state: after, reply: out.reply }
     })
+    for (const c of ended) ctx.nc.publish(WORK_CLAIM_ENDED, JSON.stringify(c))
     if (after) timers.arm(env, after)
     if (wake) waiters.wake(env)
     return reply

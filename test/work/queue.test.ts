@@ -206,4 +206,15 @@ t.test('the sessions token: its item and its session, 403 elsewhere, 401 forged 
 
   // The worker force-stops with its token: accepted on its own item.
   t.match(await aw.stop(item.id, { environment_id: env.id, force: true }), { state: 'stopped' })
+  // It dies with its claim: every gateway hears the claim end.
+  let dead: any
+  for (let i = 0; i < 20 && !dead; i++) {
+    dead = await as.beta.sessions.retrieve(mine.id).then(
+      () => undefined,
+      (err) => err,
+    )
+    if (!dead) await new Promise((r) => setTimeout(r, 50))
+  }
+  t.equal(dead?.status, 401, 'refused once its claim ended')
+  t.match(dead?.error?.error?.message, /ended with its claim/)
 })
