@@ -6,20 +6,33 @@
 export class Waiters {
   private readonly byEnv = new Map<string, Set<() => void>>()
 
-  /** Resolves at the next `wake(env)`, or after `ms`. */
-  wait(env: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      let set = this.byEnv.get(env)
-      if (!set) this.byEnv.set(env, (set = new Set()))
-      const done = () => {
-        clearTimeout(timer)
-        set!.delete(done)
-        if (!set!.size) this.byEnv.delete(env)
-        resolve()
-      }
-      const timer = setTimeout(done, Math.max(0, ms))
-      set.add(done)
+  /**
+   * A waiter registered now, before the caller looks at the queue, so a wake that comes between its look and its wait
+   * is not lost: `wait(ms)` resolves at the first `wake(env)` since `arm`, or after `ms`; `cancel` when not waiting.
+   */
+  arm(env: string): { wait(ms: number): Promise<void>; cancel(): void } {
+    let set = this.byEnv.get(env)
+    if (!set) this.byEnv.set(env, (set = new Set()))
+    const own = set
+    let resolve!: () => void
+    const woken = new Promise<void>((r) => {
+      resolve = r
     })
+    let timer: NodeJS.Timeout | undefined
+    const done = () => {
+      clearTimeout(timer)
+      own.delete(done)
+      if (!own.size && this.byEnv.get(env) === own) this.byEnv.delete(env)
+      resolve()
+    }
+    own.add(done)
+    return {
+      wait: (ms) => {
+        if (own.has(done)) timer = setTimeout(done, Math.max(0, ms))
+        return woken
+      },
+      cancel: done,
+    }
   }
 
   wake(env: string): void {

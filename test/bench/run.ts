@@ -11,7 +11,8 @@
 // start-up and tool round trips, local vs isolated: sandbox.ts), or `files` (upload and download of 100 MB against a
 // raw object store put and get: files.ts), or `workspace` (a session's workspace saved after a tool call and restored on
 // another host: workspace.ts), or `skill-mounts` (a 25 MB skill bundle unpacked into a session's directory: skill-mounts.ts), or `webhooks` (deliveries per second and change-to-delivery latency, one orchestrator
-// then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts); none runs everything.
+// then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts), or `work` (the self-hosted work queue: claims,
+// queue-to-claim, CPU of idle pollers: work.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -24,6 +25,7 @@ import { runDeploymentBench } from './deployments.js'
 import { runSandboxBench } from './sandbox.js'
 import { runWebhookBench } from './webhooks.js'
 import { runWorkspaceBench } from './workspace.js'
+import { runWorkBench } from './work.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, sleep, startAsNpmStart, startBaseline, type LoadResult } from './bed.js'
@@ -207,6 +209,7 @@ const known = [
   'skills',
   'skill-mounts',
   'webhooks',
+  'work',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -227,3 +230,4 @@ if (!args.length || args.includes('workspace')) await runWorkspaceBench()
 if (!args.length || args.includes('skills')) await runSkillBundleBench()
 if (!args.length || args.includes('skill-mounts')) await runSkillMountBench()
 if (!args.length || args.includes('webhooks')) await runWebhookBench()
+if (!args.length || args.includes('work')) await runWorkBench()
