@@ -218,3 +218,24 @@ t.test('the sessions token: its item and its session, 403 elsewhere, 401 forged 
   t.equal(dead?.status, 401, 'refused once its claim ended')
   t.match(dead?.error?.error?.message, /ended with its claim/)
 })
+
+t.test('the client’s poller: claims every queued item in order, acks it, stops it after the loop body', async (t) => {
+  const { env, session } = await selfHostedEnv()
+  const made = [await session(), await session(), await session()]
+  const seen: string[] = []
+  for await (const w of work.poller({ environmentId: env.id, environmentKey: 'any-key', drain: true, blockMs: 100 } as any)) {
+    t.equal((w as any).state, 'queued', 'yielded as polled')
+    t.equal((await work.retrieve(w.id, { environment_id: env.id })).state, 'starting', 'acked before it is yielded')
+    seen.push(w.data.id)
+  }
+  t.same(
+    seen,
+    made.map((m) => m.id),
+    'oldest first, each once',
+  )
+  const items = (await work.list(env.id)).data
+  t.ok(
+    items.every((i) => i.state === 'stopping'),
+    'stopped (gracefully) after the loop body: stopping until its lease runs out',
+  )
+})
