@@ -33,7 +33,7 @@ import { checkFits, lastSequence } from './log.js'
 import { listEvents } from './pages.js'
 import { attachFiles, dropCopies, resourceOps } from './resources.js'
 import { checkClientEvents } from './rules.js'
-import { queueWork, stopWork, workAfterSend } from './self-hosted.js'
+import { queueWork, selfHostedOf, stopWork, workAfterSend } from './self-hosted.js'
 import { sessionKey, viewOf, type SessionRecord, type SessionSkill } from './state.js'
 
 export interface Actors {
@@ -164,7 +164,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     }
     const actor = SessionActor.fresh(deps, rec, record)
     actors.add(actor)
-    await queueWork(ctx, selfHosted(rec), req.rid)
+    await queueWork(ctx, selfHostedOf(rec), req.rid)
     if (b.initial_events?.length) {
       await actor.accept(b.initial_events, req)
       // The turn starts at once; the reply says so even if the first status event is a moment away.
@@ -251,14 +251,14 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       if (actor.isRunning() || actor.h.pending.size > 0) throw fail('session_running', id)
       await actor.record('session.status_terminated', {})
       await actor.save()
-      await stopWork(ctx, selfHosted(actor.h.rec), true, rid)
+      await stopWork(ctx, selfHostedOf(actor.h.rec), true, rid)
       return actor.view()
     },
 
     async delete({ id, rid }) {
       const actor = await live(id)
       await actor.destroy(rid)
-      await stopWork(ctx, selfHosted(actor.h.rec), true, rid)
+      await stopWork(ctx, selfHostedOf(actor.h.rec), true, rid)
       // The session is gone: so are the copies its resources held.
       await dropCopies(deps, id, actor.h.session.resources, rid)
       await unpinSessionSkills(ctx.client, id, actor.h.rec.skills ?? [], ctx.log)
@@ -270,7 +270,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       checkFits(ctx.nc, req.body.events)
       const actor = await live(id)
       const data = await actor.accept(req.body.events, req, (events) => checkClientEvents(actor.h, events))
-      await workAfterSend(ctx, selfHosted(actor.h.rec), req.body.events, req.rid)
+      await workAfterSend(ctx, selfHostedOf(actor.h.rec), req.body.events, req.rid)
       return { data }
     },
 
@@ -287,6 +287,3 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     },
   }
 }
-
-/** What the work queue hooks need of a session record. */
-const selfHosted = (rec: SessionRecord) => ({ id: rec.session.id, environment_id: rec.session.environment_id, selfHosted: rec.env.type === 'self_hosted' })

@@ -15,6 +15,7 @@ import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, routeTool, toolDefinitions } from './tools.js'
 import { withSkills } from './skill-context.js'
+import { selfHostedOf, workAfterTurn } from './self-hosted.js'
 import { estimateTokens } from '../../protocol/skill-rules.js'
 import type { Policy } from '../../protocol/schemas/agent.js'
 
@@ -138,6 +139,7 @@ export class TurnLoop {
     const started = this.stats?.startedAt ?? this.p.h.rec.running_since
     this.p.events.emit('session.status_idle', { stop_reason: stop, stop_details: details })
     void this.p.writer.persist()
+    workAfterTurn(this.p.deps.ctx, selfHostedOf(this.p.h.rec), stop, this.rid)
     const s = this.stats ?? newTurnStats()
     this.stats = undefined
     this.p.deps.ctx.log.info(

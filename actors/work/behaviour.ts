@@ -219,8 +219,13 @@ export function workOps({ ctx, queues, tokenKey }: WorkDeps): { handlers: Handle
     queue({ id: env, body }) {
       return run(env, (q, now) => {
         const live = q.items.find((i) => i.session_id === body.session_id && isLive(i))
-        // A stopping item's worker is leaving: its successor is queued once it stops (state.ts#successors).
-        if (live?.state === 'stopping' && !live.again) return { q: replace(q, { ...live, again: true }), reply: view(env, live) }
+        // The turn ended without tools waiting: whatever its worker does next, no successor is owed.
+        if (body.need === false)
+          return live?.again ? { q: replace(q, { ...live, again: false }), reply: view(env, live) } : { reply: live ? view(env, live) : null }
+        // Tools wait (`need`), or input came while the worker is leaving (stopping): if the live item stops before
+        // they are answered, its successor is queued then (state.ts#successors).
+        const owed = body.need === true || live?.state === 'stopping'
+        if (live && owed && !live.again) return { q: replace(q, { ...live, again: true }), reply: view(env, live) }
         if (live) return { reply: view(env, live) }
         const it = newItem(newId('work'), body.session_id, now)
         return { q: { items: [...q.items, it] }, reply: view(env, it), wake: true }

@@ -34,8 +34,8 @@ export const WorkKind = defineKind(
     ack: { placement: 'owner', sub: WorkId, reply: returns<Work>() },
     heartbeat: { placement: 'owner', sub: WorkId, query: WorkHeartbeatQuery, reply: returns<WorkHeartbeat>() },
     stop: { placement: 'owner', sub: WorkId, body: WorkStopInput, reply: returns<Work>() },
-    /** Internal (the session kind): the session's live item, queued when it has none. */
-    queue: { placement: 'owner', body: WorkQueueInput, reply: returns<Work>() },
+    /** Internal (the session kind): the session's live item, queued when it has none (`need: false`: null, nothing queued). */
+    queue: { placement: 'owner', body: WorkQueueInput, reply: returns<Work | null>() },
     /** Internal (the session kind): the session's live item stops; null when it has none. */
     'session.stop': { placement: 'owner', body: WorkSessionStopInput, reply: returns<Work | null>() },
   },

@@ -72,8 +72,11 @@ export const WorkUpdateInput = type({ '+': 'reject', metadata: type('object').na
 
 export const WorkListQuery = type({ 'limit?': limitParam(100), 'page?': pageParam })
 
-/** Internal (the session kind): the session's live item, queued when it has none. */
-export const WorkQueueInput = type({ '+': 'reject', session_id: 'string <= 128' })
+/**
+ * Internal (the session kind): the session's live item, queued when it has none. `need`: its turn parked on tools
+ * (true: a worker must come even if the live item's worker is leaving) or ended without any (false: no longer).
+ */
+export const WorkQueueInput = type({ '+': 'reject', session_id: 'string <= 128', 'need?': 'boolean' })
 
 /** Internal (the session kind): the session's live item stops (`force`: at once). */
 export const WorkSessionStopInput = type({ '+': 'reject', session_id: 'string <= 128', force: 'boolean' })

@@ -61,3 +61,40 @@ t.test('a worker runs a self-hosted session’s tool use; the turn resumes; its 
   ac.abort()
   await running
 })
+
+t.test('a worker that leaves while tools wait owes a successor; one that leaves an ended turn does not', async (t) => {
+  const { agent, env } = await agentAndEnv(s.client, { tools: TOOLSET }, { config: { type: 'self_hosted' } })
+  const session = await s.client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
+  const work = s.client.beta.environments.work
+  const item = (await work.poll(env.id))!
+  await work.ack(item.id, { environment_id: env.id })
+  const beat = await work.heartbeat(item.id, { environment_id: env.id, expected_last_heartbeat: 'NO_HEARTBEAT' })
+  s.model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: 'true' } }] }, { steps: [{ type: 'text', text: 'ok' }] })
+  let stream = await s.client.beta.sessions.events.stream(session.id)
+  await s.client.beta.sessions.events.send(session.id, { events: [say('go')] } as any)
+  const parked = await collect(stream, (e) => e.type === 'session.status_idle')
+  const use = parked.find((e) => e.type === 'agent.tool_use')
+  t.same(parked.at(-1).stop_reason, { type: 'requires_action', event_ids: [use.id] })
+  // The worker leaves without answering (its runner gave up just as the turn parked): a successor is queued.
+  await new Promise((r) => setTimeout(r, 200))
+  await work.stop(item.id, { environment_id: env.id, force: true })
+  const [next] = (await work.list(env.id)).data
+  t.match(next, { state: 'queued', data: { id: session.id } })
+  t.not(next!.id, item.id, 'a new item for the waiting tool use')
+  t.ok(beat.last_heartbeat)
+
+  // This time the tool is answered and the turn ends: the worker's leaving owes nothing.
+  const claimed = (await work.poll(env.id))!
+  await work.ack(claimed.id, { environment_id: env.id })
+  await work.heartbeat(claimed.id, { environment_id: env.id, expected_last_heartbeat: 'NO_HEARTBEAT' })
+  stream = await s.client.beta.sessions.events.stream(session.id)
+  await s.client.beta.sessions.events.send(session.id, {
+    events: [{ type: 'user.tool_result', tool_use_id: use.id, content: [{ type: 'text', text: 'ok' }] }],
+  } as any)
+  await collect(stream, (e) => e.type === 'session.status_idle' && e.stop_reason.type === 'end_turn')
+  await new Promise((r) => setTimeout(r, 200))
+  await work.stop(claimed.id, { environment_id: env.id, force: true })
+  const items = (await work.list(env.id)).data
+  t.equal(items.length, 2, 'no successor')
+  t.ok(items.every((i) => i.state === 'stopped'))
+})
