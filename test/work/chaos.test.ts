@@ -98,7 +98,8 @@ t.test('workers and a host SIGKILLed: leases exclusive, tool uses answered once,
   const say = (text: string) => ({ events: [{ type: 'user.message', content: [{ type: 'text', text }] }] }) as any
   for (const sn of sessions) await client.beta.sessions.events.send(sn.id, say('first'))
 
-  await sleep(3000)
+  // Killed while they hold items: once each has had a beat accepted.
+  await until('w0 and w1 hold items', async () => ['w0', 'w1'].every((w) => beats.some((x) => x.w === w && x.state === 'active')), 30_000)
   workers[0]!.kill('SIGKILL')
   workers[1]!.kill('SIGKILL')
   await c.kill()
