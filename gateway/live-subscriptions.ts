@@ -2,7 +2,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import { liveItems, type EventItem } from '../protocol/event-item.js'
 import { fail } from '../protocol/errors/fail.js'
-import { liveWildcard } from '../protocol/subjects.js'
+import { liveSubject } from '../protocol/subjects.js'
 
 /**
  * One core subscription to `troupe.live.<sid>.>` per session on this gateway, shared by every SSE tail of that
@@ -34,8 +34,8 @@ export interface LiveMembership {
 }
 
 export interface LiveSubscriptions {
-  /** Starts delivering the session's live messages to `listener`, synchronously. */
-  join(sid: string, listener: LiveListener): LiveMembership
+  /** Starts delivering the live messages of the session's `thread` (default its primary) to `listener`, synchronously. */
+  join(sid: string, listener: LiveListener, thread?: string): LiveMembership
   /** Sessions with a subscription right now. */
   readonly size: number
 }
@@ -74,9 +74,9 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
     }
   })()
 
-  const subscribe = (sid: string): Shared => {
+  const subscribe = (sid: string, thread: string): Shared => {
     const listeners = new Set<LiveListener>()
-    const sub = nc.subscribe(liveWildcard(sid), {
+    const sub = nc.subscribe(liveSubject(sid, thread), {
       callback: (err, msg) => {
         if (err) {
           log.warn({ err, session: sid }, 'live subscription failed')
@@ -107,10 +107,12 @@ export function createLiveSubscriptions(nc: NatsConnection, log: Logger): LiveSu
   }
 
   return {
-    join(sid, listener) {
+    join(session, listener, thread = 'primary') {
+      // One subscription per thread's subject: the session's own stream is its primary's.
+      const sid = thread === 'primary' ? session : `${session}.${thread}`
       let shared = bySession.get(sid)
       if (!shared) {
-        shared = subscribe(sid)
+        shared = subscribe(session, thread)
         bySession.set(sid, shared)
       }
       const s = shared

@@ -5,6 +5,7 @@ import { isApiError } from '../protocol/errors/api-error.js'
 import { toEnvelope } from '../protocol/errors/envelope.js'
 import { fail } from '../protocol/errors/fail.js'
 import { isInternalType, type StreamOpenReply } from '../protocol/events.js'
+import { threadToken } from '../protocol/ids.js'
 import type { Route } from '../protocol/routes/index.js'
 import { dispatch } from './dispatch.js'
 import {
@@ -163,6 +164,8 @@ class Tail {
   private ended = false
   private deletedSeen = false
   /** The last stored event handled (sent, or deliberately skipped as already known to the client). */
+  /** The thread tailed: the token of its subject (`primary`, or a child's id). */
+  private readonly thread: string
   private cursor: Position = endOf(0)
   private readonly previews = new Set<string>()
 
@@ -175,6 +178,9 @@ class Tail {
     const sid = call.params[call.route.op.id.param]
     if (!sid) throw fail('internal', `stream route ${call.route.path} has no session key`)
     this.sid = sid
+    // A thread's stream (WIRE §8) tails its own subject; the session's, its primary thread's.
+    const sub = call.route.op.sub && call.params[call.route.op.sub.param]
+    this.thread = sub ? threadToken(sid, sub) : 'primary'
     const q = (call.query ?? {}) as StreamQuery
     this.deltas = new Set(q.event_deltas === undefined ? [] : Array.isArray(q.event_deltas) ? q.event_deltas : [q.event_deltas])
   }
@@ -184,7 +190,9 @@ class Tail {
     // Before SSE starts, a client that goes away ends the work; startSse replaces this hook with its own.
     state.onAbort = () => this.end()
     try {
-      this.tap = this.deps.actors.localTails?.tap(this.sid, { onItem: (item) => this.onLive(item), onMoved: () => this.onMoved() }, this.deltas.size > 0)
+      // Owners feed only their primary threads' tails in-process; a child's listens over NATS.
+      if (this.thread === 'primary')
+        this.tap = this.deps.actors.localTails?.tap(this.sid, { onItem: (item) => this.onLive(item), onMoved: () => this.onMoved() }, this.deltas.size > 0)
       if (!this.tap) await this.listen()
       this.stillOpen()
       const lastSeq = await this.lastSeq()
@@ -237,7 +245,11 @@ class Tail {
 
   /** Listens on the session's live subject; resolves once the server has the subscription. */
   private async listen(): Promise<void> {
-    this.membership = this.subscriptions.join(this.sid, { onItem: (item) => this.onLive(item), onClose: () => this.end(), onResume: () => this.onResume() })
+    this.membership = this.subscriptions.join(
+      this.sid,
+      { onItem: (item) => this.onLive(item), onClose: () => this.end(), onResume: () => this.onResume() },
+      this.thread,
+    )
     await this.membership.ready
   }
 
@@ -358,7 +370,7 @@ class Tail {
 
   private async openReader(from: ReadFrom): Promise<EventReader | undefined> {
     if (this.ended || this.deletedSeen) return undefined
-    const reader = await this.deps.actors.readHistory(this.sid, from)
+    const reader = await this.deps.actors.readHistory(this.sid, from, this.thread)
     if (this.ended || this.deletedSeen) {
       reader.close()
       return undefined

@@ -27,6 +27,8 @@ export interface EventItem {
   processed: string[] | undefined
   /** `Troupe-Request` of a stored client event (read from the stream only; live tails have no use for it). */
   request?: string
+  /** The thread whose subject holds it (`primary`, or a child's `sthr_` id); set on reads of the stream. */
+  thread?: string
 }
 
 /**
@@ -85,8 +87,10 @@ export function liveItems(msg: Msg): EventItem[] {
 }
 
 /** A message read from the events stream (a consumer's or a direct get's), split into its events. */
-export function storedItems(h: MsgHdrs | undefined, payload: string, seq: number): EventItem[] {
-  return split(h, payload, seq, undefined, undefined)
+export function storedItems(h: MsgHdrs | undefined, payload: string, seq: number, thread?: string): EventItem[] {
+  const items = split(h, payload, seq, undefined, undefined)
+  if (thread !== undefined) for (const item of items) item.thread = thread
+  return items
 }
 
 function split(h: MsgHdrs | undefined, payload: string, seq: number | undefined, prevSeq: number | undefined, deltaOf: string | undefined): EventItem[] {
@@ -112,7 +116,8 @@ function split(h: MsgHdrs | undefined, payload: string, seq: number | undefined,
 }
 
 /** Opens a read of a session's stored events: what the gateway's SSE tail is handed to replay and catch up with. */
-export type ReadHistory = (sessionId: string, from: ReadFrom) => Promise<EventReader>
+/** `thread`: the token of the thread's subject (protocol/ids.ts `threadToken`); default the primary's. */
+export type ReadHistory = (sessionId: string, from: ReadFrom, thread?: string) => Promise<EventReader>
 
 /**
  * A session's events fed in-process by its owner, when the owner runs in the gateway's own process (the session

@@ -57,6 +57,15 @@ export function idFromKey(prefix: IdPrefix | (string & {}), scope: string, key: 
   return `${prefix}_${out}`
 }
 
+/**
+ * A session's primary thread: its id is the session's with the thread prefix, so sessions stored before threads
+ * existed have one, stable, without a write.
+ */
+export const primaryThreadId = (sessionId: string): string => `sthr_${sessionId.slice(sessionId.indexOf('_') + 1)}`
+
+/** The token of a thread's subjects (`troupe.events.<sid>.<token>`): `primary` for the primary, a child's own id. */
+export const threadToken = (sessionId: string, threadId: string): string => (threadId === primaryThreadId(sessionId) ? 'primary' : threadId)
+
 /** The longest id accepted anywhere, prefix included (ours are the prefix and 27 characters). */
 export const ID_MAX_LENGTH = 128
 

@@ -35,3 +35,20 @@ export interface Session {
 
 /** The environment configuration a session captured at creation (SPEC: later updates do not affect it). */
 export type CapturedEnvironment = EnvironmentConfig
+
+/** WIRE §8 SessionThread: the primary thread (`parent_thread_id` null) or a child a coordinator's send started. */
+export interface SessionThread {
+  id: string
+  type: 'session_thread'
+  session_id: string
+  parent_thread_id: string | null
+  agent: ThreadAgent | AdvisorEntry
+  status: SessionStatus
+  stats: { active_seconds: number; duration_seconds: number } | null
+  /** The thread's own: `list_cost` excludes the session's runtime (WIRE §8). */
+  usage: SessionUsage | null
+  workflow_run_id: string | null
+  created_at: string
+  updated_at: string
+  archived_at: string | null
+}

@@ -29,8 +29,8 @@ export function actorAccess(nc: NatsConnection, wire: ActorWire = actorWire(nc),
  */
 function gatewayReads(js: JetStreamClient): ReadHistory {
   const classified = (err: unknown) => storeUnavailable(err) ?? err
-  return async (sessionId, from) => {
-    const reader: EventReader = await readSessionEvents(js, sessionId, from).catch((err) => Promise.reject(classified(err)))
+  return async (sessionId, from, thread = 'primary') => {
+    const reader: EventReader = await readSessionEvents(js, sessionId, from, { thread }).catch((err) => Promise.reject(classified(err)))
     return { next: () => reader.next().catch((err) => Promise.reject(classified(err))), close: () => reader.close() }
   }
 }

@@ -1,8 +1,14 @@
 import { createHash } from 'node:crypto'
 import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream'
-import type { ObjectStore, ObjectStoreOptions, Objm } from '@nats-io/obj'
+import { type ObjectStore, type ObjectStoreOptions, type Objm, setSha256Backend } from '@nats-io/obj'
 import { ensureReplicas, replicasRefused, type Storage } from './replicas.js'
 import { retryWhileStarting } from './retry.js'
+
+// nats.js hashes every object it puts, on the event loop, in pure JS by default (js-sha256, ~65 MB/s here): a 25 MB
+// skill bundle held the loop in stretches of 60–130 ms, ~400 ms per upload, and GETs meanwhile waited behind it
+// (test/bench/skill-server.ts). node:crypto's hash is the same digest at OpenSSL speed. Process-wide: every put of
+// ours goes through a module that imports this one.
+setSha256Backend('native')
 
 /** Bytes per stored chunk (one JetStream message each; nats.js clamps it to the server's max_payload). */
 export const CHUNK_BYTES = 1024 * 1024

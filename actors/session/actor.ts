@@ -2,8 +2,8 @@ import { isApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
 import type { RequestTag, SessionEvent } from '../../protocol/events.js'
 import { fingerprint } from '../../protocol/hash.js'
-import { newId } from '../../protocol/ids.js'
-import type { Session } from '../../protocol/session.js'
+import { newId, primaryThreadId } from '../../protocol/ids.js'
+import type { Session, SessionThread } from '../../protocol/session.js'
 import { MailboxActor } from '../kit/actor.js'
 import { FencedRecord } from '../kit/fenced-record.js'
 import { AppendUncertain } from '../kit/mailbox.js'
@@ -13,12 +13,34 @@ import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
 import { History } from './history.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
+import { outcomeIdOf } from './outcomes.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
 import { type SessionSandbox, sessionSandbox } from './session-sandbox.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
-import { ToolRunner } from './tool-runner.js'
-import { TurnLoop } from './turn.js'
+import { ToolLock, ToolRunner } from './tool-runner.js'
+import { type Emitter, TurnLoop } from './turn.js'
+import { advisorOf, type ChildThread, Coordinator, childHistory, type Member, rosterOf, type ThreadHost, ThreadEmitter, threadView } from './threads.js'
+
+/** A child thread as a replay leaves it: its history and its subject's last sequence (its fence). */
+interface ReplayedThread {
+  member: Member
+  h: History
+  lastSeq: number
+}
+
+/**
+ * A client event as stored: its id, and for an outcome its `outcome_id` (derived from the id, so a retry names the same
+ * one) and `max_iterations` (null when not given: the default applies).
+ */
+function stored(e: { type: string }, id: string): SessionEvent {
+  const outcome =
+    e.type === 'user.define_outcome' ? { outcome_id: outcomeIdOf(id), max_iterations: (e as { max_iterations?: number | null }).max_iterations ?? null } : {}
+  return { ...e, id, ...outcome, processed_at: null } as SessionEvent
+}
+
+/** A child thread's turns write no record: its events are its state. */
+const NO_RECORD = { running: () => undefined, persist: () => Promise.resolve() }
 
 const isResult = (e: SessionEvent) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
 
@@ -45,6 +67,14 @@ export class SessionActor extends MailboxActor {
   private readonly rids = new Map<string, string>()
   /** Requests whose events are being stored, by key: a retry waits for its first attempt. */
   private readonly accepting = new Map<string, Promise<void>>()
+  /** Its child threads (threads.ts), by id, in creation order. */
+  private readonly children = new Map<string, ChildThread>()
+  /** A coordinator's roster, as its tools name the members; empty for any other agent. */
+  private readonly members: Member[]
+  /** The roster's advisor, if it has one. */
+  private readonly advisor: Member | undefined
+  /** The session's threads share one sandbox: one tool at a time. */
+  private readonly lock = new ToolLock()
 
   private constructor(
     private readonly deps: ActorDeps,
@@ -52,15 +82,21 @@ export class SessionActor extends MailboxActor {
     lastSeq: number,
     stored: FencedRecord<SessionRecord>,
     workMarked = false,
+    replayed: ReadonlyMap<string, ReplayedThread> = new Map(),
   ) {
     super(h.session.id, deps.actors, deps.actors.mailbox(h.session.id, workMarked))
     const { mb } = this
-    this.events = new SessionEvents(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
+    this.events = SessionEvents.primary(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
     this.sandbox = sessionSandbox(h, this.events, mb, deps)
-    this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts)
-    this.turns = new TurnLoop({ id: this.id, h, mb, events: this.events, writer: this.writer, tools: this.tools, sandbox: this.sandbox, deps })
-    this.recovery = new Recovery(h, this.events, this.tools, this.turns)
+    this.members = rosterOf(h.session.agent)
+    this.advisor = advisorOf(h.session.agent)
+    const coordinator = this.members.length || this.advisor ? new Coordinator(this.threadHost()) : undefined
+    this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts, this.lock, coordinator)
+    const roster = coordinator ? { members: this.members, advisor: this.advisor } : undefined
+    this.turns = new TurnLoop({ ...this.turnParts(h, this.events, this.tools), writer: this.writer, roster })
+    for (const [id, t] of replayed) this.adopt(id, t.member, t.h, t.lastSeq)
+    this.recovery = new Recovery(h, this.events, this.tools, this.turns, [...this.children.values()])
   }
 
   /** Rebuilds a session from its record and its history; undefined when it does not exist. */
@@ -72,11 +108,34 @@ export class SessionActor extends MailboxActor {
     rec.totals = emptyUsage()
     rec.running_since = null
     rec.session.status = 'idle'
+    rec.session.outcome_evaluations = []
     const h = new History(rec)
-    const last = await lastSequence(deps.ctx.jsm, id)
-    await readSession(deps.ctx.js, id, last, (r) => h.apply(r.event, r.processed, r.request))
+    const advisor = advisorOf(rec.session.agent)
+    const members = [...rosterOf(rec.session.agent), ...(advisor ? [advisor] : [])]
+    const threads = new Map<string, ReplayedThread>()
+    let primarySeq = 0
+    // Every thread's records, in the one order they were written (appends.ts): a child's after its creation.
+    await readSession(deps.ctx.js, id, await lastSequence(deps.ctx.jsm, id), (r) => {
+      if (r.thread !== 'primary') {
+        const t = threads.get(r.thread)
+        if (!t) return
+        t.h.apply(r.event, r.processed, r.request)
+        t.lastSeq = r.seq
+        return
+      }
+      primarySeq = r.seq
+      h.apply(r.event, r.processed, r.request)
+      if (r.event.type === 'session.thread_created') {
+        const member = members.find((m) => m.name === r.event.agent_name)
+        const tid = String(r.event.session_thread_id)
+        if (!member) return
+        const ch = childHistory(rec, tid, member.agent, String(r.event.processed_at))
+        threads.set(tid, { member, h: ch, lastSeq: 0 })
+        h.children.set(tid, ch)
+      }
+    })
     // A marker left by a host that died holding the session (busy or not) is cleared when this actor leaves memory.
-    return new SessionActor(deps, h, last, cur.record, h.running || work)
+    return new SessionActor(deps, h, primarySeq, cur.record, h.running || work, threads)
   }
 
   /** A session that was just stored by create (its history is empty). */
@@ -84,10 +143,63 @@ export class SessionActor extends MailboxActor {
     return new SessionActor(deps, new History(rec), 0, record)
   }
 
+  /** What the session has spent, every thread's together, and its budget: each thread checks it before a model request. */
+  private readonly spend = () => ({ totals: this.h.liveTotals(), budget: this.h.session.budget })
+
+  private turnParts(h: History, events: Emitter, tools: ToolRunner) {
+    return { id: this.id, h, mb: this.mb, events, tools, sandbox: this.sandbox, deps: this.deps, spend: this.spend }
+  }
+
+  /** What the coordinator's sends need of this actor. */
+  private threadHost(): ThreadHost {
+    return {
+      h: this.h,
+      events: this.events,
+      members: this.members,
+      advisor: this.advisor,
+      child: (id) => this.children.get(id),
+      spawn: (id, member) => {
+        const ev = this.events.emit('session.thread_created', { session_thread_id: id, agent_name: member.name, workflow_run_id: null })
+        const ch = childHistory(this.h.rec, id, member.agent, String(ev.processed_at))
+        this.h.children.set(id, ch)
+        return this.adopt(id, member, ch, 0)
+      },
+    }
+  }
+
+  /** A child thread's runtime around its history: its own subject (fenced from `lastSeq`), writes and turns. */
+  private adopt(id: string, member: Member, ch: History, lastSeq: number): ChildThread {
+    const log = new EventLog(this.deps.ctx.nc, this.id, lastSeq, () => this.mb.checkServing(), undefined, id)
+    const events = new ThreadEmitter(this.events.thread(ch, log), this.events, id, member.name)
+    const tools = new ToolRunner(ch, events, this.mb, this.sandbox, this.deps.skillTexts, this.lock)
+    const turns = new TurnLoop({ ...this.turnParts(ch, events, tools), writer: NO_RECORD })
+    const child: ChildThread = {
+      id,
+      member,
+      h: ch,
+      events,
+      turns,
+      abort: () => turns.abort(),
+      lastSeq: () => log.lastSeq,
+      async run(signal) {
+        const stop = () => turns.abort()
+        signal.addEventListener('abort', stop, { once: true })
+        try {
+          if (!signal.aborted) await turns.run()
+        } finally {
+          signal.removeEventListener('abort', stop)
+        }
+      },
+    }
+    this.children.set(id, child)
+    return child
+  }
+
   /** Stopped (failed, passivated or shut down): the turn stops at its next step, the shell goes. */
   protected override stopped(): void {
     this.writer.cancel()
     this.turns.abort()
+    for (const c of this.children.values()) c.abort()
     void this.sandbox.close()
   }
 
@@ -117,10 +229,12 @@ export class SessionActor extends MailboxActor {
     sent: readonly E[],
     req: { rid: string; key?: string },
     check: (events: E[]) => void = () => undefined,
+    /** The events as the client sent them, when `sent` differs (File rubrics read as text): what a retry must match. */
+    original: readonly unknown[] = sent,
   ): Promise<SessionEvent[]> {
     this.mb.alive()
     const key = req.key !== undefined ? `k:${req.key}` : `r:${req.rid}`
-    const hash = fingerprint(sent)
+    const hash = fingerprint(original)
     // A retry that arrives while its first attempt is being stored waits for it, then finds it. From here to
     // `accepting.set` nothing awaits: two attempts that arrive together (both waiting for the actor to load)
     // must not both find nothing stored and both store.
@@ -130,16 +244,16 @@ export class SessionActor extends MailboxActor {
     }
     const prior = this.h.requests.get(key)
     if (prior && prior.hash !== hash) throw fail('idempotency_key_reused')
-    const events = sent.map((e, i) => ({ ...e, id: prior?.ids[i] ?? newId('sevt'), processed_at: null }) as SessionEvent)
+    const events = sent.map((e, i) => stored(e, prior?.ids[i] ?? newId('sevt')))
     const todo = events.map((e, index) => ({ e, index })).filter(({ index }) => prior?.ids[index] === undefined)
     if (!todo.length) return events
     check(todo.map((t) => sent[t.index]!))
-    const stored = this.store(todo, { key, hash, count: events.length }, req)
-    this.accepting.set(key, stored)
+    const storing = this.store(todo, { key, hash, count: events.length }, req)
+    this.accepting.set(key, storing)
     try {
-      await stored
+      await storing
     } finally {
-      if (this.accepting.get(key) === stored) this.accepting.delete(key)
+      if (this.accepting.get(key) === storing) this.accepting.delete(key)
     }
     return events
   }
@@ -173,8 +287,14 @@ export class SessionActor extends MailboxActor {
       throw fail('outcome_uncertain', `The request's events (${todo.length})`)
     }
     if (!ok) throw fail('session_archived', this.id)
-    // An interrupt acts at once: the running turn stops at its next step, and the mailbox handles the rest.
-    if (todo.some(({ e }) => e.type === 'user.interrupt')) this.turns.abort()
+    // An interrupt acts at once: the running turn stops at its next step (one naming a child: that thread's), and the
+    // mailbox handles the rest.
+    for (const { e } of todo) {
+      if (e.type !== 'user.interrupt') continue
+      const child = e.session_thread_id == null ? undefined : this.children.get(String(e.session_thread_id))
+      if (child) child.abort()
+      else this.turns.abort()
+    }
     this.kick()
   }
 
@@ -233,6 +353,60 @@ export class SessionActor extends MailboxActor {
     await this.sandbox.remove()
     await this.deps.outputs.forget(this.id)
     this.deps.actors.gone(this)
+  }
+
+  /** Whether `e` is an interrupt naming one of the session's child threads. */
+  private namesChild(e: SessionEvent): boolean {
+    return e.type === 'user.interrupt' && e.session_thread_id != null && this.children.has(String(e.session_thread_id))
+  }
+
+  // --------------------------------------------------------------------------------------------- threads
+
+  /** The thread `id` names: the primary, or a child (404 naming `thread_id` when the session has neither). */
+  private threadOf(id: string): { primary: true } | { primary: false; child: ChildThread } {
+    if (id === primaryThreadId(this.id)) return { primary: true }
+    const child = this.children.get(id)
+    if (!child) throw fail('session_thread_not_found', 'thread_id', this.id, id)
+    return { primary: false, child }
+  }
+
+  /** Thread `id` as the API shows it. */
+  thread(id: string): SessionThread {
+    const t = this.threadOf(id)
+    if (t.primary) {
+      const { multiagent: _roster, ...agent } = this.h.session.agent
+      return threadView(this.h, id, null, agent, this.h.rec.totals)
+    }
+    return threadView(t.child.h, id, primaryThreadId(this.id), t.child.member.shown, t.child.h.rec.totals)
+  }
+
+  /** Every thread, the primary first, then the children in creation order. */
+  threads(): SessionThread[] {
+    return [primaryThreadId(this.id), ...this.children.keys()].map((id) => this.thread(id))
+  }
+
+  /**
+   * Archives child thread `id` (its `session.thread_status_terminated`): not while it runs (409). The primary is
+   * archived with its session (400).
+   */
+  async archiveThread(id: string): Promise<SessionThread> {
+    this.mb.alive()
+    const t = this.threadOf(id)
+    if (t.primary) throw fail('invalid_request', `thread_id: ${id} is the session's primary thread; archive the session instead`)
+    const { h, events } = t.child
+    if (!h.session.archived_at) {
+      if (h.running || h.turnOpen) throw fail('thread_running', id)
+      events.emit('session.status_terminated', {})
+      await this.mb.settled()
+    }
+    return this.thread(id)
+  }
+
+  /** The subject thread `id`'s events are on, and its last stored sequence once every queued append is stored. */
+  async threadSeq(id: string): Promise<{ thread: string; lastSeq: number }> {
+    const t = this.threadOf(id)
+    await this.mb.settled()
+    return t.primary ? { thread: 'primary', lastSeq: this.events.lastSeq } : { thread: id, lastSeq: t.child.lastSeq() }
   }
 
   // ------------------------------------------------------------------------------------------- lifecycle
@@ -310,22 +484,26 @@ export class SessionActor extends MailboxActor {
       if (this.resume || pending.some((e) => e.type !== 'user.interrupt')) await this.mb.markWork()
       // An interrupt handles everything that arrived before it: the turn stops, queued input joins the
       // conversation without starting a turn, and the session goes idle.
-      const lastInterrupt = pending.map((e) => e.type).lastIndexOf('user.interrupt')
+      let lastInterrupt = pending.length - 1
+      while (lastInterrupt >= 0 && !(pending[lastInterrupt]!.type === 'user.interrupt' && !this.namesChild(pending[lastInterrupt]!))) lastInterrupt--
       if (lastInterrupt >= 0) {
         const swept = pending.slice(0, lastInterrupt + 1)
         // Input swept up with the interrupt asked for a turn: the client is owed an idle, as for a stopped turn.
         const owed = this.h.turnOpen || this.h.status !== 'idle' || swept.some((e) => e.type !== 'user.interrupt')
         this.events.processed(swept.map((e) => e.id))
+        // Every thread stopped: each that was running says so.
+        for (const c of this.children.values()) if (c.h.running) c.turns.idle({ type: 'end_turn' })
         if (owed) await this.turns.end({ type: 'end_turn' })
         continue
       }
-      const results = pending.filter(isResult)
+      // An interrupt naming a child is that thread's: its send answers (threads.ts); the turn goes on.
+      const results = pending.filter((e) => isResult(e) || this.namesChild(e))
       if (results.length) {
         this.events.processed(results.map((e) => e.id))
         if (this.h.turnOpen) await this.turns.run()
         continue
       }
-      const i = pending.findIndex((e) => e.type === 'user.message' || e.type === 'system.message')
+      const i = pending.findIndex((e) => e.type === 'user.message' || e.type === 'user.define_outcome' || e.type === 'system.message')
       if (i >= 0) {
         const ids = [pending[i]!.id]
         if (pending[i + 1]?.type === 'system.message') ids.push(pending[i + 1]!.id)

@@ -181,12 +181,11 @@ export async function checkVaultRefs(ctx: Pick<HostContext, 'client' | 'settings
   }
 }
 
-export function checkOutcomes(events: ReadonlyArray<{ type: string; rubric?: { type: string } }>): void {
-  events.forEach((e, i) => {
-    if (e.type !== 'user.define_outcome') return
-    if (e.rubric?.type === 'file') throw fail('outcome_file_rubric_unavailable', `initial_events[${i}]`)
-    throw fail('outcomes_unavailable', `initial_events[${i}]`)
-  })
+/** One outcome at a time (outcomes.ts): initial events define at most one. */
+export function checkOutcomes(events: ReadonlyArray<{ type: string }>): void {
+  const first = events.findIndex((e) => e.type === 'user.define_outcome')
+  const second = events.findIndex((e, i) => i > first && e.type === 'user.define_outcome')
+  if (first >= 0 && second > first) throw fail('outcome_in_progress', `initial_events[${second}]`, `defined at initial_events[${first}]`)
 }
 
 /** A budget needs a list price for every model the agent may run. */

@@ -6,6 +6,8 @@ import type { EventLog } from './log.js'
 const BATCH_MAX_CHARS = 256 * 1024
 
 interface Batch {
+  /** The thread's log it is stored to: a batch holds one subject's events. */
+  log: EventLog
   events: Array<{ event: SessionEvent; json: string }>
   /** Client events the first event marks as handled. */
   processed: string[]
@@ -17,7 +19,7 @@ interface Batch {
 }
 
 /** The event that ends a turn's step: nothing the step emits after it, so its batch goes at once. */
-const ENDS_STEP = 'session.status_idle'
+const ENDS_STEP = new Set(['session.status_idle', 'session.thread_status_idle'])
 
 /**
  * The order of one session's writes, on its mailbox. Service events the actor emits one after another, with no
@@ -34,19 +36,21 @@ const ENDS_STEP = 'session.status_idle'
 export class Appends {
   private open: Batch | undefined
 
-  constructor(
-    private readonly mb: Mailbox,
-    private readonly log: EventLog,
-  ) {}
+  constructor(private readonly mb: Mailbox) {}
 
-  /** Queues a service event: it joins the open batch, or opens one whose write is queued now. */
-  event(event: SessionEvent, processed: string[]): void {
+  /**
+   * Queues a service event for `log` (its thread's subject): it joins the open batch when that is the same
+   * subject's, or opens one whose write is queued now. The threads of a session share one order of writes, so an
+   * event is never stored before one another thread emitted ahead of it.
+   */
+  event(log: EventLog, event: SessionEvent, processed: string[]): void {
     const json = JSON.stringify(event)
     let b = this.open
-    if (!b || b.sealed || processed.length > 0 || b.chars + json.length > BATCH_MAX_CHARS) {
+    if (!b || b.sealed || b.log !== log || processed.length > 0 || b.chars + json.length > BATCH_MAX_CHARS) {
+      this.seal()
       let go!: () => void
       const gathered = new Promise<void>((resolve) => (go = resolve))
-      b = this.open = { events: [], processed, chars: 0, sealed: false, go }
+      b = this.open = { log, events: [], processed, chars: 0, sealed: false, go }
       const batch = b
       this.mb.enqueue(async () => {
         setImmediate(go)
@@ -54,12 +58,12 @@ export class Appends {
         batch.sealed = true
         // The actor may have stopped while the batch gathered: a stopped actor writes nothing more.
         this.mb.alive()
-        await this.log.appendMany(batch.events, batch.processed)
+        await batch.log.appendMany(batch.events, batch.processed)
       })
     }
     b.events.push({ event, json })
     b.chars += json.length
-    if (event.type === ENDS_STEP) {
+    if (ENDS_STEP.has(event.type)) {
       this.seal()
       b.go()
     }

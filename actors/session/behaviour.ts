@@ -34,6 +34,8 @@ import { listEvents } from './pages.js'
 import { attachFiles, dropCopies, resourceOps } from './resources.js'
 import { checkClientEvents } from './rules.js'
 import { queueWork, selfHostedOf, stopWork, workAfterSend } from './self-hosted.js'
+import { pageOfThreads } from './threads.js'
+import { resolveRubrics } from './outcomes.js'
 import { sessionKey, viewOf, type SessionRecord, type SessionSkill } from './state.js'
 
 export interface Actors {
@@ -57,7 +59,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     // An append stored (and republished) but not yet acknowledged must count, or a tail that subscribed
     // just after it would neither replay nor receive it.
     if (a) return a.settledSeq()
-    const [rec, last] = await Promise.all([store.get(sessionKey(id)), lastSequence(ctx.jsm, id)])
+    const [rec, last] = await Promise.all([store.get(sessionKey(id)), lastSequence(ctx.jsm, id, 'primary')])
     if (!rec) throw fail('session_not_found', id)
     return last
   }
@@ -73,7 +75,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     if (cur.value.created_by !== fingerprint(req.body)) throw fail('idempotency_key_reused')
     const actor = await live(id)
     // Its host may have died between storing the record and storing every initial event (or its event): the rest.
-    if (req.body.initial_events?.length) await actor.accept(req.body.initial_events, req)
+    const sent = req.body.initial_events ?? []
+    if (sent.length) await actor.accept(await resolveRubrics(deps.files, sent, (i) => `initial_events[${i}]`), req, undefined, sent)
     else await scheduled(actor.h.session)
     return actor.view()
   }
@@ -93,6 +96,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     if (again) return again
     const agent = await snapshotAgent(deps.agents, b.agent).catch(inField('agent'))
     checkCreateInput(b, agent)
+    // An outcome's File rubric becomes its text now: a missing File leaves no session (SPEC create rule 5).
+    const initial = await resolveRubrics(deps.files, b.initial_events ?? [], (i) => `initial_events[${i}]`)
     await checkVaultRefs(ctx, b.vault_ids ?? [])
     const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
     const release = () => deps.environments.release(env.id, id, req.rid)
@@ -165,8 +170,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     const actor = SessionActor.fresh(deps, rec, record)
     actors.add(actor)
     await queueWork(ctx, selfHostedOf(rec), req.rid)
-    if (b.initial_events?.length) {
-      await actor.accept(b.initial_events, req)
+    if (initial.length) {
+      await actor.accept(initial, req, undefined, b.initial_events)
       // The turn starts at once; the reply says so even if the first status event is a moment away.
       return { ...actor.view(), status: 'running' }
     }
@@ -269,7 +274,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       const { id } = req
       checkFits(ctx.nc, req.body.events)
       const actor = await live(id)
-      const data = await actor.accept(req.body.events, req, (events) => checkClientEvents(actor.h, events))
+      const events = await resolveRubrics(deps.files, req.body.events, (i) => `events[${i}]`)
+      const data = await actor.accept(events, req, (sent) => checkClientEvents(actor.h, sent), req.body.events)
       await workAfterSend(ctx, selfHostedOf(actor.h.rec), req.body.events, req.rid)
       return { data }
     },
@@ -284,6 +290,29 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
 
     async 'stream.open'({ id }): Promise<StreamOpenReply> {
       return { last_seq: await lastSeqOf(id) }
+    },
+
+    // Threads answer from the actor, woken if need be: their state is its history's.
+    async 'threads.list'({ id, query }) {
+      return pageOfThreads(id, (await live(id)).threads(), query)
+    },
+
+    async 'threads.get'({ id, sub }) {
+      return (await live(id)).thread(sub)
+    },
+
+    async 'threads.archive'({ id, sub }) {
+      return (await live(id)).archiveThread(sub)
+    },
+
+    async 'threads.events'({ id, sub, query }) {
+      const { thread, lastSeq } = await (await live(id)).threadSeq(sub)
+      const maxBytes = Math.floor((ctx.nc.info?.max_payload ?? 1024 * 1024) / 2)
+      return listEvents({ js: ctx.js, sessionId: id, lastSeq, maxBytes, thread }, { limit: query.limit, page: query.page })
+    },
+
+    async 'threads.stream.open'({ id, sub }): Promise<StreamOpenReply> {
+      return { last_seq: (await (await live(id)).threadSeq(sub)).lastSeq }
     },
   }
 }

@@ -2,7 +2,7 @@ import { AckPolicy, DeliverPolicy, type Consumer, type ConsumerConfig, type Cons
 import { fail } from '../../protocol/errors/fail.js'
 import { storedItems, type EventItem, type EventReader, type ReadFrom } from '../../protocol/event-item.js'
 import { isTransientNatsError } from '../kit/nats-errors.js'
-import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
+import { EVENTS_STREAM, eventsSubject, eventsWildcard, threadOf } from '../../protocol/subjects.js'
 
 /**
  * Reads of a session's stored events from `TROUPE_EVENTS`: the replays and pages of the session kind, and (handed
@@ -28,7 +28,11 @@ export interface ReadOptions {
    * sat on a replica that is behind): it fails with 503 `history_behind` rather than answer a short range.
    */
   through?: number
+  /** One thread's events (`primary`, or a child's id), checked by the caller; default every thread's (a replay). */
+  thread?: string
 }
+
+const filterOf = (sessionId: string, opts: ReadOptions) => (opts.thread === undefined ? eventsWildcard(sessionId) : eventsSubject(sessionId, opts.thread))
 
 /**
  * An ephemeral consumer (in memory, unacknowledged, removed when done or after 30 s unused) filtered on the
@@ -38,7 +42,7 @@ export interface ReadOptions {
 export async function readSessionEvents(js: JetStreamClient, sessionId: string, from: ReadFrom, opts: ReadOptions = {}): Promise<EventReader> {
   const stallMs = opts.stallMs ?? STALL_MS
   const config: Partial<ConsumerConfig> = {
-    filter_subject: eventsWildcard(sessionId),
+    filter_subject: filterOf(sessionId, opts),
     ack_policy: AckPolicy.None,
     mem_storage: true,
     num_replicas: 1,
@@ -96,7 +100,7 @@ export async function readSessionEvents(js: JetStreamClient, sessionId: string, 
       }
       if (closed || r.done) return null
       pending = r.value.info.pending
-      parts.push(...storedItems(r.value.headers, r.value.string(), r.value.seq))
+      parts.push(...storedItems(r.value.headers, r.value.string(), r.value.seq, threadOf(r.value.subject)))
       return parts.shift()!
     },
     close,
@@ -118,7 +122,7 @@ export const DIRECT_READS = 64
  * `until` checks that it did (`readSession`).
  */
 export function readSessionRange(js: JetStreamClient, sessionId: string, from: number, until: number, opts: ReadOptions = {}): EventReader {
-  const filter = eventsWildcard(sessionId)
+  const filter = filterOf(sessionId, opts)
   const directReads = opts.directReads ?? DIRECT_READS
   let cursor = Math.max(1, from)
   let direct = 0
@@ -141,7 +145,7 @@ export function readSessionRange(js: JetStreamClient, sessionId: string, from: n
       if (closed) return null
       if (m && m.seq <= until) {
         cursor = m.seq + 1
-        parts.push(...storedItems(m.header, m.string(), m.seq))
+        parts.push(...storedItems(m.header, m.string(), m.seq, threadOf(m.subject)))
         return parts.shift()!
       }
       if (m) {

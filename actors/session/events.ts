@@ -17,15 +17,24 @@ import type { Preview } from './model.js'
 export class SessionEvents {
   /** Client events handled whose ids the next stored event carries. */
   private readonly handled: string[] = []
-  /** Every write of the session goes through here, in order: emitted events are stored in batches. */
-  private readonly appends: Appends
-
+  /**
+   * `appends`: every write of the session, all its threads', goes through it, in order; emitted events are stored in
+   * batches. `h` and `log`: the thread this emits for (the primary, or a child: threads.ts).
+   */
   constructor(
     private readonly h: History,
     private readonly log: EventLog,
-    mb: Mailbox,
-  ) {
-    this.appends = new Appends(mb, log)
+    private readonly appends: Appends,
+  ) {}
+
+  /** The writes of a new session actor: its primary thread's, which its children share. */
+  static primary(h: History, log: EventLog, mb: Mailbox): SessionEvents {
+    return new SessionEvents(h, log, new Appends(mb))
+  }
+
+  /** Another thread of the same session, on its own subject, in the same order of writes. */
+  thread(h: History, log: EventLog): SessionEvents {
+    return new SessionEvents(h, log, this.appends)
   }
 
   /** The stream sequence of the last append acknowledged. */
@@ -37,8 +46,17 @@ export class SessionEvents {
   emit(type: string, fields: Record<string, unknown>, id = newId('sevt')): SessionEvent {
     const ev = { type, id, ...fields, processed_at: now() } as SessionEvent
     this.h.apply(ev)
-    this.appends.event(ev, this.handled.splice(0))
+    this.appends.event(this.log, ev, this.handled.splice(0))
     return ev
+  }
+
+  /**
+   * A copy of another thread's event on this (the primary's) subject, for the session's own list and stream: the same
+   * event, with `session_thread_id` naming its thread. Not applied here: that thread's history has it.
+   */
+  crossPost(ev: SessionEvent, thread: string): void {
+    const copy = { ...ev, session_thread_id: thread } as SessionEvent
+    this.appends.enqueue(() => this.log.append(copy, { id: ev.id, msgId: `${ev.id}.${thread}` }))
   }
 
   /**

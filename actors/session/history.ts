@@ -1,8 +1,9 @@
 import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages'
 import type { RequestTag, SessionEvent, SessionStatus, StopReason } from '../../protocol/events.js'
 import { RequestLog } from './requests.js'
+import { DEFAULT_MAX_ITERATIONS, eventTime, evaluationOf, type OpenOutcome, type OutcomeEvaluation, outcomeBrief, revisionNote } from './outcomes.js'
 import { SKILL_TOOL, type SkillActivation } from './skill-context.js'
-import { addActiveMs, addModelUsage, type ModelUsage } from './billing/usage.js'
+import { addActiveMs, addModelUsage, combineUsage, type ModelUsage, type UsageTotals } from './billing/usage.js'
 import type { SessionRecord } from './state.js'
 
 /** A tool use of the last model response that has no result yet. */
@@ -15,6 +16,11 @@ export interface OpenTool {
   /** Waits for a user.tool_confirmation before it may run (always_ask). */
   ask: boolean
   confirmation?: { result: 'allow' | 'deny'; deny_message?: string | null }
+  /**
+   * A `send_to_agent` parked on its child thread (threads.ts), set while the turn parks: the child's events the
+   * client must answer, or `budget` when the child stopped at the session's budget. Never stored.
+   */
+  parkedOn?: string[] | 'budget'
 }
 
 export interface ToolOutcome {
@@ -45,13 +51,31 @@ export class History {
   readonly requests = new RequestLog()
   /** A turn is in progress: running, or idle waiting for tool results or a budget raise. */
   turnOpen = false
+  /** The outcome the agent works toward (outcomes.ts), while one is open; its evaluations are the session's. */
+  outcome: OpenOutcome | undefined
+  /** The grader pass the open outcome is at (0-based). */
+  outcomeIteration = 0
+  /** A grader pass's span start without its end (its host died grading: the next runs it again under it). */
+  gradingSpan: string | null = null
   /** The session's successful `Skill` launches, in order (skill-context.ts injects their SKILL.md at request time). */
   readonly activations: SkillActivation[] = []
   /** A span.model_request_start without its end (a request was in flight when its host died). */
   openSpan: string | null = null
   private draft: ContentBlockParam[] | null = null
+  /**
+   * The session's child threads' histories (threads.ts), by thread id, for a primary history: client events it
+   * handles that belong to one (a result for its tool use, an interrupt naming it) are handed to it.
+   */
+  readonly children = new Map<string, History>()
 
-  constructor(readonly rec: SessionRecord) {
+  /**
+   * `thread`: a child thread's history (its id), whose status events are `session.thread_status_*` and whose input is
+   * the message its parent sent (`agent.thread_message_received`); omitted for the primary.
+   */
+  constructor(
+    readonly rec: SessionRecord,
+    readonly thread?: string,
+  ) {
     this.status = rec.session.status
   }
 
@@ -74,9 +98,19 @@ export class History {
     }
     if (CLIENT_EVENT.test(ev.type)) {
       this.pending.set(ev.id, ev)
+      if (ev.type === 'user.define_outcome') this.evaluations.push(evaluationOf(ev))
       return
     }
-    switch (ev.type) {
+    // A child thread's event copied to the primary's subject for the session's stream: its own history has it.
+    if (!this.thread && 'session_thread_id' in ev && ev.type !== 'session.thread_created') return
+    switch (this.thread ? ev.type.replace('session.thread_status_', 'session.status_') : ev.type) {
+      case 'agent.thread_message_received':
+        // A child's input: the message its parent sent. (On the primary, a child's reply: its send's result says it.)
+        if (this.thread) {
+          this.abandonOpen()
+          this.pushUser(ev.content as ContentBlockParam[])
+        }
+        break
       case 'span.model_request_start':
         this.draft = []
         this.openSpan = ev.id
@@ -113,6 +147,32 @@ export class History {
       case 'agent.tool_result':
         this.resolve(String(ev.tool_use_id), ev as ToolOutcome)
         break
+      case 'span.outcome_evaluation_start':
+        this.gradingSpan = ev.id
+        this.outcomeIteration = Number(ev.iteration)
+        this.evaluation(String(ev.outcome_id), (x) => ({ ...x, result: 'evaluating', iteration: Number(ev.iteration) }))
+        break
+      case 'span.outcome_evaluation_end': {
+        this.gradingSpan = null
+        const usage = ev.usage as ModelUsage | undefined
+        if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)
+        const o = this.outcome
+        const explanation = String(ev.explanation ?? '')
+        if (ev.result === 'needs_revision' && o) {
+          this.outcomeIteration++
+          this.evaluation(o.id, (x) => ({ ...x, result: 'running', iteration: this.outcomeIteration, explanation }))
+          this.pushUser([{ type: 'text', text: revisionNote(explanation, this.outcomeIteration - 1, o.max) }])
+        } else {
+          this.evaluation(String(ev.outcome_id), (x) => ({
+            ...x,
+            result: ev.result as OutcomeEvaluation['result'],
+            explanation,
+            completed_at: ev.processed_at,
+          }))
+          this.outcome = undefined
+        }
+        break
+      }
       case 'session.status_running':
         this.setStatus('running')
         this.turnOpen = true
@@ -153,10 +213,20 @@ export class History {
     }
   }
 
+  /**
+   * The session's usage as stored: this thread's, and its children's tokens (a session's runtime is its primary's
+   * running time: children run only inside its turns, so their time is counted once, there).
+   */
+  allTotals(): UsageTotals {
+    if (!this.children.size) return this.rec.totals
+    return combineUsage([this.rec.totals, ...[...this.children.values()].map((c) => c.rec.totals)], this.rec.totals.active_ms)
+  }
+
   /** The usage totals including the running stretch so far (list cost counts active time as it passes). */
   liveTotals(now = Date.now()) {
     const since = this.rec.running_since
-    return since === null ? this.rec.totals : addActiveMs(this.rec.totals, Math.max(0, now - since))
+    const totals = this.allTotals()
+    return since === null ? totals : addActiveMs(totals, Math.max(0, now - since))
   }
 
   /** What the next step of an open turn is, judged from the conversation alone. */
@@ -187,27 +257,74 @@ export class History {
         this.abandonOpen()
         this.pushUser(e.content as ContentBlockParam[])
         break
+      case 'user.define_outcome': {
+        // The goal becomes the agent's input; its turn's end is graded against the rubric (outcomes.ts).
+        const rubric = e.rubric as { type: string; content?: string }
+        const max = typeof e.max_iterations === 'number' ? e.max_iterations : DEFAULT_MAX_ITERATIONS
+        this.outcome = { id: String(e.outcome_id), description: String(e.description), rubric: rubric.content ?? '', max }
+        this.outcomeIteration = 0
+        this.evaluation(this.outcome.id, (x) => ({ ...x, result: 'running' }))
+        this.abandonOpen()
+        this.pushUser([{ type: 'text', text: outcomeBrief(this.outcome) }])
+        break
+      }
       case 'system.message': {
         const text = (e.content as Array<{ text: string }>).map((c) => c.text).join('\n')
         this.pushUser([{ type: 'text', text: `<system-message>\n${text}\n</system-message>` }])
         break
       }
       case 'user.tool_result':
-        this.resolve(String(e.tool_use_id), e as ToolOutcome)
+        this.ownerOf(String(e.tool_use_id)).resolve(String(e.tool_use_id), e as ToolOutcome)
         break
       case 'user.custom_tool_result':
-        this.resolve(String(e.custom_tool_use_id), e as ToolOutcome)
+        this.ownerOf(String(e.custom_tool_use_id)).resolve(String(e.custom_tool_use_id), e as ToolOutcome)
         break
       case 'user.tool_confirmation': {
-        const t = this.open.get(String(e.tool_use_id))
+        const t = this.ownerOf(String(e.tool_use_id)).open.get(String(e.tool_use_id))
         if (t) t.confirmation = { result: e.result as 'allow' | 'deny', deny_message: e.deny_message as string | null }
         break
       }
-      case 'user.interrupt':
-        this.abandonOpen()
-        this.draft = null
+      case 'user.interrupt': {
+        // Naming a child stops that thread only; otherwise every thread stops (WIRE §7.1).
+        const only = e.session_thread_id == null ? undefined : this.children.get(String(e.session_thread_id))
+        for (const h of only ? [only] : [this, ...this.children.values()]) h.interrupted(e)
         break
+      }
     }
+  }
+
+  /** The thread whose tool use `id` is: this one, or the child that has it open. */
+  private ownerOf(id: string): History {
+    if (this.open.has(id)) return this
+    for (const c of this.children.values()) if (c.open.has(id)) return c
+    return this
+  }
+
+  /** Open tool use `id` of this thread or of a child: what client events may answer (rules.ts). */
+  findOpen(id: string): OpenTool | undefined {
+    return this.ownerOf(id).open.get(id)
+  }
+
+  private interrupted(at?: SessionEvent) {
+    this.abandonOpen()
+    this.draft = null
+    // An outcome being worked on stops with the work (one being graded is closed by its pass: outcomes.ts).
+    const o = this.outcome
+    if (o && !this.gradingSpan) {
+      this.evaluation(o.id, (x) => ({ ...x, result: 'interrupted', completed_at: at ? eventTime(at.id) : null }))
+      this.outcome = undefined
+    }
+  }
+
+  /** The session's outcome evaluations (WIRE §6), one per outcome. */
+  get evaluations(): OutcomeEvaluation[] {
+    return this.session.outcome_evaluations as OutcomeEvaluation[]
+  }
+
+  /** Replaces outcome `id`'s evaluation by `fn` of it. */
+  private evaluation(id: string, fn: (x: OutcomeEvaluation) => OutcomeEvaluation): void {
+    const i = this.evaluations.findIndex((x) => x.outcome_id === id)
+    if (i >= 0) this.evaluations[i] = fn(this.evaluations[i]!)
   }
 
   /** Tool uses left without results get an error result, so the conversation stays valid for the API. */

@@ -64,6 +64,8 @@ export interface Stored {
   processed: string[] | undefined
   /** The POST that stored this client event. */
   request: RequestTag | undefined
+  /** The thread whose subject holds it: `primary`, or a child's id. */
+  thread: string
 }
 
 /** What an append carries beside the event. */
@@ -74,6 +76,8 @@ export interface AppendOptions {
   processed?: string[]
   /** A client event: the POST that stored it. */
   request?: RequestTag
+  /** The message's dedupe id when it is not the event id: a copy of an event stored on another subject (a cross-post). */
+  msgId?: string
 }
 
 /**
@@ -91,6 +95,8 @@ export class EventLog {
     private readonly checkServing: () => void = () => undefined,
     /** This process's SSE tails, fed what is stored and published here (none: tails listen over NATS only). */
     private readonly tails?: SessionTails,
+    /** The thread whose subject this log appends to: `primary`, or a child thread's id. */
+    readonly thread = 'primary',
   ) {}
 
   /** Stores one event (or internal record). */
@@ -117,13 +123,13 @@ export class EventLog {
     )
   }
 
-  private publishOne(type: string, json: string, { id, processed, request }: AppendOptions): Promise<number> {
+  private publishOne(type: string, json: string, { id, processed, request, msgId }: AppendOptions): Promise<number> {
     const h = natsHeaders()
     h.set(EventHeaders.type, type)
     if (id) h.set(EventHeaders.id, id)
     if (processed?.length) h.set(EventHeaders.processed, processed.join(','))
     if (request) h.set(EventHeaders.request, formatRequestTag(request))
-    return this.publish(h, json, id, (seq, prevSeq) => [storedItem(type, id, seq, prevSeq, json, processed, 0, true)])
+    return this.publish(h, json, msgId ?? id, (seq, prevSeq) => [storedItem(type, id, seq, prevSeq, json, processed, 0, true)])
   }
 
   /** `items`: the stored message's events as a live tail gets them, for this process's tails. */
@@ -135,7 +141,7 @@ export class EventLog {
     h.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(this.lastSeq))
     let ack: PubAck
     try {
-      ack = await jsPublisher(this.nc).publish(eventsSubject(this.sessionId), enc.encode(json), h, APPEND_TIMEOUT_MS)
+      ack = await jsPublisher(this.nc).publish(eventsSubject(this.sessionId, this.thread), enc.encode(json), h, APPEND_TIMEOUT_MS)
     } catch (err) {
       // Stored elsewhere (fenced off), or maybe stored with no answer: this process's tails can no longer rely on
       // being fed every stored message from here, and go over to NATS.
@@ -169,7 +175,7 @@ export class EventLog {
     const h = natsHeaders()
     h.set(EventHeaders.type, type)
     if (deltaOf) h.set(EventHeaders.deltaOf, deltaOf)
-    this.nc.publish(liveSubject(this.sessionId), enc.encode(json), { headers: h })
+    this.nc.publish(liveSubject(this.sessionId, this.thread), enc.encode(json), { headers: h })
   }
 }
 
@@ -187,10 +193,11 @@ function storedItem(
   return { type, id, seq, part, last, prevSeq, deltaOf: undefined, json, processed: processed?.length ? processed : undefined }
 }
 
-/** The stream sequence of a session's last stored record, 0 when it has none. */
-export async function lastSequence(jsm: JetStreamManager, sessionId: string): Promise<number> {
+/** The stream sequence of the last record of a session's `thread` (default: of any of its threads), 0 when none. */
+export async function lastSequence(jsm: JetStreamManager, sessionId: string, thread?: string): Promise<number> {
   try {
-    const m = await jsm.streams.getMessage(EVENTS_STREAM, { last_by_subj: eventsSubject(sessionId) })
+    const subject = thread === undefined ? eventsWildcard(sessionId) : eventsSubject(sessionId, thread)
+    const m = await jsm.streams.getMessage(EVENTS_STREAM, { last_by_subj: subject })
     return m?.seq ?? 0
   } catch (err) {
     if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.NoMessageFound) return 0
@@ -217,7 +224,14 @@ export async function readSession(js: JetStreamClient, sessionId: string, untilS
   let last = 0
   try {
     for (let item = await reader.next(); item && item.seq !== undefined; item = await reader.next()) {
-      visit({ seq: item.seq, type: item.type ?? '', event: JSON.parse(item.json), processed: item.processed, request: parseRequestTag(item.request) })
+      visit({
+        seq: item.seq,
+        type: item.type ?? '',
+        event: JSON.parse(item.json),
+        processed: item.processed,
+        request: parseRequestTag(item.request),
+        thread: item.thread ?? 'primary',
+      })
       last = item.seq
     }
   } finally {

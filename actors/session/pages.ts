@@ -4,7 +4,7 @@ import { comparePositions, END, endOf, isAfter, positionOf, type EventItem, type
 import { readSessionRange } from './event-reader.js'
 import { isInternalType, type SessionEvent } from '../../protocol/events.js'
 import type { EventsListInput } from '../../protocol/schemas/events.js'
-import { EVENTS_STREAM, eventsWildcard } from '../../protocol/subjects.js'
+import { EVENTS_STREAM, eventsSubject } from '../../protocol/subjects.js'
 
 /**
  * GET …/events, one page at a time without reading the whole history: the cursor is a position (a stream
@@ -159,18 +159,12 @@ class Picker {
 }
 
 /** Reads the session's records from `from` through `until` in order; `visit` returns false to stop early. */
-async function scan(
-  js: JetStreamClient,
-  id: string,
-  from: number,
-  until: number,
-  batch: number,
-  /** The session's last stored sequence: a read that ends short of what it must reach is a 503, never a short page. */
-  through: number,
-  visit: (item: EventItem) => boolean,
-): Promise<void> {
+async function scan(o: ListOptions, from: number, until: number, batch: number, visit: (item: EventItem) => boolean): Promise<void> {
   if (from > until) return
-  const reader = readSessionRange(js, id, from, until, { batch: Math.min(1024, Math.max(32, batch)), through })
+  // One thread's subject (the session's own list: its primary's). Its last stored sequence is what a read must
+  // reach: one that ends short is a 503, never a short page.
+  const opts = { batch: Math.min(1024, Math.max(32, batch)), through: o.lastSeq, thread: o.thread ?? 'primary' }
+  const reader = readSessionRange(o.js, o.sessionId, from, until, opts)
   try {
     for (let item = await reader.next(); item; item = await reader.next()) {
       if (!visit(item)) return
@@ -192,12 +186,16 @@ export interface ListOptions {
    * be heavier ends early with a cursor (it always holds at least one event). Default 16 MiB.
    */
   maxBytes?: number
+  /** The thread listed: the token of its subject (default `primary`: the session's own list). */
+  thread?: string
 }
 
 /** One page of the history (WIRE §7), oldest first by default. */
 export async function listEvents(o: ListOptions, q: EventsListInput): Promise<EventPage> {
   const filters = normalise(q)
-  const resource = `session_events:${o.sessionId}`
+  const thread = o.thread ?? 'primary'
+  // A cursor names the list it came from: a thread's does not page the session's.
+  const resource = thread === 'primary' ? `session_events:${o.sessionId}` : `thread_events:${o.sessionId}:${thread}`
   const cursor = decodeCursor(resource, filters, q.page, isPagePosition)
   const after = cursor === undefined ? undefined : typeof cursor === 'number' ? endOf(cursor) : { seq: cursor[0], part: cursor[1] }
   const limit = q.limit ?? 100
@@ -231,7 +229,7 @@ async function ascending(
   const batch = types ? 512 : limit + 1 + SLACK
   // A message the previous page ended inside is read again from its start: its earlier events count for marks only.
   const from = after === undefined ? 1 : after.part === END ? after.seq + 1 : after.seq
-  await scan(o.js, o.sessionId, from, o.lastSeq, batch, o.lastSeq, (item) => {
+  await scan(o, from, o.lastSeq, batch, (item) => {
     const row = fold.add(item, frozen === undefined && (after === undefined || isAfter(item, after)))
     if (row) rows.push(row)
     if (frozen === undefined && ++scanned >= budget) frozen = positionOf(item)
@@ -248,9 +246,9 @@ async function ascending(
 }
 
 /** The first stored sequence of the session (0 when it has none), for desc windows to stop at. */
-async function firstSequence(js: JetStreamClient, sessionId: string): Promise<number> {
-  const jsm = await js.jetstreamManager(false)
-  const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq: 1, next_by_subj: eventsWildcard(sessionId) })
+async function firstSequence(o: ListOptions): Promise<number> {
+  const jsm = await o.js.jetstreamManager(false)
+  const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq: 1, next_by_subj: eventsSubject(o.sessionId, o.thread) })
   return m?.seq ?? 0
 }
 
@@ -274,7 +272,7 @@ async function descending(o: ListOptions, below: Position | undefined, limit: nu
     const cap = Math.min(WINDOW_CAP * want, budget - scanned) + SLACK
     const lo = Math.max(first ?? 1, hi - span + 1)
     const window: EventItem[] = []
-    await scan(o.js, o.sessionId, lo, hi, Math.min(cap, hi - lo + 1), o.lastSeq, (item) => window.push(item) < cap)
+    await scan(o, lo, hi, Math.min(cap, hi - lo + 1), (item) => window.push(item) < cap)
     scanned += window.length
     const end = window.length ? window[window.length - 1]!.seq! : hi
     if (window.length >= cap && end < hi) {
@@ -299,7 +297,7 @@ async function descending(o: ListOptions, below: Position | undefined, limit: nu
     span = Math.min(density > 0 ? Math.ceil(((limit + 1 - picker.page.length) * 1.25) / density) : width * 8, width * 64)
     hi = lo - 1
     if (picker.full || hi < 1) break
-    first ??= Math.max(1, await firstSequence(o.js, o.sessionId))
+    first ??= Math.max(1, await firstSequence(o))
   }
   if (picker.full) return picker.page[picker.size - 1]!.at
   return hi >= (first ?? 1) ? { seq: hi + 1, part: 0 } : null
@@ -307,7 +305,7 @@ async function descending(o: ListOptions, below: Position | undefined, limit: nu
 
 /** Reads marks stored after `top` (earlier pages, or stored since) until every waiting row has its own. */
 async function marksAbove(o: ListOptions, top: number, fold: Fold): Promise<void> {
-  await scan(o.js, o.sessionId, top + 1, o.lastSeq, 64, o.lastSeq, (item) => {
+  await scan(o, top + 1, o.lastSeq, 64, (item) => {
     fold.add(item, false)
     return fold.waiting.size > 0
   })

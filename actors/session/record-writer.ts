@@ -29,7 +29,8 @@ export class RecordWriter {
       const totals = this.h.liveTotals()
       rec.session.usage = toWireUsage(totals)
       rec.session.stats = statsOf(rec.session, totals)
-      await this.stored.write(rec)
+      // Every thread's usage: reads of an idle session answer from the record.
+      await this.stored.write(this.h.children.size ? { ...rec, totals: this.h.allTotals() } : rec)
     })
   }
 

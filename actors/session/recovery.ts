@@ -1,7 +1,7 @@
-import type { SessionEvents } from './events.js'
-import type { History } from './history.js'
+import type { History, OpenTool } from './history.js'
+import { ADVISOR_TOOL, advisorThreadId, type ChildThread, childThreadId, SEND_TO_AGENT } from './threads.js'
 import type { ToolRunner } from './tool-runner.js'
-import { ZERO_USAGE, type TurnLoop } from './turn.js'
+import { type Emitter, ZERO_USAGE, type TurnLoop } from './turn.js'
 
 const NOT_RERUN =
   'The host running this tool stopped before the tool finished. It was not run again, so that it never runs twice; run it again if that is safe.'
@@ -15,11 +15,16 @@ export class Recovery {
   /** The history ends mid-turn: the mailbox carries the turn on before it handles anything else. */
   due: boolean
 
+  /**
+   * `children`: the session's child threads (threads.ts). One that was running is rescheduled and closed like the
+   * primary; its send, left open on the primary, resumes it (a send whose child is stored never starts another).
+   */
   constructor(
     private readonly h: History,
-    private readonly events: SessionEvents,
+    private readonly events: Emitter,
     private readonly tools: ToolRunner,
     private readonly turns: TurnLoop,
+    private readonly children: readonly ChildThread[] = [],
   ) {
     this.due = h.running
   }
@@ -28,6 +33,11 @@ export class Recovery {
   async resume(): Promise<void> {
     this.due = false
     this.events.emit('session.status_rescheduled', {})
+    for (const c of this.children) {
+      if (!c.h.running) continue
+      c.events.emit('session.status_rescheduled', {})
+      closeLeftOpen(c.h, c.events, (t) => this.tools.error(t, NOT_RERUN, c.events))
+    }
     this.closeLeftOpen()
     await this.turns.run()
   }
@@ -49,11 +59,19 @@ export class Recovery {
    * never run again, so none runs twice). Tools still waiting for a confirmation stay parked.
    */
   private closeLeftOpen(): void {
-    if (this.h.openSpan) {
-      this.events.emit('span.model_request_end', { model_request_start_id: this.h.openSpan, is_error: true, model_usage: ZERO_USAGE })
-    }
-    for (const t of [...this.h.open.values()]) {
-      if (t.kind === 'builtin' && (!t.ask || t.confirmation?.result === 'allow')) this.tools.error(t, NOT_RERUN)
-    }
+    // A send whose child is stored resumes it (its turn runs it again): only those that never started are closed.
+    const started = (t: OpenTool) =>
+      (t.name === SEND_TO_AGENT && this.h.children.has(childThreadId(t.eventId))) ||
+      (t.name === ADVISOR_TOOL && this.h.children.has(advisorThreadId(t.eventId)))
+    closeLeftOpen(this.h, this.events, (t) => {
+      if (!started(t)) this.tools.error(t, NOT_RERUN)
+    })
+  }
+}
+
+function closeLeftOpen(h: History, events: Emitter, close: (t: OpenTool) => void): void {
+  if (h.openSpan) events.emit('span.model_request_end', { model_request_start_id: h.openSpan, is_error: true, model_usage: ZERO_USAGE })
+  for (const t of [...h.open.values()]) {
+    if (t.kind === 'builtin' && (!t.ask || t.confirmation?.result === 'allow')) close(t)
   }
 }

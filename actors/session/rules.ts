@@ -2,6 +2,7 @@ import { fail } from '../../protocol/errors/fail.js'
 import type { SessionEvent } from '../../protocol/events.js'
 import type { EventParamsT } from '../../protocol/schemas/events.js'
 import type { History } from './history.js'
+import { primaryThreadId } from '../../protocol/ids.js'
 
 /**
  * What a session accepts from a client right now (WIRE §7.1), judged against its state, with the field named
@@ -15,17 +16,22 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
     const id = resultTarget(e)
     if (id) answered.add(id)
   }
+  let defined: string | undefined
   events.forEach((e, i) => {
     const at = `events[${i}]`
     if ('session_thread_id' in e && e.session_thread_id != null) {
-      throw fail(
-        'invalid_request',
-        `${at}.session_thread_id: session ${h.session.id} has no thread ${e.session_thread_id} (only its primary thread, addressed by omitting session_thread_id)`,
-      )
+      const thread = e.session_thread_id
+      if (thread !== primaryThreadId(h.session.id) && !h.children.has(thread))
+        throw fail('session_thread_not_found', `${at}.session_thread_id`, h.session.id, thread)
     }
     switch (e.type) {
-      case 'user.define_outcome':
-        throw fail('outcomes_unavailable', at)
+      case 'user.define_outcome': {
+        // One outcome at a time: the open one, or one waiting in the mailbox or earlier in this request.
+        const open = h.outcome?.id ?? [...h.pending.values()].find((x) => x.type === 'user.define_outcome')?.outcome_id ?? defined
+        if (open !== undefined) throw fail('outcome_in_progress', at, String(open))
+        defined = `defined at events[${i}]`
+        break
+      }
       case 'user.tool_result': {
         if (h.rec.env.type !== 'self_hosted') {
           throw fail(
@@ -40,7 +46,7 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
         expectOpen(h, answered, e.custom_tool_use_id, 'custom', `${at}.custom_tool_use_id`)
         break
       case 'user.tool_confirmation': {
-        const t = h.open.get(e.tool_use_id)
+        const t = h.findOpen(e.tool_use_id)
         if (!t?.ask || t.confirmation || answered.has(e.tool_use_id)) {
           throw fail('invalid_request', `${at}.tool_use_id: ${e.tool_use_id} is not a tool use waiting for confirmation in this session`)
         }
@@ -52,7 +58,7 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
 }
 
 function expectOpen(h: History, answered: Set<string>, id: string, kind: 'client' | 'custom', field: string) {
-  const t = h.open.get(id)
+  const t = h.findOpen(id)
   if (!t || t.kind !== kind || answered.has(id)) {
     const what = kind === 'custom' ? 'an agent.custom_tool_use' : 'an agent.tool_use'
     throw fail('invalid_request', `${field}: ${id} is not ${what} waiting for a result in this session`)

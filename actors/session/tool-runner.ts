@@ -1,8 +1,10 @@
 import type { Mailbox } from '../kit/mailbox.js'
-import type { SessionEvents } from './events.js'
 import type { History, OpenTool } from './history.js'
 import type { SessionSandbox } from './session-sandbox.js'
 import type { SkillTexts } from './skill-texts.js'
+import type { ToolResult } from '../../sandbox/types.js'
+import { ADVISOR_TOOL, type Coordinator, LIST_AGENTS, SEND_TO_AGENT } from './threads.js'
+import type { Emitter } from './turn.js'
 import { routeTool } from './tools.js'
 
 const UNENFORCEABLE =
@@ -14,31 +16,71 @@ const UNENFORCEABLE =
  * `always_ask` uses not yet confirmed.
  */
 export class ToolRunner {
+  /**
+   * `lock`: the session's threads share one sandbox (one shell, one workspace), so their tools run one at a time.
+   * `coordinator`: the primary thread of a coordinator (threads.ts), whose sends and lists it runs.
+   */
   constructor(
     private readonly h: History,
-    private readonly events: SessionEvents,
+    private readonly events: Emitter,
     private readonly mb: Mailbox,
     private readonly sandbox: SessionSandbox,
     private readonly skills: SkillTexts,
+    private readonly lock: ToolLock,
+    private readonly coordinator?: Coordinator,
   ) {}
+
+  /** How tool `name` is handled in this thread. */
+  private route(name: string) {
+    return routeTool(this.h.session.agent, name, { skills: !!this.h.rec.skills?.length, coordinator: this.coordinator?.tools })
+  }
+
+  /**
+   * The turn's sends, all at once (WIRE: sends of one response run concurrently): each answered with its child's
+   * reply, or parked on what its child waits for. False when the turn was stopped meanwhile.
+   */
+  private async sends(signal: AbortSignal): Promise<boolean> {
+    const coordinator = this.coordinator
+    if (!coordinator) return true
+    const delegated = (t: OpenTool) => t.kind === 'builtin' && (t.name === SEND_TO_AGENT || t.name === ADVISOR_TOOL) && coordinator.tools.has(t.name)
+    const sends = [...this.h.open.values()].filter(delegated)
+    if (!sends.length) return true
+    await this.mb.settled()
+    if (signal.aborted || this.mb.dead) return false
+    const outcomes = await Promise.all(sends.map((t) => (t.name === ADVISOR_TOOL ? coordinator.advise(t, signal) : coordinator.send(t, signal))))
+    sends.forEach((t, i) => {
+      const o = outcomes[i]!
+      t.parkedOn = undefined
+      if (o === 'stopped') return
+      if ('parkedOn' in o) t.parkedOn = o.parkedOn
+      else this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: o.result.content, is_error: o.result.is_error })
+    })
+    return !signal.aborted && !this.mb.dead
+  }
 
   /**
    * Runs the open tool uses that may run, in order, each answered by its result; returns the ones parked, or
    * `failed` when the environment's packages did not install (the turn then ends: tools cannot run).
    */
   async run(signal: AbortSignal): Promise<OpenTool[] | 'failed'> {
+    if (!(await this.sends(signal))) return [...this.h.open.values()]
     for (const t of [...this.h.open.values()]) {
       if (signal.aborted || this.mb.dead) break
-      if (t.kind === 'custom' || (t.ask && !t.confirmation)) continue
+      if (t.kind === 'custom' || (t.ask && !t.confirmation) || t.parkedOn) continue
       if (t.confirmation?.result === 'deny') {
         this.error(t, t.confirmation.deny_message || 'The user denied this tool use.')
         continue
       }
       // A self-hosted session's tool (allowed, or needing no confirmation) runs on its worker, which answers it.
       if (t.kind === 'client') continue
-      const route = routeTool(this.h.session.agent, t.name, !!this.h.rec.skills?.length)
+      const route = this.route(t.name)
       if (route.kind === 'skill') {
         await this.launch(t)
+        continue
+      }
+      if (route.kind === 'coordinator') {
+        // Sends ran above; a list needs nothing but the roster.
+        if (t.name === LIST_AGENTS) this.answer(t, this.coordinator!.list())
         continue
       }
       if (route.kind !== 'builtin') {
@@ -52,23 +94,27 @@ export class ToolRunner {
       if (signal.aborted || this.mb.dead) break
       // The session's files in place first (mounts.ts) and its packages installed: both may take a while, so the
       // check below comes after them.
-      const ready = await this.sandbox.prepare(signal)
-      if (ready.kind === 'unenforceable') {
-        this.error(t, UNENFORCEABLE)
-        continue
-      }
-      if (ready.kind === 'stopped') break
-      if (ready.kind === 'unprovisioned') {
-        this.provisionFailed(ready.message)
-        return 'failed'
-      }
-      // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
-      // tool use with an error result, so running it here could make it run after all. Step down instead.
-      this.mb.checkServing('it starts no tool until it knows the session is still its own')
-      const result = ready.kind === 'refused' ? ready.result : await this.sandbox.runTool(t.name, t.input, signal)
-      // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
-      this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
-      if (signal.aborted) break
+      const ran = await this.lock.run(async () => {
+        const ready = await this.sandbox.prepare(signal)
+        if (ready.kind === 'unenforceable') {
+          this.error(t, UNENFORCEABLE)
+          return 'next'
+        }
+        if (ready.kind === 'stopped') return 'stop'
+        if (ready.kind === 'unprovisioned') {
+          this.provisionFailed(ready.message)
+          return 'failed'
+        }
+        // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
+        // tool use with an error result, so running it here could make it run after all. Step down instead.
+        this.mb.checkServing('it starts no tool until it knows the session is still its own')
+        const result = ready.kind === 'refused' ? ready.result : await this.sandbox.runTool(t.name, t.input, signal)
+        // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
+        this.answer(t, result)
+        return 'next'
+      })
+      if (ran === 'failed') return 'failed'
+      if (ran === 'stop' || signal.aborted) break
     }
     return [...this.h.open.values()]
   }
@@ -113,8 +159,23 @@ export class ToolRunner {
     this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text: `Launching skill: ${skill.name}` }], is_error: false })
   }
 
-  /** Answers a tool use with an error result, without running it. */
-  error(t: OpenTool, text: string): void {
-    this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
+  private answer(t: OpenTool, result: ToolResult): void {
+    this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
+  }
+
+  /** Answers a tool use with an error result, without running it (`events`: its thread's, default this one's). */
+  error(t: OpenTool, text: string, events: Emitter = this.events): void {
+    events.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
+  }
+}
+
+/** One tool at a time in a session's sandbox, whichever thread asks (a chain of promises; a failure does not break it). */
+export class ToolLock {
+  private tail: Promise<unknown> = Promise.resolve()
+
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(fn, fn)
+    this.tail = next.catch(() => undefined)
+    return next
   }
 }

@@ -3,10 +3,24 @@ import type { AgentToolset, Policy } from '../../protocol/schemas/agent.js'
 import type { SessionAgent } from '../../protocol/session.js'
 import { BUILTIN_TOOL_NAMES, builtinToolDefinitions } from '../../sandbox/index.js'
 import { SKILL_TOOL, skillTool } from './skill-context.js'
+import { coordinatorTools, type Member } from './threads.js'
 import type { SessionSkill } from './state.js'
 
 /** How one tool name of a session's agent is handled. */
-export type ToolRoute = { kind: 'builtin'; policy: Policy } | { kind: 'skill' } | { kind: 'custom' } | { kind: 'unknown' }
+export type ToolRoute = { kind: 'builtin'; policy: Policy } | { kind: 'skill' } | { kind: 'coordinator' } | { kind: 'custom' } | { kind: 'unknown' }
+
+/** What a thread offers beyond its agent's tools: the `Skill` dispatcher, a coordinator's tools (threads.ts). */
+export interface ThreadTools {
+  skills?: boolean
+  /** The names of the coordinator tools the thread has (`coordinatorToolNames`). */
+  coordinator?: ReadonlySet<string>
+}
+
+/** A coordinator's primary thread: its roster and its advisor. */
+export interface Roster {
+  members: readonly Member[]
+  advisor: Member | undefined
+}
 
 const toolset = (agent: SessionAgent) => agent.tools.find((t): t is AgentToolset => t.type === 'agent_toolset_20260401')
 
@@ -28,18 +42,23 @@ function enabledBuiltins(agent: SessionAgent): Map<string, Policy> {
  * skills (skill-context.ts), and custom tools. MCP toolsets and the server-side web tools are not offered: this
  * server does not connect to MCP servers or run web tools yet.
  */
-export function toolDefinitions(agent: SessionAgent, skills: readonly SessionSkill[] = [], contextWindow = 0): ApiTool[] {
+export function toolDefinitions(agent: SessionAgent, skills: readonly SessionSkill[] = [], contextWindow = 0, roster?: Roster): ApiTool[] {
   const defs: ApiTool[] = builtinToolDefinitions([...enabledBuiltins(agent).keys()]) as ApiTool[]
   if (skills.length) defs.push(skillTool(skills, contextWindow))
+  if (roster) defs.push(...coordinatorTools(roster.members, roster.advisor))
   for (const t of agent.tools) {
     if (t.type === 'custom') defs.push({ name: t.name, description: t.description, input_schema: t.input_schema as ApiTool['input_schema'] })
   }
   return defs
 }
 
-/** `skills`: the session runs skills, so `Skill` is its dispatcher (no custom tool may take the name then). */
-export function routeTool(agent: SessionAgent, name: string, skills = false): ToolRoute {
-  if (skills && name === SKILL_TOOL) return { kind: 'skill' }
+/**
+ * `skills`: the thread runs skills, so `Skill` is its dispatcher (no custom tool may take the name then);
+ * `coordinator`: a coordinator's primary thread, whose `list_agents` and `send_to_agent` are the session's own.
+ */
+export function routeTool(agent: SessionAgent, name: string, offers: ThreadTools = {}): ToolRoute {
+  if (offers.skills && name === SKILL_TOOL) return { kind: 'skill' }
+  if (offers.coordinator?.has(name)) return { kind: 'coordinator' }
   if (agent.tools.some((t) => t.type === 'custom' && t.name === name)) return { kind: 'custom' }
   const policy = enabledBuiltins(agent).get(name)
   return policy ? { kind: 'builtin', policy } : { kind: 'unknown' }

@@ -4,7 +4,8 @@ import { newId } from '../../protocol/ids.js'
 import type { Mailbox } from '../kit/mailbox.js'
 import { intervalAfter } from '../kit/retry-policy.js'
 import { budgetReached } from './billing/budget.js'
-import type { ModelUsage } from './billing/usage.js'
+import type { ModelUsage, UsageTotals } from './billing/usage.js'
+import type { Budget } from '../../protocol/cost.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import type { ActorDeps } from './deps.js'
 import type { SessionEvents } from './events.js'
@@ -13,22 +14,33 @@ import { classifyFailure, streamModel, type ModelResponse } from './model.js'
 import type { RecordWriter } from './record-writer.js'
 import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
-import { permissionFields, routeTool, toolDefinitions } from './tools.js'
+import { permissionFields, type Roster, routeTool, toolDefinitions } from './tools.js'
 import { withSkills } from './skill-context.js'
 import { selfHostedOf, workAfterTurn } from './self-hosted.js'
+import { grade } from './outcomes.js'
+import { coordinatorToolNames } from './threads.js'
 import { estimateTokens } from '../../protocol/skill-rules.js'
 import type { Policy } from '../../protocol/schemas/agent.js'
 
-/** A skill launch only adds instructions to the conversation: nothing to confirm. */
-const SKILL_POLICY: Policy = { type: 'always_allow' }
+/** The service's own tools (a skill launch, a coordinator's list and send) run nothing in the sandbox: nothing to confirm. */
+const SERVICE_TOOL_POLICY: Policy = { type: 'always_allow' }
+
+/** Where a turn's events go: its thread's (threads.ts maps a child's statuses to `session.thread_status_*`). */
+export type Emitter = Pick<SessionEvents, 'emit' | 'preview'>
 
 /** The parts of a session actor its turns use. */
 export interface TurnParts {
   readonly id: string
+  /** The thread's history: the primary's, or a child's (threads.ts). */
   readonly h: History
   readonly mb: Mailbox
-  readonly events: SessionEvents
-  readonly writer: RecordWriter
+  readonly events: Emitter
+  /** The session record's writes (a child thread's turns write none: its events are its state). */
+  readonly writer: Pick<RecordWriter, 'running' | 'persist'>
+  /** What the session has spent, all threads together, and its budget: checked before every model request. */
+  readonly spend: () => { totals: UsageTotals; budget: Budget | null }
+  /** A coordinator's primary thread: its roster and advisor, offered through its tools (threads.ts). */
+  readonly roster?: Roster
   readonly tools: ToolRunner
   readonly sandbox: Pick<SessionSandbox, 'hasOutputs' | 'publishOutputs' | 'system'>
   readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings' | 'skillTexts'>
@@ -103,7 +115,25 @@ export class TurnLoop {
           const parked = await this.p.tools.run(ac.signal)
           if (ac.signal.aborted || mb.dead) return
           if (parked === 'failed') return this.end({ type: 'retries_exhausted' })
-          if (parked.length) return this.end({ type: 'requires_action', event_ids: parked.map((t) => t.eventId) })
+          // A send parked on a child at the budget parks this turn at it too: raising the budget resumes both.
+          if (parked.some((t) => t.parkedOn === 'budget')) {
+            const spent = this.p.spend()
+            events.emit('session.usage', { usage: toWireUsage(spent.totals), budget: spent.budget })
+            return this.end({ type: 'budget_reached' })
+          }
+          if (parked.length)
+            return this.end({ type: 'requires_action', event_ids: parked.flatMap((t) => (Array.isArray(t.parkedOn) ? t.parkedOn : [t.eventId])) })
+          continue
+        }
+        if (!h.needsModel() && h.outcome) {
+          // The turn's work is done: the grader judges it against the outcome's rubric (outcomes.ts); a revision
+          // asked for is the agent's next input, and the loop goes on.
+          const spent = this.p.spend()
+          if (budgetReached(spent.totals, spent.budget)) {
+            events.emit('session.usage', { usage: toWireUsage(spent.totals), budget: spent.budget })
+            return this.end({ type: 'budget_reached' })
+          }
+          if (!(await grade({ h, dead: () => mb.dead, events, deps: this.p.deps }, h.outcome, ac.signal))) return
           continue
         }
         if (!h.needsModel()) {
@@ -111,8 +141,9 @@ export class TurnLoop {
           this.lastStop = undefined
           return this.end(stop?.reason ?? { type: 'end_turn' }, stop?.details ?? null)
         }
-        if (budgetReached(h.liveTotals(), h.session.budget)) {
-          events.emit('session.usage', { usage: toWireUsage(h.liveTotals()), budget: h.session.budget })
+        const spent = this.p.spend()
+        if (budgetReached(spent.totals, spent.budget)) {
+          events.emit('session.usage', { usage: toWireUsage(spent.totals), budget: spent.budget })
           return this.end({ type: 'budget_reached' })
         }
         if (!(await this.modelRequest(ac.signal))) return
@@ -201,16 +232,17 @@ export class TurnLoop {
     stats.inputTokens += res.usage.input_tokens ?? 0
     stats.outputTokens += res.usage.output_tokens ?? 0
     const agent = h.session.agent
-    const skills = !!h.rec.skills?.length
+    const roster = this.p.roster
+    const offers = { skills: !!h.rec.skills?.length, coordinator: roster && coordinatorToolNames(roster.members, roster.advisor) }
     for (const o of res.outputs) {
       if (o.type === 'agent.thinking') events.emit('agent.thinking', {}, o.id)
       else if (o.type === 'agent.message') events.emit('agent.message', { content: o.content }, o.id)
       else {
         stats.toolUses++
-        const route = routeTool(agent, o.name, skills)
+        const route = routeTool(agent, o.name, offers)
         if (route.kind === 'custom') events.emit('agent.custom_tool_use', { name: o.name, input: o.input })
         else {
-          const policy = route.kind === 'skill' ? SKILL_POLICY : route.kind === 'builtin' ? route.policy : undefined
+          const policy = route.kind === 'skill' || route.kind === 'coordinator' ? SERVICE_TOOL_POLICY : route.kind === 'builtin' ? route.policy : undefined
           const perm = policy ? permissionFields(policy) : {}
           events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
         }
@@ -227,7 +259,7 @@ export class TurnLoop {
     const m = agent.model
     const skills = h.rec.skills ?? []
     const contextWindow = deps.settings.contextWindow
-    const tools = toolDefinitions(agent, skills, contextWindow)
+    const tools = toolDefinitions(agent, skills, contextWindow, this.p.roster)
     const system = this.p.sandbox.system(agent.system, h.session.resources)
     let messages = h.messages
     if (h.activations.length) {

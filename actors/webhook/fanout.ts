@@ -3,7 +3,8 @@ import type { KV } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import { EventHeaders } from '../../protocol/events.js'
 import { isId } from '../../protocol/ids.js'
-import { EVENTS_PREFIX, EVENTS_STREAM, OUTBOX_STREAM } from '../../protocol/subjects.js'
+import { EVENTS_PREFIX, EVENTS_STREAM, OUTBOX_STREAM, threadOf } from '../../protocol/subjects.js'
+import { storedItems } from '../../protocol/event-item.js'
 import { readThinEvent, thinEvent } from '../../protocol/webhook-event.js'
 import { ensureOutbox, webhookEventId } from '../kit/outbox.js'
 import { ensureEventsStream } from '../session/log.js'
@@ -26,7 +27,16 @@ export const FROM_HISTORY: Readonly<Record<string, readonly string[]>> = {
   'session.status_terminated': ['session.status_terminated', 'session.archived'],
   'session.usage': ['session.budget_reached'],
   'session.updated': ['session.updated'],
+  // A child's, as the primary's subject holds them (threads: its creation, and copies of its statuses).
+  'session.thread_created': ['session.thread_created'],
+  'session.thread_status_idle': ['session.thread_idled'],
+  'session.thread_status_terminated': ['session.thread_terminated'],
+  // Every grader pass that ends (outcomes.ts), whatever its result.
+  'span.outcome_evaluation_end': ['session.outcome_evaluation_ended'],
 }
+
+/** The stored types whose webhook event names a thread (`data.session_thread_id`), read from the stored event. */
+const THREAD_TYPES = new Set(['session.thread_created', 'session.thread_status_idle', 'session.thread_status_terminated'])
 
 /** The durable consumer, on the outbox and on the events stream, that every orchestrator pulls from. */
 export const FANOUT_CONSUMER = 'webhook-fanout'
@@ -135,22 +145,44 @@ export class FanOut {
   private async fromHistory(m: JsMsg): Promise<void> {
     // Most stored messages make no webhook event (messages, spans, tool calls): acknowledged with no more work.
     const types = (m.headers?.get(EventHeaders.type) ?? '').split(',')
-    if (!types.some((type) => Object.hasOwn(FROM_HISTORY, type))) return void m.ack()
+    // Everything a webhook tells is on a session's primary subject: a child's own subject is its conversation.
+    if (!types.some((type) => Object.hasOwn(FROM_HISTORY, type)) || threadOf(m.subject) !== 'primary') return void m.ack()
     const sessionId = m.subject.split('.')[2] ?? ''
     if (!isId('sesn', sessionId)) return void m.ack()
     const ids = (m.headers?.get(EventHeaders.id) ?? '').split(',')
     const at = Math.floor(m.info.timestampNanos / 1_000_000)
+    // Headers name no thread: the few messages that need one are read whole.
+    const threads = types.some((type) => THREAD_TYPES.has(type)) ? await this.threadsOf(m.seq) : new Map<string, string>()
     const made: Array<Promise<void>> = []
     types.forEach((type, i) => {
       const source = ids[i]
       if (!source) return
+      const thread = THREAD_TYPES.has(type) ? threads.get(source) : undefined
+      if (THREAD_TYPES.has(type) && !thread) return
       for (const hook of FROM_HISTORY[type] ?? []) {
         const id = webhookEventId(hook, source)
-        made.push(this.deliver(id, hook, at, new TextEncoder().encode(thinEvent(id, at, hook, sessionId))))
+        made.push(this.deliver(id, hook, at, new TextEncoder().encode(thinEvent(id, at, hook, sessionId, thread))))
       }
     })
     await Promise.all(made)
     m.ack()
+  }
+
+  /** The `session_thread_id` of each event of stored message `seq`, by event id (a thread's events name one). */
+  private async threadsOf(seq: number): Promise<Map<string, string>> {
+    const out = new Map<string, string>()
+    const jsm = await this.o.js.jetstreamManager(false)
+    const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq })
+    if (!m) return out
+    for (const item of storedItems(m.header, m.string(), m.seq)) {
+      try {
+        const ev = JSON.parse(item.json) as { id?: unknown; session_thread_id?: unknown }
+        if (typeof ev.id === 'string' && typeof ev.session_thread_id === 'string') out.set(ev.id, ev.session_thread_id)
+      } catch {
+        // Not an event: nothing of it is a thread's.
+      }
+    }
+    return out
   }
 
   /** Queues the event for every endpoint subscribed to its type at `at`. */

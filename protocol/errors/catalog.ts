@@ -66,6 +66,11 @@ export const catalog = {
   upload_not_multipart: entry(400, () => 'content-type: an upload must be multipart/form-data with a boundary'),
   upload_file_missing: entry(400, () => 'file: the upload has no part named "file"; send the bytes as a file part named "file"'),
   upload_file_repeated: entry(400, () => 'file: the upload has more than one part named "file"; send exactly one'),
+  rubric_file_unreadable: entry(
+    400,
+    (field: string, why: string) => `${field}: the rubric file ${why}; give a UTF-8 text file of at most 262144 characters`,
+    WIRE,
+  ),
   skill_bundle_invalid: entry(400, (message: string) => `files: ${message}; nothing was stored`, WIRE),
   skill_runtime_name_taken: entry(
     400,
@@ -182,6 +187,7 @@ export const catalog = {
   vault_not_found: entry(404, (id: string) => `Vault ${id} not found`, WIRE),
   webhook_not_found: entry(404, (id: string) => `Webhook endpoint ${id} not found`, WIRE),
   skill_not_found: entry(404, (id: string) => `Skill ${id} not found`, WIRE),
+  session_thread_not_found: entry(404, (field: string, session: string, thread: string) => `${field}: session ${session} has no thread ${thread}`, WIRE),
   skill_version_not_found: entry(404, (id: string, version: string) => `Skill ${id} has no version ${version}`, WIRE),
   credential_not_found: entry(404, (id: string, vault: string) => `Credential ${id} not found in vault ${vault}`, WIRE),
   session_resource_not_found: entry(404, (id: string, sessionId: string) => `Session resource ${id} not found in session ${sessionId}`, WIRE),
@@ -205,6 +211,17 @@ export const catalog = {
   ),
   skill_title_taken: entry(409, (title: string) => `display_title: another custom skill is titled ${JSON.stringify(title)}; titles are unique`, WIRE),
   session_archived: entry(409, (id: string) => `Session ${id} is archived; it accepts no more events or updates`, WIRE),
+  outcome_in_progress: entry(
+    409,
+    (field: string, outcome: string) =>
+      `${field}: outcome ${outcome} is still being worked on; a session works toward one outcome at a time (send user.interrupt to stop it)`,
+    WIRE,
+  ),
+  thread_running: entry(
+    409,
+    (id: string) => `Thread ${id} is running; interrupt it first (send user.interrupt with its session_thread_id) and retry once it is idle`,
+    WIRE,
+  ),
   session_running: entry(409, (id: string) => `Session ${id} is running; interrupt it first (send user.interrupt) and retry once it is idle`, WIRE),
   session_busy_resources: entry(
     409,
@@ -273,13 +290,6 @@ export const catalog = {
     () => 'multiagent: the multiagent_20261001 topology is not supported yet; use {"type":"coordinator","agents":[…]}',
     WIRE,
   ),
-  outcome_file_rubric_unavailable: entry(
-    422,
-    (field: string) =>
-      `${field}.rubric: a file rubric needs Files, which are not available on this server yet; give the rubric as {"type": "text", "content": …}`,
-    WIRE,
-  ),
-  outcomes_unavailable: entry(422, (field: string) => `${field}: outcomes (user.define_outcome) are not available on this server yet`, WIRE),
   resource_unavailable: entry(
     422,
     (index: number, kind: 'memory_store') => `resources[${index}]: ${kind} resources are not available on this server yet (memory stores are not built)`,

@@ -3,9 +3,13 @@ import type { SessionEvent, StreamOpenReply } from '../events.js'
 import { EventsListQuery, EventsSend, EventsStreamQuery } from '../schemas/events.js'
 import { SessionFromRun } from '../schemas/deployment.js'
 import { SessionCreate, SessionListQuery, SessionUpdate } from '../schemas/session.js'
-import type { Session } from '../session.js'
+import type { Session, SessionThread } from '../session.js'
+import { ThreadEventsQuery, ThreadListQuery } from '../schemas/thread.js'
 import { ResourceAdd, ResourceListQuery, ResourceUpdate, type FileResource, type SessionResource } from '../schemas/resource.js'
 import { defineKind, type IdSpec, returns } from './define.js'
+
+/** A session's thread, named beside its session in the threads routes (WIRE §8). */
+const ThreadIdSpec: IdSpec = { param: 'thread_id', prefix: 'sthr', noun: 'Session thread' }
 
 /** A session's resource, named beside its session in the resources routes (WIRE §9). */
 const ResourceId: IdSpec = { param: 'resource_id', prefix: 'sesrsc', noun: 'Session resource' }
@@ -37,5 +41,12 @@ export const SessionKind = defineKind(
     'resources.delete': { placement: 'owner', sub: ResourceId, reply: returns<{ id: string; type: 'session_resource_deleted' }>() },
     /** Opens an SSE tail: the last stored sequence, from which the gateway goes live. */
     'stream.open': { placement: 'owner', query: EventsStreamQuery, reply: returns<StreamOpenReply>() },
+    'threads.list': { placement: 'owner', query: ThreadListQuery, reply: returns<Page<SessionThread>>() },
+    'threads.get': { placement: 'owner', sub: ThreadIdSpec, reply: returns<SessionThread>() },
+    /** A child thread that is not running; the primary is archived with its session. */
+    'threads.archive': { placement: 'owner', sub: ThreadIdSpec, reply: returns<SessionThread>() },
+    'threads.events': { placement: 'owner', sub: ThreadIdSpec, query: ThreadEventsQuery, reply: returns<Page<SessionEvent>>() },
+    /** A thread's SSE tail: the last stored sequence of its subject. */
+    'threads.stream.open': { placement: 'owner', sub: ThreadIdSpec, query: EventsStreamQuery, reply: returns<StreamOpenReply>() },
   },
 )

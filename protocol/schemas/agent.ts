@@ -1,6 +1,7 @@
 import { type } from 'arktype'
 import { HttpUrl, Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, timestampParam } from './common.js'
 import { AgentId, SkillId } from './ids.js'
+import { listOf } from './list.js'
 
 /**
  * Agents on the wire (WIRE.md §4). The schemas here check shapes only, so every message names the field
@@ -17,7 +18,7 @@ const EffortLevel = type("'low' | 'medium' | 'high' | 'xhigh' | 'max'")
 export const ModelParams = type({
   '+': 'reject',
   id: 'string > 0',
-  'effort?': EffortLevel.or({ '+': 'reject', type: EffortLevel }).or('null'),
+  'effort?': type.or(EffortLevel, { '+': 'reject', type: EffortLevel }, 'null'),
   'inference_geo?': 'string | null',
   'speed?': "'standard' | 'fast' | null",
 })
@@ -32,11 +33,11 @@ const DefaultConfigParams = type({
   'permission_policy?': PermissionPolicy.or('null'),
 })
 
-const DomainList = type('string > 0').array().atLeastLength(1).atMostLength(64)
+const DomainList = listOf(type('string > 0'), { min: 1, max: 64 })
 
 const ToolReference = type({ '+': 'reject', type: "'tool_reference'", name: 'string > 0' })
 const UrlSourceAllNone = type("'all' | 'none'").or({ '+': 'reject', type: "'all' | 'none'" })
-const UrlSourceFilter = UrlSourceAllNone.or({ '+': 'reject', type: "'only' | 'except'", tools: ToolReference.array().atMostLength(256) })
+const UrlSourceFilter = UrlSourceAllNone.or({ '+': 'reject', type: "'only' | 'except'", tools: listOf(ToolReference, { max: 256 }) })
 export const UrlSourcesParams = type({
   '+': 'reject',
   'user_input?': UrlSourceAllNone.or('null'),
@@ -79,19 +80,21 @@ const WebSearchConfig = type({
 })
 
 /** One toolset config; `name` picks the branch and `type`, when given, must repeat it. */
-export const AgentToolConfigParams = type({ ...configCommon, name: "'bash'", 'type?': "'bash'" })
-  .or({ ...configCommon, name: "'edit'", 'type?': "'edit'" })
-  .or({ ...configCommon, name: "'read'", 'type?': "'read'" })
-  .or({ ...configCommon, name: "'write'", 'type?': "'write'" })
-  .or({ ...configCommon, name: "'glob'", 'type?': "'glob'" })
-  .or({ ...configCommon, name: "'grep'", 'type?': "'grep'" })
-  .or(WebFetchConfig)
-  .or(WebSearchConfig)
+export const AgentToolConfigParams = type.or(
+  { ...configCommon, name: "'bash'", 'type?': "'bash'" },
+  { ...configCommon, name: "'edit'", 'type?': "'edit'" },
+  { ...configCommon, name: "'read'", 'type?': "'read'" },
+  { ...configCommon, name: "'write'", 'type?': "'write'" },
+  { ...configCommon, name: "'glob'", 'type?': "'glob'" },
+  { ...configCommon, name: "'grep'", 'type?': "'grep'" },
+  WebFetchConfig,
+  WebSearchConfig,
+)
 
 export const AgentToolsetParams = type({
   '+': 'reject',
   type: "'agent_toolset_20260401'",
-  'configs?': AgentToolConfigParams.array().atMostLength(256),
+  'configs?': listOf(AgentToolConfigParams, { max: 256 }),
   'default_config?': DefaultConfigParams.or('null'),
 })
 
@@ -126,13 +129,13 @@ export const CustomToolParams = type({
   },
 })
 
-export const ToolParams = AgentToolsetParams.or(McpToolsetParams).or(CustomToolParams)
-export const ToolList = ToolParams.array().atMostLength(256)
+export const ToolParams = type.or(AgentToolsetParams, McpToolsetParams, CustomToolParams)
+export const ToolList = listOf(ToolParams, { max: 256 })
 
 export const McpServerParams = type({ '+': 'reject', type: "'url'", name: '0 < string <= 255', url: HttpUrl })
-export const McpServerList = McpServerParams.array().atMostLength(20)
+export const McpServerList = listOf(McpServerParams, { max: 20 })
 
-const SkillVersion = type('string > 0').or('number.integer >= 1').or('null')
+const SkillVersion = type.or('string > 0', 'number.integer >= 1', 'null')
 /** A custom skill is named by its id; a vendor-managed one by its short name (`xlsx`). */
 export const SkillParams = type({ '+': 'reject', type: "'custom'", skill_id: SkillId, 'version?': SkillVersion }).or({
   '+': 'reject',
@@ -141,13 +144,16 @@ export const SkillParams = type({ '+': 'reject', type: "'custom'", skill_id: Ski
   'version?': SkillVersion,
 })
 /** SPEC: up to 500 skills. */
-export const SkillList = SkillParams.array().atMostLength(500)
+export const SkillList = listOf(SkillParams, { max: 500 })
 
-export const RosterEntryParams = AgentId.or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': 'number.integer >= 1' })
-  .or({ '+': 'reject', type: "'self'" })
-  .or({ '+': 'reject', type: "'advisor'", model: 'string > 0' })
+export const RosterEntryParams = type.or(
+  AgentId,
+  { '+': 'reject', type: "'agent'", id: AgentId, 'version?': 'number.integer >= 1' },
+  { '+': 'reject', type: "'self'" },
+  { '+': 'reject', type: "'advisor'", model: 'string > 0' },
+)
 
-export const CoordinatorParams = type({ '+': 'reject', type: "'coordinator'", agents: RosterEntryParams.array().atMostLength(1000) })
+export const CoordinatorParams = type({ '+': 'reject', type: "'coordinator'", agents: listOf(RosterEntryParams, { max: 1000 }) })
 /** Accepted loosely so the actor can answer 422 (not supported yet) rather than a shape error. */
 export const Multiagent20261001Params = type({ type: "'multiagent_20261001'" })
 export const MultiagentParams = CoordinatorParams.or(Multiagent20261001Params)

@@ -14,6 +14,7 @@ import {
 import { AgentId, DeploymentId, EnvironmentId, VaultId } from './ids.js'
 import { ResourceParams, type ResourceParamsT } from './resource.js'
 import { Budget, type BudgetParams } from './session.js'
+import { listOf } from './list.js'
 
 /**
  * Deployments and their runs on the wire (WIRE.md §13–§14, SPEC "Deployments", DECISIONS "Deployments and runs").
@@ -38,29 +39,26 @@ export const ScheduleParams = type({
 
 const InitialEvent = tagged(
   ['user.message', 'user.define_outcome', 'system.message'],
-  UserMessageParams.or(UserDefineOutcomeParams).or(SystemMessageParams),
+  type.or(UserMessageParams, UserDefineOutcomeParams, SystemMessageParams),
   'user.message, user.define_outcome or system.message, the only event types allowed in a deployment',
 )
 
 /** What a system.message in a deployment annotates: the user event right before it (SPEC "Deployment"). */
 const ANNOTATED = ['user.message', 'user.define_outcome']
 
-export const InitialEvents = InitialEvent.array()
-  .atLeastLength(1)
-  .atMostLength(50)
-  .narrow((events, ctx) => {
-    for (const [i, e] of events.entries()) {
-      if (e.type !== 'system.message') continue
-      const prev = events[i - 1]?.type
-      if (prev === undefined || !ANNOTATED.includes(prev)) {
-        return ctx.reject({
-          problem: 'is a system.message, which must directly follow the user.message or user.define_outcome it annotates',
-          relativePath: [i],
-        })
-      }
+export const InitialEvents = listOf(InitialEvent, { min: 1, max: 50 }).narrow((events, ctx) => {
+  for (const [i, e] of events.entries()) {
+    if (e.type !== 'system.message') continue
+    const prev = events[i - 1]?.type
+    if (prev === undefined || !ANNOTATED.includes(prev)) {
+      return ctx.reject({
+        problem: 'is a system.message, which must directly follow the user.message or user.define_outcome it annotates',
+        relativePath: [i],
+      })
     }
-    return true
-  })
+  }
+  return true
+})
 
 const Name = type('0 < string <= 256')
 const Description = type('string <= 2048').or('null')
@@ -72,8 +70,8 @@ export const DeploymentCreate = type({
   name: Name,
   initial_events: InitialEvents,
   'description?': Description,
-  'resources?': ResourceParams.array().atMostLength(500),
-  'vault_ids?': VaultId.array().atMostLength(50),
+  'resources?': listOf(ResourceParams, { max: 500 }),
+  'vault_ids?': listOf(VaultId, { max: 50 }),
   'schedule?': ScheduleParams.or('null'),
   'metadata?': Metadata,
   'budget?': Budget.or('null'),
@@ -87,8 +85,8 @@ export const DeploymentUpdate = type({
   'name?': Name,
   'initial_events?': InitialEvents,
   'description?': Description,
-  'resources?': ResourceParams.array().atMostLength(500).or('null'),
-  'vault_ids?': VaultId.array().atMostLength(50).or('null'),
+  'resources?': listOf(ResourceParams, { max: 500 }).or('null'),
+  'vault_ids?': listOf(VaultId, { max: 50 }).or('null'),
   'schedule?': ScheduleParams.or('null'),
   'metadata?': MetadataPatch.or('null'),
   'budget?': Budget.or('null'),
@@ -105,8 +103,8 @@ export const SessionFromRun = type({
   agent: { '+': 'reject', type: "'agent'", id: AgentId, version: 'number.integer >= 1' },
   environment_id: EnvironmentId,
   initial_events: InitialEvents,
-  resources: ResourceParams.array().atMostLength(500),
-  vault_ids: VaultId.array().atMostLength(50),
+  resources: listOf(ResourceParams, { max: 500 }),
+  vault_ids: listOf(VaultId, { max: 50 }),
   budget: Budget.or('null'),
 })
 

@@ -1,5 +1,6 @@
 import { type } from 'arktype'
 import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam } from './common.js'
+import { listOf } from './list.js'
 
 const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?'
 const HOST_RE = new RegExp(`^(\\*\\.)?${LABEL}(\\.${LABEL})*$`, 'i')
@@ -19,7 +20,7 @@ export const AllowedHost = type('string').narrow((h, ctx) => {
 export const NetworkingParams = type({ '+': 'reject', type: "'unrestricted'" }).or({
   '+': 'reject',
   type: "'limited'",
-  'allowed_hosts?': AllowedHost.array().atMostLength(256).or('null'),
+  'allowed_hosts?': listOf(AllowedHost, { max: 256 }).or('null'),
   'allow_mcp_servers?': 'boolean | null',
   'allow_package_managers?': 'boolean | null',
 })

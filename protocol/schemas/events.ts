@@ -2,6 +2,7 @@ import { type, type Type } from 'arktype'
 import { CLIENT_EVENT_TYPES, DELTA_TYPES, LISTABLE_EVENT_TYPES } from '../events.js'
 import { HttpUrl, limitParam, pageParam, timestampParam } from './common.js'
 import { EventId, FileId, ThreadId } from './ids.js'
+import { listOf } from './list.js'
 
 /**
  * Session events a client sends (WIRE.md §7.1) and the queries of the event list and stream. Shapes only:
@@ -62,12 +63,12 @@ export const SearchResultBlock = type({
   type: "'search_result'",
   source: 'string',
   title: 'string',
-  content: TextOnly.array().atMostLength(1000),
+  content: listOf(TextOnly, { max: 1000 }),
   'citations?': { '+': 'reject', enabled: 'boolean' },
 })
 
-export const UserContent = TextBlock.or(ImageBlock).or(DocumentBlock).array().atLeastLength(1).atMostLength(1000)
-export const ToolResultContent = TextBlock.or(ImageBlock).or(DocumentBlock).or(SearchResultBlock).array().atMostLength(1000)
+export const UserContent = listOf(type.or(TextBlock, ImageBlock, DocumentBlock), { min: 1, max: 1000 })
+export const ToolResultContent = listOf(type.or(TextBlock, ImageBlock, DocumentBlock, SearchResultBlock), { max: 1000 })
 
 const OptionalThread = ThreadId.or('null')
 
@@ -112,16 +113,19 @@ export const UserDefineOutcomeParams = type({
   'max_iterations?': type('1 <= number.integer <= 20').or('null'),
 })
 
-export const SystemMessageParams = type({ '+': 'reject', type: "'system.message'", content: TextOnly.array().atLeastLength(1).atMostLength(1000) })
+export const SystemMessageParams = type({ '+': 'reject', type: "'system.message'", content: listOf(TextOnly, { min: 1, max: 1000 }) })
 
 export const EventParams = tagged(
   CLIENT_EVENT_TYPES,
-  UserMessageParams.or(UserInterruptParams)
-    .or(UserToolConfirmationParams)
-    .or(UserCustomToolResultParams)
-    .or(UserToolResultParams)
-    .or(UserDefineOutcomeParams)
-    .or(SystemMessageParams),
+  type.or(
+    UserMessageParams,
+    UserInterruptParams,
+    UserToolConfirmationParams,
+    UserCustomToolResultParams,
+    UserToolResultParams,
+    UserDefineOutcomeParams,
+    SystemMessageParams,
+  ),
 )
 
 /** What a system.message may annotate: the event right before it (WIRE §7.1). */
@@ -129,7 +133,7 @@ const ANNOTATABLE = ['user.message', 'user.tool_result', 'user.custom_tool_resul
 
 export const EventsSend = type({
   '+': 'reject',
-  events: EventParams.array().atLeastLength(1).atMostLength(100),
+  events: listOf(EventParams, { min: 1, max: 100 }),
 }).narrow(({ events }, ctx) => {
   // "At most one" needs no check of its own: of two system messages, the first is not the last event.
   for (let i = 0; i < events.length; i++) {

@@ -6,6 +6,7 @@ import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, re
 import { AgentId, DeploymentId, EnvironmentId, MemoryStoreId, VaultId } from './ids.js'
 import { ResourceParams } from './resource.js'
 import { UserDefineOutcomeParams, UserMessageParams, listParam, tagged } from './events.js'
+import { listOf } from './list.js'
 
 /**
  * Sessions on the wire (WIRE.md §6, SPEC "Sessions"). Shapes only: whether the agent, environment, vaults
@@ -29,17 +30,21 @@ export const Budget = type({
 const Title = type('string <= 512').or('null')
 const Version = type('number.integer >= 1')
 
-export const AgentRefParams = AgentId.or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': Version }).or({
-  '+': 'reject',
-  type: "'agent_with_overrides'",
-  id: AgentId,
-  'version?': Version,
-  'model?': ModelInput,
-  'system?': type('string <= 100000').or('null'),
-  'tools?': ToolList.or('null'),
-  'mcp_servers?': McpServerList.or('null'),
-  'skills?': SkillList.or('null'),
-})
+export const AgentRefParams = type.or(
+  AgentId,
+  { '+': 'reject', type: "'agent'", id: AgentId, 'version?': Version },
+  {
+    '+': 'reject',
+    type: "'agent_with_overrides'",
+    id: AgentId,
+    'version?': Version,
+    'model?': ModelInput,
+    'system?': type('string <= 100000').or('null'),
+    'tools?': ToolList.or('null'),
+    'mcp_servers?': McpServerList.or('null'),
+    'skills?': SkillList.or('null'),
+  },
+)
 
 // system.message is for deployments' initial events (DECISIONS "Sessions and events"), never a session's.
 const InitialEvent = tagged(
@@ -54,9 +59,9 @@ export const SessionCreate = type({
   environment_id: EnvironmentId,
   'title?': Title,
   'metadata?': Metadata,
-  'initial_events?': InitialEvent.array().atMostLength(50),
-  'resources?': ResourceParams.array().atMostLength(100),
-  'vault_ids?': VaultId.array().atMostLength(50),
+  'initial_events?': listOf(InitialEvent, { max: 50 }),
+  'resources?': listOf(ResourceParams, { max: 100 }),
+  'vault_ids?': listOf(VaultId, { max: 50 }),
   'budget?': Budget.or('null'),
 })
 

@@ -90,7 +90,7 @@ export type SkillVersionListQueryT = typeof SkillVersionListQuery.infer
  * omitted: the newest) and records that `by` pins it, in the same step, so a deletion running beside it either sees
  * the pin or runs first (and the reference then finds no version).
  */
-export const SkillPinInput = type({ '+': 'reject', by: AgentId.or(SessionId), 'version?': type('string <= 32').or('number.integer >= 1').or('null') })
+export const SkillPinInput = type({ '+': 'reject', by: AgentId.or(SessionId), 'version?': type.or('string <= 32', 'number.integer >= 1', 'null') })
 export type SkillPinInputT = typeof SkillPinInput.infer
 
 /** A pinned version, with what sessions check of it (runtime names, aggregate size) and run it by (its bundle). */

@@ -1,6 +1,7 @@
 import { type } from 'arktype'
 import { HttpUrl, Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, refused } from './common.js'
 import { AllowedHost } from './environment.js'
+import { listOf } from './list.js'
 
 /**
  * Vaults and their credentials on the wire (WIRE.md §15, the official client's `beta.vaults`). Shapes only: whether
@@ -39,7 +40,7 @@ const RefreshCreate = type({
 })
 
 const Unrestricted = type({ '+': 'reject', type: "'unrestricted'" })
-const Limited = type({ '+': 'reject', type: "'limited'", allowed_hosts: AllowedHost.array().moreThanLength(0).atMostLength(16) })
+const Limited = type({ '+': 'reject', type: "'limited'", allowed_hosts: listOf(AllowedHost, { min: 1, max: 16 }) })
 const CredentialNetworking = Unrestricted.or(Limited)
 const InjectionLocation = type({ '+': 'reject', 'body?': 'boolean', 'header?': 'boolean' }).narrow(notArray)
 
@@ -92,14 +93,14 @@ export const EnvironmentVariableUpdate = type({
 
 export const CredentialCreate = type({
   '+': 'reject',
-  auth: McpOAuthCreate.or(StaticBearerCreate).or(EnvironmentVariableCreate),
+  auth: type.or(McpOAuthCreate, StaticBearerCreate, EnvironmentVariableCreate),
   'display_name?': type('string <= 255').or('null'),
   'metadata?': Metadata,
 })
 
 export const CredentialUpdate = type({
   '+': 'reject',
-  'auth?': McpOAuthUpdate.or(StaticBearerUpdate).or(EnvironmentVariableUpdate),
+  'auth?': type.or(McpOAuthUpdate, StaticBearerUpdate, EnvironmentVariableUpdate),
   'display_name?': type('string <= 255').or('null'),
   'metadata?': MetadataPatch.or('null'),
 }).narrow(notArray)

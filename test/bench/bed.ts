@@ -1,6 +1,6 @@
 // What the session benchmarks share: a test bed (nats-server, the fake model in its own process, one `troupe serve`),
 // keep-alive JSON requests, a bounded pool, percentiles and a waiter poked by event handlers.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
@@ -140,6 +140,30 @@ export async function startAsNpmStart(env: Record<string, string> = {}): Promise
   return { troupe, natsUrl: m[1]!, dataDir }
 }
 
+/** Waits until the server says it is ready (a host that just started takes its partitions first). */
+export async function ready(url: string): Promise<void> {
+  const deadline = Date.now() + 30_000
+  while (
+    (await fetch(`${url}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200
+  ) {
+    if (Date.now() > deadline) throw new Error(`${url} did not become ready`)
+    await sleep(100)
+  }
+}
+
+/**
+ * Stops a server and waits until its process is gone, polling (each poll keeps this process's loop alive: awaiting the
+ * child's 'exit' alone let the loop empty here, and node ended the benchmark with an unsettled await, exit code 13).
+ */
+export async function stopServer(t: TroupeProcess): Promise<void> {
+  t.signal('SIGTERM')
+  for (let i = 0; i < 200 && t.proc.exitCode === null && t.proc.signalCode === null; i++) await sleep(50)
+  if (t.proc.exitCode === null && t.proc.signalCode === null) t.killNow()
+}
+
 /** The fake model in its own process and one `troupe start` (as `npm start` runs it) using it. */
 export async function bed(env: Record<string, string> = {}): Promise<Bed> {
   const stops: Array<() => void> = []
@@ -181,14 +205,31 @@ export interface LoadResult {
   errors: number
 }
 
+const loadArgs = (url: string, method: string, body: string | undefined, durationMs: number, connections: number, ids: string[]) => [
+  '--import',
+  'tsx',
+  path.join(here, 'loadgen.ts'),
+  url,
+  method,
+  body ?? '-',
+  String(durationMs),
+  String(connections),
+  ids.join(','),
+]
+const loadResult = (out: string): LoadResult => JSON.parse(out.trim().split('\n').pop()!)
+
 /** Closed-loop HTTP load from its own process (loadgen.ts): `connections` clients, each sending back to back. */
 export function load(url: string, method: string, body: string | undefined, durationMs: number, connections: number, ids: string[] = []): LoadResult {
-  const out = execFileSync(
-    process.execPath,
-    ['--import', 'tsx', path.join(here, 'loadgen.ts'), url, method, body ?? '-', String(durationMs), String(connections), ids.join(',')],
-    { encoding: 'utf8' },
+  return loadResult(execFileSync(process.execPath, loadArgs(url, method, body, durationMs, connections, ids), { encoding: 'utf8' }))
+}
+
+/** `load` without blocking this process, for a benchmark that does something else while the load runs. */
+export function loadInBackground(url: string, method: string, durationMs: number, connections: number): Promise<LoadResult> {
+  return new Promise((resolve, reject) =>
+    execFile(process.execPath, loadArgs(url, method, undefined, durationMs, connections, []), { encoding: 'utf8' }, (err, out) =>
+      err ? reject(err) : resolve(loadResult(out)),
+    ),
   )
-  return JSON.parse(out.trim().split('\n').pop()!)
 }
 
 /** The raw baseline (baseline-server.ts): uWebSockets.js and one NATS request/reply per HTTP request. */

@@ -11,8 +11,10 @@
 // start-up and tool round trips, local vs isolated: sandbox.ts), or `files` (upload and download of 100 MB against a
 // raw object store put and get: files.ts), or `workspace` (a session's workspace saved after a tool call and restored on
 // another host: workspace.ts), or `skill-mounts` (a 25 MB skill bundle unpacked into a session's directory: skill-mounts.ts), or `webhooks` (deliveries per second and change-to-delivery latency, one orchestrator
-// then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts), or `work` (the self-hosted work queue: claims,
-// queue-to-claim, CPU of idle pollers: work.ts); none runs everything.
+// then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts), or `skills` (a 25 MB, 1,000-file skill
+// bundle: `skills.pool` validates it on the pool in-process, skill-bundle.ts; `skills.server` uploads it to the server
+// while GETs run, skill-server.ts; `skills` both), or `work` (the self-hosted work queue: claims, queue-to-claim, CPU of
+// idle pollers: work.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -28,10 +30,11 @@ import { runWorkspaceBench } from './workspace.js'
 import { runWorkBench } from './work.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
-import { load as runLoad, sleep, startAsNpmStart, startBaseline, type LoadResult } from './bed.js'
+import { load as runLoad, ready, sleep, startAsNpmStart, stopServer, startBaseline, type LoadResult } from './bed.js'
 import { runSessionBenches, SESSION_BENCHES, type SessionBench } from './sessions.js'
 import { runSkillBundleBench } from './skill-bundle.js'
 import { runSkillMountBench } from './skill-mounts.js'
+import { runSkillServerBench } from './skill-server.js'
 
 const DURATION = Number(process.env.BENCH_MS ?? 5000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -42,30 +45,6 @@ const load = (url: string, method: string, body?: string, ids?: string[]) => run
 const createBody = JSON.stringify({ name: 'bench', model: 'claude-sonnet-4-5', system: 'You are a benchmark.' })
 const updateBody = JSON.stringify({ metadata: { n: '__N__' } })
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
-
-/** Waits until the server says it is ready (a host that just started takes its partitions first). */
-async function ready(url: string): Promise<void> {
-  const deadline = Date.now() + 30_000
-  while (
-    (await fetch(`${url}/readyz`).then(
-      (r) => r.status,
-      () => 0,
-    )) !== 200
-  ) {
-    if (Date.now() > deadline) throw new Error(`${url} did not become ready`)
-    await sleep(100)
-  }
-}
-
-/**
- * Stops a server and waits until its process is gone, polling (each poll keeps this process's loop alive: awaiting the
- * child's 'exit' alone let the loop empty here, and node ended the benchmark with an unsettled await, exit code 13).
- */
-async function stopServer(t: TroupeProcess): Promise<void> {
-  t.signal('SIGTERM')
-  for (let i = 0; i < 200 && t.proc.exitCode === null && t.proc.signalCode === null; i++) await sleep(50)
-  if (t.proc.exitCode === null && t.proc.signalCode === null) t.killNow()
-}
 
 /** Runs of one call, one per round, and their ratio to the raw hop of the same round. */
 interface Row {
@@ -207,6 +186,8 @@ const known = [
   'files',
   'workspace',
   'skills',
+  'skills.pool',
+  'skills.server',
   'skill-mounts',
   'webhooks',
   'work',
@@ -227,7 +208,8 @@ if (!args.length || args.includes('deployments')) await runDeploymentBench()
 if (!args.length || args.includes('sandbox')) await runSandboxBench()
 if (!args.length || args.includes('files')) await runFileBench()
 if (!args.length || args.includes('workspace')) await runWorkspaceBench()
-if (!args.length || args.includes('skills')) await runSkillBundleBench()
+if (!args.length || args.includes('skills') || args.includes('skills.pool')) await runSkillBundleBench()
+if (!args.length || args.includes('skills') || args.includes('skills.server')) await runSkillServerBench()
 if (!args.length || args.includes('skill-mounts')) await runSkillMountBench()
 if (!args.length || args.includes('webhooks')) await runWebhookBench()
 if (!args.length || args.includes('work')) await runWorkBench()

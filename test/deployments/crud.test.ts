@@ -111,16 +111,15 @@ t.test('resources, vaults, outcomes and budgets get the errors sessions give', a
     [{ vault_ids: ['vlt_01A', 'vlt_01A'] }, 400, 'invalid_request', /vault_ids\[1\]: vlt_01A appears twice/],
     [{ vault_ids: ['vlt_01A'] }, 422, 'vaults_unavailable', /vault_ids: vaults need the operator keyring/],
     [
-      { initial_events: [{ type: 'user.define_outcome', description: 'done', rubric: { type: 'text', content: 'ok' } }] },
-      422,
-      'outcomes_unavailable',
-      /initial_events\[0\]: outcomes/,
-    ],
-    [
-      { initial_events: [{ type: 'user.define_outcome', description: 'done', rubric: { type: 'file', file_id: 'file_01ABC' } }] },
-      422,
-      'outcome_file_rubric_unavailable',
-      /initial_events\[0\]\.rubric: a file rubric needs Files/,
+      {
+        initial_events: [
+          { type: 'user.define_outcome', description: 'done', rubric: { type: 'text', content: 'ok' } },
+          { type: 'user.define_outcome', description: 'again', rubric: { type: 'file', file_id: 'file_01ABC' } },
+        ],
+      },
+      409,
+      'outcome_in_progress',
+      /^initial_events\[1\]: outcome .* is still being worked on/,
     ],
   ]
   for (const [body, status, code, message] of cases) {

@@ -1,3 +1,4 @@
+import { primaryThreadId } from '../../protocol/ids.js'
 import { raw } from '../helpers/troupe.js'
 import { get } from './harness.js'
 import type { Victims } from './types.js'
@@ -108,6 +109,7 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     deployment_runs: [],
     files: [],
     session_resources: [],
+    session_threads: [],
     vaults: [],
     credentials: [],
     webhooks: [],
@@ -120,6 +122,8 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     v.environments.push(await create(url, '/v1/environments', { name: `victim ${i}` }))
   }
   for (let i = 0; i < n; i++) v.sessions.push(await create(url, '/v1/sessions', { agent: v.agents[i]!, environment_id: v.environments[i]! }))
+  // Each session's primary thread, whose id derives from the session's (children need a model to be made).
+  v.session_threads.push(...v.sessions.map(primaryThreadId))
   for (let i = 0; i < n; i++) {
     v.deployments.push(await create(url, '/v1/deployments', { ...deploymentOf(v.agents[i]!, v.environments[i]!), name: `victim ${i}` }))
     v.deployment_runs.push(await create(url, `/v1/deployments/${v.deployments[i]!}/run`, undefined))

@@ -41,6 +41,7 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   deployment_run_id: 'deployment_runs',
   file_id: 'files',
   resource_id: 'session_resources',
+  thread_id: 'session_threads',
   vault_id: 'vaults',
   credential_id: 'credentials',
   webhook_id: 'webhooks',
@@ -48,8 +49,11 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   work_id: 'work',
 }
 
-/** Path parameters whose victims go in pairs (a credential lives in one vault): the first named picks the pair. */
-const PAIRED: Record<string, keyof Victims> = { vault_id: 'vaults', credential_id: 'credentials' }
+/**
+ * Path parameters whose victims go in pairs (a credential lives in one vault, a thread in one session): the first
+ * named picks the pair.
+ */
+const PAIRED: Record<string, keyof Victims> = { vault_id: 'vaults', credential_id: 'credentials', session_id: 'sessions', thread_id: 'session_threads' }
 
 /**
  * Live ids for the parameters of one path: each from its victims, but a credential and its vault from the same

@@ -27,6 +27,8 @@ export interface Victims {
   files: string[]
   /** Resources of the victim sessions (`resource_id`), each a copy of a victim file. */
   session_resources: string[]
+  /** The victim sessions' primary threads (`thread_id`), at the sessions' indexes. */
+  session_threads: string[]
   vaults: string[]
   /** One credential in each victim vault, at the same index (`credential_id` is named beside its `vault_id`). */
   credentials: string[]

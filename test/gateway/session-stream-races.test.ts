@@ -403,8 +403,9 @@ const localBase = `http://127.0.0.1:${local.port}`
 /** Subscriptions to a session's live subject, as nats-server counts them. */
 async function liveSubscriptions(sid: string): Promise<number> {
   const connz = await (await fetch(`${nats.monitorUrl}/connz?subs=1&limit=1024`)).json()
-  return (connz.connections as Array<{ subscriptions_list?: string[] }>).flatMap((c) => c.subscriptions_list ?? []).filter((x) => x === `troupe.live.${sid}.>`)
-    .length
+  return (connz.connections as Array<{ subscriptions_list?: string[] }>)
+    .flatMap((c) => c.subscriptions_list ?? [])
+    .filter((x) => x === `troupe.live.${sid}.primary`).length
 }
 
 /** A session whose owner runs beside the local gateway (its writes feed that gateway's tails). */

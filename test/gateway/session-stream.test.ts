@@ -90,8 +90,9 @@ const idle = (m: SseMsg) => m.event === 'session.status_idle'
 /** The gateway's subscriptions to a session's live subject, as nats-server counts them. */
 async function liveSubscriptions(sid: string): Promise<number> {
   const connz = await (await fetch(`${s.nats.monitorUrl}/connz?subs=1&limit=1024`)).json()
-  return (connz.connections as Array<{ subscriptions_list?: string[] }>).flatMap((c) => c.subscriptions_list ?? []).filter((x) => x === `troupe.live.${sid}.>`)
-    .length
+  return (connz.connections as Array<{ subscriptions_list?: string[] }>)
+    .flatMap((c) => c.subscriptions_list ?? [])
+    .filter((x) => x === `troupe.live.${sid}.primary`).length
 }
 
 t.test('formatSseRaw writes stored JSON as is', async (t) => {

@@ -48,7 +48,7 @@ t.teardown(async () => {
 const client = clientFor(troupe.url, { maxRetries: 3 })
 const H = { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }
 const MODEL = 'claude-sonnet-4-5'
-/** Every session event there is today (threads and outcomes come with their issue). */
+/** Every session event of a session without threads (outcomes come with their issue). */
 const ALL = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
 
 const secrets = new Map<string, string>()
@@ -148,6 +148,32 @@ t.test('the budget pausing a turn is session.budget_reached', async (t) => {
   await turn(s.id, 'spend')
   await settled()
   t.same(typesFor('/budget', s.id), ['session.budget_reached'])
+})
+
+t.test("a coordinator's threads: created, idled and archived, naming the thread beside the session", async (t) => {
+  await endpoint('/threads', ['session.thread_created', 'session.thread_idled', 'session.thread_terminated'])
+  const member = await client.beta.agents.create({ name: 'member', model: MODEL, system: 'MEMBER' } as any)
+  const s = await newSession({}, { system: 'LEAD', multiagent: { type: 'coordinator', agents: [member.id] } })
+  let lead = 0
+  model.setHandler((req) => {
+    if (req.body.system === 'MEMBER') return { steps: [{ type: 'text', text: 'done' }] }
+    if (req.body.system !== 'LEAD') return undefined
+    return ++lead === 1
+      ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'member', message: 'go' } }] }
+      : { steps: [{ type: 'text', text: 'ok' }] }
+  })
+  t.teardown(() => model.setHandler(undefined))
+  await turn(s.id)
+  const child = (await client.beta.sessions.threads.list(s.id)).data[1]!
+  await client.beta.sessions.threads.archive(child.id, { session_id: s.id })
+  await settled()
+  const got = received('/threads').filter((e) => e.data.id === s.id)
+  t.same(
+    got.map((e) => e.data.type),
+    ['session.thread_created', 'session.thread_idled', 'session.thread_terminated'],
+    'each once: the copies on the session, not the originals on the thread',
+  )
+  for (const e of got) t.same(e.data, { type: e.data.type, id: s.id, workspace_id: WORKSPACE_ID, session_thread_id: child.id })
 })
 
 t.test('membership is fixed when the event happens: no backfill, nothing while disabled, types as they were', async (t) => {
