@@ -31,10 +31,18 @@ export async function stopWork(ctx: HostContext, s: SelfHosted, force: boolean, 
   })
 }
 
-/** A send's effect on the work queue: an interrupt stops the live item, anything else needs one. */
-export async function workAfterSend(ctx: HostContext, s: SelfHosted, events: readonly { type: string }[], rid: string): Promise<void> {
+/**
+ * A send's effect on the work queue: an interrupt of the whole session (naming no thread) stops the live item, anything
+ * else needs one.
+ */
+export async function workAfterSend(
+  ctx: HostContext,
+  s: SelfHosted,
+  events: readonly { type: string; session_thread_id?: unknown }[],
+  rid: string,
+): Promise<void> {
   if (!s.selfHosted) return
-  if (events.some((e) => e.type === 'user.interrupt')) await stopWork(ctx, s, false, rid)
+  if (events.some((e) => e.type === 'user.interrupt' && e.session_thread_id == null)) await stopWork(ctx, s, false, rid)
   if (events.some((e) => e.type !== 'user.interrupt')) await queueWork(ctx, s, rid)
 }
 

@@ -79,10 +79,10 @@ async function turnsDone(id: string): Promise<number> {
   return evs.filter((e) => e.type === 'session.status_idle' && e.stop_reason?.type === 'end_turn').length
 }
 
-async function until(what: string, ok: () => Promise<boolean>, ms: number): Promise<void> {
+async function until(what: string, ok: () => Promise<boolean>, ms: number, explain?: () => Promise<string>): Promise<void> {
   const deadline = Date.now() + ms
   while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}${explain ? `\n${await explain()}` : ''}`)
     await sleep(500)
   }
 }
@@ -104,9 +104,22 @@ t.test('workers and a host SIGKILLed: leases exclusive, tool uses answered once,
   workers[1]!.kill('SIGKILL')
   await c.kill()
 
-  await until('every session ended its first turn', async () => (await Promise.all(sessions.map((x) => turnsDone(x.id)))).every((n) => n >= 1), 90_000)
+  // What each session and the queue look like, when one does not get there.
+  const explain = async () => {
+    const lines = await Promise.all(
+      sessions.map(async (x) => `${x.id}: ${(await events(x.id)).map((e) => e.type.replace(/^(session|agent|user)\./, '')).join(' ')}`),
+    )
+    const items = (await client.beta.environments.work.list(e.id, { limit: 100 })).data.map((i) => `${i.id} ${i.data.id} ${i.state}`)
+    return [...lines, ...items].join('\n')
+  }
+  await until('every session ended its first turn', async () => (await Promise.all(sessions.map((x) => turnsDone(x.id)))).every((n) => n >= 1), 90_000, explain)
   for (const sn of sessions) await client.beta.sessions.events.send(sn.id, say('second'))
-  await until('every session ended its second turn', async () => (await Promise.all(sessions.map((x) => turnsDone(x.id)))).every((n) => n >= 2), 90_000)
+  await until(
+    'every session ended its second turn',
+    async () => (await Promise.all(sessions.map((x) => turnsDone(x.id)))).every((n) => n >= 2),
+    90_000,
+    explain,
+  )
 
   for (const sn of sessions) {
     const evs = await events(sn.id)
