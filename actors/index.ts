@@ -7,6 +7,7 @@ import { sessionKind } from './session/index.js'
 import { skillKind } from './skill/index.js'
 import { vaultKind } from './vault/index.js'
 import { webhookKind } from './webhook/index.js'
+import { workKind } from './work/index.js'
 
 /** Every actor kind a host runs, started in this order (sessions call agents, environments and vaults; deployments all of them). */
 export const ACTOR_KINDS: readonly ActorKindDef[] = [
@@ -19,4 +20,5 @@ export const ACTOR_KINDS: readonly ActorKindDef[] = [
   fileKind,
   skillKind,
   webhookKind,
+  workKind,
 ]

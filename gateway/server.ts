@@ -25,6 +25,8 @@ import { parseQuery } from './query.js'
 import { Router } from './router.js'
 import { createSessionStreams } from './session-stream.js'
 import { strictProblem } from './strict.js'
+import { routeHeaders, sessionsTokenOf } from './sessions-token.js'
+import { EndedClaims } from './ended-claims.js'
 import type { After, BodyStream, Exchange, TransportName } from './transport.js'
 import type { GatewayOptions, IncomingRequest } from './types.js'
 
@@ -65,6 +67,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const fileLimit = opts.fileLimit ?? DEFAULT_FILE_MAX_BYTES
   const strict = opts.strict ?? false
   const router = new Router(ROUTES)
+  const endedClaims = new EndedClaims(nc)
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
   const parsePool = new ParsePool({ budgetBytes: opts.parseBudget })
@@ -126,6 +129,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       if (problem) return answerError(ex, state, rid, problem, mayHaveBody ? ex.dropBody() : 'keep')
     }
 
+    const token = sessionsTokenOf(route, params, inc.headers, opts.actors.tokenKey, (c) => endedClaims.has(c))
+    if (token instanceof ApiError) return answerError(ex, state, rid, token, mayHaveBody ? ex.dropBody() : 'keep')
+
     if (route.bytes === 'upload') {
       if (!mayHaveBody) return answerError(ex, state, rid, fail('upload_file_missing'))
       if (declared !== undefined && declared > fileLimit + MULTIPART_SLACK) return answerError(ex, state, rid, fail('file_too_large', fileLimit), ex.dropBody())
@@ -154,7 +160,16 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const query = route.op.query ? parse(route.op.query, parseQuery(inc.query)) : {}
     if (route.stream) return streams.serve(ex, state, { route, params, query, rid, headers: inc.headers })
     const key = idempotencyKeyOf(route, inc.headers)
-    const req = { op: route.op.name, rid, params, query, ...(key === undefined ? {} : { key }) }
+    const headers = routeHeaders(route, inc.headers)
+    const req = {
+      op: route.op.name,
+      rid,
+      params,
+      query,
+      ...(key === undefined ? {} : { key }),
+      ...(headers === undefined ? {} : { headers }),
+      ...(token === undefined ? {} : { token }),
+    }
     const result = large
       ? await dispatchLarge(opts.actors.wire, parsePool, route, req, bytes!, actorTimeoutMs)
       : await dispatch(opts.actors.wire, route, { ...req, body }, actorTimeoutMs)

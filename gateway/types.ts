@@ -17,6 +17,11 @@ export interface ActorAccess {
   files: FileBytes
   /** Skill bundles (canonical zips) in and out of their object store. */
   skills: FileBytes
+  /**
+   * The key of work items' sessions tokens (protocol/sessions-token.ts). Absent (a gateway without an actor host beside
+   * it): a presented sessions token is refused with a 401, as one that cannot be checked.
+   */
+  tokenKey?: Uint8Array | undefined
 }
 
 export interface GatewayOptions {

@@ -1,4 +1,5 @@
 import type { ErrorData } from './errors/api-error.js'
+import type { SessionsTokenClaims } from './sessions-token.js'
 
 /** One HTTP request as it reaches an actor: already validated by the route's schemas. */
 export interface ActorRequest<B = unknown, Q = unknown> {
@@ -13,6 +14,10 @@ export interface ActorRequest<B = unknown, Q = unknown> {
    * key gets the first answer and stores nothing twice.
    */
   key?: string
+  /** The request headers its route reads (`Route.headers`), by lower-case name. */
+  headers?: Record<string, string>
+  /** A sessions token the request presented, verified and within its scope (the gateway checked both). */
+  token?: SessionsTokenClaims
 }
 
 export type ActorReply = { ok: true; body: unknown } | { ok: false; error: ErrorData }

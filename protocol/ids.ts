@@ -35,6 +35,7 @@ export type IdPrefix =
   | 'sesrsc'
   | 'host'
   | 'memstore'
+  | 'work'
 
 /** A prefixed, time-ordered id: `agent_01JX…`. */
 export const newId = (prefix: IdPrefix | (string & {})): string => `${prefix}_${ulid()}`

@@ -59,6 +59,11 @@ export function parseActorSubject(subject: string): { kind: string; op: string }
 export const partitionWildcard = (kind: KindName, p: number) => `troupe.${kind}.${partitionToken(p)}.>`
 
 export const HOST_PING = 'troupe.host.ping'
+/**
+ * Core NATS, no replies: a work item's claim ended (stopped, its lease lapsed, or handed out again), as
+ * `{w: work id, n: claim}`, so every gateway refuses that claim's sessions token on the session's routes from then on.
+ */
+export const WORK_CLAIM_ENDED = 'troupe.work.claim_ended'
 /** Each actor host answers here while its NATS connection lives (supervisor/presence.ts). */
 export const hostPresenceSubject = (hostId: string) => `troupe.presence.${hostId}`
 
@@ -89,6 +94,8 @@ export const Buckets = {
   webhooks: 'troupe_webhooks',
   /** `outputs.<session id>` → what of the session's outputs folder is published (actors/session/output-state.ts). */
   sessionOutputs: 'troupe_session_outputs',
+  /** `work_queue.<env id>` → an environment's self-hosted work items and their leases (actors/work/state.ts); `token-key` → the sessions tokens' HMAC key. */
+  workQueues: 'troupe_work_queues',
 } as const
 
 /** JetStream object stores (their streams are `OBJ_<name>`). */

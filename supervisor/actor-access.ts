@@ -17,9 +17,9 @@ import { ObjectStores } from '../protocol/subjects.js'
  * SSE replay, file and skill bundle bytes in their object stores, and, when an actor host runs beside the gateway, its session owners' in-process feed of SSE tails.
  * The gateway imports only protocol/, so the supervisor hands it these.
  */
-export function actorAccess(nc: NatsConnection, wire: ActorWire = actorWire(nc), localTails?: LocalTails): ActorAccess {
+export function actorAccess(nc: NatsConnection, wire: ActorWire = actorWire(nc), localTails?: LocalTails, tokenKey?: Uint8Array): ActorAccess {
   const js = jetstream(nc)
-  return { wire, readHistory: gatewayReads(js), localTails, files: fileBytes(js), skills: fileBytes(js, ObjectStores.skills) }
+  return { wire, readHistory: gatewayReads(js), localTails, files: fileBytes(js), skills: fileBytes(js, ObjectStores.skills), tokenKey }
 }
 
 /**

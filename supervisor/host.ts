@@ -29,6 +29,7 @@ import { BEAT_EVERY_MS, HOST_TTL_MS, Placement } from './placement.js'
 import { Roster } from '../actors/kit/roster.js'
 import { natsPresence } from './presence.js'
 import { retryWhileStarting } from '../actors/kit/retry.js'
+import { loadTokenKey } from '../actors/work/token-key.js'
 import { openBucket } from '../actors/kit/buckets.js'
 import { isOutcomeUnknown, storeUnavailable } from '../actors/kit/nats-errors.js'
 
@@ -44,6 +45,8 @@ export interface ActorHost {
   wire: ActorWire
   /** The SSE tails the session owners of this process feed in-process (undefined when calls are not served locally). */
   localTails: LocalTails | undefined
+  /** The key of sessions tokens (actors/work/token-key.ts), for the gateway's check of them. */
+  tokenKey: Uint8Array
   /** Sets what the heartbeat says about this process (the gateway's URL once it listens). */
   describe(info: { http_url?: string }): void
   /** Hands every partition over to the remaining hosts, then stops every kind. */
@@ -86,6 +89,9 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
       ? new Roster<SandboxHostBeat>(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs: HOST_TTL_MS, log })
       : undefined
   await sandboxHosts?.start()
+  // One key signs sessions tokens on every host; the gateway beside this host checks them with it.
+  const tokenKey = settings.tokenKey ?? (await loadTokenKey(kvm, storage))
+  settings = { ...settings, tokenKey }
 
   const subs: Subscription[] = []
   const closers: Array<() => Promise<void>> = []
@@ -238,6 +244,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     id: hostId,
     wire,
     localTails,
+    tokenKey,
     describe(info) {
       described = { ...described, ...info }
     },

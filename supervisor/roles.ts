@@ -139,7 +139,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       gateway = await startGateway({
         nc,
         log,
-        actors: actorAccess(nc, host.wire, host.localTails),
+        actors: actorAccess(nc, host.wire, host.localTails, host.tokenKey),
         port: cfg.port,
         host: cfg.host,
         transport: cfg.http,

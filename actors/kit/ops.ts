@@ -1,5 +1,6 @@
 import type { ActorRequest } from '../../protocol/envelope.js'
 import { fail } from '../../protocol/errors/fail.js'
+import type { SessionsTokenClaims } from '../../protocol/sessions-token.js'
 import type { BodyOf, KindContract, Op, QueryOf, ReplyOf } from '../../protocol/ops/define.js'
 
 /** What a handler gets: the validated input of its op (the gateway validated it against the op's schemas). */
@@ -14,6 +15,10 @@ export interface OpInput<B, Q> {
   rid: string
   /** The client's Idempotency-Key, on routes that store something new. */
   key?: string
+  /** The request headers its route reads (`Route.headers`); {} when none. */
+  headers: Record<string, string>
+  /** The sessions token the request presented (verified and in scope), if any. */
+  token?: SessionsTokenClaims
 }
 
 /** The handler of one op: its typed input to its typed reply. */
@@ -46,5 +51,14 @@ export async function dispatch(table: OpTable, req: ActorRequest, placed: { plac
   const handler = (table.handlers as Record<string, Erased>)[req.op]!
   const id = placed.placement === 'owner' ? placed.id : (req.params[op.id.param] ?? '')
   const sub = op.sub ? (req.params[op.sub.param] ?? '') : ''
-  return handler({ id, sub, body: req.body, query: req.query, rid: req.rid, ...(req.key === undefined ? {} : { key: req.key }) })
+  return handler({
+    id,
+    sub,
+    body: req.body,
+    query: req.query,
+    rid: req.rid,
+    headers: req.headers ?? {},
+    ...(req.key === undefined ? {} : { key: req.key }),
+    ...(req.token === undefined ? {} : { token: req.token }),
+  })
 }

@@ -86,6 +86,11 @@ export interface HostSettings {
    * and sessions naming vaults are refused.
    */
   keyring?: Keyring
+  /**
+   * The key that signs work items' sessions tokens (actors/work/token-key.ts), loaded by the host at start. Default:
+   * the work kind loads it itself (a test host).
+   */
+  tokenKey?: Uint8Array
   /** Session actor tuning (retries, backoff, passivation, workspaces); defaults in actors/session/index.ts. */
   session?: Partial<SessionTuning>
 }

@@ -34,6 +34,7 @@ import { checkFits, lastSequence } from './log.js'
 import { listEvents } from './pages.js'
 import { attachFiles, dropCopies, resourceOps } from './resources.js'
 import { checkClientEvents } from './rules.js'
+import { queueWork, selfHostedOf, stopWork, workAfterSend } from './self-hosted.js'
 import { pageOfThreads } from './threads.js'
 import { resolveRubrics } from './outcomes.js'
 import { sessionKey, viewOf, type SessionRecord, type SessionSkill } from './state.js'
@@ -170,6 +171,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     }
     const actor = SessionActor.fresh(deps, rec, record)
     actors.add(actor)
+    await queueWork(ctx, selfHostedOf(rec), req.rid)
     if (initial.length) {
       await actor.accept(initial, req, undefined, b.initial_events)
       // The turn starts at once; the reply says so even if the first status event is a moment away.
@@ -248,7 +250,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       return actor.view()
     },
 
-    async archive({ id }) {
+    async archive({ id, rid }) {
       const actor = await live(id)
       const s = actor.h.session
       if (s.archived_at) return actor.view()
@@ -256,12 +258,14 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       if (actor.isRunning() || actor.h.pending.size > 0) throw fail('session_running', id)
       await actor.record('session.status_terminated', {})
       await actor.save()
+      await stopWork(ctx, selfHostedOf(actor.h.rec), true, rid)
       return actor.view()
     },
 
     async delete({ id, rid }) {
       const actor = await live(id)
       await actor.destroy(rid)
+      await stopWork(ctx, selfHostedOf(actor.h.rec), true, rid)
       // The session is gone: so are the copies its resources held.
       await dropCopies(deps, id, actor.h.session.resources, rid)
       await unpinSessionSkills(ctx.client, id, actor.h.rec.skills ?? [], ctx.log)
@@ -273,7 +277,9 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       checkFits(ctx.nc, req.body.events)
       const actor = await live(id)
       const events = await resolveRubrics(deps.files, req.body.events, (i) => `events[${i}]`)
-      return { data: await actor.accept(events, req, (sent) => checkClientEvents(actor.h, sent), req.body.events) }
+      const data = await actor.accept(events, req, (sent) => checkClientEvents(actor.h, sent), req.body.events)
+      await workAfterSend(ctx, selfHostedOf(actor.h.rec), req.body.events, req.rid)
+      return { data }
     },
 
     async 'events.list'({ id, query }) {

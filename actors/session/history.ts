@@ -137,7 +137,7 @@ export class History {
         const name = String(ev.name)
         this.draftBlocks().push({ type: 'tool_use', id: ev.id, name, input })
         const kind = ev.type === 'agent.custom_tool_use' ? 'custom' : this.rec.env.type === 'self_hosted' ? 'client' : 'builtin'
-        this.open.set(ev.id, { eventId: ev.id, kind, name, input, ask: kind === 'builtin' && ev.evaluated_permission === 'ask' })
+        this.open.set(ev.id, { eventId: ev.id, kind, name, input, ask: kind !== 'custom' && ev.evaluated_permission === 'ask' })
         break
       }
       case 'span.model_request_end': {

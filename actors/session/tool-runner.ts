@@ -66,11 +66,13 @@ export class ToolRunner {
     if (!(await this.sends(signal))) return [...this.h.open.values()]
     for (const t of [...this.h.open.values()]) {
       if (signal.aborted || this.mb.dead) break
-      if (t.kind !== 'builtin' || (t.ask && !t.confirmation) || t.parkedOn) continue
+      if (t.kind === 'custom' || (t.ask && !t.confirmation) || t.parkedOn) continue
       if (t.confirmation?.result === 'deny') {
         this.error(t, t.confirmation.deny_message || 'The user denied this tool use.')
         continue
       }
+      // A self-hosted session's tool (allowed, or needing no confirmation) runs on its worker, which answers it.
+      if (t.kind === 'client') continue
       const route = this.route(t.name)
       if (route.kind === 'skill') {
         await this.launch(t)

@@ -16,6 +16,7 @@ import type { SessionSandbox } from './session-sandbox.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, type Roster, routeTool, toolDefinitions } from './tools.js'
 import { skillDir, withSkills } from './skill-context.js'
+import { selfHostedOf, workAfterTurn } from './self-hosted.js'
 import { grade } from './outcomes.js'
 import { coordinatorToolNames } from './threads.js'
 import { estimateTokens } from '../../protocol/skill-rules.js'
@@ -169,6 +170,7 @@ export class TurnLoop {
     const started = this.stats?.startedAt ?? this.p.h.rec.running_since
     this.p.events.emit('session.status_idle', { stop_reason: stop, stop_details: details })
     void this.p.writer.persist()
+    workAfterTurn(this.p.deps.ctx, selfHostedOf(this.p.h.rec), stop, this.rid)
     const s = this.stats ?? newTurnStats()
     this.stats = undefined
     this.p.deps.ctx.log.info(
@@ -241,7 +243,7 @@ export class TurnLoop {
         if (route.kind === 'custom') events.emit('agent.custom_tool_use', { name: o.name, input: o.input })
         else {
           const policy = route.kind === 'skill' || route.kind === 'coordinator' ? SERVICE_TOOL_POLICY : route.kind === 'builtin' ? route.policy : undefined
-          const perm = policy && h.rec.env.type === 'cloud' ? permissionFields(policy) : {}
+          const perm = policy ? permissionFields(policy) : {}
           events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
         }
       }

@@ -3,6 +3,7 @@ import type { ErrorCode } from './catalog.js'
 export type ErrorType =
   | 'invalid_request_error'
   | 'authentication_error'
+  | 'permission_error'
   | 'not_found_error'
   | 'conflict_error'
   | 'request_too_large'
@@ -25,6 +26,8 @@ export interface ErrorData {
   reason?: ErrorCode
   /** Milliseconds the client should wait before retrying (503 only). */
   retryAfterMs?: number
+  /** More of `details` beside `error_code`, for codes that carry some (a 412's `current_state`). */
+  details?: Record<string, unknown>
   /**
    * Between actor and gateway only, never on the wire: a write of the request got no answer, so it may be stored.
    * A request that stores something new without an Idempotency-Key then answers 504 (`outcome_uncertain`), not 503.
@@ -39,6 +42,7 @@ export class ApiError extends Error {
   readonly code: string | undefined
   readonly reason: ErrorCode | undefined
   readonly retryAfterMs: number | undefined
+  readonly details: Record<string, unknown> | undefined
 
   constructor(data: ErrorData) {
     super(data.message)
@@ -48,6 +52,7 @@ export class ApiError extends Error {
     this.code = data.code
     this.reason = data.reason
     this.retryAfterMs = data.retryAfterMs
+    this.details = data.details
   }
 
   toData(): ErrorData {
@@ -55,6 +60,7 @@ export class ApiError extends Error {
     if (this.code !== undefined) d.code = this.code
     if (this.reason !== undefined) d.reason = this.reason
     if (this.retryAfterMs !== undefined) d.retryAfterMs = this.retryAfterMs
+    if (this.details !== undefined) d.details = this.details
     return d
   }
 }

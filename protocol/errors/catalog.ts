@@ -18,16 +18,20 @@ export interface CatalogEntry<P extends unknown[] = never[]> {
   /** The `retry-after-ms` a 503 carries: how long the condition usually lasts. */
   readonly retryAfterMs?: number
   readonly message: (...params: P) => string
+  /** More of `details` beside `error_code`, made from the same params (a 412's `current_state`). */
+  readonly details?: (...params: P) => Record<string, unknown>
 }
 
 /** The type that goes with each status: one status, one type, so the two can never disagree. */
 const TYPE_OF: Record<number, ErrorType> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
+  403: 'permission_error',
   404: 'not_found_error',
   405: 'invalid_request_error',
   408: 'invalid_request_error',
   409: 'conflict_error',
+  412: 'invalid_request_error',
   413: 'request_too_large',
   422: 'invalid_request_error',
   431: 'invalid_request_error',
@@ -42,6 +46,9 @@ interface Options {
   /** 503 only: the retry hint. */
   retryAfterMs?: number
 }
+
+/** An entry whose `details` carry more than its code (made from the same params as its message). */
+const withDetails = <P extends unknown[]>(e: CatalogEntry<P>, details: (...params: P) => Record<string, unknown>): CatalogEntry<P> => ({ ...e, details })
 
 const entry = <P extends unknown[]>(status: keyof typeof TYPE_OF, message: (...params: P) => string, o: Options = {}): CatalogEntry<P> => ({
   status,
@@ -91,6 +98,7 @@ export const catalog = {
   invalid_cursor: entry(400, () => 'page must be a cursor returned by this endpoint (was not a valid cursor)'),
   cursor_filter_mismatch: entry(400, () => 'page was issued for different filters; repeat the original query with it', WIRE),
   metadata_too_many_keys: entry(400, (max: number, left: number) => `metadata: at most ${max} keys (this patch would leave ${left})`),
+  invalid_metadata: entry(400, (problem: string) => `metadata: ${problem}`, WIRE),
   body_too_deep: entry(400, (limit: number) => `Request body nests objects and arrays more than ${limit} levels deep (the limit is ${limit})`),
   invalid_json: entry(400, (why: string) => `Request body is not valid JSON: ${why}`),
   body_not_object: entry(400, (was: string) => `body must be a JSON object, not ${was}`),
@@ -155,12 +163,22 @@ export const catalog = {
   // 401 (strict mode only: a header check, not authentication).
   api_key_missing: entry(401, () => 'An API key is required: send x-api-key or authorization'),
 
+  sessions_token_invalid: entry(401, (why: string) => `Authorization: the sessions token ${why}`, WIRE),
+
+  // 403: a credential held to a scope (a work item's sessions token, protocol/sessions-token.ts).
+  sessions_token_scope: entry(
+    403,
+    (what: string) => `Authorization: the sessions token does not reach ${what}; it is scoped to one work item and its session`,
+    WIRE,
+  ),
+
   // 404.
   /** An id that cannot name anything (the router: not shaped like ours); no code, since nothing was looked up. */
   not_found: entry(404, (what: string, id: string) => `${what} ${id} not found`),
   route_not_found: entry(404, (method: string, path: string) => `No route for ${method} ${path}`),
   agent_not_found: entry(404, (id: string) => `Agent ${id} not found`, WIRE),
   agent_version_not_found: entry(404, (id: string, version: number) => `Agent ${id} version ${version} not found`, WIRE),
+  work_not_found: entry(404, (id: string, env: string) => `Work ${id} not found in environment ${env}`, WIRE),
   environment_not_found: entry(404, (id: string) => `Environment ${id} not found`, WIRE),
   session_not_found: entry(404, (id: string) => `Session ${id} not found`, WIRE),
   deployment_not_found: entry(404, (id: string) => `Deployment ${id} not found`, WIRE),
@@ -223,6 +241,19 @@ export const catalog = {
   session_exists: entry(409, (id: string) => `Session ${id} already exists`),
   environment_in_use: entry(409, (id: string, sessions: number) => `Environment ${id} is referenced by ${sessions} session(s); delete them first`, WIRE),
   agent_version_conflict: entry(409, (current: number) => `version: stale (current version is ${current})`, WIRE),
+
+  work_stopped: entry(409, (id: string) => `Work ${id} is stopped`, WIRE),
+  work_not_queued: entry(409, (id: string, state: string) => `Work ${id} is ${state}; only a queued item is acknowledged`, WIRE),
+
+  // 412: a compare-and-set the caller asked for did not hold.
+  heartbeat_precondition_failed: withDetails(
+    entry(
+      412,
+      (id: string, _current: Record<string, unknown>) => `expected_last_heartbeat: does not match the lease of work ${id}; another worker may hold it`,
+      WIRE,
+    ),
+    (_id, current) => ({ current_state: current }),
+  ),
 
   // 413.
   body_too_large: entry(413, (limit: number) => `Request body exceeds the limit of ${limit} bytes`),

@@ -15,6 +15,7 @@ export function fail<C extends ErrorCode>(code: C, ...params: ErrorParams<C>): A
   }
   if (e.wire) data.code = code
   if (e.retryAfterMs !== undefined) data.retryAfterMs = e.retryAfterMs
+  if (e.details) data.details = (e.details as (...p: unknown[]) => Record<string, unknown>)(...params)
   return new ApiError(data)
 }
 

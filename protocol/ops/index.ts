@@ -6,9 +6,10 @@ import { FileKind } from './file.js'
 import { SessionKind } from './session.js'
 import { VaultKind } from './vault.js'
 import { WebhookKind } from './webhook.js'
+import { WorkKind } from './work.js'
 
 export * from './define.js'
-export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind, SkillKind, VaultKind, WebhookKind }
+export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind, SkillKind, VaultKind, WebhookKind, WorkKind }
 
 /** Every kind's contract, by name. */
 export const KINDS = {
@@ -21,4 +22,5 @@ export const KINDS = {
   skill: SkillKind,
   vault: VaultKind,
   webhook: WebhookKind,
+  work_queue: WorkKind,
 } as const

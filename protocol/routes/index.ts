@@ -7,6 +7,7 @@ import { sessionRoutes } from './sessions.js'
 import { skillRoutes } from './skills.js'
 import { vaultRoutes } from './vaults.js'
 import { webhookRoutes } from './webhooks.js'
+import { workRoutes } from './work.js'
 
 export type { Route, Method, BetaGroup } from './types.js'
 import { KINDS } from '../ops/index.js'
@@ -22,6 +23,7 @@ export const ROUTES: readonly Route[] = [
   ...skillRoutes,
   ...vaultRoutes,
   ...webhookRoutes,
+  ...workRoutes,
 ]
 
 /**

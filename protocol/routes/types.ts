@@ -34,4 +34,9 @@ export interface Route {
    * zip, then calls the op with what it stored and what validation found.
    */
   bytes?: 'upload' | 'download' | 'skill'
+  /**
+   * Request headers the op reads (lower case), copied into the actor request (`ActorRequest.headers`), each at most
+   * 256 characters (a longer one is cut): the work poll's `anthropic-worker-id`. No other header reaches an actor.
+   */
+  headers?: readonly string[]
 }

@@ -13,7 +13,8 @@
 // another host: workspace.ts), or `skill-mounts` (a 25 MB skill bundle unpacked into a session's directory: skill-mounts.ts), or `webhooks` (deliveries per second and change-to-delivery latency, one orchestrator
 // then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts), or `skills` (a 25 MB, 1,000-file skill
 // bundle: `skills.pool` validates it on the pool in-process, skill-bundle.ts; `skills.server` uploads it to the server
-// while GETs run, skill-server.ts; `skills` both); none runs everything.
+// while GETs run, skill-server.ts; `skills` both), or `work` (the self-hosted work queue: claims, queue-to-claim, CPU of
+// idle pollers: work.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -26,6 +27,7 @@ import { runDeploymentBench } from './deployments.js'
 import { runSandboxBench } from './sandbox.js'
 import { runWebhookBench } from './webhooks.js'
 import { runWorkspaceBench } from './workspace.js'
+import { runWorkBench } from './work.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, ready, sleep, startAsNpmStart, stopServer, startBaseline, type LoadResult } from './bed.js'
@@ -188,6 +190,7 @@ const known = [
   'skills.server',
   'skill-mounts',
   'webhooks',
+  'work',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -209,3 +212,4 @@ if (!args.length || args.includes('skills') || args.includes('skills.pool')) awa
 if (!args.length || args.includes('skills') || args.includes('skills.server')) await runSkillServerBench()
 if (!args.length || args.includes('skill-mounts')) await runSkillMountBench()
 if (!args.length || args.includes('webhooks')) await runWebhookBench()
+if (!args.length || args.includes('work')) await runWorkBench()

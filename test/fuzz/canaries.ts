@@ -114,6 +114,8 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     credentials: [],
     webhooks: [],
     skills: [],
+    work_environments: [],
+    work: [],
   }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
@@ -139,6 +141,14 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     )
   }
   for (let i = 0; i < n; i++) v.skills.push(await uploadSkill(url, `victim-${i}`))
+  for (let i = 0; i < n; i++) {
+    const env = await create(url, '/v1/environments', { name: `victim work ${i}`, config: { type: 'self_hosted' } })
+    await create(url, '/v1/sessions', { agent: v.agents[i]!, environment_id: env })
+    const page = JSON.parse((await read(url, `/v1/environments/${env}/work`)).replace(/^\d+ /, ''))
+    v.environments.push(env)
+    v.work_environments.push(env)
+    v.work.push(page.data[0].id)
+  }
   for (let i = 0; i < n; i++) {
     v.webhooks.push(await create(url, '/v1/webhooks', { url: `https://victim${i}.example.com/hook`, event_types: ['session.status_idled'] }))
   }

@@ -96,6 +96,10 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
         tools: [customTool],
         metadata: { team: 'fuzz2', k: null },
       }
+    case 'environments.work.update':
+      return { metadata: { k: 'v', gone: null } }
+    case 'environments.work.stop':
+      return { force: rng.chance(0.5) }
     case 'environments.create':
       return {
         name: 'fuzz env',
@@ -215,6 +219,18 @@ export function exampleQuery(operationId: string, v: Victims): Array<[string, st
         ['limit', '10'],
         ['include_archived', 'true'],
       ]
+    case 'environments.work.poll':
+      return [
+        ['block_ms', '5'],
+        ['reclaim_older_than_ms', '0'],
+      ]
+    case 'environments.work.heartbeat':
+      return [
+        ['desired_ttl_seconds', '30'],
+        ['expected_last_heartbeat', 'NO_HEARTBEAT'],
+      ]
+    case 'environments.work.list':
+      return [['limit', '10']]
     case 'environments.list':
       return [
         ['limit', '10'],

@@ -46,6 +46,7 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   credential_id: 'credentials',
   webhook_id: 'webhooks',
   skill_id: 'skills',
+  work_id: 'work',
 }
 
 /**
@@ -60,7 +61,15 @@ const PAIRED: Record<string, keyof Victims> = { vault_id: 'vaults', credential_i
  */
 export function victimPicker(rng: Rng, v: Victims): (param: string) => string {
   let pair: number | undefined
+  let workEnv: number | undefined
   return (param) => {
+    // A work item is asked for in its own environment whenever the environment picked holds one.
+    if (param === 'environment_id') {
+      const env = victimFor(rng, param, v)
+      workEnv = v.work_environments.indexOf(env)
+      return env
+    }
+    if (param === 'work_id' && workEnv !== undefined && workEnv >= 0) return v.work[workEnv]!
     const kind = PAIRED[param]
     if (!kind) return victimFor(rng, param, v)
     pair ??= rng.int(v[kind].length)

@@ -36,6 +36,9 @@ export interface Victims {
   webhooks: string[]
   /** Skills of one version each (`skill_id`; `version` is "1"). */
   skills: string[]
+  /** Self-hosted environments (also in `environments`), each with one work item: `work[i]` is in `work_environments[i]`. */
+  work_environments: string[]
+  work: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */

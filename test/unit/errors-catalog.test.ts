@@ -35,6 +35,13 @@ const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
   invalid_cursor: [],
   cursor_filter_mismatch: [],
   metadata_too_many_keys: [16, 17],
+  invalid_metadata: ['at most 16 keys'],
+  sessions_token_invalid: ['is expired'],
+  sessions_token_scope: ['GET /v1/agents'],
+  work_not_found: ['work_1', 'env_1'],
+  work_stopped: ['work_1'],
+  work_not_queued: ['work_1', 'active'],
+  heartbeat_precondition_failed: ['work_1', { state: 'active', last_heartbeat: null, lease_extended: false, ttl_seconds: 60 }],
   body_too_deep: [64],
   invalid_json: ['Unexpected end of JSON input'],
   body_not_object: ['an array'],
@@ -150,6 +157,13 @@ const STATUS: { [C in ErrorCode]: number } = {
   invalid_cursor: 400,
   cursor_filter_mismatch: 400,
   metadata_too_many_keys: 400,
+  invalid_metadata: 400,
+  sessions_token_invalid: 401,
+  sessions_token_scope: 403,
+  work_not_found: 404,
+  work_stopped: 409,
+  work_not_queued: 409,
+  heartbeat_precondition_failed: 412,
   body_too_deep: 400,
   invalid_json: 400,
   body_not_object: 400,
@@ -252,6 +266,13 @@ const RETRY_AFTER_MS: Partial<Record<ErrorCode, number>> = {
 
 /** The codes sent on the wire as `details.error_code`: part of the API, never renamed, never dropped. */
 const SENT: readonly ErrorCode[] = [
+  'invalid_metadata',
+  'sessions_token_invalid',
+  'sessions_token_scope',
+  'work_not_found',
+  'work_stopped',
+  'work_not_queued',
+  'heartbeat_precondition_failed',
   'cursor_filter_mismatch',
   'agent_archived',
   'environment_archived',
@@ -313,10 +334,12 @@ const SENT: readonly ErrorCode[] = [
 const TYPE_OF_STATUS: Record<number, string> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
+  403: 'permission_error',
   404: 'not_found_error',
   405: 'invalid_request_error',
   408: 'invalid_request_error',
   409: 'conflict_error',
+  412: 'invalid_request_error',
   413: 'request_too_large',
   422: 'invalid_request_error',
   431: 'invalid_request_error',
@@ -413,7 +436,8 @@ t.test('toEnvelope: headers and details by status and code', async (t) => {
     t.equal(env.body.error.type, TYPE_OF_STATUS[status], `${code}: type`)
     t.equal(env.headers['x-should-retry'], status === 409 || status === 504 ? 'false' : undefined, `${code}: x-should-retry`)
     t.equal(env.headers['retry-after-ms'], RETRY_AFTER_MS[code]?.toString(), `${code}: retry-after-ms`)
-    t.same(env.body.error.details, SENT.includes(code) ? { error_code: code } : undefined, `${code}: details`)
+    const more = code === 'heartbeat_precondition_failed' ? { current_state: SAMPLES.heartbeat_precondition_failed[1] } : {}
+    t.same(env.body.error.details, SENT.includes(code) ? { error_code: code, ...more } : undefined, `${code}: details`)
   }
 })
 

@@ -403,14 +403,14 @@ t.test('built-in tool use (cloud): open until its agent.tool_result, which joins
   t.same(snapshot(h), before)
 })
 
-t.test("a self-hosted session: every agent.tool_use is the client's, never asks", async (t) => {
+t.test("a self-hosted session: every agent.tool_use is the client's; an always_ask one waits for its confirmation", async (t) => {
   const h = new History(record('self_hosted'))
   const s = service('span.model_request_start', 1)
   h.apply(s)
   const use = service('agent.tool_use', 2, { name: 'bash', input: {}, evaluated_permission: 'ask' })
   h.apply(use)
   h.apply(service('span.model_request_end', 3, { model_request_start_id: s.id, is_error: false }))
-  t.same(h.open.get(use.id), { eventId: use.id, kind: 'client', name: 'bash', input: {}, ask: false })
+  t.same(h.open.get(use.id), { eventId: use.id, kind: 'client', name: 'bash', input: {}, ask: true })
   const result = client('user.tool_result', { tool_use_id: use.id, content: [{ type: 'text', text: 'done' }] })
   h.apply(result)
   t.ok(h.open.has(use.id), 'still open while the result waits in the mailbox')
