@@ -170,7 +170,8 @@ export class TurnLoop {
     const started = this.stats?.startedAt ?? this.p.h.rec.running_since
     this.p.events.emit('session.status_idle', { stop_reason: stop, stop_details: details })
     void this.p.writer.persist()
-    workAfterTurn(this.p.deps.ctx, selfHostedOf(this.p.h.rec), stop, this.rid)
+    // The session's work item follows the session's turn, the primary thread's (a child's parks it through its send).
+    if (!this.p.h.thread) workAfterTurn(this.p.deps.ctx, selfHostedOf(this.p.h.rec), stop, this.rid)
     const s = this.stats ?? newTurnStats()
     this.stats = undefined
     this.p.deps.ctx.log.info(
