@@ -63,6 +63,9 @@ export async function createCanaries(url: string): Promise<Canaries> {
   })
   const webhook = await create(url, '/v1/webhooks', { url: 'https://canary.example.com/hook', event_types: ['session.archived'] })
   const skill = await uploadSkill(url, 'canary')
+  // A self-hosted session and its queued item: no hostile token, worker id or poll may reach them.
+  const workEnv = await create(url, '/v1/environments', { name: 'canary work', config: { type: 'self_hosted' }, metadata: { canary: 'yes' } })
+  const workSession = await create(url, '/v1/sessions', { agent, environment_id: workEnv, title: 'canary work' })
   const paths = [
     `/v1/agents/${agent}`,
     `/v1/environments/${env}`,
@@ -80,6 +83,8 @@ export async function createCanaries(url: string): Promise<Canaries> {
     `/v1/skills/${skill}`,
     `/v1/skills/${skill}/versions/1`,
     `/v1/skills/${skill}/versions/1/content`,
+    `/v1/environments/${workEnv}/work`,
+    `/v1/sessions/${workSession}`,
   ]
   const snapshots = new Map<string, string>()
   for (const p of paths) {
@@ -116,6 +121,8 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     skills: [],
     work_environments: [],
     work: [],
+    work_sessions: [],
+    work_tokens: [],
   }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
@@ -143,11 +150,15 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
   for (let i = 0; i < n; i++) v.skills.push(await uploadSkill(url, `victim-${i}`))
   for (let i = 0; i < n; i++) {
     const env = await create(url, '/v1/environments', { name: `victim work ${i}`, config: { type: 'self_hosted' } })
-    await create(url, '/v1/sessions', { agent: v.agents[i]!, environment_id: env })
-    const page = JSON.parse((await read(url, `/v1/environments/${env}/work`)).replace(/^\d+ /, ''))
+    v.work_sessions.push(await create(url, '/v1/sessions', { agent: v.agents[i]!, environment_id: env }))
+    // Handed out once, for a real sessions token to forge from (the hostile-header class).
+    const polled = await raw(url, 'GET', `/v1/environments/${env}/work/poll`)
+    const secret = polled.json?.secret
+    if (polled.status !== 200 || typeof secret !== 'string') throw new Error(`setup: poll ${env} answered ${polled.status}: ${polled.text}`)
     v.environments.push(env)
     v.work_environments.push(env)
-    v.work.push(page.data[0].id)
+    v.work.push(polled.json.id)
+    v.work_tokens.push(JSON.parse(Buffer.from(secret, 'base64url').toString()).sessions_token)
   }
   for (let i = 0; i < n; i++) {
     v.webhooks.push(await create(url, '/v1/webhooks', { url: `https://victim${i}.example.com/hook`, event_types: ['session.status_idled'] }))

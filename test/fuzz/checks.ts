@@ -50,6 +50,9 @@ export function judge(spec: Spec, outcome: Outcome, transport: HttpTransport): V
   if (!ours && transport === 'uws' && response.status >= 400) return { bucket: `parser ${response.status}`, parserAnswer: true, problems }
   // /readyz answers 503 with its checks by design: the 503 is the finding, its body is not meant as an envelope.
   problems.push(...checkAnswer(response, spec.method, spec.route !== 'GET /readyz'))
+  if (spec.kind === 'http' && spec.expect && !spec.expect.includes(response.status)) {
+    problems.push({ rule: `not ${spec.expect.join('/')}`, detail: `${response.status}${bodyPreview(response)}` })
+  }
   for (const next of more) problems.push(...checkAnswer(next, 'GET').map((p) => ({ ...p, rule: `${p.rule} (pipelined answer)` })))
 
   if (mustAnswer && spec.kind === 'raw' && 1 + more.length < spec.answers) {

@@ -1,5 +1,6 @@
 import { exampleBody, exampleQuery, ID_FIELDS, type Json } from './examples.js'
 import { deepArrays, deepMixed, deepObjects, hostileId, hostileString, malformedJson, pathSegment, wellFormedId, wrongValue } from './generators.js'
+import { buildHostileHeader } from './hostile-headers.js'
 import { get, paths, pathString, spliced, withKey, type JsonPath } from './mutate.js'
 import type { Rng } from './rng.js'
 import { fillPath, GETS, NOT_GET, otherKindIds, prefixOf, TARGETS, victimFor, victimPicker, WITH_BODY, WITH_PARAMS, type Target } from './targets.js'
@@ -31,6 +32,8 @@ export function buildHttp(cls: HttpClass, rng: Rng, occurrence: number, v: Victi
       return oddMethod(rotate(TARGETS, occurrence), rng, v)
     case 'big-body':
       return bigBody(rotate(WITH_BODY, occurrence), rng, v)
+    case 'hostile-header':
+      return buildHostileHeader(rng, occurrence, v)
   }
 }
 

@@ -14,6 +14,7 @@ const WEIGHTS: Record<Exclude<ClassName, 'big-body'>, number> = {
   'hostile-query': 14,
   'odd-method': 8,
   'raw-http': 12,
+  'hostile-header': 10,
 }
 
 /** Big bodies cost seconds each: a handful per run, however long. */

@@ -10,6 +10,7 @@ export const HTTP_CLASSES = [
   'hostile-query',
   'odd-method',
   'big-body',
+  'hostile-header',
 ] as const
 export const CLASSES = [...HTTP_CLASSES, 'raw-http'] as const
 export type ClassName = (typeof CLASSES)[number]
@@ -39,6 +40,9 @@ export interface Victims {
   /** Self-hosted environments (also in `environments`), each with one work item: `work[i]` is in `work_environments[i]`. */
   work_environments: string[]
   work: string[]
+  /** The session of each item, and the sessions token a poll handed it out with (at setup), at the same index. */
+  work_sessions: string[]
+  work_tokens: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */
@@ -56,6 +60,8 @@ export interface HttpSpec {
   chunked?: boolean
   /** What is hostile about it, in a few words. */
   note: string
+  /** The only statuses a correct server may answer (e.g. 401 for a forged sessions token); any non-5xx when absent. */
+  expect?: number[]
 }
 
 /** One write to the socket, after an optional pause (to split a request line or a body across packets). */
