@@ -10,6 +10,7 @@ import { webhookChecks } from './webhook-checks.js'
 import { SKILLS_CLIENT, type SkillData } from './skills.js'
 import { THREADS_CLIENT, type ThreadData } from './threads.js'
 import type { WebhookData } from './webhooks.js'
+import type { WorkerData } from './workers.js'
 import type { ProbeCheck } from './workspaces.js'
 import {
   CONNECT_FAILED,
@@ -59,6 +60,7 @@ export interface RunData {
   webhooks?: WebhookData
   skills?: SkillData
   threads?: ThreadData
+  workers?: WorkerData
 }
 
 export interface CheckResult {
@@ -748,7 +750,18 @@ export function runChecks(d: RunData, faults: boolean, sandboxHosts = false): Ch
   if (d.webhooks) out.push(...webhookChecks(d.webhooks))
   if (d.skills) out.push(...skillChecks(d.skills))
   if (d.threads) out.push(...threadChecks(d.threads))
+  if (d.workers) out.push(...workerChecks(d.workers))
   return out
+}
+
+/** Self-hosted sessions and SIGKILLed workers (workers.ts), from the server's answers. */
+export function workerChecks(d: WorkerData): CheckResult[] {
+  return [
+    check('no two workers held one lease at once', d.overlaps, `${d.beats} beats accepted, ${d.handovers} hand-overs between workers`),
+    check('every work item claimed and stopped', d.itemProblems, `${d.items} items, ${d.workers} workers, ${d.kills} SIGKILLed`),
+    check('every parked tool use answered exactly once', d.answers, `${d.toolUses} tool uses`),
+    check('no self-hosted session stuck', d.stuck, `${d.sessions} sessions, ${d.turns.ok} turns (${d.turns.failed} cut)`),
+  ]
 }
 
 /** Threads and outcomes under faults (threads.ts): sends and grader passes end once, one child per send, nothing stuck. */

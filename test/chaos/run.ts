@@ -1,5 +1,5 @@
 // `npm run chaos -- --seed N --seconds S [--sessions N] [--hosts N] [--readers N] [--no-faults | --faults …]
-// [--sandbox-hosts N]`: a 3-node NATS JetStream cluster, N `troupe serve` hosts (and sandbox hosts) and the fake model, sessions doing turns through the
+// [--sandbox-hosts N] [--workers N]`: a 3-node NATS JetStream cluster, N `troupe serve` hosts (and sandbox hosts) and the fake model, sessions doing turns through the
 // official client while seeded faults hit hosts and NATS servers one at a time; then checks of what was stored,
 // streamed and executed, printed as a report. Exit status 1 when a check fails, 2 when the run itself broke.
 import { execFileSync, spawn } from 'node:child_process'
@@ -29,6 +29,7 @@ import { oneTurn, type TurnOutcome } from './turn.js'
 import { SKILL_SWEEP_ENV, SKILLS_CLIENT, SkillChurn } from './skills.js'
 import { THREADS_CLIENT, ThreadChurn } from './threads.js'
 import { UploadProbes } from './uploads.js'
+import { WORKERS_CLIENT, WorkerFleet } from './workers.js'
 import { Webhooks } from './webhooks.js'
 import { WorkspaceProbes } from './workspaces.js'
 
@@ -192,6 +193,17 @@ for (let i = 0; i < args.sessions; i++) {
 }
 say(`${sessions.length} sessions created`)
 await threads.start(environment.id, `t${args.seed}`)
+const workers = args.workers
+  ? new WorkerFleet(clientWith(WORKERS_CLIENT, 5, 10_000), {
+      count: args.workers,
+      sessions: args.sessions,
+      seed: args.seed,
+      dir: path.join(runDir, 'workers'),
+      hosts: hosts.all,
+    })
+  : undefined
+await workers?.start(`w${args.seed}`)
+if (workers) say(`${args.workers} workers on self-hosted sessions`)
 await Promise.all([schedules.start(0), schedules.start(1)])
 await schedules.deploy(driverClient, agent.id, environment.id, DEPLOYMENTS)
 say(`${DEPLOYMENTS} deployments every minute of a clock 10 times as fast, fired by 2 orchestrators`)
@@ -257,6 +269,7 @@ await Promise.all([
   webhooks?.run(loadStart, args.seconds, say),
   skills.run(endAt),
   threads.run(endAt),
+  workers?.run(endAt, say),
 ])
 clearTimeout(stopLoad)
 clearInterval(ticker)
@@ -304,6 +317,7 @@ const workspaceTags = new Map<string, TurnOutcome>()
 say(`workspaces read back: ${[...workspaceTags.values()].filter((o) => 'events' in o).length} of ${sessions.length}`)
 const skillData = await skills.settle(nc, checkClient, say)
 const threadData = await threads.settle(checkClient, say)
+const workerData = await workers?.settle(checkClient, say)
 // The orchestrators still run (and fire schedules): what was stored until now must reach the receiver.
 const webhookData = await webhooks?.settle(nc, checkClient, say)
 // The orchestrators had the settle time to catch up; runs they queued are recorded by the hosts meanwhile.
@@ -343,6 +357,7 @@ const data: RunData = {
   webhooks: webhookData,
   skills: skillData,
   threads: threadData,
+  workers: workerData,
 }
 const checks = runChecks(data, args.faults.length > 0, args.sandboxHosts > 0)
 const failed = checks.some((c) => !c.ok)
@@ -359,6 +374,7 @@ writeFileSync(path.join(logDir, 'turns.json'), JSON.stringify(load.turns))
 writeFileSync(path.join(logDir, 'posts.json'), JSON.stringify(load.posts))
 writeFileSync(path.join(logDir, 'readers.json'), JSON.stringify(data.readers))
 writeFileSync(path.join(logDir, 'histories.json'), JSON.stringify(Object.fromEntries(histories)))
+if (workers) writeFileSync(path.join(logDir, 'beats.json'), JSON.stringify(workers.beats))
 if (webhookData) writeFileSync(path.join(logDir, 'webhooks.json'), JSON.stringify({ ...webhookData, known: undefined }))
 await nc.close().catch(() => undefined)
 await cluster.stop()

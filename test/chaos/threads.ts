@@ -67,7 +67,7 @@ export class ThreadChurn {
         const event = outcome
           ? { type: 'user.define_outcome', description: `finish ${tag}`, rubric: { type: 'text', content: 'done when revised once' } }
           : { type: 'user.message', content: [{ type: 'text', text: `delegate ${tag}` }] }
-        if (await this.turn(session, event)) this.turns.ok++
+        if (await this.turn(session, event, tag)) this.turns.ok++
         else this.turns.failed++
       }
     }
@@ -75,10 +75,11 @@ export class ThreadChurn {
   }
 
   /** One turn: the event sent, then the session polled until idle (true) or the wait is over (false). */
-  private async turn(session: string, event: object): Promise<boolean> {
+  private async turn(session: string, event: object, key: string): Promise<boolean> {
     const deadline = Date.now() + TURN_MS
     try {
-      await this.client.beta.sessions.events.send(session, { events: [event] } as any)
+      // Keyed: a send whose write got no answer (a NATS election) is retried, not refused as a 504.
+      await this.client.beta.sessions.events.send(session, { events: [event] } as any, { headers: { 'Idempotency-Key': key } })
     } catch {
       await sleep(1000)
       return false

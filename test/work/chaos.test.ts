@@ -6,6 +6,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import t from 'tap'
 import { startTroupe } from '../helpers/troupe.js'
 import { sessionStack } from '../sessions/_helpers.js'
+import { type Beat, leaseOverlaps, readBeats } from './leases.js'
 
 /**
  * Workers and hosts dying (issue 29's chaos, small): three hosts, five of the client's workers in processes of their
@@ -34,33 +35,12 @@ s.model.setHandler((req) => {
   return answered ? { steps: [{ type: 'text', text: 'done' }] } : { steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo ran' } }] }
 })
 
-interface Beat {
-  t: number
-  w: string
-  item: string
-  state: string
-  last_heartbeat: string
-  ttl_seconds: number
-}
-
 function startWorker(url: string, envId: string, id: string, beats: Beat[]): ChildProcess {
   const workdir = mkdtempSync(path.join(os.tmpdir(), `troupe-${id}-`))
   const p = spawn(process.execPath, ['--import', 'tsx', 'test/work/worker-proc.ts', url, envId, id, workdir, String(TTL_S)], {
     stdio: ['ignore', 'pipe', 'ignore'],
   })
-  let buf = ''
-  p.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString()
-    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-      const line = buf.slice(0, i)
-      buf = buf.slice(i + 1)
-      try {
-        beats.push(JSON.parse(line))
-      } catch {
-        // Not a beat line.
-      }
-    }
-  })
+  readBeats(p, beats)
   t.teardown(() => p.kill('SIGKILL'))
   return p
 }
@@ -136,26 +116,12 @@ t.test('workers and a host SIGKILLed: leases exclusive, tool uses answered once,
   await until('every item stopped', async () => (await work.list(e.id, { limit: 100 })).data.every((i) => i.state === 'stopped'), 60_000)
 
   // From the server's answers: a beat accepted for another worker comes only after the last holder's lease ran out.
-  const byItem = new Map<string, Beat[]>()
-  for (const bt of beats) byItem.set(bt.item, [...(byItem.get(bt.item) ?? []), bt])
-  let overlaps = 0
-  let handovers = 0
-  for (const [item, bs] of byItem) {
-    bs.sort((x, y) => Date.parse(x.last_heartbeat || '0') - Date.parse(y.last_heartbeat || '0') || x.t - y.t)
-    const active = bs.filter((x) => x.state === 'active')
-    for (let i = 1; i < active.length; i++) {
-      const prev = active[i - 1]!
-      const cur = active[i]!
-      if (cur.w === prev.w) continue
-      handovers++
-      const gap = Date.parse(cur.last_heartbeat) - Date.parse(prev.last_heartbeat)
-      if (gap < prev.ttl_seconds * 1000) {
-        overlaps++
-        t.fail(`${item}: ${cur.w} beat ${gap} ms after ${prev.w}'s beat of a ${prev.ttl_seconds} s lease`)
-      }
-    }
-  }
-  t.equal(overlaps, 0, `no two workers held one lease at once (${beats.length} beats, ${byItem.size} items, ${handovers} hand-overs)`)
-  t.comment(`beats ${beats.length}, items ${byItem.size}, hand-overs between workers ${handovers}`)
+  const leases = leaseOverlaps(beats)
+  for (const o of leases.overlaps) t.fail(o)
+  t.equal(
+    leases.overlaps.length,
+    0,
+    `no two workers held one lease at once (${beats.length} beats, ${leases.items.size} items, ${leases.handovers} hand-overs)`,
+  )
   for (const w of workers) w.kill('SIGKILL')
 })
