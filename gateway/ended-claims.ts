@@ -3,10 +3,10 @@ import { SESSIONS_TOKEN_TTL_S, type SessionsTokenClaims } from '../protocol/sess
 import { WORK_CLAIM_ENDED } from '../protocol/subjects.js'
 
 /**
- * The claims this gateway heard end (`WORK_CLAIM_ENDED`), so their sessions tokens die with them on the session's
- * routes without a read per request. Each is kept as long as a token of it could live; one that ended while this
- * gateway was not listening (it started later, or its connection was down) is not known here, and its token lives on
- * to its expiry on those routes (heartbeat and stop check the claim at the item, always).
+ * The claims this gateway heard end (`WORK_CLAIM_ENDED`), so their sessions tokens are refused on the session's routes
+ * at once, without asking anyone. Each is kept as long as a token of it could live. One that ended while this gateway
+ * was not listening (it started later, or its connection was down) is not known here: the session kind asks the work
+ * item's owner on each such request (`claim.live`), and heartbeat and stop check the claim at the item, always.
  */
 export class EndedClaims {
   /** `<work id>.<claim>` → when it may be forgotten (ms); insertion order is expiry order. */

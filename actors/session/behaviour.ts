@@ -1,5 +1,7 @@
 import { fail, inField } from '../../protocol/errors/fail.js'
 import { fingerprint } from '../../protocol/hash.js'
+import { WorkKind } from '../../protocol/ops/work.js'
+import type { SessionsTokenClaims } from '../../protocol/sessions-token.js'
 import type { StreamOpenReply } from '../../protocol/events.js'
 import type { SessionKind } from '../../protocol/ops/session.js'
 import type { SessionCreateInput } from '../../protocol/schemas/session.js'
@@ -80,6 +82,17 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     if (sent.length) await actor.accept(await resolveRubrics(deps.files, sent, (i) => `initial_events[${i}]`), req, undefined, sent)
     else await scheduled(actor.h.session)
     return actor.view()
+  }
+
+  /**
+   * A sessions token dies with its claim (issue 29): asked of the work item's owner on every request that presents one
+   * (one call per request, not per event: a stream asks when it opens). Gateways also refuse tokens of claims they heard
+   * end, without asking; this is the check that does not depend on having heard it.
+   */
+  const claimHolds = async (token: SessionsTokenClaims | undefined) => {
+    if (!token) return
+    const { live } = await ctx.client.call(WorkKind.ops['claim.live'], { id: token.e, body: { work_id: token.w, claim: token.n } })
+    if (!live) throw fail('sessions_token_invalid', 'ended with its claim on the work item')
   }
 
   /** A session made ready for input (no initial events) is `session.status_scheduled`, once it is stored. */
@@ -189,7 +202,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     // The run's body (its deployment's agent pinned, initial events with system messages) read as a create's.
     'create.run': ({ body: { deployment_id, ...b }, ...req }) => create({ ...req, body: b }, deployment_id),
 
-    async get({ id }) {
+    async get({ id, token }) {
+      await claimHolds(token)
       const a = actors.peek(id)
       if (a) return a.view()
       // Read only (a view is made of it): the record decoded once per revision, not per GET.
@@ -273,6 +287,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
     },
 
     async 'events.send'(req) {
+      await claimHolds(req.token)
       const { id } = req
       checkFits(ctx.nc, req.body.events)
       const actor = await live(id)
@@ -282,7 +297,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       return { data }
     },
 
-    async 'events.list'({ id, query }) {
+    async 'events.list'({ id, query, token }) {
+      await claimHolds(token)
       const lastSeq = await lastSeqOf(id)
       const a = actors.peek(id)
       // Half the server's largest message: the page's events, their msgpack framing and the reply envelope fit.
@@ -290,7 +306,8 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
       return listEvents({ js: ctx.js, sessionId: id, lastSeq, maxBytes, queued: a ? (e) => a.h.pending.has(e) : undefined }, query)
     },
 
-    async 'stream.open'({ id }): Promise<StreamOpenReply> {
+    async 'stream.open'({ id, token }): Promise<StreamOpenReply> {
+      await claimHolds(token)
       return { last_seq: await lastSeqOf(id) }
     },
 

@@ -232,6 +232,15 @@ export function workOps({ ctx, queues, tokenKey }: WorkDeps): { handlers: Handle
       })
     },
 
+    // Read as of now, lapses applied (nothing stored): a claim holds while its item is held under it.
+    async 'claim.live'({ id: env, body }) {
+      const it = (await current(env)).items.find((i) => i.id === body.work_id)
+      // Handed out (pending its ack), acked, beating or asked to stop: the claim holds. A lapse requeues the item (no
+      // longer handed out), a later poll makes another claim, a stop ends it.
+      const held = !!it && it.claim === body.claim && isLive(it) && !(it.state === 'queued' && it.handed_at === null)
+      return { live: held }
+    },
+
     'session.stop'({ id: env, body }) {
       return run(env, (q, now) => {
         const live = q.items.find((i) => i.session_id === body.session_id && isLive(i))

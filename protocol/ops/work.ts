@@ -9,6 +9,7 @@ import {
   type WorkQueueStats,
   WorkSessionStopInput,
   WorkStopInput,
+  WorkClaimInput,
   WorkUpdateInput,
 } from '../schemas/work.js'
 import { defineKind, type IdSpec, returns } from './define.js'
@@ -38,5 +39,7 @@ export const WorkKind = defineKind(
     queue: { placement: 'owner', body: WorkQueueInput, reply: returns<Work | null>() },
     /** Internal (the session kind): the session's live item stops; null when it has none. */
     'session.stop': { placement: 'owner', body: WorkSessionStopInput, reply: returns<Work | null>() },
+    /** Internal (the session kind): whether a sessions token's claim still holds (held, not ended, lapsed or stopped). */
+    'claim.live': { placement: 'owner', body: WorkClaimInput, reply: returns<{ live: boolean }>() },
   },
 )

@@ -81,5 +81,8 @@ export const WorkQueueInput = type({ '+': 'reject', session_id: 'string <= 128',
 /** Internal (the session kind): the session's live item stops (`force`: at once). */
 export const WorkSessionStopInput = type({ '+': 'reject', session_id: 'string <= 128', force: 'boolean' })
 
+/** Internal (the session kind): whether claim `claim` of item `work_id` still holds (a sessions token's life). */
+export const WorkClaimInput = type({ '+': 'reject', work_id: 'string <= 128', claim: 'number.integer >= 0' })
+
 export type WorkPollInput = typeof WorkPollQuery.infer
 export type WorkHeartbeatInput = typeof WorkHeartbeatQuery.infer

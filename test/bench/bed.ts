@@ -85,8 +85,12 @@ export class Waiter {
   }
 }
 
-async function startModel(): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'model-process.ts')], { stdio: ['ignore', 'pipe', 'inherit'] })
+/** `env`: the model process's settings (model-process.ts: a scripted mode, a fixed delay). */
+async function startModel(env: Record<string, string> = {}): Promise<{ url: string; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'model-process.ts')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  })
   const url = await new Promise<string>((resolve, reject) => {
     let buf = ''
     proc.once('exit', (code) => reject(new Error(`fake model process exited with ${code}`)))
@@ -164,8 +168,8 @@ export async function stopServer(t: TroupeProcess): Promise<void> {
   if (t.proc.exitCode === null && t.proc.signalCode === null) t.killNow()
 }
 
-/** The fake model in its own process and one `troupe start` (as `npm start` runs it) using it. */
-export async function bed(env: Record<string, string> = {}): Promise<Bed> {
+/** The fake model in its own process (`modelEnv`: its settings) and one `troupe start` (as `npm start` runs it) using it. */
+export async function bed(env: Record<string, string> = {}, modelEnv: Record<string, string> = {}): Promise<Bed> {
   const stops: Array<() => void> = []
   const stop = () => {
     running.delete(stop)
@@ -173,7 +177,7 @@ export async function bed(env: Record<string, string> = {}): Promise<Bed> {
   }
   running.add(stop)
   try {
-    const model = await startModel()
+    const model = await startModel(modelEnv)
     stops.push(() => void model.proc.kill('SIGKILL'))
     const { troupe, natsUrl, dataDir } = await startAsNpmStart({ TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'fake-key', ...env })
     stops.push(() => rmSync(dataDir, { recursive: true, force: true }))

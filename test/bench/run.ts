@@ -28,6 +28,7 @@ import { runSandboxBench } from './sandbox.js'
 import { runWebhookBench } from './webhooks.js'
 import { runWorkspaceBench } from './workspace.js'
 import { runWorkBench } from './work.js'
+import { runThreadBench } from './threads.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, ready, sleep, startAsNpmStart, stopServer, startBaseline, type LoadResult } from './bed.js'
@@ -191,6 +192,7 @@ const known = [
   'skill-mounts',
   'webhooks',
   'work',
+  'threads',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -213,3 +215,4 @@ if (!args.length || args.includes('skills') || args.includes('skills.server')) a
 if (!args.length || args.includes('skill-mounts')) await runSkillMountBench()
 if (!args.length || args.includes('webhooks')) await runWebhookBench()
 if (!args.length || args.includes('work')) await runWorkBench()
+if (!args.length || args.includes('threads')) await runThreadBench()

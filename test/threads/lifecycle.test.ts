@@ -1,6 +1,6 @@
 import t from 'tap'
-import { clientFor, startTroupe } from '../helpers/troupe.js'
-import { isIdle, reader, sessionStack, until } from '../sessions/_helpers.js'
+import { delegating, restarted, sent } from './_helpers.js'
+import { isIdle, sessionStack, until } from '../sessions/_helpers.js'
 
 /**
  * Threads at their edges (issue 28, points 2 and 4): a child's tool use awaiting the client parks the session with
@@ -31,22 +31,17 @@ async function all(id: string) {
 
 t.test("a child's custom tool parks the session on it; the client's answer resumes the child", async (t) => {
   const session = await coordinator([{ name: 'finder', system: 'FINDER', tools: [LOOKUP] }])
-  let lead = 0
+  const lead = delegating('COORD', 'finder', 'find x', 'done')
   s.model.setHandler((req) => {
     const msgs = req.body.messages as any[]
     if (req.body.system === 'FINDER') {
       const answered = msgs.some((m) => Array.isArray(m.content) && m.content.some((c: any) => c.type === 'tool_result'))
       return answered ? { steps: [{ type: 'text', text: 'found 42' }] } : { steps: [{ type: 'tool_use', name: 'lookup', input: { k: 'x' } }] }
     }
-    if (req.body.system !== 'COORD') return undefined
-    return ++lead === 1
-      ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'finder', message: 'find x' } }] }
-      : { steps: [{ type: 'text', text: 'done' }] }
+    return lead(req)
   })
   t.teardown(() => s.model.setHandler(undefined))
-  const stream = await client.beta.sessions.events.stream(session.id)
-  const r = reader(stream)
-  await client.beta.sessions.events.send(session.id, { events: [say('go')] } as any)
+  const r = await sent(client, session.id, [say('go')])
   const first = await r.next(isIdle, 30_000)
   const idle = first.at(-1)
   t.equal(idle.stop_reason.type, 'requires_action')
@@ -94,9 +89,7 @@ t.test('an interrupt naming a child stops it alone; one naming none stops every 
     return { steps: [{ type: 'text', text: `turn ${lead}` }] }
   })
   t.teardown(() => s.model.setHandler(undefined))
-  const stream = await client.beta.sessions.events.stream(session.id)
-  const r = reader(stream)
-  await client.beta.sessions.events.send(session.id, { events: [say('go')] } as any)
+  const r = await sent(client, session.id, [say('go')])
   const started = await r.next((e) => e.type === 'session.thread_created' && e.agent_name === 'slow', 20_000)
   const slow = started.at(-1).session_thread_id
   await r.next((e) => e.type === 'agent.thread_message_received' && e.from_agent_name === 'fast', 20_000)
@@ -139,19 +132,14 @@ t.test('an interrupt naming a child stops it alone; one naming none stops every 
 
 t.test('a host killed mid-child: the next host resumes that child, and the send answers once', async (t) => {
   const session = await coordinator([{ name: 'worker', system: 'WORKER' }])
-  let lead = 0
+  const lead = delegating('COORD', 'worker', 'long job', 'all good')
   let hang = true
   s.model.setHandler((req) => {
     if (req.body.system === 'WORKER') return hang ? { hang: true } : { steps: [{ type: 'text', text: 'finished' }] }
-    if (req.body.system !== 'COORD') return undefined
-    return ++lead === 1
-      ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'worker', message: 'long job' } }] }
-      : { steps: [{ type: 'text', text: 'all good' }] }
+    return lead(req)
   })
   t.teardown(() => s.model.setHandler(undefined))
-  const stream = await client.beta.sessions.events.stream(session.id)
-  const r = reader(stream)
-  await client.beta.sessions.events.send(session.id, { events: [say('go')] } as any)
+  const r = await sent(client, session.id, [say('go')])
   await r.next((e) => e.type === 'session.thread_status_running', 20_000)
   await until('the child’s request is stored as started', async () => {
     const threads = await client.beta.sessions.threads.list(session.id)
@@ -161,14 +149,8 @@ t.test('a host killed mid-child: the next host resumes that child, and the send 
     for await (const e of client.beta.sessions.threads.events.list(child.id, { session_id: session.id })) events.push(e)
     return events.some((e) => e.type === 'span.model_request_start')
   })
-  await s.troupe.kill()
   hang = false
-  const again = await startTroupe({
-    natsUrl: s.nats.url,
-    env: { TROUPE_MODEL_BASE_URL: s.model.url, ANTHROPIC_API_KEY: 'fake-key', TROUPE_MODEL_RETRY_BASE_MS: '20' },
-  })
-  t.teardown(() => again.killNow())
-  client = clientFor(again.url, { maxRetries: 3 })
+  client = await restarted(s)
   await until('the session is idle again', async () => (await client.beta.sessions.retrieve(session.id)).status === 'idle', 60_000)
   const events = await all(session.id)
   t.equal(events.filter((e) => e.type === 'session.thread_created').length, 1, 'one child for the send')

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { clientFor, startTroupe } from '../helpers/troupe.js'
-import { isIdle, reader, sessionStack, until } from '../sessions/_helpers.js'
+import { delegating, restarted, sent } from './_helpers.js'
+import { isIdle, sessionStack, until } from '../sessions/_helpers.js'
 
 /**
  * One budget for every thread, and passes that survive their host (issue 28, points 4 and 7): a child that reaches
@@ -35,7 +35,7 @@ t.test('a child at the budget pauses the session; raising it resumes the child a
     budget: { type: 'limit', max_list_cost: { amount: '1', currency: 'USD' } },
   } as any)
   let spender = 0
-  let leadTurns = 0
+  const coordinator = delegating('LEAD', 'spender', 'spend', 'ok')
   s.model.setHandler((req) => {
     if (req.body.system === 'SPENDER') {
       spender++
@@ -43,15 +43,10 @@ t.test('a child at the budget pauses the session; raising it resumes the child a
         ? { steps: [{ type: 'tool_use', name: 'bash', input: { command: 'echo spent' } }], usage: { input_tokens: 1_000_000, output_tokens: 0 } }
         : { steps: [{ type: 'text', text: 'finished after all' }] }
     }
-    if (req.body.system !== 'LEAD') return undefined
-    return ++leadTurns === 1
-      ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'spender', message: 'spend' } }] }
-      : { steps: [{ type: 'text', text: 'ok' }] }
+    return coordinator(req)
   })
   t.teardown(() => s.model.setHandler(undefined))
-  const stream = await client.beta.sessions.events.stream(session.id)
-  const r = reader(stream)
-  await client.beta.sessions.events.send(session.id, { events: [say('go')] } as any)
+  const r = await sent(client, session.id, [say('go')])
   const paused = await r.next(isIdle, 30_000)
   t.equal(paused.at(-1).stop_reason.type, 'budget_reached', 'the session pauses at the budget')
   t.ok(paused.some((e) => e.type === 'session.usage'))
@@ -81,21 +76,11 @@ t.test('a grader pass cut by its host dying is run again by the next, under the 
     return req.body.system === 'WRITER' ? { steps: [{ type: 'text', text: 'written' }] } : undefined
   })
   t.teardown(() => s.model.setHandler(undefined))
-  const stream = await client.beta.sessions.events.stream(session.id)
-  const r = reader(stream)
-  await client.beta.sessions.events.send(session.id, {
-    events: [{ type: 'user.define_outcome', description: 'write', rubric: { type: 'text', content: 'anything' } }],
-  } as any)
+  const r = await sent(client, session.id, [{ type: 'user.define_outcome', description: 'write', rubric: { type: 'text', content: 'anything' } }])
   await r.next((e) => e.type === 'span.outcome_evaluation_start', 20_000)
   await until('the span start is stored', async () => (await all(session.id)).some((e) => e.type === 'span.outcome_evaluation_start'))
-  await s.troupe.kill()
   hang = false
-  const again = await startTroupe({
-    natsUrl: s.nats.url,
-    env: { TROUPE_MODEL_BASE_URL: s.model.url, ANTHROPIC_API_KEY: 'fake-key', TROUPE_MODEL_RETRY_BASE_MS: '20' },
-  })
-  t.teardown(() => again.killNow())
-  client = clientFor(again.url, { maxRetries: 3 })
+  client = await restarted(s)
   await until('the session is idle again', async () => (await client.beta.sessions.retrieve(session.id)).status === 'idle', 60_000)
   const events = await all(session.id)
   const starts = events.filter((e) => e.type === 'span.outcome_evaluation_start')

@@ -2,6 +2,7 @@ import t from 'tap'
 import { failure } from '../agents/_util.js'
 import Anthropic from '@anthropic-ai/sdk'
 import { agentAndEnv, sessionStack } from '../sessions/_helpers.js'
+import { startTroupe } from '../helpers/troupe.js'
 
 /**
  * The work queue's calls one by one, through the official client (`client.beta.environments.work`): poll (blocking,
@@ -217,6 +218,12 @@ t.test('the sessions token: its item and its session, 403 elsewhere, 401 forged 
   }
   t.equal(dead?.status, 401, 'refused once its claim ended')
   t.match(dead?.error?.error?.message, /ended with its claim/)
+  // A gateway that never heard the end (started after it) still refuses: the session asks the item's owner.
+  const late = await startTroupe({ natsUrl: s.nats.url, env: { TROUPE_MODEL_BASE_URL: s.model.url, ANTHROPIC_API_KEY: 'fake-key' } })
+  t.teardown(() => late.killNow())
+  const unheard = await failure(new Anthropic({ baseURL: late.url, apiKey: null, authToken: token, maxRetries: 3 }).beta.sessions.retrieve(mine.id))
+  t.equal(unheard.status, 401, 'refused by a gateway that did not hear the claim end')
+  t.match(unheard.error.error.message, /ended with its claim/)
 })
 
 t.test('the client’s poller: claims every queued item in order, acks it, stops it after the loop body', async (t) => {
