@@ -55,6 +55,9 @@ export class SkillChurn {
   }
 
   /** Uploads and deletes until `endAt`; failures during faults are counted, not fatal. */
+  /** Names this run's upload keys apart from another run's on the same store. */
+  private readonly started = Date.now().toString(36)
+
   async run(endAt: number): Promise<void> {
     for (let n = 0; Date.now() < endAt; n++) {
       const i = n % SKILLS
@@ -67,7 +70,9 @@ export class SkillChurn {
             this.deletes.ok++
           }
         } else {
-          await this.client.beta.skills.versions.create(id, { files: await this.bundle(`churn-${i}`) })
+          // Keyed: an upload whose write got no answer (a NATS election) is retried, not refused as a 504.
+          const key = `skill-${this.started}-${n}`
+          await this.client.beta.skills.versions.create(id, { files: await this.bundle(`churn-${i}`) }, { headers: { 'Idempotency-Key': key } })
           this.uploads.ok++
         }
       } catch {
