@@ -14,6 +14,7 @@ import { SessionEvents } from './events.js'
 import { History } from './history.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
 import { outcomeIdOf } from './outcomes.js'
+import { queueWork, selfHostedOf } from './self-hosted.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
 import { type SessionSandbox, sessionSandbox } from './session-sandbox.js'
@@ -134,6 +135,9 @@ export class SessionActor extends MailboxActor {
         h.children.set(tid, ch)
       }
     })
+    // A self-hosted session parked on its worker's tools needs its item: the host that parked it may have died before
+    // queueing it (the queue keeps one live item per session, so this is harmless when there is one).
+    if (h.turnOpen && h.stopReason?.type === 'requires_action') void queueWork(deps.ctx, selfHostedOf(rec), undefined, true)
     // A marker left by a host that died holding the session (busy or not) is cleared when this actor leaves memory.
     return new SessionActor(deps, h, primarySeq, cur.record, h.running || work, threads)
   }
