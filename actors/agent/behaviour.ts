@@ -18,7 +18,7 @@ import {
   textOrNull,
 } from './normalize.js'
 import { resolveMultiagent } from './multiagent.js'
-import { geoBreach, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
+import { checkCoordinatorToolNames, geoBreach, SELF_VERSION, stampSelf, storedMembers, type Member } from './roster.js'
 import type { SkillResolver } from './skills.js'
 import { versionKey, type AgentStore } from './state.js'
 
@@ -75,6 +75,7 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
             checkGeo(model, r.members)
             multiagent = stampSelf(r.multiagent, id, 1)
           }
+          checkCoordinatorToolNames(multiagent, tools)
           const skills = await resolveSkills(b.skills ?? [], id)
           checkSkillRequirements(skills, tools)
           const t = now()
@@ -192,6 +193,8 @@ export function agentOps(store: AgentStore, projection: Projection<Agent>, resol
             'model.inference_geo: this change breaks the stored coordinator roster (replace or clear multiagent in the same update): ',
           )
         }
+
+        if (b.tools !== undefined || b.multiagent !== undefined) checkCoordinatorToolNames(multiagent, tools)
 
         // Omitted skills keep their pins as stored; given skills are re-resolved.
         const skills = b.skills === undefined ? a.skills : await resolveSkills(b.skills ?? [], a.id)

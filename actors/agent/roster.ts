@@ -11,6 +11,8 @@ import type {
   RosterEntry,
 } from '../../protocol/schemas/agent.js'
 import type { AgentStore } from './state.js'
+import type { Tool } from '../../protocol/schemas/agent.js'
+import type { SessionMultiagent } from '../../protocol/session.js'
 
 /**
  * Coordinator rosters (SPEC "Coordinator topology", "Agent validation rules"), and the reference rules a
@@ -26,6 +28,37 @@ import type { AgentStore } from './state.js'
 
 export const MAX_ROSTER = 20
 export const SELF_VERSION = 0
+
+/** The tools a coordinator's primary thread is offered (actors/session/threads.ts runs them). */
+export const LIST_AGENTS = 'list_agents'
+export const SEND_TO_AGENT = 'send_to_agent'
+/**
+ * The advisor's tool. Its runtime identity is `vendor.advisor` (SPEC "Coordinator topology"), which the Messages API
+ * refuses as a tool name (letters, digits, `_` and `-` only): the tool is `advisor`, the thread's agent name the identity.
+ */
+export const ADVISOR_TOOL = 'advisor'
+
+/** The tool names a multiagent offers its primary thread: the advisor's when it has one, the roster's when it has members. */
+export function multiagentToolNames(m: Multiagent | SessionMultiagent | null): string[] {
+  if (!m) return []
+  const entries: readonly { type: string }[] =
+    m.type === 'coordinator' ? m.agents : m.subagents.type === 'enabled' ? m.subagents.predefined_agents : []
+  const advisor = m.type === 'coordinator' ? entries.some((e) => e.type === 'advisor') : m.advisor.type === 'enabled'
+  return [...(advisor ? [ADVISOR_TOOL] : []), ...(entries.some((e) => e.type === 'agent') ? [LIST_AGENTS, SEND_TO_AGENT] : [])]
+}
+
+/**
+ * A custom tool may not take a name the multiagent offers the primary thread: the request would carry two tools of
+ * one name, which the Messages API refuses. `where` prefixes the field (a session's `agent.`).
+ */
+export function checkCoordinatorToolNames(m: Multiagent | SessionMultiagent | null, tools: readonly Tool[]): void {
+  const reserved = multiagentToolNames(m)
+  if (!reserved.length) return
+  const i = tools.findIndex((t) => t.type === 'custom' && reserved.includes(t.name))
+  if (i < 0) return
+  const name = (tools[i] as { name: string }).name
+  throw fail('invalid_request', `tools[${i}].name: ${JSON.stringify(name)} is reserved: this agent's multiagent offers a tool of that name`)
+}
 
 /** A referenced agent version, as the inference_geo rule needs it. */
 export interface Member {

@@ -10,7 +10,7 @@ import type { SessionAgent, ThreadAgent } from '../../protocol/session.js'
 import { budgetCents, checkBudgetCreate } from './billing/budget.js'
 import type { ModelRef } from './billing/prices.js'
 import { checkSkillRequirements, checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from '../agent/normalize.js'
-import { geoBreach, storedRefs, type Member } from '../agent/roster.js'
+import { checkCoordinatorToolNames, geoBreach, storedRefs, type Member } from '../agent/roster.js'
 import { AgentKind } from '../../protocol/ops/agent.js'
 import type { ActorClient } from '../kit/client.js'
 
@@ -99,6 +99,8 @@ export async function snapshotAgent(resolveAgent: AgentResolver, input: SessionC
     }
     const breach = geoBreach(snap.model, members)
     if (breach) throw fail('invalid_request', `agent: the model override breaks the coordinator roster: ${breach}`)
+    // The stored agent passed this check; an override of its tools must too.
+    prefixed('agent.', () => checkCoordinatorToolNames(snap.multiagent, snap.tools))
   }
   return snap
 }

@@ -17,6 +17,7 @@ import { listCostCents } from './billing/list-cost.js'
 import { emptyUsage } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import { checkSkillRequirements, checkToolGraph, normalizeServers, normalizeTools } from '../agent/normalize.js'
+import { checkCoordinatorToolNames } from '../agent/roster.js'
 import {
   capturedAgents,
   checkCreateInput,
@@ -236,6 +237,7 @@ export function sessionOps(deps: ActorDeps, actors: Actors): Omit<Handlers<typeo
         prefixed('agent.', () => checkToolGraph(tools, servers))
         // Its skills stay (a session update cannot change them), so the tools must still serve them.
         if (b.agent.tools !== undefined) prefixed('agent.', () => checkSkillRequirements(s.agent.skills, tools))
+        prefixed('agent.', () => checkCoordinatorToolNames(s.agent.multiagent, tools))
         const agent = { ...s.agent, tools, mcp_servers: servers }
         if (!sameJson(agent, s.agent)) changes.agent = agent
       }

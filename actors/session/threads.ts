@@ -11,9 +11,12 @@ import { emptyUsage, type UsageTotals } from './billing/usage.js'
 import { toWireUsage } from './billing/wire-usage.js'
 import type { SessionEvents } from './events.js'
 import { History, type OpenTool } from './history.js'
+import { ADVISOR_TOOL, LIST_AGENTS, SEND_TO_AGENT } from '../agent/roster.js'
 import type { SessionRecord } from './state.js'
 import { transcript } from './transcript.js'
 import type { Emitter, TurnLoop } from './turn.js'
+
+export { ADVISOR_TOOL, LIST_AGENTS, SEND_TO_AGENT }
 
 /**
  * Threads (issue 28): a coordinator's primary thread delegates to its roster through two tools only it is offered,
@@ -24,13 +27,6 @@ import type { Emitter, TurnLoop } from './turn.js'
  * abort signal, inside the one session actor (actor.ts); their writes share the session's one order (appends.ts).
  */
 
-export const LIST_AGENTS = 'list_agents'
-export const SEND_TO_AGENT = 'send_to_agent'
-/**
- * The advisor's tool. Its runtime identity is `vendor.advisor` (SPEC "Coordinator topology"), which the Messages API
- * refuses as a tool name (letters, digits, `_` and `-` only): the tool is `advisor`, the thread's agent name the identity.
- */
-export const ADVISOR_TOOL = 'advisor'
 export const ADVISOR_NAME = 'vendor.advisor'
 
 /** What the advisor is told it is for; the conversation it reviews follows as one message. */

@@ -200,3 +200,49 @@ t.test('inference_geo agreement', async (t) => {
   t.equal(bad.status, 400)
   t.match(bad.json.error.message, /multiagent\.agents\[0\]/)
 })
+
+t.test('custom tools may not take a name the multiagent offers the primary thread', async (t) => {
+  const w = await mk('reserved-worker')
+  const custom = (name: string) => ({ type: 'custom', name, description: 'd', input_schema: { type: 'object', properties: {} } })
+  for (const name of ['list_agents', 'send_to_agent']) {
+    await rejects(t, [w.id], new RegExp(`^tools\\[1\\]\\.name: "${name}" is reserved`), { tools: [custom('ok'), custom(name)] })
+  }
+  await rejects(t, [w.id, { type: 'advisor', model: 'x' }], /^tools\[0\]\.name: "advisor" is reserved/, { tools: [custom('advisor')] })
+  // Offered only when the multiagent has what serves them: no advisor leaves `advisor` free, no subagents the roster's.
+  t.equal((await coord([w.id], { tools: [custom('advisor')] })).status, 200)
+  const m20 = (subagents: unknown, tools: unknown[]) =>
+    raw(s.url, 'POST', '/v1/agents', {
+      name: 'm20',
+      model: 'x',
+      multiagent: { type: 'multiagent_20261001', advisor: { type: 'enabled', model: 'x' }, subagents },
+      tools,
+    })
+  const r20 = await m20({ type: 'enabled', predefined_agents: [w.id] }, [custom('send_to_agent')])
+  t.equal(r20.status, 400)
+  t.match(r20.json?.error?.message, /^tools\[0\]\.name: "send_to_agent" is reserved/)
+  t.equal((await m20({ type: 'disabled' }, [custom('send_to_agent')])).status, 200, 'an advisor alone leaves send_to_agent free')
+
+  // Updates: new tools against the stored roster, and a new roster against the stored tools; nothing is stored.
+  const c = (await coord([w.id], { tools: [custom('advisor')] })).json
+  const u1 = await raw(s.url, 'POST', `/v1/agents/${c.id}`, { version: c.version, tools: [custom('list_agents')] })
+  t.equal(u1.status, 400)
+  t.match(u1.json?.error?.message, /^tools\[0\]\.name: "list_agents" is reserved/)
+  const u2 = await raw(s.url, 'POST', `/v1/agents/${c.id}`, { version: c.version, multiagent: { type: 'coordinator', agents: [w.id, { type: 'advisor', model: 'x' }] } })
+  t.equal(u2.status, 400)
+  t.match(u2.json?.error?.message, /^tools\[0\]\.name: "advisor" is reserved/)
+  t.same((await agents.retrieve(c.id)).version, c.version, 'neither update stored a version')
+
+  // A session's override of the tools, at create and by update.
+  const env = await s.client.beta.environments.create({ name: 'reserved-env' } as any)
+  const ses = await raw(s.url, 'POST', '/v1/sessions', {
+    agent: { type: 'agent_with_overrides', id: c.id, tools: [custom('send_to_agent')] },
+    environment_id: env.id,
+  })
+  t.equal(ses.status, 400, ses.text)
+  t.match(ses.json?.error?.message, /^agent\.tools\[0\]\.name: "send_to_agent" is reserved/)
+  const ok = await raw(s.url, 'POST', '/v1/sessions', { agent: c.id, environment_id: env.id })
+  t.equal(ok.status, 200, ok.text)
+  const su = await raw(s.url, 'POST', `/v1/sessions/${ok.json.id}`, { agent: { tools: [custom('list_agents')] } })
+  t.equal(su.status, 400, su.text)
+  t.match(su.json?.error?.message, /^agent\.tools\[0\]\.name: "list_agents" is reserved/)
+})
