@@ -35,6 +35,17 @@ import { isOutcomeUnknown, storeUnavailable } from '../actors/kit/nats-errors.js
 
 /** How long a request for a partition whose serving is unsettled (heartbeat gap) waits before a 503. */
 const SETTLE_MS = 1000
+/** How long giving a partition away waits for its subscription to drain before dropping it (ms). */
+const DRAIN_MS = 2000
+
+/** Drains `sub`, failing after `ms`. */
+function drained(sub: Subscription, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the subscription did not drain within ${ms} ms`)), ms)
+  })
+  return Promise.race([sub.drain(), late]).finally(() => clearTimeout(timer))
+}
 
 export interface ActorHost {
   id: string
@@ -223,7 +234,9 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
         // answered (503, the partition is no longer served: the client retries and reaches the new owner) instead
         // of being dropped unanswered, which left their callers waiting out their whole timeout. The new owner
         // subscribes only after this host named it, so it never received those requests itself.
-        await sub?.drain().catch(() => sub.unsubscribe())
+        // Bounded: a drain waits for the server's answer, which a connection in trouble may never bring, and the
+        // placement pass that gives this partition away must not wait on it (what it holds back goes unserved).
+        if (sub) await drained(sub, DRAIN_MS).catch(() => sub.unsubscribe())
         await k.rt.released?.(p, handOver)
       },
     },

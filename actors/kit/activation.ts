@@ -138,10 +138,14 @@ export class Activations<A extends Activatable> {
     this.rebuild(a.id, Math.max(0, n - 1))
   }
 
-  /** This host serves partition p from now: resume its actors that have work in flight. */
+  /**
+   * This host serves partition p from now: resume its actors that have work in flight. The listing runs on its own
+   * (retried while the store cannot answer): a placement pass, which takes every partition it gains through here,
+   * never waits on the store for it, so one slow listing cannot hold back the partitions the pass hands over or claims.
+   */
   async acquired(p: number): Promise<void> {
     this.owned.add(p)
-    await this.resumeWork(p, this.marks.begin(p))
+    void this.resumeWork(p, this.marks.begin(p))
   }
 
   /** Partition p goes to another host: its actors stop here (see `Activatable.shutdown` for `handOver`). */

@@ -1,5 +1,6 @@
 import type { KV } from '@nats-io/kv'
 import { partitionOf } from '../../protocol/subjects.js'
+import { listKeys } from './kv-keys.js'
 
 /**
  * An actor's work marker, `work.<id>` in its kind's bucket: present while it has work that outlasts a request (a
@@ -11,7 +12,7 @@ export const workKey = (id: string) => `${WORK_PREFIX}${id}`
 /** The ids of partition p that have a work marker in `kv`. */
 export async function listMarked(kv: KV, p: number): Promise<string[]> {
   const ids: string[] = []
-  for await (const k of await kv.keys(`${WORK_PREFIX}>`)) {
+  for (const k of await listKeys(kv, `${WORK_PREFIX}>`)) {
     const id = k.slice(WORK_PREFIX.length)
     if (partitionOf(id) === p) ids.push(id)
   }

@@ -13,6 +13,7 @@ import { now } from '../../protocol/time.js'
 import { isCasConflict } from '../kit/store.js'
 import type { DurableState } from '../kit/durable-state.js'
 import type { Handlers } from '../kit/ops.js'
+import { listKeys } from '../kit/kv-keys.js'
 import { listOf, pageOf } from '../kit/page.js'
 import type { Projection } from '../kit/projection.js'
 import { type ListedSkill, readyVersions, type SkillState, type StoredVersion, skillView } from './state.js'
@@ -133,7 +134,7 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
   async function checkSessionPins(id: string, v: string): Promise<void> {
     const kv = states.kv
     const prefix = sessionPinKey(id, v, '')
-    for await (const key of await kv.keys(`${prefix}*`)) {
+    for (const key of await listKeys(kv, `${prefix}*`)) {
       const entry = await kv.get(key)
       if (entry?.operation !== 'PUT') continue
       const by = key.slice(prefix.length)
