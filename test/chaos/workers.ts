@@ -40,6 +40,8 @@ export interface WorkerData {
   itemProblems: string[]
   answers: string[]
   stuck: string[]
+  /** The self-hosted sessions' histories as read at the end (written to the logs, not printed). */
+  histories: Record<string, unknown[]>
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -207,6 +209,7 @@ export class WorkerFleet {
       itemProblems: [],
       answers: [],
       stuck: [],
+      histories: Object.fromEntries(histories),
     }
     const leases = leaseOverlaps(this.beats)
     d.handovers = leases.handovers
