@@ -41,8 +41,7 @@ export const ADVISOR_TOOL = 'advisor'
 /** The tool names a multiagent offers its primary thread: the advisor's when it has one, the roster's when it has members. */
 export function multiagentToolNames(m: Multiagent | SessionMultiagent | null): string[] {
   if (!m) return []
-  const entries: readonly { type: string }[] =
-    m.type === 'coordinator' ? m.agents : m.subagents.type === 'enabled' ? m.subagents.predefined_agents : []
+  const entries: readonly { type: string }[] = m.type === 'coordinator' ? m.agents : m.subagents.type === 'enabled' ? m.subagents.predefined_agents : []
   const advisor = m.type === 'coordinator' ? entries.some((e) => e.type === 'advisor') : m.advisor.type === 'enabled'
   return [...(advisor ? [ADVISOR_TOOL] : []), ...(entries.some((e) => e.type === 'agent') ? [LIST_AGENTS, SEND_TO_AGENT] : [])]
 }

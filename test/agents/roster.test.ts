@@ -227,7 +227,10 @@ t.test('custom tools may not take a name the multiagent offers the primary threa
   const u1 = await raw(s.url, 'POST', `/v1/agents/${c.id}`, { version: c.version, tools: [custom('list_agents')] })
   t.equal(u1.status, 400)
   t.match(u1.json?.error?.message, /^tools\[0\]\.name: "list_agents" is reserved/)
-  const u2 = await raw(s.url, 'POST', `/v1/agents/${c.id}`, { version: c.version, multiagent: { type: 'coordinator', agents: [w.id, { type: 'advisor', model: 'x' }] } })
+  const u2 = await raw(s.url, 'POST', `/v1/agents/${c.id}`, {
+    version: c.version,
+    multiagent: { type: 'coordinator', agents: [w.id, { type: 'advisor', model: 'x' }] },
+  })
   t.equal(u2.status, 400)
   t.match(u2.json?.error?.message, /^tools\[0\]\.name: "advisor" is reserved/)
   t.same((await agents.retrieve(c.id)).version, c.version, 'neither update stored a version')

@@ -30,6 +30,11 @@ t.test('a listing that never ends fails with a timeout and stops its iteration',
 })
 
 t.test('a listing that ends returns its keys', async (t) => {
-  const kv = { keys: async () => (async function* () { yield* ['a', 'b'] })() } as unknown as KV
+  const kv = {
+    keys: async () =>
+      (async function* () {
+        yield* ['a', 'b']
+      })(),
+  } as unknown as KV
   t.same(await listKeys(kv, '>', 1000), ['a', 'b'])
 })
