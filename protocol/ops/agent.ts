@@ -2,9 +2,10 @@ import { type } from 'arktype'
 import type { Page } from '../page.js'
 import { type Agent, AgentCreate, AgentGetQuery, AgentListQuery, AgentUpdate, AgentVersionsQuery } from '../schemas/agent.js'
 import { defineKind, returns } from './define.js'
+import { lazy } from '../schemas/lazy.js'
 
 /** Internal (the session kind; no route): the agent version a new session snapshots, latest when omitted. */
-export const AgentResolve = type({ 'version?': 'number | null' })
+export const AgentResolve = lazy(() => type({ 'version?': 'number | null' }))
 
 /**
  * Agents. Creates and lists go to any host (the head key's compare-and-set keeps writers honest; lists come from

@@ -2,9 +2,10 @@ import { type } from 'arktype'
 import type { Page } from '../page.js'
 import { type Deployment, DeploymentCreate, DeploymentListQuery, type DeploymentRun, DeploymentRunListQuery, DeploymentUpdate } from '../schemas/deployment.js'
 import { defineKind, returns } from './define.js'
+import { lazy } from '../schemas/lazy.js'
 
 /** Internal (the scheduler; no route): one occurrence of a deployment's schedule, at its RFC 3339 time. */
-export const DeploymentFire = type({ '+': 'reject', scheduled_at: 'string.date.iso' })
+export const DeploymentFire = lazy(() => type({ '+': 'reject', scheduled_at: 'string.date.iso' }))
 
 /**
  * What a fire did: `queued`, the run's intent is stored and its owner will record it (the run id is the occurrence's);

@@ -15,6 +15,7 @@ import { AgentId, DeploymentId, EnvironmentId, VaultId } from './ids.js'
 import { ResourceParams, type ResourceParamsT } from './resource.js'
 import { Budget, type BudgetParams } from './session.js'
 import { listOf } from './list.js'
+import { lazy } from './lazy.js'
 
 /**
  * Deployments and their runs on the wire (WIRE.md §13–§14, SPEC "Deployments", DECISIONS "Deployments and runs").
@@ -23,121 +24,137 @@ import { listOf } from './list.js'
  */
 
 /** The agent a deployment runs: an id (its latest version) or `{type: "agent", id, version?}`. */
-export const DeploymentAgentParams = AgentId.or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': type('number.integer >= 1') })
+export const DeploymentAgentParams = lazy(() => AgentId.or({ '+': 'reject', type: "'agent'", id: AgentId, 'version?': type('number.integer >= 1') }))
 
-export const ScheduleParams = type({
-  '+': 'reject',
-  type: "'cron'",
-  expression: type('string <= 256').narrow((s, ctx) => {
-    const problem = cronProblem(s)
-    return problem === undefined || ctx.reject({ expected: `a five-field POSIX cron expression: ${problem}`, actual: JSON.stringify(s) })
+export const ScheduleParams = lazy(() =>
+  type({
+    '+': 'reject',
+    type: "'cron'",
+    expression: type('string <= 256').narrow((s, ctx) => {
+      const problem = cronProblem(s)
+      return problem === undefined || ctx.reject({ expected: `a five-field POSIX cron expression: ${problem}`, actual: JSON.stringify(s) })
+    }),
+    timezone: type('string').narrow(
+      (s, ctx) => isTimezone(s) || ctx.reject({ expected: 'an IANA timezone such as America/New_York or UTC', actual: JSON.stringify(s) }),
+    ),
   }),
-  timezone: type('string').narrow(
-    (s, ctx) => isTimezone(s) || ctx.reject({ expected: 'an IANA timezone such as America/New_York or UTC', actual: JSON.stringify(s) }),
-  ),
-})
+)
 
-const InitialEvent = tagged(
-  ['user.message', 'user.define_outcome', 'system.message'],
-  type.or(UserMessageParams, UserDefineOutcomeParams, SystemMessageParams),
-  'user.message, user.define_outcome or system.message, the only event types allowed in a deployment',
+const InitialEvent = lazy(() =>
+  tagged(
+    ['user.message', 'user.define_outcome', 'system.message'],
+    type.or(UserMessageParams, UserDefineOutcomeParams, SystemMessageParams),
+    'user.message, user.define_outcome or system.message, the only event types allowed in a deployment',
+  ),
 )
 
 /** What a system.message in a deployment annotates: the user event right before it (SPEC "Deployment"). */
 const ANNOTATED = ['user.message', 'user.define_outcome']
 
-export const InitialEvents = listOf(InitialEvent, { min: 1, max: 50 }).narrow((events, ctx) => {
-  for (const [i, e] of events.entries()) {
-    if (e.type !== 'system.message') continue
-    const prev = events[i - 1]?.type
-    if (prev === undefined || !ANNOTATED.includes(prev)) {
-      return ctx.reject({
-        problem: 'is a system.message, which must directly follow the user.message or user.define_outcome it annotates',
-        relativePath: [i],
-      })
+export const InitialEvents = lazy(() =>
+  listOf(InitialEvent, { min: 1, max: 50 }).narrow((events, ctx) => {
+    for (const [i, e] of events.entries()) {
+      if (e.type !== 'system.message') continue
+      const prev = events[i - 1]?.type
+      if (prev === undefined || !ANNOTATED.includes(prev)) {
+        return ctx.reject({
+          problem: 'is a system.message, which must directly follow the user.message or user.define_outcome it annotates',
+          relativePath: [i],
+        })
+      }
     }
-  }
-  return true
-})
+    return true
+  }),
+)
 
-const Name = type('0 < string <= 256')
-const Description = type('string <= 2048').or('null')
+const Name = lazy(() => type('0 < string <= 256'))
+const Description = lazy(() => type('string <= 2048').or('null'))
 
-export const DeploymentCreate = type({
-  '+': 'reject',
-  agent: DeploymentAgentParams,
-  environment_id: EnvironmentId,
-  name: Name,
-  initial_events: InitialEvents,
-  'description?': Description,
-  'resources?': listOf(ResourceParams, { max: 500 }),
-  'vault_ids?': listOf(VaultId, { max: 50 }),
-  'schedule?': ScheduleParams.or('null'),
-  'metadata?': Metadata,
-  'budget?': Budget.or('null'),
-})
+export const DeploymentCreate = lazy(() =>
+  type({
+    '+': 'reject',
+    agent: DeploymentAgentParams,
+    environment_id: EnvironmentId,
+    name: Name,
+    initial_events: InitialEvents,
+    'description?': Description,
+    'resources?': listOf(ResourceParams, { max: 500 }),
+    'vault_ids?': listOf(VaultId, { max: 50 }),
+    'schedule?': ScheduleParams.or('null'),
+    'metadata?': Metadata,
+    'budget?': Budget.or('null'),
+  }),
+)
 
 /** Every field optional: omitted keeps; the arrays replace whole (null or [] clears where a field may be empty). */
-export const DeploymentUpdate = type({
-  '+': 'reject',
-  'agent?': DeploymentAgentParams,
-  'environment_id?': EnvironmentId,
-  'name?': Name,
-  'initial_events?': InitialEvents,
-  'description?': Description,
-  'resources?': listOf(ResourceParams, { max: 500 }).or('null'),
-  'vault_ids?': listOf(VaultId, { max: 50 }).or('null'),
-  'schedule?': ScheduleParams.or('null'),
-  'metadata?': MetadataPatch.or('null'),
-  'budget?': Budget.or('null'),
-}).narrow(notArray)
+export const DeploymentUpdate = lazy(() =>
+  type({
+    '+': 'reject',
+    'agent?': DeploymentAgentParams,
+    'environment_id?': EnvironmentId,
+    'name?': Name,
+    'initial_events?': InitialEvents,
+    'description?': Description,
+    'resources?': listOf(ResourceParams, { max: 500 }).or('null'),
+    'vault_ids?': listOf(VaultId, { max: 50 }).or('null'),
+    'schedule?': ScheduleParams.or('null'),
+    'metadata?': MetadataPatch.or('null'),
+    'budget?': Budget.or('null'),
+  }).narrow(notArray),
+)
 
 /**
  * Internal (the session kind's `create.run`, called by a deployment's run; no route): the session a run creates, from
  * what the run copied of its deployment. Its id and Idempotency-Key come from the run's id, so a run retried after a
  * crash finds the session its first attempt made.
  */
-export const SessionFromRun = type({
-  '+': 'reject',
-  deployment_id: DeploymentId,
-  agent: { '+': 'reject', type: "'agent'", id: AgentId, version: 'number.integer >= 1' },
-  environment_id: EnvironmentId,
-  initial_events: InitialEvents,
-  resources: listOf(ResourceParams, { max: 500 }),
-  vault_ids: listOf(VaultId, { max: 50 }),
-  budget: Budget.or('null'),
-})
+export const SessionFromRun = lazy(() =>
+  type({
+    '+': 'reject',
+    deployment_id: DeploymentId,
+    agent: { '+': 'reject', type: "'agent'", id: AgentId, version: 'number.integer >= 1' },
+    environment_id: EnvironmentId,
+    initial_events: InitialEvents,
+    resources: listOf(ResourceParams, { max: 500 }),
+    vault_ids: listOf(VaultId, { max: 50 }),
+    budget: Budget.or('null'),
+  }),
+)
 
 export const DEPLOYMENT_STATUSES = ['active', 'paused'] as const
 
-export const DeploymentListQuery = type({
-  'agent_id?': AgentId,
-  'status?': type.enumerated(...DEPLOYMENT_STATUSES),
-  'include_archived?': boolParam,
-  'created_at[gte]?': timestampParam,
-  'created_at[lte]?': timestampParam,
-  'limit?': limitParam(100),
-  'page?': pageParam,
-}).narrow(
-  (q, ctx) =>
-    q.status === undefined ||
-    q.include_archived === undefined ||
-    ctx.reject({ problem: 'cannot be combined with include_archived (archived deployments report status active)', relativePath: ['status'] }),
+export const DeploymentListQuery = lazy(() =>
+  type({
+    'agent_id?': AgentId,
+    'status?': type.enumerated(...DEPLOYMENT_STATUSES),
+    'include_archived?': boolParam,
+    'created_at[gte]?': timestampParam,
+    'created_at[lte]?': timestampParam,
+    'limit?': limitParam(100),
+    'page?': pageParam,
+  }).narrow(
+    (q, ctx) =>
+      q.status === undefined ||
+      q.include_archived === undefined ||
+      ctx.reject({ problem: 'cannot be combined with include_archived (archived deployments report status active)', relativePath: ['status'] }),
+  ),
 )
 
 export const TRIGGER_TYPES = ['manual', 'schedule'] as const
 
-export const DeploymentRunListQuery = type({
-  'deployment_id?': DeploymentId,
-  'has_error?': boolParam,
-  'trigger_type?': type.enumerated(...TRIGGER_TYPES),
-  'created_at[gt]?': timestampParam,
-  'created_at[gte]?': timestampParam,
-  'created_at[lt]?': timestampParam,
-  'created_at[lte]?': timestampParam,
-  'limit?': limitParam(100),
-  'page?': pageParam,
-})
+export const DeploymentRunListQuery = lazy(() =>
+  type({
+    'deployment_id?': DeploymentId,
+    'has_error?': boolParam,
+    'trigger_type?': type.enumerated(...TRIGGER_TYPES),
+    'created_at[gt]?': timestampParam,
+    'created_at[gte]?': timestampParam,
+    'created_at[lt]?': timestampParam,
+    'created_at[lte]?': timestampParam,
+    'limit?': limitParam(100),
+    'page?': pageParam,
+  }),
+)
 
 export type DeploymentAgentParamsT = typeof DeploymentAgentParams.infer
 export type ScheduleParamsT = typeof ScheduleParams.infer

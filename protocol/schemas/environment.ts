@@ -1,80 +1,95 @@
 import { type } from 'arktype'
 import { Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam } from './common.js'
 import { listOf } from './list.js'
+import { lazy } from './lazy.js'
 
 const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?'
 const HOST_RE = new RegExp(`^(\\*\\.)?${LABEL}(\\.${LABEL})*$`, 'i')
 
 /** A bare hostname or `*.` + hostname; the message says which rule a bad entry broke. */
-export const AllowedHost = type('string').narrow((h, ctx) => {
-  if (h.includes('://')) return ctx.reject({ expected: 'a bare hostname without a URL scheme', actual: JSON.stringify(h) })
-  if (h.includes('/')) return ctx.reject({ expected: 'a bare hostname without a path', actual: JSON.stringify(h) })
-  if (/:\d*$/.test(h) || h.includes(':')) return ctx.reject({ expected: 'a bare hostname without a port', actual: JSON.stringify(h) })
-  if (h.slice(h.startsWith('*.') ? 2 : 0).includes('*')) {
-    return ctx.reject({ expected: 'a hostname whose only wildcard is a leading "*."', actual: JSON.stringify(h) })
-  }
-  if (h.length > 253 || !HOST_RE.test(h)) return ctx.reject({ expected: 'a valid hostname', actual: JSON.stringify(h) })
-  return true
-})
+export const AllowedHost = lazy(() =>
+  type('string').narrow((h, ctx) => {
+    if (h.includes('://')) return ctx.reject({ expected: 'a bare hostname without a URL scheme', actual: JSON.stringify(h) })
+    if (h.includes('/')) return ctx.reject({ expected: 'a bare hostname without a path', actual: JSON.stringify(h) })
+    if (/:\d*$/.test(h) || h.includes(':')) return ctx.reject({ expected: 'a bare hostname without a port', actual: JSON.stringify(h) })
+    if (h.slice(h.startsWith('*.') ? 2 : 0).includes('*')) {
+      return ctx.reject({ expected: 'a hostname whose only wildcard is a leading "*."', actual: JSON.stringify(h) })
+    }
+    if (h.length > 253 || !HOST_RE.test(h)) return ctx.reject({ expected: 'a valid hostname', actual: JSON.stringify(h) })
+    return true
+  }),
+)
 
-export const NetworkingParams = type({ '+': 'reject', type: "'unrestricted'" }).or({
-  '+': 'reject',
-  type: "'limited'",
-  'allowed_hosts?': listOf(AllowedHost, { max: 256 }).or('null'),
-  'allow_mcp_servers?': 'boolean | null',
-  'allow_package_managers?': 'boolean | null',
-})
+export const NetworkingParams = lazy(() =>
+  type({ '+': 'reject', type: "'unrestricted'" }).or({
+    '+': 'reject',
+    type: "'limited'",
+    'allowed_hosts?': listOf(AllowedHost, { max: 256 }).or('null'),
+    'allow_mcp_servers?': 'boolean | null',
+    'allow_package_managers?': 'boolean | null',
+  }),
+)
 
-const PackageList = type('string[] | null')
-export const PackagesParams = type({
-  '+': 'reject',
-  'type?': "'packages'",
-  'apt?': PackageList,
-  'cargo?': PackageList,
-  'gem?': PackageList,
-  'go?': PackageList,
-  'npm?': PackageList,
-  'pip?': PackageList,
-}).narrow(notArray)
+const PackageList = lazy(() => type('string[] | null'))
+export const PackagesParams = lazy(() =>
+  type({
+    '+': 'reject',
+    'type?': "'packages'",
+    'apt?': PackageList,
+    'cargo?': PackageList,
+    'gem?': PackageList,
+    'go?': PackageList,
+    'npm?': PackageList,
+    'pip?': PackageList,
+  }).narrow(notArray),
+)
 
-export const Scope = type("'account' | 'organization'")
+export const Scope = lazy(() => type("'account' | 'organization'"))
 
-export const CloudConfigParams = type({
-  '+': 'reject',
-  'type?': "'cloud'",
-  'networking?': NetworkingParams.or('null'),
-  'packages?': PackagesParams.or('null'),
-  // Accepted so the message can say why it is wrong for cloud (the spec: rejected for cloud).
-  'scope?': 'unknown',
-}).narrow(notArray)
+export const CloudConfigParams = lazy(() =>
+  type({
+    '+': 'reject',
+    'type?': "'cloud'",
+    'networking?': NetworkingParams.or('null'),
+    'packages?': PackagesParams.or('null'),
+    // Accepted so the message can say why it is wrong for cloud (the spec: rejected for cloud).
+    'scope?': 'unknown',
+  }).narrow(notArray),
+)
 
-export const SelfHostedConfigParams = type({ '+': 'reject', type: "'self_hosted'", 'scope?': Scope.or('null') })
+export const SelfHostedConfigParams = lazy(() => type({ '+': 'reject', type: "'self_hosted'", 'scope?': Scope.or('null') }))
 
-export const EnvironmentConfigParams = SelfHostedConfigParams.or(CloudConfigParams)
+export const EnvironmentConfigParams = lazy(() => SelfHostedConfigParams.or(CloudConfigParams))
 
-export const EnvironmentCreate = type({
-  '+': 'reject',
-  name: 'string > 0',
-  'description?': 'string | null',
-  'metadata?': Metadata,
-  'config?': EnvironmentConfigParams.or('null'),
-  'scope?': Scope.or('null'),
-})
+export const EnvironmentCreate = lazy(() =>
+  type({
+    '+': 'reject',
+    name: 'string > 0',
+    'description?': 'string | null',
+    'metadata?': Metadata,
+    'config?': EnvironmentConfigParams.or('null'),
+    'scope?': Scope.or('null'),
+  }),
+)
 
-export const EnvironmentUpdate = type({
-  '+': 'reject',
-  'name?': type('string > 0').or('null'),
-  'description?': 'string | null',
-  'metadata?': MetadataPatch.or('null'),
-  'config?': EnvironmentConfigParams.or('null'),
-  'scope?': Scope.or('null'),
-}).narrow(notArray)
+export const EnvironmentUpdate = lazy(() =>
+  type({
+    '+': 'reject',
+    'name?': type('string > 0').or('null'),
+    'description?': 'string | null',
+    'metadata?': MetadataPatch.or('null'),
+    'config?': EnvironmentConfigParams.or('null'),
+    'scope?': Scope.or('null'),
+  }).narrow(notArray),
+)
 
-export const EnvironmentListQuery = type({
-  'include_archived?': boolParam,
-  'limit?': limitParam(1000),
-  'page?': pageParam,
-})
+export const EnvironmentListQuery = lazy(() =>
+  type({
+    'include_archived?': boolParam,
+    'limit?': limitParam(1000),
+    'page?': pageParam,
+  }),
+)
 
 export type NetworkingInput = typeof NetworkingParams.infer
 export type PackagesInput = typeof PackagesParams.infer

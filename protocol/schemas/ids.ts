@@ -1,5 +1,6 @@
 import { type } from 'arktype'
 import { ID_MAX_LENGTH, isId, type IdPrefix } from '../ids.js'
+import { lazy } from './lazy.js'
 
 /**
  * The schema of one kind of id, for every body field and query parameter that names a resource:
@@ -15,14 +16,14 @@ export const idOf = (prefix: IdPrefix) =>
       }),
   )
 
-export const AgentId = idOf('agent')
-export const EnvironmentId = idOf('env')
-export const SessionId = idOf('sesn')
-export const EventId = idOf('sevt')
-export const ThreadId = idOf('sthr')
-export const FileId = idOf('file')
-export const SessionResourceId = idOf('sesrsc')
-export const SkillId = idOf('skill')
-export const VaultId = idOf('vlt')
-export const MemoryStoreId = idOf('memstore')
-export const DeploymentId = idOf('depl')
+export const AgentId = lazy(() => idOf('agent'))
+export const EnvironmentId = lazy(() => idOf('env'))
+export const SessionId = lazy(() => idOf('sesn'))
+export const EventId = lazy(() => idOf('sevt'))
+export const ThreadId = lazy(() => idOf('sthr'))
+export const FileId = lazy(() => idOf('file'))
+export const SessionResourceId = lazy(() => idOf('sesrsc'))
+export const SkillId = lazy(() => idOf('skill'))
+export const VaultId = lazy(() => idOf('vlt'))
+export const MemoryStoreId = lazy(() => idOf('memstore'))
+export const DeploymentId = lazy(() => idOf('depl'))

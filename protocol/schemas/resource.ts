@@ -2,6 +2,7 @@ import { type } from 'arktype'
 import { limitParam, pageParam } from './common.js'
 import { tagged } from './events.js'
 import { FileId, MemoryStoreId } from './ids.js'
+import { lazy } from './lazy.js'
 
 /**
  * Session resources on the wire (WIRE §6 resource params, §9 the resources routes). Shapes only: whether a file
@@ -37,36 +38,40 @@ function mountPathProblem(p: string): string | undefined {
   return undefined
 }
 
-export const MountPath = type('string').narrow((p, ctx) => {
-  const problem = mountPathProblem(p)
-  return problem === undefined || ctx.reject({ expected: problem, actual: JSON.stringify(p.length > 80 ? `${p.slice(0, 80)}…` : p) })
-})
+export const MountPath = lazy(() =>
+  type('string').narrow((p, ctx) => {
+    const problem = mountPathProblem(p)
+    return problem === undefined || ctx.reject({ expected: problem, actual: JSON.stringify(p.length > 80 ? `${p.slice(0, 80)}…` : p) })
+  }),
+)
 
 /** `{type: "file", file_id, mount_path?}`: the one resource kind sessions mount today. */
-export const FileResourceParams = type({ '+': 'reject', type: "'file'", file_id: FileId, 'mount_path?': MountPath.or('null') })
+export const FileResourceParams = lazy(() => type({ '+': 'reject', type: "'file'", file_id: FileId, 'mount_path?': MountPath.or('null') }))
 
 /**
  * Any other `type` passes here: the actor answers 422 for kinds it cannot provide, which a shape error would hide.
  * The ids such a resource names are checked all the same: they must never reach a store unchecked.
  */
-const OtherResourceParams = type({ '[string]': 'unknown', type: 'string > 0', 'memory_store_id?': MemoryStoreId })
+const OtherResourceParams = lazy(() => type({ '[string]': 'unknown', type: 'string > 0', 'memory_store_id?': MemoryStoreId }))
 
 export type FileResourceParamsT = typeof FileResourceParams.infer
 type OtherResourceParamsT = typeof OtherResourceParams.infer
 export type ResourceParamsT = FileResourceParamsT | OtherResourceParamsT
 
 /** One resource of a session's or a deployment's `resources`: a file is checked whole, other kinds by their ids. */
-export const ResourceParams = type('object')
-  .narrow((v, ctx) => !Array.isArray(v) || ctx.mustBe('an object'))
-  .pipe((v): ResourceParamsT | type.errors => ((v as { type?: unknown }).type === 'file' ? FileResourceParams(v) : OtherResourceParams(v)))
+export const ResourceParams = lazy(() =>
+  type('object')
+    .narrow((v, ctx) => !Array.isArray(v) || ctx.mustBe('an object'))
+    .pipe((v): ResourceParamsT | type.errors => ((v as { type?: unknown }).type === 'file' ? FileResourceParams(v) : OtherResourceParams(v))),
+)
 
 /** `POST /v1/sessions/{id}/resources`: files only (WIRE §9). */
-export const ResourceAdd = tagged(['file'], FileResourceParams, '"file" (only files can be added to a session)')
+export const ResourceAdd = lazy(() => tagged(['file'], FileResourceParams, '"file" (only files can be added to a session)'))
 
 /** `POST /v1/sessions/{id}/resources/{resource_id}`: a token rotation, which only GitHub repositories take. */
-export const ResourceUpdate = type({ '+': 'reject', authorization_token: 'string > 0' })
+export const ResourceUpdate = lazy(() => type({ '+': 'reject', authorization_token: 'string > 0' }))
 
-export const ResourceListQuery = type({ 'limit?': limitParam(100), 'page?': pageParam })
+export const ResourceListQuery = lazy(() => type({ 'limit?': limitParam(100), 'page?': pageParam }))
 
 export type ResourceListInput = typeof ResourceListQuery.infer
 

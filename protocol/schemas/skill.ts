@@ -2,6 +2,7 @@ import { type } from 'arktype'
 import { isUploadObjectOf } from '../files.js'
 import { limitParam, pageParam } from './common.js'
 import { AgentId, SessionId, SkillId } from './ids.js'
+import { lazy } from './lazy.js'
 
 /**
  * Skills on the wire (SPEC "Skill and skill version", "Skills"; WIRE §11; DECISIONS "Skills"). Versions are numbered
@@ -42,7 +43,7 @@ export const isVersionNumber = (s: string): boolean => /^[1-9][0-9]{0,9}$/.test(
 /** The longest `display_title`. */
 export const DISPLAY_TITLE_MAX = 255
 
-export const DisplayTitle = type(`1 <= string <= ${DISPLAY_TITLE_MAX}`)
+export const DisplayTitle = lazy(() => type(`1 <= string <= ${DISPLAY_TITLE_MAX}`))
 
 /**
  * Internal (the gateway's, after it validated an upload and stored its canonical zip; no route of its own): a version
@@ -61,28 +62,32 @@ const bundleFields = {
   digest: /^SHA-256=[A-Za-z0-9_-]+=*$/,
 } as const
 
-export const SkillCreateInput = type({ ...bundleFields, id: SkillId, 'display_title?': DisplayTitle }).narrow(
-  (r, ctx) =>
-    isUploadObjectOf(r.id, r.object) ||
-    ctx.reject({ path: ['object'], expected: `the skill's id, "." and 26 characters`, actual: JSON.stringify(r.object.slice(0, 80)) }),
+export const SkillCreateInput = lazy(() =>
+  type({ ...bundleFields, id: SkillId, 'display_title?': DisplayTitle }).narrow(
+    (r, ctx) =>
+      isUploadObjectOf(r.id, r.object) ||
+      ctx.reject({ path: ['object'], expected: `the skill's id, "." and 26 characters`, actual: JSON.stringify(r.object.slice(0, 80)) }),
+  ),
 )
 export type SkillCreateInputT = typeof SkillCreateInput.infer
 
-export const SkillVersionInput = type(bundleFields)
+export const SkillVersionInput = lazy(() => type(bundleFields))
 export type SkillVersionInputT = typeof SkillVersionInput.infer
 
 /** `source`: custom skills, or one of the vendor's sources (served here as an empty page). */
 export const SKILL_SOURCES = ['custom', 'anthropic', 'anthropic_example', 'plugin'] as const
 
-export const SkillListQuery = type({
-  '+': 'reject',
-  'limit?': limitParam(100),
-  'page?': pageParam,
-  'source?': type.enumerated(...SKILL_SOURCES),
-})
+export const SkillListQuery = lazy(() =>
+  type({
+    '+': 'reject',
+    'limit?': limitParam(100),
+    'page?': pageParam,
+    'source?': type.enumerated(...SKILL_SOURCES),
+  }),
+)
 export type SkillListQueryT = typeof SkillListQuery.infer
 
-export const SkillVersionListQuery = type({ '+': 'reject', 'limit?': limitParam(100), 'page?': pageParam })
+export const SkillVersionListQuery = lazy(() => type({ '+': 'reject', 'limit?': limitParam(100), 'page?': pageParam }))
 export type SkillVersionListQueryT = typeof SkillVersionListQuery.infer
 
 /**
@@ -90,7 +95,7 @@ export type SkillVersionListQueryT = typeof SkillVersionListQuery.infer
  * omitted: the newest) and records that `by` pins it, in the same step, so a deletion running beside it either sees
  * the pin or runs first (and the reference then finds no version).
  */
-export const SkillPinInput = type({ '+': 'reject', by: AgentId.or(SessionId), 'version?': type.or('string <= 32', 'number.integer >= 1', 'null') })
+export const SkillPinInput = lazy(() => type({ '+': 'reject', by: AgentId.or(SessionId), 'version?': type.or('string <= 32', 'number.integer >= 1', 'null') }))
 export type SkillPinInputT = typeof SkillPinInput.infer
 
 /** A pinned version, with what sessions check of it (runtime names, aggregate size) and run it by (its bundle). */
@@ -106,4 +111,4 @@ export interface PinnedSkill {
 }
 
 /** Internal (a session's delete): `by` no longer pins `version`. Its absence changes nothing: pins are checked anyway. */
-export const SkillUnpinInput = type({ '+': 'reject', by: SessionId, version: type('string <= 32') })
+export const SkillUnpinInput = lazy(() => type({ '+': 'reject', by: SessionId, version: type('string <= 32') }))

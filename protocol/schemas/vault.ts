@@ -2,6 +2,7 @@ import { type } from 'arktype'
 import { HttpUrl, Metadata, MetadataPatch, boolParam, limitParam, notArray, pageParam, refused } from './common.js'
 import { AllowedHost } from './environment.js'
 import { listOf } from './list.js'
+import { lazy } from './lazy.js'
 
 /**
  * Vaults and their credentials on the wire (WIRE.md §15, the official client's `beta.vaults`). Shapes only: whether
@@ -12,100 +13,120 @@ import { listOf } from './list.js'
 /** The longest secret accepted (characters): an OAuth access token may be a large JWT. */
 export const MAX_SECRET_CHARS = 16_384
 
-const DisplayName = type('1 <= string <= 255')
-const Secret = type(`1 <= string <= ${MAX_SECRET_CHARS}`)
-const Url = type('string <= 2048').and(HttpUrl)
+const DisplayName = lazy(() => type('1 <= string <= 255'))
+const Secret = lazy(() => type(`1 <= string <= ${MAX_SECRET_CHARS}`))
+const Url = lazy(() => type('string <= 2048').and(HttpUrl))
 /** An environment variable's name, as a shell takes it. */
-const SecretName = type(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/).describe('an environment variable name (a letter or _, then letters, digits or _; at most 256)')
-const Expiry = type('string.date.iso').or('null')
+const SecretName = lazy(() =>
+  type(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/).describe('an environment variable name (a letter or _, then letters, digits or _; at most 256)'),
+)
+const Expiry = lazy(() => type('string.date.iso').or('null'))
 const immutable = (field: string) => refused(`cannot be changed (${field} is fixed when the credential is created; archive it and create another)`)
 
-export const VaultCreate = type({ '+': 'reject', display_name: DisplayName, 'metadata?': Metadata })
+export const VaultCreate = lazy(() => type({ '+': 'reject', display_name: DisplayName, 'metadata?': Metadata }))
 
-export const VaultUpdate = type({ '+': 'reject', 'display_name?': DisplayName.or('null'), 'metadata?': MetadataPatch.or('null') }).narrow(notArray)
+export const VaultUpdate = lazy(() => type({ '+': 'reject', 'display_name?': DisplayName.or('null'), 'metadata?': MetadataPatch.or('null') }).narrow(notArray))
 
-export const VaultListQuery = type({ 'include_archived?': boolParam, 'limit?': limitParam(100), 'page?': pageParam })
+export const VaultListQuery = lazy(() => type({ 'include_archived?': boolParam, 'limit?': limitParam(100), 'page?': pageParam }))
 
-const NoneAuth = type({ '+': 'reject', type: "'none'" })
-const SecretAuth = type({ '+': 'reject', type: "'client_secret_basic' | 'client_secret_post'", client_secret: Secret })
+const NoneAuth = lazy(() => type({ '+': 'reject', type: "'none'" }))
+const SecretAuth = lazy(() => type({ '+': 'reject', type: "'client_secret_basic' | 'client_secret_post'", client_secret: Secret }))
 
-const RefreshCreate = type({
-  '+': 'reject',
-  client_id: '1 <= string <= 1024',
-  refresh_token: Secret,
-  token_endpoint: Url,
-  token_endpoint_auth: NoneAuth.or(SecretAuth),
-  'resource?': type('string <= 2048').or('null'),
-  'scope?': type('string <= 2048').or('null'),
-})
+const RefreshCreate = lazy(() =>
+  type({
+    '+': 'reject',
+    client_id: '1 <= string <= 1024',
+    refresh_token: Secret,
+    token_endpoint: Url,
+    token_endpoint_auth: NoneAuth.or(SecretAuth),
+    'resource?': type('string <= 2048').or('null'),
+    'scope?': type('string <= 2048').or('null'),
+  }),
+)
 
-const Unrestricted = type({ '+': 'reject', type: "'unrestricted'" })
-const Limited = type({ '+': 'reject', type: "'limited'", allowed_hosts: listOf(AllowedHost, { min: 1, max: 16 }) })
-const CredentialNetworking = Unrestricted.or(Limited)
-const InjectionLocation = type({ '+': 'reject', 'body?': 'boolean', 'header?': 'boolean' }).narrow(notArray)
+const Unrestricted = lazy(() => type({ '+': 'reject', type: "'unrestricted'" }))
+const Limited = lazy(() => type({ '+': 'reject', type: "'limited'", allowed_hosts: listOf(AllowedHost, { min: 1, max: 16 }) }))
+const CredentialNetworking = lazy(() => Unrestricted.or(Limited))
+const InjectionLocation = lazy(() => type({ '+': 'reject', 'body?': 'boolean', 'header?': 'boolean' }).narrow(notArray))
 
-export const McpOAuthCreate = type({
-  '+': 'reject',
-  type: "'mcp_oauth'",
-  mcp_server_url: Url,
-  access_token: Secret,
-  'expires_at?': Expiry,
-  'refresh?': RefreshCreate.or('null'),
-})
-export const StaticBearerCreate = type({ '+': 'reject', type: "'static_bearer'", mcp_server_url: Url, token: Secret })
-export const EnvironmentVariableCreate = type({
-  '+': 'reject',
-  type: "'environment_variable'",
-  secret_name: SecretName,
-  secret_value: Secret,
-  networking: CredentialNetworking,
-  'injection_location?': InjectionLocation,
-})
+export const McpOAuthCreate = lazy(() =>
+  type({
+    '+': 'reject',
+    type: "'mcp_oauth'",
+    mcp_server_url: Url,
+    access_token: Secret,
+    'expires_at?': Expiry,
+    'refresh?': RefreshCreate.or('null'),
+  }),
+)
+export const StaticBearerCreate = lazy(() => type({ '+': 'reject', type: "'static_bearer'", mcp_server_url: Url, token: Secret }))
+export const EnvironmentVariableCreate = lazy(() =>
+  type({
+    '+': 'reject',
+    type: "'environment_variable'",
+    secret_name: SecretName,
+    secret_value: Secret,
+    networking: CredentialNetworking,
+    'injection_location?': InjectionLocation,
+  }),
+)
 
-const RefreshUpdate = type({
-  '+': 'reject',
-  'refresh_token?': Secret.or('null'),
-  // "" clears the stored scope (the official client's words).
-  'scope?': type('string <= 2048').or('null'),
-  'token_endpoint_auth?': type({ '+': 'reject', type: "'client_secret_basic' | 'client_secret_post'", 'client_secret?': Secret.or('null') }),
-  'client_id?': immutable('client_id'),
-  'token_endpoint?': immutable('token_endpoint'),
-  'resource?': immutable('resource'),
-}).narrow(notArray)
+const RefreshUpdate = lazy(() =>
+  type({
+    '+': 'reject',
+    'refresh_token?': Secret.or('null'),
+    // "" clears the stored scope (the official client's words).
+    'scope?': type('string <= 2048').or('null'),
+    'token_endpoint_auth?': type({ '+': 'reject', type: "'client_secret_basic' | 'client_secret_post'", 'client_secret?': Secret.or('null') }),
+    'client_id?': immutable('client_id'),
+    'token_endpoint?': immutable('token_endpoint'),
+    'resource?': immutable('resource'),
+  }).narrow(notArray),
+)
 
-export const McpOAuthUpdate = type({
-  '+': 'reject',
-  type: "'mcp_oauth'",
-  'access_token?': Secret.or('null'),
-  'expires_at?': Expiry,
-  'refresh?': RefreshUpdate.or('null'),
-  'mcp_server_url?': immutable('mcp_server_url'),
-})
-export const StaticBearerUpdate = type({ '+': 'reject', type: "'static_bearer'", 'token?': Secret.or('null'), 'mcp_server_url?': immutable('mcp_server_url') })
-export const EnvironmentVariableUpdate = type({
-  '+': 'reject',
-  type: "'environment_variable'",
-  'secret_value?': Secret.or('null'),
-  'networking?': CredentialNetworking.or('null'),
-  'injection_location?': InjectionLocation,
-  'secret_name?': immutable('secret_name'),
-})
+export const McpOAuthUpdate = lazy(() =>
+  type({
+    '+': 'reject',
+    type: "'mcp_oauth'",
+    'access_token?': Secret.or('null'),
+    'expires_at?': Expiry,
+    'refresh?': RefreshUpdate.or('null'),
+    'mcp_server_url?': immutable('mcp_server_url'),
+  }),
+)
+export const StaticBearerUpdate = lazy(() =>
+  type({ '+': 'reject', type: "'static_bearer'", 'token?': Secret.or('null'), 'mcp_server_url?': immutable('mcp_server_url') }),
+)
+export const EnvironmentVariableUpdate = lazy(() =>
+  type({
+    '+': 'reject',
+    type: "'environment_variable'",
+    'secret_value?': Secret.or('null'),
+    'networking?': CredentialNetworking.or('null'),
+    'injection_location?': InjectionLocation,
+    'secret_name?': immutable('secret_name'),
+  }),
+)
 
-export const CredentialCreate = type({
-  '+': 'reject',
-  auth: type.or(McpOAuthCreate, StaticBearerCreate, EnvironmentVariableCreate),
-  'display_name?': type('string <= 255').or('null'),
-  'metadata?': Metadata,
-})
+export const CredentialCreate = lazy(() =>
+  type({
+    '+': 'reject',
+    auth: type.or(McpOAuthCreate, StaticBearerCreate, EnvironmentVariableCreate),
+    'display_name?': type('string <= 255').or('null'),
+    'metadata?': Metadata,
+  }),
+)
 
-export const CredentialUpdate = type({
-  '+': 'reject',
-  'auth?': type.or(McpOAuthUpdate, StaticBearerUpdate, EnvironmentVariableUpdate),
-  'display_name?': type('string <= 255').or('null'),
-  'metadata?': MetadataPatch.or('null'),
-}).narrow(notArray)
+export const CredentialUpdate = lazy(() =>
+  type({
+    '+': 'reject',
+    'auth?': type.or(McpOAuthUpdate, StaticBearerUpdate, EnvironmentVariableUpdate),
+    'display_name?': type('string <= 255').or('null'),
+    'metadata?': MetadataPatch.or('null'),
+  }).narrow(notArray),
+)
 
-export const CredentialListQuery = type({ 'include_archived?': boolParam, 'limit?': limitParam(100), 'page?': pageParam })
+export const CredentialListQuery = lazy(() => type({ 'include_archived?': boolParam, 'limit?': limitParam(100), 'page?': pageParam }))
 
 export type VaultCreateInput = typeof VaultCreate.infer
 export type VaultUpdateInput = typeof VaultUpdate.infer

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { type } from 'arktype'
 import { limitParam, pageParam } from './common.js'
+import { lazy } from './lazy.js'
 
 /**
  * Webhook endpoints on the wire (SPEC "Webhook endpoint", "Webhooks", "Webhook events"; DECISIONS "Webhooks").
@@ -55,39 +56,45 @@ export function webhookUrlProblem(url: string): string | undefined {
   return undefined
 }
 
-export const WebhookUrl = type(`string <= ${WEBHOOK_URL_MAX}`).narrow((s, ctx) => {
-  const problem = webhookUrlProblem(s)
-  return problem === undefined || ctx.reject({ problem: problem })
-})
+export const WebhookUrl = lazy(() =>
+  type(`string <= ${WEBHOOK_URL_MAX}`).narrow((s, ctx) => {
+    const problem = webhookUrlProblem(s)
+    return problem === undefined || ctx.reject({ problem: problem })
+  }),
+)
 
-const EventTypes = type
-  .enumerated(...WEBHOOK_EVENT_TYPES)
-  .array()
-  .atLeastLength(1)
-  .narrow((list, ctx) => {
-    const seen = new Set<string>()
-    for (const [i, t] of list.entries()) {
-      if (seen.has(t)) return ctx.reject({ problem: `names ${t} twice`, relativePath: [i] })
-      seen.add(t)
-    }
-    return true
-  })
+const EventTypes = lazy(() =>
+  type
+    .enumerated(...WEBHOOK_EVENT_TYPES)
+    .array()
+    .atLeastLength(1)
+    .narrow((list, ctx) => {
+      const seen = new Set<string>()
+      for (const [i, t] of list.entries()) {
+        if (seen.has(t)) return ctx.reject({ problem: `names ${t} twice`, relativePath: [i] })
+        seen.add(t)
+      }
+      return true
+    }),
+)
 
-export const WebhookCreate = type({ '+': 'reject', url: WebhookUrl, event_types: EventTypes })
+export const WebhookCreate = lazy(() => type({ '+': 'reject', url: WebhookUrl, event_types: EventTypes }))
 export type WebhookCreateT = typeof WebhookCreate.infer
 
-export const WebhookUpdate = type({
-  '+': 'reject',
-  'url?': WebhookUrl,
-  'event_types?': EventTypes,
-  'status?': "'enabled' | 'disabled'",
-}).narrow((b, ctx) => Object.keys(b).length > 0 || ctx.reject({ problem: 'must name url, event_types or status' }))
+export const WebhookUpdate = lazy(() =>
+  type({
+    '+': 'reject',
+    'url?': WebhookUrl,
+    'event_types?': EventTypes,
+    'status?': "'enabled' | 'disabled'",
+  }).narrow((b, ctx) => Object.keys(b).length > 0 || ctx.reject({ problem: 'must name url, event_types or status' })),
+)
 export type WebhookUpdateT = typeof WebhookUpdate.infer
 
 /** The service disabling an endpoint (internal: no route). */
-export const WebhookDisable = type({ '+': 'reject', reason: 'string <= 1000' })
+export const WebhookDisable = lazy(() => type({ '+': 'reject', reason: 'string <= 1000' }))
 
-export const WebhookListQuery = type({ '+': 'reject', 'limit?': limitParam(100), 'page?': pageParam })
+export const WebhookListQuery = lazy(() => type({ '+': 'reject', 'limit?': limitParam(100), 'page?': pageParam }))
 
 /**
  * An endpoint as the API shows it. `signing_secret` only in the answers of create and regenerate. `disabled_reason`:

@@ -1,5 +1,6 @@
 import { type } from 'arktype'
 import { limitParam, notArray, pageParam } from './common.js'
+import { lazy } from './lazy.js'
 
 /** A work item's lifecycle (WIRE §5): queued → starting (acked) → active (first beat) → stopping → stopped. */
 export type WorkState = 'queued' | 'starting' | 'active' | 'stopping' | 'stopped'
@@ -54,35 +55,39 @@ export const RECLAIM_DEFAULT_MS = 5000
 export const NO_HEARTBEAT = 'NO_HEARTBEAT'
 
 /** `block_ms` 1–999 (omitted: answer at once); `reclaim_older_than_ms` 0 up to an hour. */
-export const WorkPollQuery = type({
-  'block_ms?': type('string.integer.parse').pipe(type('1 <= number <= 999')),
-  'reclaim_older_than_ms?': type('string.integer.parse').pipe(type('0 <= number <= 3600000')),
-})
+export const WorkPollQuery = lazy(() =>
+  type({
+    'block_ms?': type('string.integer.parse').pipe(type('1 <= number <= 999')),
+    'reclaim_older_than_ms?': type('string.integer.parse').pipe(type('0 <= number <= 3600000')),
+  }),
+)
 
 /** `desired_ttl_seconds` any integer (clamped to WORK_TTL); `expected_last_heartbeat` at most 64 characters. */
-export const WorkHeartbeatQuery = type({
-  'desired_ttl_seconds?': type('string.integer.parse').pipe(type('-1000000000 <= number <= 1000000000')),
-  'expected_last_heartbeat?': 'string <= 64',
-})
+export const WorkHeartbeatQuery = lazy(() =>
+  type({
+    'desired_ttl_seconds?': type('string.integer.parse').pipe(type('-1000000000 <= number <= 1000000000')),
+    'expected_last_heartbeat?': 'string <= 64',
+  }),
+)
 
-export const WorkStopInput = type({ '+': 'reject', 'force?': 'boolean' })
+export const WorkStopInput = lazy(() => type({ '+': 'reject', 'force?': 'boolean' }))
 
 /** The patch is checked by the op (`invalid_metadata`, the code the client maps), not as a shape error. */
-export const WorkUpdateInput = type({ '+': 'reject', metadata: type('object').narrow(notArray) })
+export const WorkUpdateInput = lazy(() => type({ '+': 'reject', metadata: type('object').narrow(notArray) }))
 
-export const WorkListQuery = type({ 'limit?': limitParam(100), 'page?': pageParam })
+export const WorkListQuery = lazy(() => type({ 'limit?': limitParam(100), 'page?': pageParam }))
 
 /**
  * Internal (the session kind): the session's live item, queued when it has none. `need`: its turn parked on tools
  * (true: a worker must come even if the live item's worker is leaving) or ended without any (false: no longer).
  */
-export const WorkQueueInput = type({ '+': 'reject', session_id: 'string <= 128', 'need?': 'boolean' })
+export const WorkQueueInput = lazy(() => type({ '+': 'reject', session_id: 'string <= 128', 'need?': 'boolean' }))
 
 /** Internal (the session kind): the session's live item stops (`force`: at once). */
-export const WorkSessionStopInput = type({ '+': 'reject', session_id: 'string <= 128', force: 'boolean' })
+export const WorkSessionStopInput = lazy(() => type({ '+': 'reject', session_id: 'string <= 128', force: 'boolean' }))
 
 /** Internal (the session kind): whether claim `claim` of item `work_id` still holds (a sessions token's life). */
-export const WorkClaimInput = type({ '+': 'reject', work_id: 'string <= 128', claim: 'number.integer >= 0' })
+export const WorkClaimInput = lazy(() => type({ '+': 'reject', work_id: 'string <= 128', claim: 'number.integer >= 0' }))
 
 export type WorkPollInput = typeof WorkPollQuery.infer
 export type WorkHeartbeatInput = typeof WorkHeartbeatQuery.infer
