@@ -11,7 +11,7 @@ import { fileOps } from './behaviour.js'
 import { fileBytes } from './bytes.js'
 import { sweepCopies } from './copies.js'
 import { FILE_PREFIX, type StoredFile } from './state.js'
-import { namedByRecords, ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'
+import { fileNames, namedAtSource, ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'
 
 /**
  * Files: any host serves any file's metadata (KV records, written only once the bytes are whole); the bytes live in
@@ -30,9 +30,10 @@ export const fileKind: ActorKindDef = {
       age,
       async () => {
         await projection.fresh()
-        const named = namedByRecords((id) => projection.get(id))
-        const swept = await sweepOrphans(objects, ctx.jsm, named, age)
-        if (swept) ctx.log.info({ swept }, 'swept file bytes no record names')
+        const named = namedAtSource(projection, fileNames)
+        const gone: string[] = []
+        const swept = await sweepOrphans(objects, ctx.jsm, named, age, undefined, gone)
+        if (swept) ctx.log.info({ swept, objects: gone.slice(0, 20) }, 'swept file bytes no record names')
         const copies = await sweepCopies(projection.list(), ctx.client)
         if (copies) ctx.log.info({ copies }, 'swept copies made for session resources that never came to be or are gone')
       },

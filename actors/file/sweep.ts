@@ -4,15 +4,25 @@ import { ObjectStores, objectChunkPrefix, objectMetaPrefix, objectStream } from 
 import { objectOf, type StoredFile } from './state.js'
 
 /**
- * Whether a file record names `object`, its records found by id through `record`. An object is named for its file
- * (the id, alone or before a `.`: protocol/files.ts#uploadObjectName), so its one possible record is the one of that
- * id, and it is named when it is the object that record's bytes are in (by its `object`, else by its id).
+ * Whether a file record names `object`. An object is named for its file (the id, alone or before a `.`:
+ * protocol/files.ts#uploadObjectName), so its one possible record is the one of that id, and it is named when it is
+ * the object that record's bytes are in (by its `object`, else by its id).
  */
-export const namedByRecords =
-  (record: (id: string) => StoredFile | undefined) =>
-  (object: string): boolean => {
-    const f = record(object.split('.', 1)[0]!)
-    return f !== undefined && objectOf(f) === object
+export const fileNames = (f: StoredFile, object: string): boolean => objectOf(f) === object
+
+/**
+ * Whether the record of `object`'s owner (the id before the first `.`) names it: the projection's copy first, then,
+ * when that does not, the record as the bucket's leader holds it. A projection behind (a watch that lost its place
+ * in a NATS fault) once made a sweep delete the bundles of live skill versions; absence there is never enough.
+ */
+export const namedAtSource =
+  <T>(records: { get(id: string): T | undefined; atSource(id: string): Promise<T | undefined> }, names: (record: T, object: string) => boolean) =>
+  async (object: string): Promise<boolean> => {
+    const id = object.split('.', 1)[0]!
+    const cached = records.get(id)
+    if (cached !== undefined && names(cached, object)) return true
+    const stored = await records.atSource(id)
+    return stored !== undefined && names(stored, object)
   }
 
 /** How old bytes without a record must be before they are swept: far longer than recording an upload takes. */
@@ -29,23 +39,27 @@ export const ORPHAN_AGE_MS = 10 * 60_000
 export async function sweepOrphans(
   os: ObjectStore,
   jsm: JetStreamManager,
-  named: (object: string) => boolean,
+  named: (object: string) => boolean | Promise<boolean>,
   ageMs = ORPHAN_AGE_MS,
   /** The object store's name (default the files'). */
   store: string = ObjectStores.files,
+  /** Collects the names of the objects swept (for the log line). */
+  gone: string[] = [],
 ): Promise<number> {
   const before = Date.now() - ageMs
   let swept = 0
   const live = new Set<string>()
   for (const info of await os.list()) {
-    if (named(info.name) || Date.parse(info.mtime) > before) live.add(info.nuid)
+    if (Date.parse(info.mtime) > before || (await named(info.name))) live.add(info.nuid)
     else if (
       await os.delete(info.name).then(
         () => true,
         () => false,
       )
-    )
+    ) {
       swept++
+      gone.push(info.name)
+    }
   }
   const stream = objectStream(store)
   const chunkPrefix = objectChunkPrefix(store)

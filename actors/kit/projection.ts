@@ -1,6 +1,7 @@
 import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { QueuedIterator } from '@nats-io/nats-core'
 import { decode } from '../../protocol/codec.js'
+import { readAtLeader } from './store.js'
 
 export interface Sortable {
   id: string
@@ -100,6 +101,15 @@ export class Projection<T extends Sortable, S = unknown> {
 
   get(id: string): T | undefined {
     return this.byId.get(id)
+  }
+
+  /**
+   * The record of `id` as the bucket's leader holds it now, not this projection's copy: what a destructive decision
+   * reads, since a projection may be behind (a watch that lost its place in a NATS fault).
+   */
+  async atSource(id: string): Promise<T | undefined> {
+    const e = await readAtLeader(this.kv, this.prefix + id)
+    return e?.operation === 'PUT' ? this.projectStored(decode(e.value)) : undefined
   }
 
   /** Records in order; index of the first record strictly after `after` when given. */

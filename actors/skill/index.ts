@@ -4,7 +4,7 @@ import type { FileBytes } from '../../protocol/files.js'
 import { SkillKind } from '../../protocol/ops/skill.js'
 import { Buckets, ObjectStores } from '../../protocol/subjects.js'
 import { fileBytes } from '../file/bytes.js'
-import { ORPHAN_AGE_MS, sweepOrphans } from '../file/sweep.js'
+import { namedAtSource, ORPHAN_AGE_MS, sweepOrphans } from '../file/sweep.js'
 import type { Work } from '../kit/durable-state.js'
 import { listedKind } from '../kit/listed-kind.js'
 import { every } from '../kit/loop.js'
@@ -58,9 +58,10 @@ export const skillKind = listedKind({
       async () => {
         await projection.fresh()
         const os = await new Objm(ctx.js).open(ObjectStores.skills)
-        const named = (object: string) => projection.get(object.split('.', 1)[0]!)?.objects.includes(object) ?? false
-        const swept = await sweepOrphans(os, ctx.jsm, named, age, ObjectStores.skills)
-        if (swept) ctx.log.info({ swept }, 'swept skill bundles no version names')
+        const named = namedAtSource(projection, (s, object) => s.objects.includes(object))
+        const gone: string[] = []
+        const swept = await sweepOrphans(os, ctx.jsm, named, age, ObjectStores.skills, gone)
+        if (swept) ctx.log.info({ swept, objects: gone.slice(0, 20) }, 'swept skill bundles no version names')
       },
       (err) => ctx.log.warn({ err }, 'sweeping orphaned skill bundles failed'),
     )

@@ -7,7 +7,7 @@ import { actorClient } from '../../actors/kit/client.js'
 import { Projection } from '../../actors/kit/projection.js'
 import { actorWire } from '../../actors/kit/wire.js'
 import { FILE_PREFIX, type StoredFile } from '../../actors/file/state.js'
-import { namedByRecords, sweepOrphans } from '../../actors/file/sweep.js'
+import { fileNames, namedAtSource, sweepOrphans } from '../../actors/file/sweep.js'
 import { decode, encode } from '../../protocol/codec.js'
 import { uploadObjectName } from '../../protocol/files.js'
 import { idFromKey, newId } from '../../protocol/ids.js'
@@ -200,7 +200,7 @@ t.test('the orphan sweep: recorded objects stay, attempts no record names go', a
   const ids = new Set(live.map((f) => f.id))
   for (const f of [plain, retried, legacy, copy]) t.ok(ids.has(f.id), `${f.id} is recorded`)
 
-  const named = namedByRecords((id) => projection.get(id))
+  const named = namedAtSource(projection, fileNames)
   t.equal(await sweepOrphans(os, jsm, named, -1), 3, 'the three orphans, nothing else')
   const left = new Set((await os.list()).map((o) => o.name))
   for (const o of [lostRace, neverRecorded, staleById]) t.notOk(left.has(o), `${o} is swept`)
