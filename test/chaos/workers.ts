@@ -20,8 +20,13 @@ export const WORKERS_CLIENT = 'workers'
 const TTL_S = 5
 /** Self-hosted sessions doing turns (the workers share them). */
 const MAX_SESSIONS = 10
-/** A turn's wait for its end before the driver moves on (a fault may cut it; the checks read what was stored). */
-const TURN_MS = 45_000
+/**
+ * A turn's wait for its end before the driver moves on (a fault may cut it; the checks read what was stored). Its
+ * next message would abandon a tool use still parked, which the checks then count as unanswered: under two NATS
+ * faults back to back (a meta leader killed, then a node cut off: the store away for most of 50 s) a parked turn
+ * waited 53 s for its worker, so the wait outlasts that.
+ */
+const TURN_MS = 90_000
 /** After the load: sessions idle and every item stopped (workers stop theirs 3 s after the session went idle). */
 const SETTLE_MS = 60_000
 const WORKER_PROC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../work/worker-proc.ts')
