@@ -12,8 +12,8 @@ export const fileNames = (f: StoredFile, object: string): boolean => objectOf(f)
 
 /**
  * Whether the record of `object`'s owner (the id before the first `.`) names it: the projection's copy first, then,
- * when that does not, the record as the bucket's leader holds it. A projection behind (a watch that lost its place
- * in a NATS fault) once made a sweep delete the bundles of live skill versions; absence there is never enough.
+ * when that does not, the record as the bucket's leader holds it: a projection may be behind (a watch that lost its
+ * place in a NATS fault), and its not naming an object is never enough to delete it.
  */
 export const namedAtSource =
   <T>(records: { get(id: string): T | undefined; atSource(id: string): Promise<T | undefined> }, names: (record: T, object: string) => boolean) =>
