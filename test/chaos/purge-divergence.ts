@@ -2,8 +2,9 @@
 // cluster, one R3 stream, publishes on 40 subjects with a purge of one subject every third publish (what the object
 // stores do: rollups, chunks purged on delete and at every workspace save), while one node is SIGSTOPped for 10 s and
 // the others SIGKILLed and restarted, three rounds; then, once stable, each node's own count of the stream's messages.
-// `npx tsx test/chaos/purge-divergence.ts` (add `nopurge` for the control). On nats-server 2.9.10 (Debian's):
-// with purges n1 75, n2 3, n3 75 messages; without, all three 44,616. A replica left with fewer messages loses them for
+// `npx tsx test/chaos/purge-divergence.ts [purge|delete|nopurge]`. On nats-server 2.9.10 (Debian's): with subject
+// purges n1 75, n2 3, n3 75 messages (twice: 74, 2, 74); with messages deleted by sequence instead, 16,248 on each;
+// without either, 44,616 on each. A replica left with fewer messages loses them for
 // everyone when it leads: what chaos runs at 180 s saw as skill bundles and workspace saves gone (docs/ARCHITECTURE.md).
 import { connect } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
@@ -16,7 +17,10 @@ const nc = await connect({ servers: c.url, maxReconnectAttempts: -1 })
 const jsm = await jetstreamManager(nc)
 const js = jetstream(nc)
 await jsm.streams.add({ name: 'S', subjects: ['s.>'], num_replicas: 3, allow_rollup_hdrs: true, allow_direct: true } as any)
-const withPurges = process.argv[2] !== 'nopurge'
+/** `purge` (default): a subject purge every third publish; `delete`: a message deleted by sequence instead; `nopurge`. */
+const mode = process.argv[2] ?? 'purge'
+const withPurges = mode !== 'nopurge'
+const seqs: number[] = []
 let stop = false
 let pubs = 0,
   purges = 0,
@@ -25,10 +29,11 @@ const load = (async () => {
   for (let n = 0; !stop; n++) {
     const k = n % 40
     try {
-      await js.publish(`s.k${k}.${n}`, new Uint8Array(64), { timeout: 2000 })
+      seqs.push((await js.publish(`s.k${k}.${n}`, new Uint8Array(64), { timeout: 2000 })).seq)
       pubs++
       if (withPurges && n % 3 === 0) {
-        await jsm.streams.purge('S', { filter: `s.k${(k + 7) % 40}.>` })
+        if (mode === 'delete') await jsm.streams.deleteMessage('S', seqs.shift()!, false)
+        else await jsm.streams.purge('S', { filter: `s.k${(k + 7) % 40}.>` })
         purges++
       }
     } catch {
@@ -61,7 +66,7 @@ for (const node of c.nodes) {
   const st = j.account_details?.flatMap((a: any) => a.stream_detail ?? []).find((s: any) => s.name === 'S')
   counts.push(`${node.name}: msgs ${st?.state?.messages} first ${st?.state?.first_seq} last ${st?.state?.last_seq}`)
 }
-console.log(withPurges ? 'with purges' : 'no purges', { pubs, purges, errs })
+console.log(mode, { pubs, purges, errs })
 console.log(counts.join('\n'))
 await nc.close()
 await c.stop()
