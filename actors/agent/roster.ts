@@ -9,10 +9,10 @@ import type {
   ModelConfig,
   Multiagent,
   RosterEntry,
+  Tool,
 } from '../../protocol/schemas/agent.js'
-import type { AgentStore } from './state.js'
-import type { Tool } from '../../protocol/schemas/agent.js'
 import type { SessionMultiagent } from '../../protocol/session.js'
+import type { AgentStore } from './state.js'
 
 /**
  * Coordinator rosters (SPEC "Coordinator topology", "Agent validation rules"), and the reference rules a
@@ -48,7 +48,7 @@ export function multiagentToolNames(m: Multiagent | SessionMultiagent | null): s
 
 /**
  * A custom tool may not take a name the multiagent offers the primary thread: the request would carry two tools of
- * one name, which the Messages API refuses. `where` prefixes the field (a session's `agent.`).
+ * one name, which the Messages API refuses. The field is named from `tools`; a session's caller prefixes `agent.`.
  */
 export function checkCoordinatorToolNames(m: Multiagent | SessionMultiagent | null, tools: readonly Tool[]): void {
   const reserved = multiagentToolNames(m)
