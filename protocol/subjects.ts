@@ -92,7 +92,7 @@ export const Buckets = {
   skills: 'troupe_skills',
   /** `webhook.<id>` → a webhook endpoint's state, its signing secret sealed (actors/webhook/state.ts). */
   webhooks: 'troupe_webhooks',
-  /** `outputs.<session id>` → what of the session's outputs folder is published (actors/session/output-state.ts). */
+  /** `outputs.<session id>` → what of the session's outputs folder is published (actors/workdir/outputs/state.ts). */
   sessionOutputs: 'troupe_session_outputs',
   /** `work_queue.<env id>` → an environment's self-hosted work items and their leases (actors/work/state.ts); `token-key` → the sessions tokens' HMAC key. */
   workQueues: 'troupe_work_queues',
@@ -103,7 +103,7 @@ export const ObjectStores = {
   /** A file's bytes, named by its id; visible only once complete (its meta entry is written last). */
   files: 'troupe_files',
   /**
-   * Each session's workspace as its last completed tool call left it (actors/session/workspace-store.ts): one object
+   * Each session's workspace as its last completed tool call left it (actors/workdir/workspace/store.ts): one object
    * named by the session id, its manifest, and the bytes of its files as chunks on `$O.troupe_workspaces.C.<session
    * id>.<nuid>`, one subject per file version, so a session's bytes are one purge.
    */
@@ -153,7 +153,7 @@ export interface SandboxHostBeat {
   started_at: number
 }
 
-/** A sandbox host's calls: `troupe.sandbox.<host id>.<op>` (actors/session/sandbox-host.ts). */
+/** A sandbox host's calls: `troupe.sandbox.<host id>.<op>` (actors/workdir/sandbox-host.ts). */
 export const SANDBOX_OPS = ['prepare', 'run', 'outputs', 'close', 'remove', 'keep', 'abort'] as const
 export type SandboxOp = (typeof SANDBOX_OPS)[number]
 const HOST_ID = /^host_[0-9A-Za-z]{10,40}$/

@@ -94,7 +94,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   // answer "stream not found" for one of them.
   const hostsKv = await openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS })
   const placementKv = await openBucket(kvm, storage, Buckets.placement)
-  // Sessions bind their sandboxes to the sandbox hosts this roster hears (actors/session/remote-sandbox.ts).
+  // Sessions bind their sandboxes to the sandbox hosts this roster hears (actors/workdir/remote-sandbox.ts).
   const sandboxHosts =
     settings.sandboxPlacement === 'remote'
       ? new Roster<SandboxHostBeat>(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs: HOST_TTL_MS, log })

@@ -20,7 +20,7 @@ import { openSandboxBackend, type SandboxBackend } from '../sandbox/index.js'
 import os from 'node:os'
 import { openBucket } from '../actors/kit/buckets.js'
 import { Roster } from '../actors/kit/roster.js'
-import { SandboxHost, sandboxHostDeps } from '../actors/session/sandbox-host.js'
+import { SandboxHost, sandboxHostDeps } from '../actors/workdir/index.js'
 import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
 import { BEAT_EVERY_MS, HOST_TTL_MS } from './placement.js'
 import { type Keyring, loadKeyring } from '../actors/kit/keyring.js'
@@ -230,7 +230,7 @@ interface RunningSandboxHost {
 }
 
 /**
- * `troupe sandbox`: runs the sandboxes of sessions whose hosts send their tools here (actors/session/sandbox-host.ts),
+ * `troupe sandbox`: runs the sandboxes of sessions whose hosts send their tools here (actors/workdir/sandbox-host.ts),
  * and says so in the sandbox hosts' roster (`sandbox.<host id>` in `troupe_hosts`) for as long as it does.
  */
 async function startSandboxRole(

@@ -2,7 +2,11 @@ import { isApiError } from '../../protocol/errors/api-error.js'
 import { FileKind } from '../../protocol/ops/file.js'
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { ActorClient } from '../kit/client.js'
+import { idFromKey } from '../../protocol/ids.js'
 import type { StoredFile } from './state.js'
+
+/** The id of the copy made for a session's resource: derived, so a retried copy or a later delete finds it. */
+export const copyIdOf = (sessionId: string, resourceId: string) => idFromKey('file', 'session_resource_copy', `${sessionId}/${resourceId}`)
 
 /**
  * A session resource's copy is made before the resource is stored (a session create's copies before its record, an

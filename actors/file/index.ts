@@ -13,6 +13,10 @@ import { sweepCopies } from './copies.js'
 import { FILE_PREFIX, type StoredFile } from './state.js'
 import { fileNames, namedAtSource, ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'
 
+export { copyIdOf } from './copies.js'
+export { type FileObjects, fileBytes } from './bytes.js'
+export { type FileReader, fileReader } from './read.js'
+
 /**
  * Files: any host serves any file's metadata (KV records, written only once the bytes are whole); the bytes live in
  * the `troupe_files` object store, which the gateway streams in and out (actors/file/bytes.ts), and which `copy`

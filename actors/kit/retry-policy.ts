@@ -52,7 +52,7 @@ export const modelRetry = retryPolicy({ initialIntervalMs: 1000, maximumInterval
 export const rebuildRetry = retryPolicy({ initialIntervalMs: 500, maximumIntervalMs: 5000 })
 
 /**
- * Saving or restoring a session's workspace while the store cannot answer (actors/session/workspace-sync.ts): 200 ms
+ * Saving or restoring a session's workspace while the store cannot answer (actors/workdir/workspace/sync.ts): 200 ms
  * doubling up to 2 s, for 30 s, about a NATS election and more; the tool's result waits meanwhile.
  */
 export const workspaceRetry = retryPolicy({ initialIntervalMs: 200, maximumIntervalMs: 2000, deadlineMs: 30_000 })

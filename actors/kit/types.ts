@@ -120,7 +120,7 @@ export interface SessionTuning {
   contextWindow: number
   /** A session whose shell is live stays in memory this long after its last work (its shell goes when it leaves). */
   shellIdleMs: number
-  /** Files, directories and links a workspace may hold and still be saved for a move (workspace-sync.ts). */
+  /** Files, directories and links a workspace may hold and still be saved for a move (actors/workdir/workspace/sync.ts). */
   workspaceMaxEntries: number
   /** Bytes of files a workspace may hold and still be saved. */
   workspaceMaxBytes: number

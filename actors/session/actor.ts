@@ -17,7 +17,8 @@ import { outcomeIdOf } from './outcomes.js'
 import { queueWork, selfHostedOf } from './self-hosted.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
-import { type SessionSandbox, sessionSandbox } from './session-sandbox.js'
+import type { SessionSandbox } from '../workdir/index.js'
+import { bindSandbox } from './sandbox.js'
 import { sessionKey, viewOf, type SessionRecord } from './state.js'
 import { ToolLock, ToolRunner } from './tool-runner.js'
 import { type Emitter, TurnLoop } from './turn.js'
@@ -50,7 +51,7 @@ const isResult = (e: SessionEvent) => e.type === 'user.tool_result' || e.type ==
  * first (durable before the POST answers), then handled one thing at a time, in order, by `pump`. Every change is an
  * event, applied to the History as it is stored (events.ts), so a new host rebuilds the actor by replaying them. The
  * rest is in its parts: its record (record-writer.ts), its turns (turn.ts), the tools they run (tool-runner.ts), its
- * host directory and sandbox (session-sandbox.ts), and a turn left unfinished (recovery.ts).
+ * host directory and sandbox (sandbox.ts, through actors/workdir/), and a turn left unfinished (recovery.ts).
  */
 export class SessionActor extends MailboxActor {
   private readonly events: SessionEvents
@@ -89,7 +90,7 @@ export class SessionActor extends MailboxActor {
     const { mb } = this
     this.events = SessionEvents.primary(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
-    this.sandbox = sessionSandbox(h, this.events, mb, deps)
+    this.sandbox = bindSandbox(h, this.events, mb, deps.workdirs)
     this.members = rosterOf(h.session.agent)
     this.advisor = advisorOf(h.session.agent)
     const coordinator = this.members.length || this.advisor ? new Coordinator(this.threadHost()) : undefined
@@ -355,7 +356,7 @@ export class SessionActor extends MailboxActor {
     await purgeSession(this.deps.ctx.jsm, this.id)
     await this.deps.environments.release(this.h.session.environment_id, this.id, rid)
     await this.sandbox.remove()
-    await this.deps.outputs.forget(this.id)
+    await this.deps.workdirs.forget(this.id)
     this.deps.actors.gone(this)
   }
 

@@ -215,7 +215,7 @@ export function checkBudget(budget: BudgetParams | null, agent: SessionAgent): v
 /**
  * What this host's sessions' sandboxes can enforce: its own backend's, or, when they run on sandbox hosts, whether any
  * sandbox host heard enforces limited networking (none heard at all: admitted, the sessions wait for one; a session
- * is then bound only to a host that enforces its policy, remote-sandbox.ts).
+ * is then bound only to a host that enforces its policy, actors/workdir/remote-sandbox.ts).
  */
 export function sandboxTraits(ctx: Pick<HostContext, 'settings' | 'sandboxHosts'>): SandboxTraits {
   const roster = ctx.sandboxHosts

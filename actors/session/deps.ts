@@ -7,13 +7,11 @@ import type { SessionActor } from './actor.js'
 import type { AgentResolver } from './admission.js'
 import type { SessionTails } from './local-tails.js'
 import type { Model } from './model.js'
-import type { SessionOutputs } from './outputs.js'
 import type { EnvironmentRefs } from './references.js'
 import type { SessionRecord } from './state.js'
 import type { SkillTexts } from './skill-texts.js'
-import type { FileReader } from '../file/read.js'
-import type { WorkspaceStore } from './workspace-store.js'
-import type { SkillBundles } from './skill-mounts.js'
+import type { FileReader } from '../file/index.js'
+import type { Workdirs } from '../workdir/index.js'
 
 /** A host's session tuning, every setting given (defaults in index.ts). */
 export type SessionSettings = SessionTuning
@@ -25,10 +23,8 @@ export interface ActorDeps {
   /** Undefined when neither a model base URL nor a key is configured: turns end with a session.error. */
   model: Model | undefined
   environments: EnvironmentRefs
-  /** Reads file bytes from the object store: a session's resource copies, as they are mounted (mounts.ts). */
+  /** Reads files' bytes: a File rubric, as an outcome is defined (outcomes.ts). */
   files: FileReader
-  /** Reads skill bundles from `troupe_skill_bundles`: a session's skills, as they are unpacked (skill-mounts.ts). */
-  bundles: SkillBundles
   /** Reads the agent a new session snapshots. */
   agents: AgentResolver
   settings: SessionSettings
@@ -38,10 +34,8 @@ export interface ActorDeps {
   actors: KeyedActors<SessionActor>
   /** This process's SSE tails of the sessions owned here, fed by their event logs. */
   tails: SessionTails
-  /** Publishes what sessions write to their outputs folder as Files (outputs.ts). */
-  outputs: SessionOutputs
-  /** Where workspaces are saved for a move to another host. */
-  workspaces: WorkspaceStore
+  /** The sessions' host directories and sandboxes (actors/workdir/): each actor binds its own. */
+  workdirs: Workdirs
   /** Lifecycle events no history holds (scheduled, deleted), for webhooks. */
   outbox: Outbox
   /** Skill versions' SKILL.md, as a `Skill` launch injects it (skill-texts.ts). */

@@ -1,12 +1,7 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
-import { DEFAULT_FILE_MAX_BYTES } from '../../protocol/files.js'
-import { Buckets, ObjectStores, partitionOf } from '../../protocol/subjects.js'
-import { fileBytes } from '../file/bytes.js'
-import { fileReader } from '../file/read.js'
-import { Objm } from '@nats-io/obj'
+import { Buckets, partitionOf } from '../../protocol/subjects.js'
 import { openBucket } from '../kit/buckets.js'
-import { openObjectStore } from '../kit/object-stores.js'
 import { KeyedActors } from '../kit/keyed-actors.js'
 import { implement } from '../kit/ops.js'
 import { Projection } from '../kit/projection.js'
@@ -22,12 +17,10 @@ import { SessionTails } from './local-tails.js'
 import { ensureEventsStream } from './log.js'
 import { ensureOutbox, Outbox } from '../kit/outbox.js'
 import { modelClient } from './model.js'
-import { SessionOutputs } from './outputs.js'
 import { EnvironmentRefs } from './references.js'
 import { SESSION_PREFIX, type SessionRecord } from './state.js'
-import { WorkspaceStore } from './workspace-store.js'
 import { SkillTexts } from './skill-texts.js'
-import { DEFAULT_WORKSPACE_BOUNDS } from './workspace-sync.js'
+import { DEFAULT_WORKDIR_SETTINGS, workdirDeps, Workdirs } from '../workdir/index.js'
 
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   retries: modelRetry.maximumAttempts - 1,
@@ -36,9 +29,7 @@ export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   runningRecordMs: 200,
   maxTokens: 8192,
   contextWindow: 200_000,
-  shellIdleMs: 10 * 60_000,
-  workspaceMaxEntries: DEFAULT_WORKSPACE_BOUNDS.maxEntries,
-  workspaceMaxBytes: DEFAULT_WORKSPACE_BOUNDS.maxBytes,
+  ...DEFAULT_WORKDIR_SETTINGS,
 }
 
 /**
@@ -53,7 +44,6 @@ export const sessionKind: ActorKindDef = {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.sessions)
     await retryWhileStarting('events stream', () => ensureEventsStream(ctx.storage))
     await retryWhileStarting('outbox stream', () => ensureOutbox(ctx.storage))
-    const workspaces = new WorkspaceStore(ctx.js, ctx.jsm, await openObjectStore(new Objm(ctx.js), ctx.storage, ObjectStores.workspaces))
     const projection = new Projection<Session, SessionRecord>(kv, SESSION_PREFIX, (r) => r.session)
     await projection.start()
     const settings = { ...DEFAULT_SESSION_SETTINGS, ...ctx.settings.session }
@@ -67,34 +57,34 @@ export const sessionKind: ActorKindDef = {
       othersMayTail: () => !localTails || !ctx.alone(),
       log: ctx.log,
     })
-    // One reader and writer of file bytes: resources' copies are mounted from it (each from the object its record
-    // names), outputs are published through it.
-    const bytes = fileBytes(ctx.js)
-    // The skill bundles' store: SKILL.md read for launches here, bundles unpacked for this host's sandboxes.
-    const bundles = fileBytes(ctx.js, ObjectStores.skills)
+    const workdir = await workdirDeps({
+      js: ctx.js,
+      kvm: ctx.kvm,
+      storage: ctx.storage,
+      client: ctx.client,
+      log: ctx.log,
+      dataDir: ctx.settings.dataDir,
+      backend: ctx.settings.sandbox,
+      settings,
+      fileMaxBytes: ctx.settings.fileMaxBytes,
+    })
+    const { sandboxHosts } = ctx
+    const remote = sandboxHosts && { roster: sandboxHosts, nc: ctx.nc, fence: (id: string) => ctx.holding('session', partitionOf(id)) ?? 0 }
     const deps: ActorDeps = {
       ctx,
       store: actors.records<SessionRecord>(SESSION_PREFIX),
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey, ctx.log) : undefined,
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),
-      files: fileReader(ctx.client, bytes),
-      bundles,
+      files: workdir.files,
       settings,
       modelRetry: { ...modelRetry, initialIntervalMs: settings.retryBaseMs, maximumAttempts: settings.retries + 1 },
       actors,
       tails,
-      outputs: new SessionOutputs({
-        kv: await openBucket(ctx.kvm, ctx.storage, Buckets.sessionOutputs),
-        bytes,
-        client: ctx.client,
-        log: ctx.log,
-        dataDir: ctx.settings.dataDir,
-        maxFileBytes: ctx.settings.fileMaxBytes ?? DEFAULT_FILE_MAX_BYTES,
-      }),
-      workspaces,
+      workdirs: new Workdirs(workdir, remote),
       outbox: new Outbox(ctx.js),
-      skillTexts: new SkillTexts(bundles),
+      // SKILL.md read from the bundles the sandboxes unpack, for launches.
+      skillTexts: new SkillTexts(workdir.bundles),
     }
     const ops = implement(SessionKind, {
       ...sessionOps(deps, actors),

@@ -1,6 +1,7 @@
 import { decodeCursor, encodeCursor, isRecordPosition } from '../../protocol/cursor.js'
 import { fail, inField } from '../../protocol/errors/fail.js'
 import { idFromKey, newId } from '../../protocol/ids.js'
+import { copyIdOf } from '../file/index.js'
 import { FileKind } from '../../protocol/ops/file.js'
 import type { SessionKind } from '../../protocol/ops/session.js'
 import type { Page } from '../../protocol/page.js'
@@ -29,9 +30,6 @@ import { sessionKey } from './state.js'
  * Idempotency-Key, and every copy's from its session and resource. So a repeated copy finds the first instead of
  * making a second (the file kind's `copy` is idempotent by the copy's id).
  */
-
-/** The id of the copy made for a session's resource. */
-export const copyIdOf = (sessionId: string, resourceId: string) => idFromKey('file', 'session_resource_copy', `${sessionId}/${resourceId}`)
 
 /** The id of the resource at `index` of a session create's `resources`. */
 const createdResourceId = (sessionId: string, index: number) => idFromKey('sesrsc', 'sessions.create', `${sessionId}/${index}`)
@@ -107,7 +105,7 @@ type ResourceOps = Pick<Handlers<typeof SessionKind>, 'resources.list' | 'resour
  * The resources routes (WIRE §9). Reads answer from the actor in memory, else from the record (resources change only
  * by the record's writes), without waking the session. Adds and deletes are one at a time per session on its owner,
  * only while the session is idle; the record that lists the change is written before the reply, and the files are
- * mounted (or removed) before its next tool runs (mounts.ts).
+ * mounted (or removed) before its next tool runs (actors/workdir/mounts.ts).
  */
 export function resourceOps(deps: ActorDeps, peek: (id: string) => SessionActor | undefined, live: (id: string) => Promise<SessionActor>): ResourceOps {
   const resourcesOf = async (id: string): Promise<readonly SessionResource[]> => {
@@ -190,7 +188,7 @@ export function resourceOps(deps: ActorDeps, peek: (id: string) => SessionActor 
         const r = find(id, actor.h.session.resources, sub)
         actor.h.session.resources = actor.h.session.resources.filter((x) => x.id !== r.id)
         await actor.save()
-        // The record no longer lists it: its copy goes (its file, at the next tool run: mounts.ts).
+        // The record no longer lists it: its copy goes (its file, at the next tool run: actors/workdir/mounts.ts).
         await dropCopies(deps, id, [r], rid)
         return { id: r.id, type: 'session_resource_deleted' as const }
       }),

@@ -17,7 +17,7 @@ export class SkillTexts {
 
   /** `maxChars`: default 8 Mi characters. */
   constructor(
-    private readonly bundles: FileBytes,
+    private readonly bundles: Pick<FileBytes, 'read'>,
     private readonly maxChars = DEFAULT_MAX_CHARS,
   ) {}
 

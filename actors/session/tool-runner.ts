@@ -1,6 +1,6 @@
 import type { Mailbox } from '../kit/mailbox.js'
 import type { History, OpenTool } from './history.js'
-import type { SessionSandbox } from './session-sandbox.js'
+import type { SessionSandbox } from '../workdir/index.js'
 import type { SkillTexts } from './skill-texts.js'
 import type { ToolResult } from '../../sandbox/types.js'
 import { ADVISOR_TOOL, type Coordinator, LIST_AGENTS, SEND_TO_AGENT } from './threads.js'
@@ -11,7 +11,7 @@ const UNENFORCEABLE =
   'This tool cannot run on this host: its sandbox backend cannot enforce the environment’s limited networking (TROUPE_SANDBOX=local, or socat missing).'
 
 /**
- * The tool uses of a turn: the built-in ones it may run, run in the session's sandbox (session-sandbox.ts: one
+ * The tool uses of a turn: the built-in ones it may run, run in the session's sandbox (actors/workdir/: one
  * persistent shell per session, `sandbox/`), and the ones it parks for the client: custom tools, every tool of a self-hosted session, and
  * `always_ask` uses not yet confirmed.
  */
@@ -92,7 +92,7 @@ export class ToolRunner {
       // one that dies before it leaves nothing that ran.
       await this.mb.settled()
       if (signal.aborted || this.mb.dead) break
-      // The session's files in place first (mounts.ts) and its packages installed: both may take a while, so the
+      // The session's files in place first (actors/workdir/mounts.ts) and its packages installed: both may take a while, so the
       // check below comes after them.
       const ran = await this.lock.run(async () => {
         const ready = await this.sandbox.prepare(signal)

@@ -12,7 +12,7 @@ import type { SessionEvents } from './events.js'
 import type { History } from './history.js'
 import { classifyFailure, streamModel, type ModelResponse } from './model.js'
 import type { RecordWriter } from './record-writer.js'
-import type { SessionSandbox } from './session-sandbox.js'
+import type { SessionSandbox } from '../workdir/index.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, type Roster, routeTool, toolDefinitions } from './tools.js'
 import { skillDir, withSkills } from './skill-context.js'
@@ -154,7 +154,7 @@ export class TurnLoop {
   }
 
   /**
-   * The turn ends (or parks, or is interrupted): what it wrote to the outputs folder is published (outputs.ts), then
+   * The turn ends (or parks, or is interrupted): what it wrote to the outputs folder is published (actors/workdir/outputs/), then
    * the session goes idle. A turn abandoned after repeated failures goes idle without a pass (`idle`): the next does it.
    */
   async end(stop: StopReason, details: unknown = null): Promise<void> {

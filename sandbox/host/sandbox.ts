@@ -14,7 +14,7 @@ import { bashTool } from './tools/bash.js'
  */
 export function createHostSandbox(opts: SandboxOptions): Sandbox {
   const workdir = path.resolve(opts.workdir)
-  // outputs/ as in the isolated layout: what the agent writes there is published as Files (actors/session/outputs.ts).
+  // outputs/ as in the isolated layout: what the agent writes there is published as Files (actors/workdir/outputs/outputs.ts).
   mkdirSync(path.join(workdir, 'outputs'), { recursive: true })
   const maxOutputChars = opts.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS
   const defaultTimeoutMs = opts.bashTimeoutMs ?? DEFAULT_BASH_TIMEOUT_MS

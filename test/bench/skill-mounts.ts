@@ -1,4 +1,4 @@
-// `npm run bench -- skill-mounts`: a session's skill put in place (actors/session/skill-mounts.ts) from a 1,000-file
+// `npm run bench -- skill-mounts`: a session's skill put in place (actors/workdir/skills/mounts.ts) from a 1,000-file
 // bundle of 25 MB in the bundles' object store (one nats-server of its own): read from the store, unpacked into a
 // session directory, renamed into place. Meanwhile this thread plays the host: a local HTTP server answers trivial
 // GETs one after another and the event loop's delay is sampled. Unpacking on the pool's worker thread (as the server
@@ -13,9 +13,9 @@ import { connect } from '@nats-io/transport-node'
 import pino from 'pino'
 import { fileBytes } from '../../actors/file/bytes.js'
 import { openObjectStore } from '../../actors/kit/object-stores.js'
-import { SkillMounts, type Unpack } from '../../actors/session/skill-mounts.js'
-import { unpackOffThread } from '../../actors/session/skill-unpack-pool.js'
-import { unpackSkill } from '../../actors/session/skill-unpack.js'
+import { SkillMounts, type Unpack } from '../../actors/workdir/skills/mounts.js'
+import { unpackOffThread } from '../../actors/workdir/skills/unpack-pool.js'
+import { unpackSkill } from '../../actors/workdir/skills/unpack.js'
 import { ObjectStores } from '../../protocol/subjects.js'
 import { startNats } from '../helpers/nats.js'
 import { makeBundle, probe } from './skill-bundle.js'

@@ -1,4 +1,4 @@
-// `npm run bench -- workspace`: what keeping a session's workspace across moves costs (actors/session/workspace-sync.ts),
+// `npm run bench -- workspace`: what keeping a session's workspace across moves costs (actors/workdir/workspace/sync.ts),
 // on one nats-server as `troupe start` embeds it: the save at the end of a tool call over a workspace of 1,000 small
 // files (nothing changed: the scan alone; one file changed; the first save of them all), and the restore of 100 MB
 // on a host without the directory (one file of 100 MB, then 100 files of 1 MB), beside a raw object store put and
@@ -14,10 +14,10 @@ import { Objm } from '@nats-io/obj'
 import { connect } from '@nats-io/transport-node'
 import pino from 'pino'
 import { CHUNK_BYTES } from '../../actors/kit/object-stores.js'
-import type { SandboxOwner } from '../../actors/session/sandbox-owner.js'
-import { WorkspaceDir } from '../../actors/session/workspace-files.js'
-import { WorkspaceStore } from '../../actors/session/workspace-store.js'
-import { DEFAULT_WORKSPACE_BOUNDS, WorkspaceSync } from '../../actors/session/workspace-sync.js'
+import type { SandboxOwner } from '../../actors/workdir/port.js'
+import { WorkspaceDir } from '../../actors/workdir/workspace/files.js'
+import { WorkspaceStore } from '../../actors/workdir/workspace/store.js'
+import { DEFAULT_WORKSPACE_BOUNDS, WorkspaceSync } from '../../actors/workdir/workspace/sync.js'
 import { newId } from '../../protocol/ids.js'
 import { ObjectStores } from '../../protocol/subjects.js'
 import { textResult } from '../../sandbox/types.js'

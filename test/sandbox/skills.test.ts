@@ -8,12 +8,12 @@ import pino from 'pino'
 import t from 'tap'
 import { openObjectStore } from '../../actors/kit/object-stores.js'
 import { Roster } from '../../actors/kit/roster.js'
-import { sessionDir } from '../../actors/session/mounts.js'
-import { RemoteSandbox } from '../../actors/session/remote-sandbox.js'
-import { sandboxHostDeps } from '../../actors/session/sandbox-host.js'
-import type { SandboxOwner, SandboxSpec } from '../../actors/session/sandbox-owner.js'
-import { InProcessSandbox } from '../../actors/session/session-sandbox.js'
-import { unpackSkill } from '../../actors/session/skill-unpack.js'
+import { sessionDir } from '../../actors/workdir/mounts.js'
+import { RemoteSandbox } from '../../actors/workdir/remote-sandbox.js'
+import { sandboxHostDeps } from '../../actors/workdir/sandbox-host.js'
+import type { SandboxOwner, SandboxSpec } from '../../actors/workdir/port.js'
+import { InProcessSandbox } from '../../actors/workdir/in-process.js'
+import { unpackSkill } from '../../actors/workdir/skills/unpack.js'
 import { CANONICAL_DATE, CANONICAL_MODE } from '../../gateway/skill-bundle.js'
 import { decode, encode } from '../../protocol/codec.js'
 import { newId } from '../../protocol/ids.js'
@@ -95,7 +95,7 @@ async function suite() {
   function sandboxOf(id = newId('sesn'), s = spec, d = deps) {
     const sb = new InProcessSandbox(id, () => s, owner, d)
     t.teardown(() => sb.remove())
-    return { id, sb, dir: sessionDir(d.ctx.settings.dataDir, id) }
+    return { id, sb, dir: sessionDir(d.dataDir, id) }
   }
   const signal = () => new AbortController().signal
   async function run(sb: InProcessSandbox, name: string, input: Record<string, unknown>) {
@@ -234,7 +234,7 @@ async function suite() {
   })
 
   t.test('on the local backend, a session with skills is refused with the reason', async (t) => {
-    const local = { ...deps, ctx: { ...deps.ctx, settings: { ...deps.ctx.settings, sandbox: localBackend } } }
+    const local = { ...deps, backend: localBackend }
     const { sb, dir } = sandboxOf(undefined, spec, local)
     const p = await sb.prepare(signal())
     t.equal(p.kind, 'refused')
@@ -266,7 +266,7 @@ async function suite() {
     // A session the local host would get, were it not for its skills.
     let session = newId('sesn')
     while (roster.preferred(session) !== local.id) session = newId('sesn')
-    // An actor that always serves and says nothing, as an actor host makes it (session-sandbox.ts).
+    // An actor that always serves and says nothing, as an actor host makes it (actors/session/sandbox.ts).
     const actor = { fence: 1, report: () => undefined, serves: () => true, shellIdleMs: 60_000 }
     const remote = new RemoteSandbox({ ...actor, session, spec: () => spec, roster, nc, workspaces: deps.workspaces, log })
     t.teardown(() => remote.remove())

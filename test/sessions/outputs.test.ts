@@ -7,7 +7,7 @@ import { logLines } from '../helpers/troupe.js'
 import { agentAndEnv, collect, isIdle, sessionStack, until } from './_helpers.js'
 
 /**
- * Session outputs (actors/session/outputs.ts): what a session's tools write beneath its outputs folder is published as
+ * Session outputs (actors/workdir/outputs/outputs.ts): what a session's tools write beneath its outputs folder is published as
  * Files scoped to the session before the session goes idle, listed by `files.list({scope_id})` and downloaded exactly;
  * symlinks, FIFOs and what lies outside are not; a rewritten file is a new File, an unchanged one is not published
  * again. On the isolated backend by default; outputs-local.test.ts runs it on the local one.

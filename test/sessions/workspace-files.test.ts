@@ -3,7 +3,7 @@ import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
-import { readAll, WorkspaceDir } from '../../actors/session/workspace-files.js'
+import { readAll, WorkspaceDir } from '../../actors/workdir/workspace/files.js'
 
 /**
  * Reading and writing a workspace the agent controls, as a server that may be root: links are kept as links and never

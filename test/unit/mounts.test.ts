@@ -3,8 +3,8 @@ import os from 'node:os'
 import path from 'node:path'
 import pino from 'pino'
 import t from 'tap'
-import { Mounts } from '../../actors/session/mounts.js'
-import { copyIdOf } from '../../actors/session/resources.js'
+import { Mounts } from '../../actors/workdir/mounts.js'
+import { copyIdOf } from '../../actors/file/index.js'
 import type { FileResource } from '../../protocol/schemas/resource.js'
 
 /**

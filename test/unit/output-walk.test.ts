@@ -4,10 +4,10 @@ import { createServer } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import t, { type Test } from 'tap'
-import { type OutputFile, WALK_BOUNDS, type WalkOptions, walkOutputs } from '../../actors/session/output-walk.js'
+import { type OutputFile, WALK_BOUNDS, type WalkOptions, walkOutputs } from '../../actors/workdir/outputs/walk.js'
 
 /**
- * The walk over a session's outputs folder (actors/session/output-walk.ts): what it hands over and what it refuses,
+ * The walk over a session's outputs folder (actors/workdir/outputs/walk.ts): what it hands over and what it refuses,
  * including a folder changed between the listing and the open (through its test hook, so the race is exact).
  */
 

@@ -1,5 +1,5 @@
 import type { BigIntStats } from 'node:fs'
-import { idFromKey } from '../../protocol/ids.js'
+import { idFromKey } from '../../../protocol/ids.js'
 
 /**
  * What of a session's outputs folder is published, by path relative to the folder: one record per session,

@@ -1,6 +1,9 @@
 import type { SessionAgent } from '../../protocol/session.js'
 import type { EnvironmentConfig } from '../../protocol/schemas/environment.js'
+import type { SessionResource } from '../../protocol/schemas/resource.js'
 import { type EgressPolicy, PACKAGE_REGISTRY_HOSTS, type PackageLists } from '../../sandbox/index.js'
+import type { SandboxSpec } from './port.js'
+import type { SkillMount } from './skills/index.js'
 
 /**
  * What a session's sandbox may reach (SPEC environments rule 9): unrestricted, or a limited environment's
@@ -8,7 +11,7 @@ import { type EgressPolicy, PACKAGE_REGISTRY_HOSTS, type PackageLists } from '..
  * applies from the next sandbox-using turn) when `allow_mcp_servers`, plus the canonical package registries when
  * `allow_package_managers`. Undefined for a self-hosted environment, whose tools run elsewhere.
  */
-export function egressPolicy(env: EnvironmentConfig, agent: SessionAgent): EgressPolicy | undefined {
+function egressPolicy(env: EnvironmentConfig, agent: SessionAgent): EgressPolicy | undefined {
   if (env.type !== 'cloud') return undefined
   const n = env.networking
   if (n.type === 'unrestricted') return { type: 'unrestricted' }
@@ -34,6 +37,19 @@ function hostOf(url: string): string | undefined {
 const NO_PACKAGES: PackageLists = { apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] }
 
 /** The package lists a session's sandbox installs before its first tool (SPEC environments rules 10, 11). */
-export function packagesOf(env: EnvironmentConfig): PackageLists {
+function packagesOf(env: EnvironmentConfig): PackageLists {
   return env.type === 'cloud' ? env.packages : NO_PACKAGES
+}
+
+/**
+ * What a session's sandbox needs of the session now: made by the actor before each tool from its environment, its
+ * current agent, its resources and its skills (each skill's mount fields only: the spec crosses NATS).
+ */
+export function sandboxSpec(s: { env: EnvironmentConfig; agent: SessionAgent; resources: SessionResource[]; skills: readonly SkillMount[] }): SandboxSpec {
+  return {
+    network: egressPolicy(s.env, s.agent),
+    packages: packagesOf(s.env),
+    resources: s.resources,
+    skills: s.skills.map((k) => ({ name: k.name, object: k.object, ...(k.dir ? { dir: k.dir } : {}) })),
+  }
 }

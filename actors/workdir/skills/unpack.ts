@@ -2,7 +2,13 @@ import { chmod, mkdir, open } from 'node:fs/promises'
 import path from 'node:path'
 import { Readable } from 'node:stream'
 import JSZip from 'jszip'
-import { SKILL_MAX_DIRECTORY_ENTRIES, SKILL_MAX_EXPANDED_BYTES, SKILL_MAX_FILES, SKILL_NAME_MAX_CHARS, SKILL_NAME_PATTERN } from '../../protocol/skill-rules.js'
+import {
+  SKILL_MAX_DIRECTORY_ENTRIES,
+  SKILL_MAX_EXPANDED_BYTES,
+  SKILL_MAX_FILES,
+  SKILL_NAME_MAX_CHARS,
+  SKILL_NAME_PATTERN,
+} from '../../../protocol/skill-rules.js'
 
 /** One skill's canonical zip to unpack into `dest` (made here; its parent exists). */
 export interface UnpackTask {
@@ -29,7 +35,7 @@ const S_IFDIR = 0o040000
  * 0755, the caller's own. The bytes came from the store, which could hold anything, so they are checked again: every
  * entry a relative path beneath `<name>/` with no empty, `.` or `..` segment, regular files and directories only, at
  * most the bounds an upload is held to (files, entries, expanded bytes, counted as they inflate). A zip that breaks one
- * throws; what was written stays for the caller to remove. CPU-bound: it runs on a worker thread (skill-unpack-pool.ts).
+ * throws; what was written stays for the caller to remove. CPU-bound: it runs on a worker thread (unpack-pool.ts).
  */
 export async function unpackSkill({ zip, name, dest }: UnpackTask): Promise<Unpacked> {
   if (!isSkillDirName(name)) throw new Error(`${JSON.stringify(name)} is not a skill's name`)

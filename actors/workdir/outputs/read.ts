@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
 import type { FileHandle } from 'node:fs/promises'
-import { CHUNK_BYTES } from '../kit/object-stores.js'
+import { CHUNK_BYTES } from '../../kit/object-stores.js'
 
 /**
- * Reading an output file through the descriptor the walk opened (output-walk.ts), never by its path again, and never
+ * Reading an output file through the descriptor the walk opened (walk.ts), never by its path again, and never
  * past the size it had when it was opened: a file that grows while read is published as it was then.
  */
 

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto'
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import { headers, nuid } from '@nats-io/nats-core'
 import type { ObjectStore } from '@nats-io/obj'
-import { ObjectStores, objectChunkPrefix, objectMetaSubject, objectStream } from '../../protocol/subjects.js'
-import { FenceLost } from '../kit/mailbox.js'
-import { isCasConflict, isOutcomeUnknown, isTransientNatsError } from '../kit/nats-errors.js'
-import { CHUNK_BYTES, readChunks } from '../kit/object-stores.js'
+import { ObjectStores, objectChunkPrefix, objectMetaSubject, objectStream } from '../../../protocol/subjects.js'
+import { FenceLost } from '../../kit/mailbox.js'
+import { isCasConflict, isOutcomeUnknown, isTransientNatsError } from '../../kit/nats-errors.js'
+import { CHUNK_BYTES, readChunks } from '../../kit/object-stores.js'
 
 const STORE = ObjectStores.workspaces
 const STREAM = objectStream(STORE)

@@ -1,5 +1,5 @@
 import { Piscina } from 'piscina'
-import type { Unpacked, UnpackTask } from './skill-unpack.js'
+import type { Unpacked, UnpackTask } from './unpack.js'
 
 /**
  * One worker thread per process unpacks skill bundles (inflating 25 MB holds a thread for a second or more), so a
@@ -17,7 +17,7 @@ export function unpackOffThread(task: UnpackTask, signal?: AbortSignal): Promise
   // not inherit from a loader registered by API.
   const fromSource = import.meta.url.endsWith('.ts')
   pool ??= new Piscina({
-    filename: new URL(`./skill-unpack-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url).href,
+    filename: new URL(`./unpack-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url).href,
     minThreads: 0,
     maxThreads: 1,
     idleTimeout: 10_000,

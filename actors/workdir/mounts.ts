@@ -3,9 +3,8 @@ import path from 'node:path'
 import type { Logger } from 'pino'
 import { type SessionResource, UPLOADS_ROOT } from '../../protocol/schemas/resource.js'
 import type { SandboxKind } from '../../sandbox/index.js'
-import type { FileReader } from '../file/read.js'
+import { copyIdOf, type FileReader } from '../file/index.js'
 import { errorResult, type ToolResult } from '../../sandbox/types.js'
-import { copyIdOf } from './resources.js'
 
 /** What the directory holds, by mount path relative to uploads/: the copy put there. Outside every sandbox's view. */
 const MANIFEST = '.uploads.json'

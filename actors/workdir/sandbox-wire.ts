@@ -1,6 +1,5 @@
 import type { ToolResult } from '../../sandbox/index.js'
-import type { SandboxSpec } from './sandbox-owner.js'
-import type { Prepared } from './session-sandbox.js'
+import type { Prepared, SandboxSpec } from './port.js'
 
 /**
  * The calls between a session actor and the sandbox host that runs its sandbox (`troupe.sandbox.<host id>.<op>`,
@@ -32,7 +31,7 @@ export interface KeepCall {
 
 /** What each call answers besides its result: what the actor must say as `session.error`, and whether outputs exist. */
 export interface Said {
-  /** Messages for `session.error` events (retry_status retrying), in order (sandbox-owner.ts `report`). */
+  /** Messages for `session.error` events (retry_status retrying), in order (port.ts `report`). */
   reports: string[]
   /** The session has an outputs folder on that host (a turn's end passes over it). */
   outputs: boolean

@@ -12,10 +12,9 @@ import { every, type Loop } from '../kit/loop.js'
 import { isTransientNatsError } from '../kit/nats-errors.js'
 import type { Roster } from '../kit/roster.js'
 import { sessionDir, systemWithFiles } from './mounts.js'
-import type { SandboxSpec } from './sandbox-owner.js'
+import type { Prepared, SandboxSpec, SessionSandbox } from './port.js'
 import type { KeepReply, PrepareReply, RunReply, Said, SandboxReply } from './sandbox-wire.js'
-import type { Prepared, SessionSandbox } from './session-sandbox.js'
-import type { WorkspaceStore } from './workspace-store.js'
+import type { WorkspaceStore } from './workspace/index.js'
 
 /** How often an actor keeps each call in flight alive (the sandbox host aborts it after KEEP_LAPSE_MS without). */
 export const KEEP_MS = 1000
@@ -39,7 +38,7 @@ export interface RemoteSandboxOptions {
   /** The placement revision the actor was made under (HostContext.holding): every call carries it. */
   fence: number
   spec: () => SandboxSpec
-  /** Says a sandbox host's report as a `session.error` (sandbox-owner.ts). */
+  /** Says a sandbox host's report as a `session.error` (port.ts). */
   report: (message: string) => void
   /**
    * Whether the actor still serves the session (its mailbox's fence): a call in flight is kept alive only while it

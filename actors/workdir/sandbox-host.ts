@@ -1,32 +1,23 @@
 import { performance } from 'node:perf_hooks'
 import { jetstream } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
-import { Objm } from '@nats-io/obj'
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import { decode, encode } from '../../protocol/codec.js'
 import { isApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
 import { isId } from '../../protocol/ids.js'
-import { DEFAULT_FILE_MAX_BYTES } from '../../protocol/files.js'
-import { Buckets, ObjectStores, SANDBOX_OPS, type SandboxOp, sandboxSubject } from '../../protocol/subjects.js'
-import type { SandboxBackend } from '../../sandbox/index.js'
-import { fileBytes } from '../file/bytes.js'
-import { fileReader } from '../file/read.js'
-import { openBucket } from '../kit/buckets.js'
+import { SANDBOX_OPS, type SandboxOp, sandboxSubject } from '../../protocol/subjects.js'
 import { actorClient } from '../kit/client.js'
 import { FenceLost, NotServing } from '../kit/mailbox.js'
 import { every, type Loop } from '../kit/loop.js'
-import { openObjectStore } from '../kit/object-stores.js'
+import type { SandboxBackend } from '../../sandbox/index.js'
 import type { Storage } from '../kit/replicas.js'
-import type { SessionTuning } from '../kit/types.js'
 import { actorWire } from '../kit/wire.js'
-import { DEFAULT_SESSION_SETTINGS } from './index.js'
-import { SessionOutputs } from './outputs.js'
-import type { SandboxOwner, SandboxSpec } from './sandbox-owner.js'
+import type { SandboxOwner, SandboxSpec } from './port.js'
 import type { Fenced, KeepCall, KeepReply, PrepareCall, RunCall, SandboxError, Said } from './sandbox-wire.js'
-import { InProcessSandbox, type SandboxDeps } from './session-sandbox.js'
-import { WorkspaceStore } from './workspace-store.js'
+import { type WorkdirDeps, type WorkdirSettings, workdirDeps } from './deps.js'
+import { InProcessSandbox } from './in-process.js'
 
 /** A call that is not one: no session id, no fence, no call id. */
 class BadCall extends Error {}
@@ -54,7 +45,7 @@ class Binding implements SandboxOwner {
   constructor(
     readonly session: string,
     readonly fence: number,
-    deps: SandboxDeps,
+    deps: WorkdirDeps,
   ) {
     this.sandbox = new InProcessSandbox(
       session,
@@ -104,7 +95,7 @@ export interface SandboxHostOptions {
   nc: NatsConnection
   hostId: string
   log: Logger
-  deps: SandboxDeps
+  deps: WorkdirDeps
 }
 
 /**
@@ -289,32 +280,25 @@ export interface SandboxHostDepsOptions {
   log: Logger
   dataDir: string
   backend: SandboxBackend
-  /** Session tuning (`shellIdleMs`, workspace bounds); defaults as the session kind's. */
-  session?: Partial<SessionTuning>
+  /** Shell idle time and workspace bounds; default DEFAULT_WORKDIR_SETTINGS, as on session hosts. */
+  session?: Partial<WorkdirSettings>
   /** The largest output published (`TROUPE_FILE_MAX_MIB`). Default 500 MiB. */
   fileMaxBytes?: number
 }
 
-/** What a sandbox host's sandboxes need, opened from NATS as a session host opens them (index.ts). */
-export async function sandboxHostDeps(o: SandboxHostDepsOptions): Promise<SandboxDeps> {
+/** What a sandbox host's sandboxes need, opened from its NATS connection alone (it calls the file kind over NATS). */
+export function sandboxHostDeps(o: SandboxHostDepsOptions): Promise<WorkdirDeps> {
   const js = jetstream(o.nc)
-  const kvm = new Kvm(js)
   const client = actorClient({ wire: actorWire(o.nc), local: () => undefined })
-  const bytes = fileBytes(js)
-  const settings = { ...DEFAULT_SESSION_SETTINGS, ...o.session }
-  return {
-    ctx: { settings: { dataDir: o.dataDir, sandbox: o.backend }, log: o.log },
-    settings,
-    files: fileReader(client, bytes),
-    bundles: fileBytes(js, ObjectStores.skills),
-    outputs: new SessionOutputs({
-      kv: await openBucket(kvm, o.storage, Buckets.sessionOutputs),
-      bytes,
-      client,
-      log: o.log,
-      dataDir: o.dataDir,
-      maxFileBytes: o.fileMaxBytes ?? DEFAULT_FILE_MAX_BYTES,
-    }),
-    workspaces: new WorkspaceStore(js, o.storage.jsm, await openObjectStore(new Objm(js), o.storage, ObjectStores.workspaces)),
-  }
+  return workdirDeps({
+    js,
+    kvm: new Kvm(js),
+    storage: o.storage,
+    client,
+    log: o.log,
+    dataDir: o.dataDir,
+    backend: o.backend,
+    settings: o.session,
+    fileMaxBytes: o.fileMaxBytes,
+  })
 }

@@ -1,6 +1,6 @@
 import { setPriority } from 'node:os'
 import { workerData } from 'piscina'
-import { type Unpacked, type UnpackTask, unpackSkill } from './skill-unpack.js'
+import { type Unpacked, type UnpackTask, unpackSkill } from './unpack.js'
 
 // Niceness is per thread on Linux: unpacking yields the cores to the host's event loop whenever both want them.
 if (process.platform === 'linux' && workerData?.nice > 0) {
@@ -9,7 +9,7 @@ if (process.platform === 'linux' && workerData?.nice > 0) {
   } catch {}
 }
 
-/** The unpack pool's task (skill-unpack-pool.ts). */
+/** The unpack pool's task (unpack-pool.ts). */
 export default function unpackTask(task: UnpackTask): Promise<Unpacked> {
   return unpackSkill(task)
 }

@@ -3,18 +3,18 @@ import path from 'node:path'
 import type { KV } from '@nats-io/kv'
 import { lookup as mimeTypeOf } from 'mime-types'
 import type { Logger } from 'pino'
-import { isApiError } from '../../protocol/errors/api-error.js'
-import type { FileBytes } from '../../protocol/files.js'
-import { FileKind } from '../../protocol/ops/file.js'
-import { casLoop, LOST } from '../kit/cas.js'
-import type { ActorClient } from '../kit/client.js'
-import { FenceLost, NotServing } from '../kit/mailbox.js'
-import type { SandboxOwner } from './sandbox-owner.js'
-import { RecordStore, type Versioned } from '../kit/store.js'
-import { sessionDir } from './mounts.js'
-import { bytesOf, hashOf } from './output-read.js'
-import { identityOf, type OutputsState, outputFileId, outputsKey, type PublishedOutput } from './output-state.js'
-import { type OutputFile, type WalkOptions, walkOutputs } from './output-walk.js'
+import { isApiError } from '../../../protocol/errors/api-error.js'
+import type { FileBytes } from '../../../protocol/files.js'
+import { FileKind } from '../../../protocol/ops/file.js'
+import { casLoop, LOST } from '../../kit/cas.js'
+import type { ActorClient } from '../../kit/client.js'
+import { FenceLost, NotServing } from '../../kit/mailbox.js'
+import type { SandboxOwner } from '../port.js'
+import { RecordStore, type Versioned } from '../../kit/store.js'
+import { sessionDir } from '../mounts.js'
+import { bytesOf, hashOf } from './read.js'
+import { identityOf, type OutputsState, outputFileId, outputsKey, type PublishedOutput } from './state.js'
+import { type OutputFile, type WalkOptions, walkOutputs } from './walk.js'
 
 /** Bytes of new or changed files one pass reads and publishes (at least the largest file); the rest waits for the next. */
 export const PASS_BYTES = 1024 ** 3
@@ -23,7 +23,7 @@ export const PASS_BYTES = 1024 ** 3
 const SKIPS_LOGGED = 20
 
 export interface SessionOutputsOptions {
-  /** `troupe_session_outputs` (output-state.ts). */
+  /** `troupe_session_outputs` (state.ts). */
   kv: KV
   bytes: FileBytes
   client: ActorClient
@@ -57,7 +57,7 @@ export class SessionOutputs {
 /**
  * Publishes the regular files of one session's outputs folder as Files scoped to the session: each new or changed
  * file as a new File (the older Files of the same path stay), named by its path relative to the folder. Run at the
- * end of every turn, before the session goes idle (TurnLoop.end). What the walk refuses (output-walk.ts) is named in
+ * end of every turn, before the session goes idle (TurnLoop.end). What the walk refuses (walk.ts) is named in
  * the pass's log line; a failure to store one file is logged and tried again at the next pass; neither ends the turn.
  */
 export class OutputPublisher {

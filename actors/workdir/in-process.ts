@@ -1,0 +1,119 @@
+import { rm } from 'node:fs/promises'
+import type { SessionResource } from '../../protocol/schemas/resource.js'
+import { localBackend, type Sandbox, type SandboxBackend, type SandboxKind, type ToolResult } from '../../sandbox/index.js'
+import { errorResult } from '../../sandbox/types.js'
+import type { WorkdirDeps } from './deps.js'
+import { Mounts, sessionDir, systemWithFiles } from './mounts.js'
+import type { OutputPublisher } from './outputs/index.js'
+import type { Prepared, SandboxOwner, SandboxSpec, SessionSandbox } from './port.js'
+import { SkillMounts } from './skills/index.js'
+import { WorkspaceSync, workspaceOf } from './workspace/index.js'
+
+/** The answer to a tool of a session with skills on a host whose tools run on the local backend. */
+const LOCAL_SKILLS = errorResult(
+  "This session's custom skills run only in isolated sandboxes (TROUPE_SANDBOX=isolated), and this host runs tools on the local backend; the tool did not run.",
+)
+
+/**
+ * The session's sandbox on this host: the one `Sandbox`, made lazily through the host's backend (sandbox/). The
+ * actor's own host runs it (`owner` is its mailbox and events), or a sandbox host does for an actor elsewhere
+ * (sandbox-host.ts). `spec` is what the session is now, asked at each `prepare`.
+ */
+export class InProcessSandbox implements SessionSandbox {
+  private sandbox: Sandbox | undefined
+  /** The environment's packages are installed in this sandbox (asked once per sandbox, before its first tool). */
+  private provisioned = false
+  private readonly workdir: string
+  private readonly workspace: WorkspaceSync
+  private readonly backend: SandboxBackend
+  private readonly mounts: Mounts
+  private readonly skills: SkillMounts
+  private readonly outputs: OutputPublisher
+  private readonly shellIdleMs: number
+
+  constructor(
+    id: string,
+    private readonly spec: () => SandboxSpec,
+    private readonly owner: SandboxOwner,
+    deps: WorkdirDeps,
+  ) {
+    this.workdir = sessionDir(deps.dataDir, id)
+    this.backend = deps.backend ?? localBackend
+    this.shellIdleMs = deps.settings.shellIdleMs
+    this.mounts = new Mounts(id, this.workdir, deps.files, deps.log)
+    this.skills = new SkillMounts(id, this.workdir, deps.bundles, deps.log)
+    this.outputs = deps.outputs.publisher(id, owner)
+    const bounds = { maxEntries: deps.settings.workspaceMaxEntries, maxBytes: deps.settings.workspaceMaxBytes }
+    this.workspace = new WorkspaceSync(id, workspaceOf(this.backend.kind, this.workdir), `${this.workdir}.workspace-gen`, owner, {
+      store: deps.workspaces,
+      bounds,
+      log: deps.log,
+    })
+  }
+
+  get kind(): SandboxKind {
+    return this.backend.kind
+  }
+
+  get idleMs(): number | undefined {
+    return this.sandbox ? this.shellIdleMs : undefined
+  }
+
+  async prepare(signal: AbortSignal): Promise<Prepared> {
+    const spec = this.spec()
+    const skills = spec.skills ?? []
+    // Admission refuses such sessions on a local host, but one may move to such a host from an isolated one.
+    if (skills.length && this.backend.kind !== 'isolated') return { kind: 'refused', result: LOCAL_SKILLS }
+    const unmounted = (await this.mounts.ready(spec.resources, signal)) ?? (await this.skills.ready(skills, signal))
+    const sandbox = this.shell(spec, skills.length > 0)
+    if (!sandbox) return { kind: 'unenforceable' }
+    if (!this.provisioned) {
+      const r = await sandbox.provision(spec.packages, signal)
+      if (signal.aborted || this.owner.dead) return { kind: 'stopped' }
+      if (!r.ok) return { kind: 'unprovisioned', message: r.message }
+      this.provisioned = true
+    }
+    return unmounted ? { kind: 'refused', result: unmounted } : { kind: 'ready' }
+  }
+
+  /** The workspace is brought here before the first tool of this activation, and saved after each (workspace/sync.ts). */
+  runTool(name: string, input: unknown, signal: AbortSignal): Promise<ToolResult> {
+    const sandbox = this.sandbox
+    if (!sandbox) throw new Error('runTool before prepare')
+    return this.workspace.around(signal, () => sandbox.run(name, input, signal))
+  }
+
+  hasOutputs(): boolean {
+    return this.outputs.hasFolder()
+  }
+
+  publishOutputs(): Promise<void> {
+    return this.outputs.publish()
+  }
+
+  async close(): Promise<void> {
+    this.provisioned = false
+    await this.sandbox?.close()
+  }
+
+  async remove(): Promise<void> {
+    await this.close()
+    await rm(this.workdir, { recursive: true, force: true }).catch(() => undefined)
+    await this.workspace.remove()
+  }
+
+  system(system: string | null, resources: readonly SessionResource[]): string | null {
+    return systemWithFiles(system, resources, this.backend.kind, this.workdir)
+  }
+
+  /**
+   * The session's sandbox, with the network policy of its environment and current agent (applied afresh each time:
+   * a session update may have changed the MCP servers). Undefined when this host's backend cannot enforce a limited
+   * policy: admission refuses such sessions on such a host, but one may move to it from a host that can.
+   */
+  private shell({ network }: SandboxSpec, skills: boolean): Sandbox | undefined {
+    if (network?.type === 'limited' && !this.backend.enforcesNetwork) return undefined
+    if (this.sandbox && network) this.sandbox.setNetwork(network)
+    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network, skills }))
+  }
+}
