@@ -8,13 +8,20 @@ import { MailboxActor } from '../kit/actor.js'
 import { FencedRecord } from '../kit/fenced-record.js'
 import { AppendUncertain } from '../kit/mailbox.js'
 import { storeUnavailable } from '../kit/nats-errors.js'
+import type { FileResource, SessionResource } from '../../protocol/schemas/resource.js'
+import type { EventParamsT } from '../../protocol/schemas/events.js'
+import type { SessionUpdateInput } from '../../protocol/schemas/session.js'
 import { emptyUsage } from './billing/usage.js'
+import { checkAddable, checkChangeable, updateChanges } from './changes.js'
+import { dropCopies } from './copies.js'
+import { checkClientEvents } from './rules.js'
+import { unpinSessionSkills } from './skills.js'
 import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
 import { History } from './history.js'
 import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
 import { outcomeIdOf } from './outcomes.js'
-import { queueWork, selfHostedOf } from './self-hosted.js'
+import { queueWork, selfHostedOf, stopWork, workAfterSend } from './self-hosted.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
 import type { SessionSandbox } from '../workdir/index.js'
@@ -213,9 +220,14 @@ export class SessionActor extends MailboxActor {
     return this.sandbox.idleMs
   }
 
-  /** True while the actor has something to do. */
+  /** True while the actor has something to do (a change asked by a handler included: it may be waiting on a copy). */
   override get busy(): boolean {
-    return !!this.pumping || this.h.running || this.h.pending.size > 0
+    return !!this.pumping || this.hasWork || this.changing > 0
+  }
+
+  /** A turn runs, or input waits for one. */
+  private get hasWork(): boolean {
+    return this.h.running || this.h.pending.size > 0
   }
 
   view(): Session {
@@ -327,20 +339,140 @@ export class SessionActor extends MailboxActor {
     this.mb.alive()
   }
 
+  // ---------------------------------------------------------------------------- changes asked by the handlers
+
+  /**
+   * The changes the handlers ask of the session (update, archive, resources, delete) run here one at a time, in
+   * arrival order, each checked against the state it finds when its turn comes; beside the pump, which handles the
+   * client events. A change that waits on something slow (a resource's copy) keeps the actor in memory meanwhile.
+   */
+  private changes: Promise<unknown> = Promise.resolve()
+  private changing = 0
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    this.changing++
+    const run = this.changes.then(() => {
+      this.mb.alive()
+      return fn()
+    })
+    this.changes = run.catch(() => undefined)
+    return run.finally(() => {
+      this.changing--
+    })
+  }
+
+  /** A session update (SPEC rules in changes.ts), stored as `session.updated` before it answers. */
+  update(b: SessionUpdateInput): Promise<Session> {
+    return this.exclusive(async () => {
+      const { h } = this
+      const target = {
+        session: h.session,
+        busy: this.hasWork,
+        createdWithBudget: h.rec.budget_created,
+        budgetRemoved: h.rec.budget_removed,
+        consumed: h.liveTotals(),
+      }
+      const changes = updateChanges(target, b)
+      if (Object.keys(changes).length) {
+        await this.record('session.updated', changes)
+        await this.save()
+        if ('budget' in changes) await this.resumeIfPaused()
+      }
+      return this.view()
+    })
+  }
+
+  /** Archives the session (its `session.status_terminated`); not while it has work. Its work item, if any, stops. */
+  archive(rid: string): Promise<Session> {
+    return this.exclusive(async () => {
+      if (this.h.session.archived_at) return this.view()
+      // Input waiting in the mailbox is a turn about to start: archiving now would strand it (as for agent updates).
+      if (this.hasWork) throw fail('session_running', this.id)
+      await this.record('session.status_terminated', {})
+      await this.save()
+      await stopWork(this.deps.ctx, selfHostedOf(this.h.rec), true, rid)
+      return this.view()
+    })
+  }
+
+  /** The session's resources now. */
+  get resources(): readonly SessionResource[] {
+    return this.h.session.resources
+  }
+
+  /**
+   * Adds resource `r` once `copy.make` has made its file's copy: checked before the copy and again after it (it took
+   * a while: the session may have started a turn or been archived meanwhile, and then the copy goes). A retry of an
+   * add that was stored (the same id) answers as the first did, whatever the session does now.
+   */
+  addResource(r: FileResource, copy: { make(): Promise<unknown>; drop(): Promise<void> }): Promise<SessionResource> {
+    return this.exclusive(async () => {
+      const prior = this.h.session.resources.find((x) => x.id === r.id)
+      if (prior) {
+        if (prior.file_id !== r.file_id || prior.mount_path !== r.mount_path) throw fail('idempotency_key_reused')
+        return prior
+      }
+      checkAddable(this.h.session, this.hasWork, r.mount_path)
+      await copy.make()
+      try {
+        this.mb.alive()
+        checkAddable(this.h.session, this.hasWork, r.mount_path)
+      } catch (err) {
+        await copy.drop()
+        throw err
+      }
+      this.h.session.resources = [...this.h.session.resources, r]
+      await this.save()
+      return r
+    })
+  }
+
+  /** Removes resource `id` from the session's record (its copy is the caller's to drop once this answers). */
+  removeResource(id: string): Promise<SessionResource> {
+    return this.exclusive(async () => {
+      checkChangeable(this.h.session, this.hasWork)
+      const r = this.h.session.resources.find((x) => x.id === id)
+      if (!r) throw fail('session_resource_not_found', id, this.id)
+      this.h.session.resources = this.h.session.resources.filter((x) => x.id !== r.id)
+      await this.save()
+      return r
+    })
+  }
+
+  /** A POST of client events: checked against the session as it is when they are stored, then handled in order. */
+  async send(events: readonly EventParamsT[], req: { rid: string; key?: string }, original: readonly EventParamsT[]): Promise<SessionEvent[]> {
+    const data = await this.accept(events, req, (sent) => checkClientEvents(this.h, sent), original)
+    await workAfterSend(this.deps.ctx, selfHostedOf(this.h.rec), original, req.rid)
+    return data
+  }
+
+  /** Whether client event `id` is stored and not yet handled. */
+  isQueued(id: string): boolean {
+    return this.h.pending.has(id)
+  }
+
   /** The last stored sequence once every append already under way has been acknowledged. */
   async settledSeq(): Promise<number> {
     await this.mb.settled()
     return this.events.lastSeq
   }
 
-  isRunning() {
-    return this.h.running
+  /**
+   * Delete: the record goes first (the session is gone for readers), then its history, workdir and reference, its
+   * work item, its resources' copies and its skill pins.
+   */
+  delete(rid: string): Promise<void> {
+    return this.exclusive(async () => {
+      await this.destroy(rid)
+      const { ctx } = this.deps
+      await stopWork(ctx, selfHostedOf(this.h.rec), true, rid)
+      await dropCopies(ctx, this.id, this.h.session.resources, rid)
+      await unpinSessionSkills(ctx.client, this.id, this.h.rec.skills ?? [], ctx.log)
+    })
   }
 
-  /** Delete: the record goes first (the session is gone for readers), then its history, workdir and reference. */
-  async destroy(rid?: string): Promise<void> {
-    this.mb.alive()
-    if (this.isRunning()) throw fail('session_running', this.id)
+  private async destroy(rid: string): Promise<void> {
+    if (this.h.running) throw fail('session_running', this.id)
     this.mb.stop()
     this.turns.abort()
     await this.mb.settled()
