@@ -7,7 +7,7 @@ import type { AgentReference } from '../../protocol/schemas/agent.js'
 import type { DeploymentAgentParamsT } from '../../protocol/schemas/deployment.js'
 import type { SessionAgent } from '../../protocol/session.js'
 import type { ActorClient } from '../kit/client.js'
-import { agentResolver, checkVaultRefs, prefixed, snapshotAgent, type AgentResolver } from '../session/admission.js'
+import { agentResolver, checkVaultRefs, prefixed, snapshotAgent, type AgentResolver } from '../session/admission/admission.js'
 import type { HostSettings } from '../kit/types.js'
 
 /**

@@ -7,7 +7,7 @@ import { EVENTS_PREFIX, EVENTS_STREAM, OUTBOX_STREAM, threadOf } from '../../pro
 import { storedItems } from '../../protocol/event-item.js'
 import { readThinEvent, thinEvent } from '../../protocol/webhook-event.js'
 import { ensureOutbox, webhookEventId } from '../kit/outbox.js'
-import { ensureEventsStream } from '../session/log.js'
+import { ensureEventsStream } from '../session/log/log.js'
 import { Projection } from '../kit/projection.js'
 import { retryWhileStarting } from '../kit/retry.js'
 import type { Storage } from '../kit/replicas.js'

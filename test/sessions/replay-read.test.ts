@@ -1,7 +1,7 @@
 import t from 'tap'
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream'
 import { pino } from 'pino'
-import { ensureEventsStream, lastSequence, readSession } from '../../actors/session/log.js'
+import { ensureEventsStream, lastSequence, readSession } from '../../actors/session/log/log.js'
 import { isApiError } from '../../protocol/errors/api-error.js'
 import { toEnvelope } from '../../protocol/errors/envelope.js'
 import { EVENTS_STREAM, eventsSubject } from '../../protocol/subjects.js'

@@ -2,10 +2,10 @@ import t from 'tap'
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages'
 import { formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
 import type { Session } from '../../protocol/session.js'
-import { History } from '../../actors/session/history.js'
-import { REMEMBERED_REQUESTS, RequestLog } from '../../actors/session/requests.js'
+import { History } from '../../actors/session/history/history.js'
+import { REMEMBERED_REQUESTS, RequestLog } from '../../actors/session/history/requests.js'
 import { emptyUsage } from '../../actors/session/billing/usage.js'
-import type { SessionRecord } from '../../actors/session/state.js'
+import type { SessionRecord } from '../../actors/session/history/state.js'
 
 /**
  * History replay, fed the events exactly as the session actor stores them (actors/session/actor.ts: client

@@ -1,7 +1,7 @@
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages'
 import t from 'tap'
-import { injectedText, skillTool, withSkills } from '../../actors/session/skill-context.js'
-import type { SessionSkill } from '../../actors/session/state.js'
+import { injectedText, skillTool, withSkills } from '../../actors/session/turn/skill-context.js'
+import type { SessionSkill } from '../../actors/session/history/state.js'
 import { estimateTokens } from '../../protocol/skill-rules.js'
 
 /**
