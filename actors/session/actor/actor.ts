@@ -1,55 +1,31 @@
-import { isApiError } from '../../../protocol/errors/api-error.js'
 import { fail } from '../../../protocol/errors/fail.js'
-import type { RequestTag, SessionEvent } from '../../../protocol/events.js'
-import { fingerprint } from '../../../protocol/hash.js'
-import { newId, primaryThreadId } from '../../../protocol/ids.js'
+import type { SessionEvent } from '../../../protocol/events.js'
 import type { Session, SessionThread } from '../../../protocol/session.js'
 import { MailboxActor } from '../../kit/actor.js'
-import { FencedRecord } from '../../kit/fenced-record.js'
-import { AppendUncertain } from '../../kit/mailbox.js'
-import { storeUnavailable } from '../../kit/nats-errors.js'
+import type { FencedRecord } from '../../kit/fenced-record.js'
 import type { FileResource, SessionResource } from '../../../protocol/schemas/resource.js'
 import type { EventParamsT } from '../../../protocol/schemas/events.js'
 import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
-import { emptyUsage } from '../billing/usage.js'
-import { checkAddable, checkChangeable, updateChanges } from '../admission/changes.js'
-import { dropCopies } from '../admission/copies.js'
-import { checkClientEvents } from '../admission/rules.js'
-import { unpinSessionSkills } from '../admission/skills.js'
+import { checkClientEvents } from '../admission/index.js'
 import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
-import { History } from '../history/history.js'
-import { EventLog, lastSequence, purgeSession, readSession } from '../log/log.js'
-import { outcomeIdOf } from '../history/outcomes.js'
-import { queueWork, selfHostedOf, stopWork, workAfterSend } from '../admission/self-hosted.js'
+import { History } from '../history/index.js'
+import { EventLog, purgeSession } from '../log/index.js'
+import { selfHostedOf, workAfterSend } from '../admission/index.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
 import type { SessionSandbox } from '../../workdir/index.js'
 import { bindSandbox } from './sandbox.js'
-import { sessionKey, viewOf, type SessionRecord } from '../history/state.js'
-import { ToolLock, ToolRunner } from '../turn/tool-runner.js'
-import { type Emitter, TurnLoop } from '../turn/turn.js'
-import { advisorOf, type ChildThread, Coordinator, childHistory, type Member, rosterOf, type ThreadHost, ThreadEmitter, threadView } from '../threads/threads.js'
-
-/** A child thread as a replay leaves it: its history and its subject's last sequence (its fence). */
-interface ReplayedThread {
-  member: Member
-  h: History
-  lastSeq: number
-}
-
-/**
- * A client event as stored: its id, and for an outcome its `outcome_id` (derived from the id, so a retry names the same
- * one) and `max_iterations` (null when not given: the default applies).
- */
-function stored(e: { type: string }, id: string): SessionEvent {
-  const outcome =
-    e.type === 'user.define_outcome' ? { outcome_id: outcomeIdOf(id), max_iterations: (e as { max_iterations?: number | null }).max_iterations ?? null } : {}
-  return { ...e, id, ...outcome, processed_at: null } as SessionEvent
-}
-
-/** A child thread's turns write no record: its events are its state. */
-const NO_RECORD = { running: () => undefined, persist: () => Promise.resolve() }
+import { Children } from './children.js'
+import { Intake } from './intake.js'
+import { Changes } from './changes.js'
+import { type ReplayedThread, replaySession } from './replay.js'
+import { viewOf, type SessionRecord } from '../history/index.js'
+import { ToolLock, ToolRunner } from '../turn/index.js'
+import { TurnLoop } from '../turn/index.js'
+import type { Emitter } from '../turn/index.js'
+import { advisorOf, rosterOf } from '../turn/index.js'
+import { ThreadCoordinator } from '../threads/index.js'
 
 const isResult = (e: SessionEvent) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
 
@@ -72,18 +48,12 @@ export class SessionActor extends MailboxActor {
   private kickedWhilePumping = false
   /** The budget moved while the turn was paused at its ceiling: the pump gives the turn another look. */
   private resume = false
-  /** The request that stored each queued message: the turn it starts names it in its log lines. */
-  private readonly rids = new Map<string, string>()
-  /** Requests whose events are being stored, by key: a retry waits for its first attempt. */
-  private readonly accepting = new Map<string, Promise<void>>()
-  /** Its child threads (threads.ts), by id, in creation order. */
-  private readonly children = new Map<string, ChildThread>()
-  /** A coordinator's roster, as its tools name the members; empty for any other agent. */
-  private readonly members: Member[]
-  /** The roster's advisor, if it has one. */
-  private readonly advisor: Member | undefined
+  /** Its child threads (children.ts). */
+  private readonly children: Children
   /** The session's threads share one sandbox: one tool at a time. */
   private readonly lock = new ToolLock()
+  private readonly intake: Intake
+  private readonly changes: Changes
 
   private constructor(
     private readonly deps: ActorDeps,
@@ -96,58 +66,37 @@ export class SessionActor extends MailboxActor {
     super(h.session.id, deps.actors, deps.actors.mailbox(h.session.id, workMarked))
     const { mb } = this
     this.events = SessionEvents.primary(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
+    this.changes = new Changes({
+      id: this.id,
+      h,
+      mb,
+      deps,
+      hasWork: () => this.hasWork,
+      record: (type, fields) => this.record(type, fields),
+      save: () => this.save(),
+      resumeIfPaused: () => this.resumeIfPaused(),
+      view: () => this.view(),
+      destroy: (rid) => this.destroy(rid),
+    })
+    this.intake = new Intake({ id: this.id, h, mb, events: this.events, interrupted: (e) => this.interrupted(e), kick: () => this.kick() })
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
     this.sandbox = bindSandbox(h, this.events, mb, deps.workdirs)
-    this.members = rosterOf(h.session.agent)
-    this.advisor = advisorOf(h.session.agent)
-    const coordinator = this.members.length || this.advisor ? new Coordinator(this.threadHost()) : undefined
+    const members = rosterOf(h.session.agent)
+    const advisor = advisorOf(h.session.agent)
+    const host = { id: this.id, h, mb, events: this.events, deps, sandbox: this.sandbox, lock: this.lock }
+    this.children = new Children({ ...host, turnParts: (ch, ev, tools) => this.turnParts(ch, ev, tools) }, members, advisor)
+    const coordinator = members.length || advisor ? new ThreadCoordinator(this.children.threadHost()) : undefined
     this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts, this.lock, coordinator)
-    const roster = coordinator ? { members: this.members, advisor: this.advisor } : undefined
+    const roster = coordinator ? { members, advisor } : undefined
     this.turns = new TurnLoop({ ...this.turnParts(h, this.events, this.tools), writer: this.writer, roster })
-    for (const [id, t] of replayed) this.adopt(id, t.member, t.h, t.lastSeq)
+    for (const [id, t] of replayed) this.children.adopt(id, t.member, t.h, t.lastSeq)
     this.recovery = new Recovery(h, this.events, this.tools, this.turns, [...this.children.values()])
   }
 
   /** Rebuilds a session from its record and its history; undefined when it does not exist. */
   static async load(deps: ActorDeps, id: string): Promise<SessionActor | undefined> {
-    const [cur, work] = await Promise.all([FencedRecord.read(deps.store, sessionKey(id)), deps.actors.hasWork(id)])
-    if (!cur) return undefined
-    const rec = cur.value
-    // The record holds the latest snapshot; replay re-derives what the events say from a clean start.
-    rec.totals = emptyUsage()
-    rec.running_since = null
-    rec.session.status = 'idle'
-    rec.session.outcome_evaluations = []
-    const h = new History(rec)
-    const advisor = advisorOf(rec.session.agent)
-    const members = [...rosterOf(rec.session.agent), ...(advisor ? [advisor] : [])]
-    const threads = new Map<string, ReplayedThread>()
-    let primarySeq = 0
-    // Every thread's records, in the one order they were written (appends.ts): a child's after its creation.
-    await readSession(deps.ctx.js, id, await lastSequence(deps.ctx.jsm, id), (r) => {
-      if (r.thread !== 'primary') {
-        const t = threads.get(r.thread)
-        if (!t) return
-        t.h.apply(r.event, r.processed, r.request)
-        t.lastSeq = r.seq
-        return
-      }
-      primarySeq = r.seq
-      h.apply(r.event, r.processed, r.request)
-      if (r.event.type === 'session.thread_created') {
-        const member = members.find((m) => m.name === r.event.agent_name)
-        const tid = String(r.event.session_thread_id)
-        if (!member) return
-        const ch = childHistory(rec, tid, member.agent, String(r.event.processed_at))
-        threads.set(tid, { member, h: ch, lastSeq: 0 })
-        h.children.set(tid, ch)
-      }
-    })
-    // A self-hosted session parked on its worker's tools needs its item: the host that parked it may have died before
-    // queueing it (the queue keeps one live item per session, so this is harmless when there is one).
-    if (h.turnOpen && h.stopReason?.type === 'requires_action') void queueWork(deps.ctx, selfHostedOf(rec), undefined, true)
-    // A marker left by a host that died holding the session (busy or not) is cleared when this actor leaves memory.
-    return new SessionActor(deps, h, primarySeq, cur.record, h.running || work, threads)
+    const r = await replaySession(deps, id)
+    return r && new SessionActor(deps, r.h, r.primarySeq, r.record, r.work, r.threads)
   }
 
   /** A session that was just stored by create (its history is empty). */
@@ -160,51 +109,6 @@ export class SessionActor extends MailboxActor {
 
   private turnParts(h: History, events: Emitter, tools: ToolRunner) {
     return { id: this.id, h, mb: this.mb, events, tools, sandbox: this.sandbox, deps: this.deps, spend: this.spend }
-  }
-
-  /** What the coordinator's sends need of this actor. */
-  private threadHost(): ThreadHost {
-    return {
-      h: this.h,
-      events: this.events,
-      members: this.members,
-      advisor: this.advisor,
-      child: (id) => this.children.get(id),
-      spawn: (id, member) => {
-        const ev = this.events.emit('session.thread_created', { session_thread_id: id, agent_name: member.name, workflow_run_id: null })
-        const ch = childHistory(this.h.rec, id, member.agent, String(ev.processed_at))
-        this.h.children.set(id, ch)
-        return this.adopt(id, member, ch, 0)
-      },
-    }
-  }
-
-  /** A child thread's runtime around its history: its own subject (fenced from `lastSeq`), writes and turns. */
-  private adopt(id: string, member: Member, ch: History, lastSeq: number): ChildThread {
-    const log = new EventLog(this.deps.ctx.nc, this.id, lastSeq, () => this.mb.checkServing(), undefined, id)
-    const events = new ThreadEmitter(this.events.thread(ch, log), this.events, id, member.name)
-    const tools = new ToolRunner(ch, events, this.mb, this.sandbox, this.deps.skillTexts, this.lock)
-    const turns = new TurnLoop({ ...this.turnParts(ch, events, tools), writer: NO_RECORD })
-    const child: ChildThread = {
-      id,
-      member,
-      h: ch,
-      events,
-      turns,
-      abort: () => turns.abort(),
-      lastSeq: () => log.lastSeq,
-      async run(signal) {
-        const stop = () => turns.abort()
-        signal.addEventListener('abort', stop, { once: true })
-        try {
-          if (!signal.aborted) await turns.run()
-        } finally {
-          signal.removeEventListener('abort', stop)
-        }
-      },
-    }
-    this.children.set(id, child)
-    return child
   }
 
   /** Stopped (failed, passivated or shut down): the turn stops at its next step, the shell goes. */
@@ -222,7 +126,7 @@ export class SessionActor extends MailboxActor {
 
   /** True while the actor has something to do (a change asked by a handler included: it may be waiting on a copy). */
   override get busy(): boolean {
-    return !!this.pumping || this.hasWork || this.changing > 0
+    return !!this.pumping || this.hasWork || this.changes.busy
   }
 
   /** A turn runs, or input waits for one. */
@@ -237,86 +141,27 @@ export class SessionActor extends MailboxActor {
   // ------------------------------------------------------------------------------------------ operations
 
   /**
-   * Stores the client events of one POST, then lets the mailbox run. `key` names the request (`k:` and the
-   * client's Idempotency-Key, else `r:` and the request id): a retry of a request already stored is answered with
-   * the events stored for it, and one stored in part stores only the rest. `check` validates, against this
-   * actor's state, the events about to be stored.
+   * Stores the client events of one POST, then lets the mailbox run (intake.ts). `check` validates, against this
+   * actor's state, the events about to be stored; `original`: the events as the client sent them, when `sent` differs.
    */
-  async accept<E extends { type: string }>(
+  accept<E extends { type: string }>(
     sent: readonly E[],
     req: { rid: string; key?: string },
     check: (events: E[]) => void = () => undefined,
-    /** The events as the client sent them, when `sent` differs (File rubrics read as text): what a retry must match. */
     original: readonly unknown[] = sent,
   ): Promise<SessionEvent[]> {
-    this.mb.alive()
-    const key = req.key !== undefined ? `k:${req.key}` : `r:${req.rid}`
-    const hash = fingerprint(original)
-    // A retry that arrives while its first attempt is being stored waits for it, then finds it. From here to
-    // `accepting.set` nothing awaits: two attempts that arrive together (both waiting for the actor to load)
-    // must not both find nothing stored and both store.
-    for (let inflight = this.accepting.get(key); inflight; inflight = this.accepting.get(key)) {
-      await inflight.catch(() => undefined)
-      this.mb.alive()
-    }
-    const prior = this.h.requests.get(key)
-    if (prior && prior.hash !== hash) throw fail('idempotency_key_reused')
-    const events = sent.map((e, i) => stored(e, prior?.ids[i] ?? newId('sevt')))
-    const todo = events.map((e, index) => ({ e, index })).filter(({ index }) => prior?.ids[index] === undefined)
-    if (!todo.length) return events
-    check(todo.map((t) => sent[t.index]!))
-    const storing = this.store(todo, { key, hash, count: events.length }, req)
-    this.accepting.set(key, storing)
-    try {
-      await storing
-    } finally {
-      if (this.accepting.get(key) === storing) this.accepting.delete(key)
-    }
-    return events
+    return this.intake.accept(sent, req, check, original)
   }
 
-  private async store(todo: Array<{ e: SessionEvent; index: number }>, tag: Omit<RequestTag, 'index'>, req: { rid: string; key?: string }) {
-    for (const { e } of todo) if (e.type === 'user.message') this.rids.set(e.id, req.rid)
-    // The work marker goes down first: if it cannot be written, nothing is stored and the POST may be retried;
-    // once the events are, a host taking over finds them.
-    if (todo.some(({ e }) => e.type !== 'user.interrupt')) {
-      // Nothing is stored yet, whatever the marker's write did: a retry is safe.
-      await this.mb.markWork().catch((err) => {
-        throw storeUnavailable(err) ?? err
-      })
-    }
-    let storedAny = false
-    let ok: boolean
-    try {
-      ok = await this.events.write(async () => {
-        // Checked again in order with the other appends: an archive that got in first wins.
-        if (this.h.session.archived_at) return false
-        for (const { e, index } of todo) {
-          await this.events.appendClient(e, { ...tag, index })
-          storedAny = true
-        }
-        return true
-      })
-    } catch (err) {
-      // Certainly nothing stored (fenced off before the first append, or the actor stopping): safe to retry.
-      const retryable = (!storedAny && !(err instanceof AppendUncertain)) || req.key !== undefined
-      if (retryable) throw isApiError(err) ? err : fail('actor_moving', 'session')
-      throw fail('outcome_uncertain', `The request's events (${todo.length})`)
-    }
-    if (!ok) throw fail('session_archived', this.id)
-    // An interrupt acts at once: the running turn stops at its next step (one naming a child: that thread's), and the
-    // mailbox handles the rest.
-    for (const { e } of todo) {
-      if (e.type !== 'user.interrupt') continue
-      const child = e.session_thread_id == null ? undefined : this.children.get(String(e.session_thread_id))
-      if (child) child.abort()
-      else this.turns.abort()
-    }
-    this.kick()
+  /** An interrupt was stored: the turn it names (a child's, or the primary's) stops at its next step. */
+  private interrupted(e: SessionEvent): void {
+    const child = e.session_thread_id == null ? undefined : this.children.get(String(e.session_thread_id))
+    if (child) child.abort()
+    else this.turns.abort()
   }
 
   /** Records a service event and waits until it is stored (updates and archive answer only then). */
-  async record(type: string, fields: Record<string, unknown>): Promise<SessionEvent> {
+  private async record(type: string, fields: Record<string, unknown>): Promise<SessionEvent> {
     this.mb.alive()
     const ev = this.events.emit(type, fields)
     await this.mb.settled()
@@ -325,7 +170,7 @@ export class SessionActor extends MailboxActor {
   }
 
   /** The budget moved: a turn paused at the ceiling gets another look. */
-  async resumeIfPaused(): Promise<void> {
+  private async resumeIfPaused(): Promise<void> {
     if (this.h.turnOpen && this.h.stopReason?.type === 'budget_reached') {
       this.resume = true
       await this.mb.markWork()
@@ -334,65 +179,19 @@ export class SessionActor extends MailboxActor {
   }
 
   /** Writes the record now (after updates, archive). */
-  async save(): Promise<void> {
+  private async save(): Promise<void> {
     await this.writer.persist()
     this.mb.alive()
   }
 
-  // ---------------------------------------------------------------------------- changes asked by the handlers
-
-  /**
-   * The changes the handlers ask of the session (update, archive, resources, delete) run here one at a time, in
-   * arrival order, each checked against the state it finds when its turn comes; beside the pump, which handles the
-   * client events. A change that waits on something slow (a resource's copy) keeps the actor in memory meanwhile.
-   */
-  private changes: Promise<unknown> = Promise.resolve()
-  private changing = 0
-
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    this.changing++
-    const run = this.changes.then(() => {
-      this.mb.alive()
-      return fn()
-    })
-    this.changes = run.catch(() => undefined)
-    return run.finally(() => {
-      this.changing--
-    })
-  }
-
-  /** A session update (SPEC rules in changes.ts), stored as `session.updated` before it answers. */
+  /** A session update, stored as `session.updated` before it answers. */
   update(b: SessionUpdateInput): Promise<Session> {
-    return this.exclusive(async () => {
-      const { h } = this
-      const target = {
-        session: h.session,
-        busy: this.hasWork,
-        createdWithBudget: h.rec.budget_created,
-        budgetRemoved: h.rec.budget_removed,
-        consumed: h.liveTotals(),
-      }
-      const changes = updateChanges(target, b)
-      if (Object.keys(changes).length) {
-        await this.record('session.updated', changes)
-        await this.save()
-        if ('budget' in changes) await this.resumeIfPaused()
-      }
-      return this.view()
-    })
+    return this.changes.update(b)
   }
 
-  /** Archives the session (its `session.status_terminated`); not while it has work. Its work item, if any, stops. */
+  /** Archives the session; not while it has work. */
   archive(rid: string): Promise<Session> {
-    return this.exclusive(async () => {
-      if (this.h.session.archived_at) return this.view()
-      // Input waiting in the mailbox is a turn about to start: archiving now would strand it (as for agent updates).
-      if (this.hasWork) throw fail('session_running', this.id)
-      await this.record('session.status_terminated', {})
-      await this.save()
-      await stopWork(this.deps.ctx, selfHostedOf(this.h.rec), true, rid)
-      return this.view()
-    })
+    return this.changes.archive(rid)
   }
 
   /** The session's resources now. */
@@ -400,43 +199,19 @@ export class SessionActor extends MailboxActor {
     return this.h.session.resources
   }
 
-  /**
-   * Adds resource `r` once `copy.make` has made its file's copy: checked before the copy and again after it (it took
-   * a while: the session may have started a turn or been archived meanwhile, and then the copy goes). A retry of an
-   * add that was stored (the same id) answers as the first did, whatever the session does now.
-   */
+  /** Adds resource `r` once `copy.make` has made its file's copy (changes.ts). */
   addResource(r: FileResource, copy: { make(): Promise<unknown>; drop(): Promise<void> }): Promise<SessionResource> {
-    return this.exclusive(async () => {
-      const prior = this.h.session.resources.find((x) => x.id === r.id)
-      if (prior) {
-        if (prior.file_id !== r.file_id || prior.mount_path !== r.mount_path) throw fail('idempotency_key_reused')
-        return prior
-      }
-      checkAddable(this.h.session, this.hasWork, r.mount_path)
-      await copy.make()
-      try {
-        this.mb.alive()
-        checkAddable(this.h.session, this.hasWork, r.mount_path)
-      } catch (err) {
-        await copy.drop()
-        throw err
-      }
-      this.h.session.resources = [...this.h.session.resources, r]
-      await this.save()
-      return r
-    })
+    return this.changes.addResource(r, copy)
   }
 
-  /** Removes resource `id` from the session's record (its copy is the caller's to drop once this answers). */
+  /** Removes resource `id` from the session's record. */
   removeResource(id: string): Promise<SessionResource> {
-    return this.exclusive(async () => {
-      checkChangeable(this.h.session, this.hasWork)
-      const r = this.h.session.resources.find((x) => x.id === id)
-      if (!r) throw fail('session_resource_not_found', id, this.id)
-      this.h.session.resources = this.h.session.resources.filter((x) => x.id !== r.id)
-      await this.save()
-      return r
-    })
+    return this.changes.removeResource(id)
+  }
+
+  /** Deletes the session and all it holds. */
+  delete(rid: string): Promise<void> {
+    return this.changes.delete(rid)
   }
 
   /** A POST of client events: checked against the session as it is when they are stored, then handled in order. */
@@ -455,20 +230,6 @@ export class SessionActor extends MailboxActor {
   async settledSeq(): Promise<number> {
     await this.mb.settled()
     return this.events.lastSeq
-  }
-
-  /**
-   * Delete: the record goes first (the session is gone for readers), then its history, workdir and reference, its
-   * work item, its resources' copies and its skill pins.
-   */
-  delete(rid: string): Promise<void> {
-    return this.exclusive(async () => {
-      await this.destroy(rid)
-      const { ctx } = this.deps
-      await stopWork(ctx, selfHostedOf(this.h.rec), true, rid)
-      await dropCopies(ctx, this.id, this.h.session.resources, rid)
-      await unpinSessionSkills(ctx.client, this.id, this.h.rec.skills ?? [], ctx.log)
-    })
   }
 
   private async destroy(rid: string): Promise<void> {
@@ -494,56 +255,29 @@ export class SessionActor extends MailboxActor {
 
   /** Whether `e` is an interrupt naming one of the session's child threads. */
   private namesChild(e: SessionEvent): boolean {
-    return e.type === 'user.interrupt' && e.session_thread_id != null && this.children.has(String(e.session_thread_id))
+    return e.type === 'user.interrupt' && e.session_thread_id != null && this.children.get(String(e.session_thread_id)) !== undefined
   }
 
   // --------------------------------------------------------------------------------------------- threads
 
-  /** The thread `id` names: the primary, or a child (404 naming `thread_id` when the session has neither). */
-  private threadOf(id: string): { primary: true } | { primary: false; child: ChildThread } {
-    if (id === primaryThreadId(this.id)) return { primary: true }
-    const child = this.children.get(id)
-    if (!child) throw fail('session_thread_not_found', 'thread_id', this.id, id)
-    return { primary: false, child }
-  }
-
-  /** Thread `id` as the API shows it. */
+  /** Thread `id` as the API shows it (404 naming `thread_id` when the session has none of that id). */
   thread(id: string): SessionThread {
-    const t = this.threadOf(id)
-    if (t.primary) {
-      const { multiagent: _roster, ...agent } = this.h.session.agent
-      return threadView(this.h, id, null, agent, this.h.rec.totals)
-    }
-    return threadView(t.child.h, id, primaryThreadId(this.id), t.child.member.shown, t.child.h.rec.totals)
+    return this.children.thread(id)
   }
 
   /** Every thread, the primary first, then the children in creation order. */
   threads(): SessionThread[] {
-    return [primaryThreadId(this.id), ...this.children.keys()].map((id) => this.thread(id))
+    return this.children.threads()
   }
 
-  /**
-   * Archives child thread `id` (its `session.thread_status_terminated`): not while it runs (409). The primary is
-   * archived with its session (400).
-   */
-  async archiveThread(id: string): Promise<SessionThread> {
-    this.mb.alive()
-    const t = this.threadOf(id)
-    if (t.primary) throw fail('invalid_request', `thread_id: ${id} is the session's primary thread; archive the session instead`)
-    const { h, events } = t.child
-    if (!h.session.archived_at) {
-      if (h.running || h.turnOpen) throw fail('thread_running', id)
-      events.emit('session.status_terminated', {})
-      await this.mb.settled()
-    }
-    return this.thread(id)
+  /** Archives child thread `id`: not while it runs (409); the primary is archived with its session (400). */
+  archiveThread(id: string): Promise<SessionThread> {
+    return this.children.archive(id)
   }
 
   /** The subject thread `id`'s events are on, and its last stored sequence once every queued append is stored. */
-  async threadSeq(id: string): Promise<{ thread: string; lastSeq: number }> {
-    const t = this.threadOf(id)
-    await this.mb.settled()
-    return t.primary ? { thread: 'primary', lastSeq: this.events.lastSeq } : { thread: id, lastSeq: t.child.lastSeq() }
+  threadSeq(id: string): Promise<{ thread: string; lastSeq: number }> {
+    return this.children.seq(id)
   }
 
   // ------------------------------------------------------------------------------------------- lifecycle
@@ -644,8 +378,7 @@ export class SessionActor extends MailboxActor {
       if (i >= 0) {
         const ids = [pending[i]!.id]
         if (pending[i + 1]?.type === 'system.message') ids.push(pending[i + 1]!.id)
-        this.turns.begin(this.rids.get(ids[0]!))
-        this.rids.delete(ids[0]!)
+        this.turns.begin(this.intake.takeRequest(ids[0]!))
         this.events.processed(ids)
         await this.turns.run()
         continue

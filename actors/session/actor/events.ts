@@ -2,10 +2,10 @@ import type { RequestTag, SessionEvent } from '../../../protocol/events.js'
 import { newId } from '../../../protocol/ids.js'
 import { now } from '../../../protocol/time.js'
 import type { Mailbox } from '../../kit/mailbox.js'
-import { Appends } from '../log/appends.js'
-import type { History } from '../history/history.js'
-import type { EventLog } from '../log/log.js'
-import type { Preview } from '../turn/model.js'
+import { Appends } from '../log/index.js'
+import type { History } from '../history/index.js'
+import type { EventLog } from '../log/index.js'
+import type { Preview } from '../turn/index.js'
 
 /**
  * Everything a session stores, in the order its actor applies it: the events it emits, the marks saying which

@@ -1,8 +1,8 @@
 import type { FencedRecord } from '../../kit/fenced-record.js'
 import { FenceLost, type Mailbox } from '../../kit/mailbox.js'
-import { toWireUsage } from '../billing/wire-usage.js'
-import type { History } from '../history/history.js'
-import { statsOf, type SessionRecord } from '../history/state.js'
+import { toWireUsage } from '../billing/index.js'
+import type { History } from '../history/index.js'
+import { statsOf, type SessionRecord } from '../history/index.js'
 
 /**
  * The session's record as its actor writes it: at status changes, updates and archive, each time after the events it

@@ -1,7 +1,9 @@
-import type { History, OpenTool } from '../history/history.js'
-import { ADVISOR_TOOL, advisorThreadId, type ChildThread, childThreadId, SEND_TO_AGENT } from '../threads/threads.js'
-import type { ToolRunner } from '../turn/tool-runner.js'
-import { type Emitter, ZERO_USAGE, type TurnLoop } from '../turn/turn.js'
+import type { History, OpenTool } from '../history/index.js'
+import type { ChildThread } from '../threads/index.js'
+import { ADVISOR_TOOL, advisorThreadId, childThreadId, SEND_TO_AGENT } from '../turn/index.js'
+import type { ToolRunner } from '../turn/index.js'
+import { ZERO_USAGE, type TurnLoop } from '../turn/index.js'
+import type { Emitter } from '../turn/index.js'
 
 const NOT_RERUN =
   'The host running this tool stopped before the tool finished. It was not run again, so that it never runs twice; run it again if that is safe.'

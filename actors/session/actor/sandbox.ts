@@ -1,7 +1,7 @@
 import type { Mailbox } from '../../kit/mailbox.js'
 import { type SandboxOwner, type SessionSandbox, sandboxSpec, type Workdirs } from '../../workdir/index.js'
 import type { SessionEvents } from './events.js'
-import type { History } from '../history/history.js'
+import type { History } from '../history/index.js'
 
 /**
  * The session's sandbox, bound through the workdir port: the actor's mailbox is its owner (it stops what the sandbox

@@ -5,9 +5,9 @@ import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
 import type { Session } from '../../../protocol/session.js'
 import { checkSkillRequirements, checkToolGraph, normalizeServers, normalizeTools } from '../../agent/normalize.js'
 import { checkCoordinatorToolNames } from '../../agent/roster.js'
-import { budgetCents, checkBudgetUpdate } from '../billing/budget.js'
-import type { UsageTotals } from '../billing/usage.js'
-import { listCostCents } from '../billing/list-cost.js'
+import { budgetCents, checkBudgetUpdate } from '../billing/index.js'
+import type { UsageTotals } from '../billing/index.js'
+import { listCostCents } from '../billing/index.js'
 import { modelNames, modelsOf, prefixed } from './admission.js'
 
 /** What an update is checked against: the session now, whether it has work, and what it has spent. */

@@ -1,7 +1,7 @@
 import { fail } from '../../../protocol/errors/fail.js'
 import type { SessionEvent } from '../../../protocol/events.js'
 import type { EventParamsT } from '../../../protocol/schemas/events.js'
-import type { History } from '../history/history.js'
+import type { History } from '../history/index.js'
 import { primaryThreadId } from '../../../protocol/ids.js'
 
 /**

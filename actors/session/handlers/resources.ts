@@ -6,10 +6,10 @@ import type { Page } from '../../../protocol/page.js'
 import { type FileResource, mountPathOf, type ResourceListInput, type SessionResource } from '../../../protocol/schemas/resource.js'
 import { now } from '../../../protocol/time.js'
 import type { Handlers } from '../../kit/ops.js'
-import type { SessionActor } from '../actor/actor.js'
-import type { ActorDeps } from '../actor/deps.js'
-import { copyFor, dropCopies } from '../admission/copies.js'
-import { sessionKey } from '../history/state.js'
+import type { SessionActor } from '../actor/index.js'
+import type { ActorDeps } from '../actor/index.js'
+import { copyFor, dropCopies } from '../admission/index.js'
+import { sessionKey } from '../history/index.js'
 
 /** One page of a session's resources, in the order they were attached. */
 function pageOfResources(sessionId: string, all: readonly SessionResource[], q: ResourceListInput): Page<SessionResource> {

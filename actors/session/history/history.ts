@@ -2,8 +2,8 @@ import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@ant
 import type { RequestTag, SessionEvent, SessionStatus, StopReason } from '../../../protocol/events.js'
 import { RequestLog } from './requests.js'
 import { DEFAULT_MAX_ITERATIONS, eventTime, evaluationOf, type OpenOutcome, type OutcomeEvaluation, outcomeBrief, revisionNote } from './outcomes.js'
-import { SKILL_TOOL, type SkillActivation } from '../turn/skill-context.js'
-import { addActiveMs, addModelUsage, combineUsage, type ModelUsage, type UsageTotals } from '../billing/usage.js'
+import { SKILL_TOOL, type SkillActivation } from './skill-launches.js'
+import { addActiveMs, addModelUsage, combineUsage, type ModelUsage, type UsageTotals } from '../billing/index.js'
 import type { SessionRecord, SessionSkill } from './state.js'
 
 /** A tool use of the last model response that has no result yet. */

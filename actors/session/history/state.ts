@@ -1,6 +1,6 @@
 import type { CapturedEnvironment, Session } from '../../../protocol/session.js'
-import type { UsageTotals } from '../billing/usage.js'
-import { toWireUsage } from '../billing/wire-usage.js'
+import type { UsageTotals } from '../billing/index.js'
+import { toWireUsage } from '../billing/index.js'
 
 /**
  * A session's record, `session.<id>` in the `troupe_sessions` bucket: the wire view as of the last status change or

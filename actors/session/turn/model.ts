@@ -2,7 +2,7 @@ import { format } from 'node:util'
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk'
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
 import type { Logger } from 'pino'
-import type { ModelUsage } from '../billing/usage.js'
+import type { ModelUsage } from '../billing/index.js'
 
 /** One finished piece of a model response, in order, before the actor turns it into stored events. */
 export type ModelOutput =

@@ -5,20 +5,13 @@ import {
   SKILL_COMPACTION_TOKENS_SHARED,
   SKILL_DESCRIPTION_BUDGET_SHARE,
 } from '../../../protocol/skill-rules.js'
-import type { SessionSkill } from '../history/state.js'
+import { SKILL_TOOL, type SkillActivation } from '../history/index.js'
+import type { SessionSkill } from '../history/index.js'
 
-/** The private dispatcher the model invokes skills with (an agent with skills may not define a tool of this name). */
-export const SKILL_TOOL = 'Skill'
+export { SKILL_TOOL, type SkillActivation }
 
 /** Where a session's skills are inside its sandbox: each at `<root>/<name>/`. */
 export const SKILLS_ROOT = '/workspace/skills'
-
-/** A successful `Skill` call: the skill it launched and the user message holding its result. */
-export interface SkillActivation {
-  name: string
-  /** Index in the conversation (`History.messages`) of the user message holding the call's tool_result. */
-  message: number
-}
 
 /**
  * The `Skill` tool as the model sees it (SPEC session create rule 10): every skill by name, each with its description

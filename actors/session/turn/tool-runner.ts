@@ -1,10 +1,10 @@
 import type { Mailbox } from '../../kit/mailbox.js'
-import type { History, OpenTool } from '../history/history.js'
+import type { History, OpenTool } from '../history/index.js'
 import type { SessionSandbox } from '../../workdir/index.js'
 import type { SkillTexts } from './skill-texts.js'
 import type { ToolResult } from '../../../sandbox/types.js'
-import { ADVISOR_TOOL, type Coordinator, LIST_AGENTS, SEND_TO_AGENT } from '../threads/threads.js'
-import type { Emitter } from './turn.js'
+import { ADVISOR_TOOL, LIST_AGENTS, SEND_TO_AGENT } from './roster.js'
+import type { Coordinator, Emitter } from './types.js'
 import { routeTool } from './tools.js'
 
 const UNENFORCEABLE =

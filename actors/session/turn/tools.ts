@@ -3,8 +3,8 @@ import type { AgentToolset, Policy } from '../../../protocol/schemas/agent.js'
 import type { SessionAgent } from '../../../protocol/session.js'
 import { BUILTIN_TOOL_NAMES, builtinToolDefinitions } from '../../../sandbox/index.js'
 import { SKILL_TOOL, skillTool } from './skill-context.js'
-import { coordinatorTools, type Member } from '../threads/threads.js'
-import type { SessionSkill } from '../history/state.js'
+import { coordinatorTools, type Member } from './roster.js'
+import type { SessionSkill } from '../history/index.js'
 
 /** How one tool name of a session's agent is handled. */
 export type ToolRoute = { kind: 'builtin'; policy: Policy } | { kind: 'skill' } | { kind: 'coordinator' } | { kind: 'custom' } | { kind: 'unknown' }

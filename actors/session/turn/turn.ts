@@ -3,30 +3,25 @@ import type { StopReason } from '../../../protocol/events.js'
 import { newId } from '../../../protocol/ids.js'
 import type { Mailbox } from '../../kit/mailbox.js'
 import { intervalAfter } from '../../kit/retry-policy.js'
-import { budgetReached } from '../billing/budget.js'
-import type { ModelUsage, UsageTotals } from '../billing/usage.js'
+import { budgetReached } from '../billing/index.js'
+import type { ModelUsage, UsageTotals } from '../billing/index.js'
 import type { Budget } from '../../../protocol/cost.js'
-import { toWireUsage } from '../billing/wire-usage.js'
-import type { ActorDeps } from '../actor/deps.js'
-import type { SessionEvents } from '../actor/events.js'
-import type { History } from '../history/history.js'
+import { toWireUsage } from '../billing/index.js'
+import type { History } from '../history/index.js'
 import { classifyFailure, streamModel, type ModelResponse } from './model.js'
-import type { RecordWriter } from '../actor/record-writer.js'
 import type { SessionSandbox } from '../../workdir/index.js'
 import type { ToolRunner } from './tool-runner.js'
 import { permissionFields, type Roster, routeTool, toolDefinitions } from './tools.js'
 import { skillDir, withSkills } from './skill-context.js'
-import { selfHostedOf, workAfterTurn } from '../admission/self-hosted.js'
-import { grade } from '../history/outcomes.js'
-import { coordinatorToolNames } from '../threads/threads.js'
+import { selfHostedOf, workAfterTurn } from '../admission/index.js'
+import { grade } from './grader.js'
+import { coordinatorToolNames } from './roster.js'
+import type { Emitter, RecordPort, TurnDeps } from './types.js'
 import { estimateTokens } from '../../../protocol/skill-rules.js'
 import type { Policy } from '../../../protocol/schemas/agent.js'
 
 /** The service's own tools (a skill launch, a coordinator's list and send) run nothing in the sandbox: nothing to confirm. */
 const SERVICE_TOOL_POLICY: Policy = { type: 'always_allow' }
-
-/** Where a turn's events go: its thread's (threads.ts maps a child's statuses to `session.thread_status_*`). */
-export type Emitter = Pick<SessionEvents, 'emit' | 'preview'>
 
 /** The parts of a session actor its turns use. */
 export interface TurnParts {
@@ -36,14 +31,14 @@ export interface TurnParts {
   readonly mb: Mailbox
   readonly events: Emitter
   /** The session record's writes (a child thread's turns write none: its events are its state). */
-  readonly writer: Pick<RecordWriter, 'running' | 'persist'>
+  readonly writer: RecordPort
   /** What the session has spent, all threads together, and its budget: checked before every model request. */
   readonly spend: () => { totals: UsageTotals; budget: Budget | null }
   /** A coordinator's primary thread: its roster and advisor, offered through its tools (threads.ts). */
   readonly roster?: Roster
   readonly tools: ToolRunner
   readonly sandbox: Pick<SessionSandbox, 'hasOutputs' | 'publishOutputs' | 'system'>
-  readonly deps: Pick<ActorDeps, 'ctx' | 'model' | 'modelRetry' | 'settings' | 'skillTexts'>
+  readonly deps: TurnDeps
 }
 
 /** The usage of a model request that produced nothing (failed, or closed after a takeover). */

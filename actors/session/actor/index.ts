@@ -1,0 +1,2 @@
+export { SessionActor } from './actor.js'
+export type { ActorDeps, SessionSettings } from './deps.js'

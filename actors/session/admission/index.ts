@@ -1,0 +1,18 @@
+export {
+  agentResolver,
+  capturedAgents,
+  checkCreateInput,
+  checkEnvironment,
+  checkSkillsRun,
+  checkVaultRefs,
+  sandboxTraits,
+  snapshotAgent,
+  type AgentResolver,
+} from './admission.js'
+export { checkAddable, checkChangeable, updateChanges } from './changes.js'
+export { attachFiles, copyFor, dropCopies } from './copies.js'
+export { EnvironmentRefs } from './references.js'
+export { resolveRubrics } from './rubrics.js'
+export { checkClientEvents } from './rules.js'
+export { queueWork, selfHostedOf, stopWork, workAfterSend, workAfterTurn } from './self-hosted.js'
+export { pinSessionSkills, requestedSkills, skillRefs, unpinSessionSkills } from './skills.js'

@@ -1,0 +1,5 @@
+export { budgetCents, budgetReached, checkBudgetCreate, checkBudgetUpdate } from './budget.js'
+export { listCostCents } from './list-cost.js'
+export type { ModelRef } from './prices.js'
+export { addActiveMs, addModelUsage, combineUsage, emptyUsage, type ModelUsage, type UsageTotals } from './usage.js'
+export { toWireUsage } from './wire-usage.js'

@@ -1,0 +1,2 @@
+export { sessionOps } from './behaviour.js'
+export { listSessions } from './list.js'

@@ -1,0 +1,17 @@
+export { modelClient, type Preview } from './model.js'
+export {
+  ADVISOR_TOOL,
+  MAX_CHILD_THREADS,
+  SEND_TO_AGENT,
+  advisorOf,
+  advisorThreadId,
+  childThreadId,
+  coordinatorToolNames,
+  listAgents,
+  rosterOf,
+  type Member,
+} from './roster.js'
+export { SkillTexts } from './skill-texts.js'
+export { ToolLock, ToolRunner } from './tool-runner.js'
+export { TurnLoop, ZERO_USAGE, type TurnParts } from './turn.js'
+export type { Coordinator, Emitter, SendOutcome, TurnDeps } from './types.js'
