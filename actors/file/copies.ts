@@ -1,7 +1,7 @@
 import { isApiError } from '../../protocol/errors/api-error.js'
 import { FileKind } from '../../protocol/ops/file.js'
 import { SessionKind } from '../../protocol/ops/session.js'
-import type { ActorClient } from '../kit/client.js'
+import type { ActorClient } from '../kit/index.js'
 import type { StoredFile } from './state.js'
 
 /**

@@ -13,9 +13,6 @@ export interface Versioned<T> {
   revision: number
 }
 
-/** True when a CAS write lost the race (typed on JetStream's API codes; see nats-errors.ts). */
-export { isCasConflict }
-
 /**
  * Typed msgpack records in one KV bucket.
  *
