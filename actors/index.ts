@@ -1,4 +1,4 @@
-import type { ActorKindDef } from './kit/types.js'
+import type { ActorKindDef } from './kit/index.js'
 import { agentKind } from './agent/index.js'
 import { deploymentKind, deploymentRunKind } from './deployment/index.js'
 import { environmentKind } from './environment/index.js'

@@ -1,14 +1,13 @@
 import { jetstream } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { ActorAccess } from '../gateway/types.js'
-import { actorWire } from '../actors/kit/wire.js'
+import { actorWire, storeUnavailable } from '../actors/kit/index.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { LocalTails } from '../protocol/event-item.js'
-import { readSessionEvents } from '../actors/session/log/event-reader.js'
-import { storeUnavailable } from '../actors/kit/nats-errors.js'
+import { readSessionEvents } from '../actors/session/index.js'
 import type { EventReader, ReadHistory } from '../protocol/event-item.js'
 import type { JetStreamClient } from '@nats-io/jetstream'
-import { fileBytes } from '../actors/file/bytes.js'
+import { fileBytes } from '../actors/file/index.js'
 import { ObjectStores } from '../protocol/subjects.js'
 
 /**

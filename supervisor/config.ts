@@ -2,7 +2,7 @@ import path from 'node:path'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
 import { parseClock, systemClock, type Clock } from '../protocol/clock.js'
-import type { SandboxPlacement, SessionTuning } from '../actors/kit/types.js'
+import type { SandboxPlacement, SessionTuning } from '../actors/kit/index.js'
 import { readSandboxSetting, type SandboxSetting } from '../sandbox/index.js'
 
 const MiB = 1024 * 1024

@@ -19,19 +19,28 @@ import {
   partitionWildcard,
 } from '../protocol/subjects.js'
 import { ACTOR_KINDS } from '../actors/index.js'
-import type { ActorKindDef, HostContext, HostSettings, KindRuntime } from '../actors/kit/types.js'
-import { actorClient } from '../actors/kit/client.js'
-import { dispatch, type OpTable } from '../actors/kit/ops.js'
-import { actorWire, localFirst, type LocalActors } from '../actors/kit/wire.js'
+import {
+  actorClient,
+  type ActorKindDef,
+  actorWire,
+  dispatch,
+  type HostContext,
+  type HostSettings,
+  isOutcomeUnknown,
+  type KindRuntime,
+  type LocalActors,
+  localFirst,
+  openBucket,
+  type OpTable,
+  retryWhileStarting,
+  Roster,
+  storeUnavailable,
+} from '../actors/kit/index.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { LocalTails } from '../protocol/event-item.js'
 import { BEAT_EVERY_MS, HOST_TTL_MS, Placement } from './placement.js'
-import { Roster } from '../actors/kit/roster.js'
 import { natsPresence } from './presence.js'
-import { retryWhileStarting } from '../actors/kit/retry.js'
-import { loadTokenKey } from '../actors/work/token-key.js'
-import { openBucket } from '../actors/kit/buckets.js'
-import { isOutcomeUnknown, storeUnavailable } from '../actors/kit/nats-errors.js'
+import { loadTokenKey } from '../actors/work/index.js'
 
 /** How long a request for a partition whose serving is unsettled (heartbeat gap) waits before a 503. */
 const SETTLE_MS = 1000

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import { pino, type DestinationStream, type Logger } from 'pino'
-import { isTransientNatsError } from '../actors/kit/nats-errors.js'
+import { isTransientNatsError } from '../actors/kit/index.js'
 
 /** Lines are handed to the writer once this many characters are queued... */
 const LOG_BATCH_CHARS = 32 * 1024

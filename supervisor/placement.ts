@@ -4,8 +4,7 @@ import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import { fnv1a } from '../protocol/hash.js'
 import { PARTITIONS, partitionToken, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
-import { RecordStore, live, readAtLeader } from '../actors/kit/store.js'
-import { every, type Loop } from '../actors/kit/loop.js'
+import { every, live, type Loop, readAtLeader, RecordStore } from '../actors/kit/index.js'
 import type { Presence } from './presence.js'
 
 /**

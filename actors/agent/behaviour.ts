@@ -3,10 +3,7 @@ import { fail } from '../../protocol/errors/fail.js'
 import type { Agent, Multiagent } from '../../protocol/schemas/agent.js'
 import { patchMetadata } from '../../protocol/schemas/common.js'
 import { now } from '../../protocol/time.js'
-import { pageOf, type Page } from '../kit/page.js'
-import type { Projection } from '../kit/projection.js'
-import { keyedCreate } from '../kit/create-id.js'
-import type { Handlers } from '../kit/ops.js'
+import { type Handlers, keyedCreate, type Page, pageOf, type Projection } from '../kit/index.js'
 import type { AgentKind } from '../../protocol/ops/agent.js'
 import {
   checkSkillRequirements,

@@ -1,7 +1,7 @@
 import { fail } from '../../protocol/errors/fail.js'
 import { AgentKind } from '../../protocol/ops/agent.js'
 import { Buckets } from '../../protocol/subjects.js'
-import { listedKind } from '../kit/listed-kind.js'
+import { listedKind } from '../kit/index.js'
 import { agentOps } from './behaviour.js'
 import { skillResolver } from './skills.js'
 import { AgentStore, HEAD_PREFIX, type StoredHead } from './state.js'
@@ -22,3 +22,7 @@ export const agentKind = listedKind({
   view: (s: StoredHead) => s.agent,
   ops: (ctx, heads, projection) => agentOps(new AgentStore(heads), projection, skillResolver(ctx.client)),
 })
+
+// An agent's configuration rules, which a session's own settings and a deployment's follow too.
+export { checkSkillRequirements, checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from './normalize.js'
+export { ADVISOR_TOOL, checkCoordinatorToolNames, geoBreach, LIST_AGENTS, type Member, SEND_TO_AGENT, storedRefs } from './roster.js'

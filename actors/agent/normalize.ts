@@ -50,17 +50,18 @@ export function normalizeExecutionIdentity(p: ExecutionIdentityParamsT | null | 
   return { type: 'aws_role', role_arn: p.role_arn }
 }
 
-const ALWAYS_ALLOW: Policy = { type: 'always_allow' }
-const ALWAYS_ASK: Policy = { type: 'always_ask' }
-
 /**
  * Toolset defaults as the vendor documents them: enabled, and `always_allow` for the agent toolset but
  * `always_ask` for MCP toolsets (new tools on a server should not run unapproved).
  */
-function defaultConfig(p: { enabled?: boolean | null; permission_policy?: Policy | null } | null | undefined, policy: Policy): ToolDefaultConfig {
+const AGENT_TOOLSET_DEFAULT: ToolDefaultConfig = { enabled: true, permission_policy: { type: 'always_allow' } }
+const MCP_TOOLSET_DEFAULT: ToolDefaultConfig = { enabled: true, permission_policy: { type: 'always_ask' } }
+
+/** A toolset's default config, or one tool's config, as stored: what it says, and `dflt` where it says nothing. */
+function configured(c: { enabled?: boolean | null; permission_policy?: Policy | null } | null | undefined, dflt: ToolDefaultConfig): ToolDefaultConfig {
   return {
-    enabled: p?.enabled ?? true,
-    permission_policy: p?.permission_policy ? { type: p.permission_policy.type } : policy,
+    enabled: c?.enabled ?? dflt.enabled,
+    permission_policy: c?.permission_policy ? { type: c.permission_policy.type } : dflt.permission_policy,
   }
 }
 
@@ -86,12 +87,7 @@ function urlSources(p: UrlSourcesParamsT, where: string): UrlSources {
 }
 
 function toolConfig(c: AgentToolConfigParamsT, dflt: ToolDefaultConfig, where: string): AgentToolConfig {
-  const out: AgentToolConfig = {
-    type: c.name,
-    name: c.name,
-    enabled: c.enabled ?? dflt.enabled,
-    permission_policy: c.permission_policy ? { type: c.permission_policy.type } : dflt.permission_policy,
-  }
+  const out: AgentToolConfig = { type: c.name, name: c.name, ...configured(c, dflt) }
   if (c.name === 'web_fetch' || c.name === 'web_search') {
     if (c.allowed_domains && c.blocked_domains) {
       throw fail('invalid_request', `${where}: allowed_domains and blocked_domains are mutually exclusive (give one of them)`)
@@ -127,36 +123,24 @@ export function normalizeTools(params: ToolParamsT[]): Tool[] {
     if (t.type === 'custom') {
       return { type: 'custom', name: t.name, description: t.description, input_schema: t.input_schema as { type: 'object' } }
     }
-    if (t.type === 'agent_toolset_20260401') {
-      const dflt = defaultConfig(t.default_config, ALWAYS_ALLOW)
-      const configs = t.configs ?? []
-      noDuplicateNames(
-        configs.map((c) => c.name),
-        (k) => `${where}.configs[${k}].name`,
-        'tool',
-      )
-      return {
-        type: 'agent_toolset_20260401',
-        default_config: dflt,
-        configs: configs.map((c, k) => toolConfig(c, dflt, `${where}.configs[${k}]`)),
-      }
-    }
-    const dflt = defaultConfig(t.default_config, ALWAYS_ASK)
-    const configs = t.configs ?? []
+    const dflt = configured(t.default_config, t.type === 'agent_toolset_20260401' ? AGENT_TOOLSET_DEFAULT : MCP_TOOLSET_DEFAULT)
     noDuplicateNames(
-      configs.map((c) => c.name),
+      (t.configs ?? []).map((c) => c.name),
       (k) => `${where}.configs[${k}].name`,
       'tool',
     )
+    if (t.type === 'agent_toolset_20260401') {
+      return {
+        type: 'agent_toolset_20260401',
+        default_config: dflt,
+        configs: (t.configs ?? []).map((c, k) => toolConfig(c, dflt, `${where}.configs[${k}]`)),
+      }
+    }
     return {
       type: 'mcp_toolset',
       mcp_server_name: t.mcp_server_name,
       default_config: dflt,
-      configs: configs.map((c) => ({
-        name: c.name,
-        enabled: c.enabled ?? dflt.enabled,
-        permission_policy: c.permission_policy ? { type: c.permission_policy.type } : dflt.permission_policy,
-      })),
+      configs: (t.configs ?? []).map((c) => ({ name: c.name, ...configured(c, dflt) })),
     }
   })
 }

@@ -1,7 +1,7 @@
 import { fail, inField } from '../../protocol/errors/fail.js'
 import { SkillKind } from '../../protocol/ops/skill.js'
 import type { SkillParamsT, SkillRef } from '../../protocol/schemas/agent.js'
-import type { ActorClient } from '../kit/client.js'
+import type { ActorClient } from '../kit/index.js'
 
 /**
  * Resolves an agent's skill references to concrete, immutable versions (SPEC Versioning rule 5), pinned by `by` (the

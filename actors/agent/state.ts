@@ -1,7 +1,6 @@
 import type { AgentKind } from '../../protocol/ops/agent.js'
 import type { Agent } from '../../protocol/schemas/agent.js'
-import type { DurableState } from '../kit/durable-state.js'
-import { RecordStore } from '../kit/store.js'
+import { type DurableState, RecordStore } from '../kit/index.js'
 
 /**
  * How agents sit in the `troupe_agents` bucket:

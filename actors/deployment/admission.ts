@@ -6,9 +6,8 @@ import { isFileParams, type ResourceParamsT } from '../../protocol/schemas/resou
 import type { AgentReference } from '../../protocol/schemas/agent.js'
 import type { DeploymentAgentParamsT } from '../../protocol/schemas/deployment.js'
 import type { SessionAgent } from '../../protocol/session.js'
-import type { ActorClient } from '../kit/client.js'
-import { agentResolver, checkVaultRefs, prefixed, snapshotAgent, type AgentResolver } from '../session/admission/admission.js'
-import type { HostSettings } from '../kit/types.js'
+import type { ActorClient, HostSettings } from '../kit/index.js'
+import { agentResolver, checkVaultRefs, prefixed, snapshotAgent, type AgentResolver } from '../session/index.js'
 
 /**
  * What a deployment's create and update check against other kinds: the agent it pins and the environment it names,

@@ -3,13 +3,7 @@ import { systemClock } from '../../protocol/clock.js'
 import { DeploymentKind, DeploymentRunKind } from '../../protocol/ops/deployment.js'
 import type { DeploymentRun } from '../../protocol/schemas/deployment.js'
 import { Buckets } from '../../protocol/subjects.js'
-import { openBucket } from '../kit/buckets.js'
-import { durableState } from '../kit/durable-state.js'
-import { implement } from '../kit/ops.js'
-import { Projection } from '../kit/projection.js'
-import { RecordStore } from '../kit/store.js'
-import { ensureOutbox, Outbox } from '../kit/outbox.js'
-import type { ActorKindDef } from '../kit/types.js'
+import { type ActorKindDef, durableState, ensureOutbox, implement, openBucket, Outbox, Projection, RecordStore } from '../kit/index.js'
 import { DeploymentAdmission } from './admission.js'
 import { deploymentOps } from './behaviour.js'
 import { runOps } from './run-kind.js'
@@ -73,3 +67,6 @@ export const deploymentRunKind: ActorKindDef = {
     return { ops: implement(DeploymentRunKind, runOps(new RecordStore<DeploymentRun>(kv), projection)), close: async () => projection.stop() }
   },
 }
+
+// The orchestrating roles' scheduler of deployments.
+export { type RunningScheduler, startScheduler } from './scheduler/index.js'

@@ -2,10 +2,7 @@ import { fail } from '../../protocol/errors/fail.js'
 import { isId } from '../../protocol/ids.js'
 import { DeploymentRunKind } from '../../protocol/ops/deployment.js'
 import type { DeploymentRun } from '../../protocol/schemas/deployment.js'
-import type { Handlers } from '../kit/ops.js'
-import { pageOf } from '../kit/page.js'
-import type { Projection } from '../kit/projection.js'
-import type { RecordStore } from '../kit/store.js'
+import { type Handlers, pageOf, type Projection, type RecordStore } from '../kit/index.js'
 import { runKey } from './state.js'
 
 /** Deployment runs: immutable records, so any host reads one from the store and lists them from its projection. */

@@ -4,10 +4,7 @@ import { idFromKey } from '../../protocol/ids.js'
 import { SessionKind } from '../../protocol/ops/session.js'
 import { NON_PAUSING_RUN_ERRORS, type DeploymentRun, type RunErrorType } from '../../protocol/schemas/deployment.js'
 import { now } from '../../protocol/time.js'
-import type { ActorClient } from '../kit/client.js'
-import type { Outbox } from '../kit/outbox.js'
-import { isTransientNatsError } from '../kit/nats-errors.js'
-import type { RecordStore } from '../kit/store.js'
+import { type ActorClient, isTransientNatsError, type Outbox, type RecordStore } from '../kit/index.js'
 import { runKey, type DeploymentState, type PendingRun } from './state.js'
 
 /**

@@ -1,10 +1,7 @@
 import type { Environment } from '../../protocol/schemas/environment.js'
 import { EnvironmentKind } from '../../protocol/ops/environment.js'
 import { Buckets } from '../../protocol/subjects.js'
-import { Projection } from '../kit/projection.js'
-import type { ActorKindDef } from '../kit/types.js'
-import { openBucket } from '../kit/buckets.js'
-import { implement } from '../kit/ops.js'
+import { type ActorKindDef, implement, openBucket, Projection } from '../kit/index.js'
 import { environmentOps } from './behaviour.js'
 import { ENV_PREFIX, type StoredEnvironment } from './state.js'
 

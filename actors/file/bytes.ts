@@ -2,7 +2,7 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import { Objm, type ObjectStore } from '@nats-io/obj'
 import type { FileBytes } from '../../protocol/files.js'
 import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/subjects.js'
-import { CHUNK_BYTES, readChunks } from '../kit/object-stores.js'
+import { CHUNK_BYTES, readChunks } from '../kit/index.js'
 
 /** File bytes, and what the file kind also asks of the store: the digest of an object stored before records kept it. */
 export interface FileObjects extends FileBytes {

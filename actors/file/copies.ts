@@ -1,8 +1,8 @@
 import { isApiError } from '../../protocol/errors/api-error.js'
 import { FileKind } from '../../protocol/ops/file.js'
 import { SessionKind } from '../../protocol/ops/session.js'
-import type { ActorClient } from '../kit/client.js'
 import { idFromKey } from '../../protocol/ids.js'
+import type { ActorClient } from '../kit/index.js'
 import type { StoredFile } from './state.js'
 
 /** The id of the copy made for a session's resource: derived, so a retried copy or a later delete finds it. */

@@ -1,12 +1,7 @@
 import { Objm } from '@nats-io/obj'
 import { FileKind } from '../../protocol/ops/file.js'
 import { Buckets, ObjectStores } from '../../protocol/subjects.js'
-import { openBucket } from '../kit/buckets.js'
-import { every } from '../kit/loop.js'
-import { openObjectStore } from '../kit/object-stores.js'
-import { implement } from '../kit/ops.js'
-import { Projection } from '../kit/projection.js'
-import type { ActorKindDef } from '../kit/types.js'
+import { type ActorKindDef, every, implement, openBucket, openObjectStore, Projection } from '../kit/index.js'
 import { fileOps } from './behaviour.js'
 import { fileBytes } from './bytes.js'
 import { sweepCopies } from './copies.js'
@@ -14,8 +9,6 @@ import { FILE_PREFIX, type StoredFile } from './state.js'
 import { fileNames, namedAtSource, ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'
 
 export { copyIdOf } from './copies.js'
-export { type FileObjects, fileBytes } from './bytes.js'
-export { type FileReader, fileReader } from './read.js'
 
 /**
  * Files: any host serves any file's metadata (KV records, written only once the bytes are whole); the bytes live in
@@ -52,3 +45,8 @@ export const fileKind: ActorKindDef = {
     }
   },
 }
+
+// The file objects, reads and orphan sweep that sessions, skills and the gateway's downloads (through the supervisor) share.
+export { type FileObjects, fileBytes } from './bytes.js'
+export { type FileReader, fileReader } from './read.js'
+export { namedAtSource, ORPHAN_AGE_MS, sweepOrphans } from './sweep.js'

@@ -1,7 +1,7 @@
 import { isApiError } from '../../protocol/errors/api-error.js'
 import type { FileBytes } from '../../protocol/files.js'
 import { FileKind } from '../../protocol/ops/file.js'
-import type { ActorClient } from '../kit/client.js'
+import type { ActorClient } from '../kit/index.js'
 
 /** Reads a file's bytes by its id: those of the object its record names. */
 export interface FileReader {

@@ -13,9 +13,6 @@ export interface Versioned<T> {
   revision: number
 }
 
-/** True when a CAS write lost the race (typed on JetStream's API codes; see nats-errors.ts). */
-export { isCasConflict }
-
 /**
  * Typed msgpack records in one KV bucket.
  *
@@ -78,38 +75,39 @@ export class RecordStore<T> {
   }
 
   /** Creates the key; false if it exists. */
-  async create(key: string, value: T): Promise<number | false> {
-    try {
-      const bytes = encode(value)
-      const rev = await kvCreate(this.kv, key, bytes)
-      this.remember(key, value, bytes, rev)
-      return rev
-    } catch (err) {
-      this.cache.delete(key)
-      this.lastWritten.delete(key)
-      if (isCasConflict(err)) return false
-      throw err
-    }
+  create(key: string, value: T): Promise<number | false> {
+    return this.casWrite(key, value, (bytes) => kvCreate(this.kv, key, bytes))
   }
 
   /** Writes if the key is still at `revision`; false if someone wrote first. */
-  async update(key: string, value: T, revision: number): Promise<number | false> {
+  update(key: string, value: T, revision: number): Promise<number | false> {
+    return this.casWrite(key, value, (bytes) => kvPut(this.kv, key, bytes, revision))
+  }
+
+  /**
+   * Stores `value` with a compare-and-set (`write` sends its bytes); false if someone wrote first. On any failure
+   * this host no longer knows what the key holds, so its cached value and last write are dropped.
+   */
+  private async casWrite(key: string, value: T, write: (bytes: Uint8Array) => Promise<number>): Promise<number | false> {
     try {
       const bytes = encode(value)
-      const rev = await kvPut(this.kv, key, bytes, revision)
+      const rev = await write(bytes)
       this.remember(key, value, bytes, rev)
       return rev
     } catch (err) {
-      this.cache.delete(key)
-      this.lastWritten.delete(key)
+      this.drop(key)
       if (isCasConflict(err)) return false
       throw err
     }
   }
 
-  async put(key: string, value: T): Promise<number> {
+  private drop(key: string): void {
     this.cache.delete(key)
     this.lastWritten.delete(key)
+  }
+
+  async put(key: string, value: T): Promise<number> {
+    this.drop(key)
     const bytes = encode(value)
     const rev = await kvPut(this.kv, key, bytes)
     this.remember(key, value, bytes, rev)
@@ -118,8 +116,7 @@ export class RecordStore<T> {
 
   /** Deletes if the key is still at `revision`; false if someone wrote first. */
   async delete(key: string, revision: number): Promise<boolean> {
-    this.cache.delete(key)
-    this.lastWritten.delete(key)
+    this.drop(key)
     try {
       await this.kv.delete(key, { previousSeq: revision })
       return true

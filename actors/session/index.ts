@@ -1,13 +1,7 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
-import { openBucket } from '../kit/buckets.js'
-import { KeyedActors } from '../kit/keyed-actors.js'
-import { implement } from '../kit/ops.js'
-import { Projection } from '../kit/projection.js'
-import { retryWhileStarting } from '../kit/retry.js'
-import { modelRetry } from '../kit/retry-policy.js'
-import type { ActorKindDef } from '../kit/types.js'
+import { type ActorKindDef, ensureOutbox, implement, KeyedActors, modelRetry, openBucket, Outbox, Projection, retryWhileStarting } from '../kit/index.js'
 import { SessionActor } from './actor/index.js'
 import type { ActorDeps, SessionSettings } from './actor/index.js'
 import { agentResolver } from './admission/index.js'
@@ -15,12 +9,17 @@ import { sessionOps } from './handlers/index.js'
 import { listSessions } from './handlers/index.js'
 import { SessionTails } from './log/index.js'
 import { ensureEventsStream } from './log/index.js'
-import { ensureOutbox, Outbox } from '../kit/outbox.js'
 import { modelClient } from './turn/index.js'
 import { EnvironmentRefs } from './admission/index.js'
 import { SESSION_PREFIX, type SessionRecord } from './history/index.js'
 import { SkillTexts } from './turn/index.js'
 import { DEFAULT_WORKDIR_SETTINGS, workdirDeps, Workdirs } from '../workdir/index.js'
+
+// What other kinds and the supervisor use of sessions: a deployment's admission checks a run's session as a create
+// does; webhooks and the gateway read sessions' event logs; the inspect commands read their records.
+export { type AgentResolver, agentResolver, checkCreateInput, checkVaultRefs, prefixed, snapshotAgent } from './admission/index.js'
+export { SESSION_PREFIX, type SessionRecord, sessionKey } from './history/index.js'
+export { ensureEventsStream, readSessionEvents } from './log/index.js'
 
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   retries: modelRetry.maximumAttempts - 1,

@@ -9,7 +9,7 @@ import type {
   McpOAuthRefresh,
 } from '../../protocol/schemas/vault.js'
 import { patchMetadata } from '../../protocol/schemas/common.js'
-import type { Keyring } from '../kit/keyring.js'
+import type { Keyring } from '../kit/index.js'
 import { secretAad, type SecretField, type StoredCredential } from './state.js'
 
 /**

@@ -1,7 +1,7 @@
 import { fail } from '../../protocol/errors/fail.js'
 import { VaultKind } from '../../protocol/ops/vault.js'
 import { Buckets } from '../../protocol/subjects.js'
-import { listedKind } from '../kit/listed-kind.js'
+import { listedKind } from '../kit/index.js'
 import { vaultOps } from './behaviour.js'
 import { VAULT_PREFIX, type VaultState } from './state.js'
 

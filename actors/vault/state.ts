@@ -1,4 +1,4 @@
-import type { Sealed } from '../kit/keyring.js'
+import type { Sealed } from '../kit/index.js'
 import type { Credential, Vault } from '../../protocol/schemas/vault.js'
 
 /**

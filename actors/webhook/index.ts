@@ -1,7 +1,7 @@
 import { fail } from '../../protocol/errors/fail.js'
 import { WebhookKind } from '../../protocol/ops/webhook.js'
 import { Buckets } from '../../protocol/subjects.js'
-import { listedKind } from '../kit/listed-kind.js'
+import { listedKind } from '../kit/index.js'
 import { webhookOps } from './behaviour.js'
 import { ensureFanOutConsumers } from './fanout.js'
 import { WEBHOOK_PREFIX, type WebhookState } from './state.js'
@@ -23,3 +23,6 @@ export const webhookKind = listedKind({
     return webhookOps({ states, projection, keyring: ctx.settings.keyring })
   },
 })
+
+// The orchestrating roles' fan-out and delivery of webhook events.
+export { type DeliveriesOptions, startDeliveries } from './orchestrate.js'

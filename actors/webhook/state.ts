@@ -1,5 +1,5 @@
 import type { WebhookEndpoint, WebhookEventType } from '../../protocol/schemas/webhook.js'
-import type { Sealed } from '../kit/keyring.js'
+import type { Sealed } from '../kit/index.js'
 
 /**
  * How endpoints sit in their bucket:

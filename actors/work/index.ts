@@ -1,8 +1,6 @@
 import { WorkKind } from '../../protocol/ops/work.js'
 import { Buckets } from '../../protocol/subjects.js'
-import { durableState } from '../kit/durable-state.js'
-import { implement } from '../kit/ops.js'
-import type { ActorKindDef } from '../kit/types.js'
+import { type ActorKindDef, durableState, implement } from '../kit/index.js'
 import { workOps } from './behaviour.js'
 import { emptyQueue, type Queue } from './state.js'
 import { loadTokenKey } from './token-key.js'
@@ -21,3 +19,6 @@ export const workKind: ActorKindDef = {
     return queues.runtime(implement(WorkKind, handlers), close)
   },
 }
+
+// The gateway checks session tokens with this key (the supervisor hands it over).
+export { loadTokenKey } from './token-key.js'

@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Kvm } from '@nats-io/kv'
 import { Buckets } from '../../protocol/subjects.js'
-import { openBucket } from '../kit/buckets.js'
-import { isCasConflict } from '../kit/nats-errors.js'
-import type { Storage } from '../kit/replicas.js'
+import { isCasConflict, openBucket, type Storage } from '../kit/index.js'
 
 const KEY = 'token-key'
 

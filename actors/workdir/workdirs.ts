@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { SandboxHostBeat } from '../../protocol/subjects.js'
-import type { Roster } from '../kit/roster.js'
+import type { Roster } from '../kit/index.js'
 import type { WorkdirDeps } from './deps.js'
 import { InProcessSandbox } from './in-process.js'
 import type { SandboxOwner, SandboxSpec, SessionSandbox } from './port.js'

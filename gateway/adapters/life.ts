@@ -22,6 +22,35 @@ export function gone(life: Life): void {
 }
 
 /**
+ * What the exchanges of both adapters share: their response's Life, the gateway's abort callback (`Exchange.onAbort`)
+ * and `Exchange.close`. The adapter gives its own way of closing the connection.
+ */
+export abstract class LifeExchange {
+  protected readonly life: Life = { aborted: false, ended: false, hooks: new Set() }
+  private userAbort: (() => void) | undefined
+
+  /** Closes the connection at once, however the transport does it. */
+  protected abstract closeConnection(): void
+
+  onAbort(fn: () => void): void {
+    if (this.userAbort) this.life.hooks.delete(this.userAbort)
+    this.userAbort = fn
+    if (this.life.aborted) {
+      fn()
+      return
+    }
+    this.life.hooks.add(fn)
+  }
+
+  close(): void {
+    if (this.life.aborted || this.life.ended) return
+    this.life.ended = true
+    this.closeConnection()
+    gone(this.life)
+  }
+}
+
+/**
  * The bound of a lingering close, the same on both transports: `done` runs once, with whether the client
  * finished sending the unread body, when it did, past LINGER_BYTES dropped or LINGER_MS, or on abort; it is not
  * run once the response is unusable. The adapter then completes the response or closes the connection.

@@ -1,15 +1,4 @@
-import type { ErrorCode } from './catalog.js'
-
-export type ErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'permission_error'
-  | 'not_found_error'
-  | 'conflict_error'
-  | 'request_too_large'
-  | 'api_error'
-  | 'overloaded_error'
-  | 'timeout_error'
+import type { ErrorCode, ErrorType } from './catalog.js'
 
 /** The serialisable form of an ApiError, as carried in an actor reply. */
 export interface ErrorData {

@@ -1,5 +1,4 @@
 import { formatAmount } from '../cost.js'
-import type { ErrorType } from './api-error.js'
 
 /**
  * Every error the server can return, by code (Fastify's lib/errors.js is the model): its status, its type, the one
@@ -21,6 +20,18 @@ export interface CatalogEntry<P extends unknown[] = never[]> {
   /** More of `details` beside `error_code`, made from the same params (a 412's `current_state`). */
   readonly details?: (...params: P) => Record<string, unknown>
 }
+
+/** The error types of the wire (`error.type`); each status has one (`TYPE_OF`). */
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'request_too_large'
+  | 'api_error'
+  | 'overloaded_error'
+  | 'timeout_error'
 
 /** The type that goes with each status: one status, one type, so the two can never disagree. */
 const TYPE_OF: Record<number, ErrorType> = {

@@ -1,4 +1,5 @@
-import { isApiError, type ErrorType } from './api-error.js'
+import { isApiError } from './api-error.js'
+import type { ErrorType } from './catalog.js'
 import { fail } from './fail.js'
 
 export interface Envelope {

@@ -10,7 +10,7 @@ import {
   type PlacementRecord,
   type SandboxHostBeat,
 } from '../../protocol/subjects.js'
-import { SESSION_PREFIX, type SessionRecord } from '../../actors/session/history/state.js'
+import { SESSION_PREFIX, type SessionRecord } from '../../actors/session/index.js'
 import { needJetStream, parse, type Io } from './io.js'
 import { readStream } from './read-stream.js'
 

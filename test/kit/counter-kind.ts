@@ -1,8 +1,6 @@
 import { type } from 'arktype'
 import { defineKind, returns } from '../../protocol/ops/define.js'
-import { durableState } from '../../actors/kit/durable-state.js'
-import { implement } from '../../actors/kit/ops.js'
-import type { ActorKindDef } from '../../actors/kit/types.js'
+import { type ActorKindDef, durableState, implement } from '../../actors/kit/index.js'
 
 /** A test kind: a counter per id, one op placed on the owner of the id. Everything else is the kit's. */
 export const CounterKind = defineKind(

@@ -3,9 +3,7 @@ import type { QueuedIterator } from '@nats-io/nats-core'
 import type { Clock } from '../../../protocol/clock.js'
 import { decode, encode } from '../../../protocol/codec.js'
 import type { FireReply } from '../../../protocol/ops/deployment.js'
-import { LOST, casLoop } from '../../kit/cas.js'
-import { isCasConflict } from '../../kit/nats-errors.js'
-import { retryWhileStarting } from '../../kit/retry.js'
+import { casLoop, isCasConflict, LOST, retryWhileStarting } from '../../kit/index.js'
 
 /**
  * `claim.<deployment id>.<occurrence ms>` in `troupe_schedule_claims`: who fires one occurrence, until when (clock ms),

@@ -2,7 +2,7 @@ import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { QueuedIterator } from '@nats-io/nats-core'
 import { decode } from '../../../protocol/codec.js'
 import { isId } from '../../../protocol/ids.js'
-import { retryWhileStarting } from '../../kit/retry.js'
+import { retryWhileStarting } from '../../kit/index.js'
 import type { CronSchedule } from '../../../protocol/schedule.js'
 import { DEPLOYMENT_PREFIX, type DeploymentState } from '../state.js'
 

@@ -1,7 +1,7 @@
 import { fail } from '../../../protocol/errors/fail.js'
 import { primaryThreadId } from '../../../protocol/ids.js'
 import type { SessionThread } from '../../../protocol/session.js'
-import type { Mailbox } from '../../kit/mailbox.js'
+import type { Mailbox } from '../../kit/index.js'
 import type { SessionSandbox } from '../../workdir/index.js'
 import type { History } from '../history/index.js'
 import { EventLog } from '../log/index.js'

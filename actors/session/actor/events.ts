@@ -1,7 +1,7 @@
 import type { RequestTag, SessionEvent } from '../../../protocol/events.js'
 import { newId } from '../../../protocol/ids.js'
 import { now } from '../../../protocol/time.js'
-import type { Mailbox } from '../../kit/mailbox.js'
+import type { Mailbox } from '../../kit/index.js'
 import { Appends } from '../log/index.js'
 import type { History } from '../history/index.js'
 import type { EventLog } from '../log/index.js'

@@ -1,5 +1,4 @@
-import type { FencedRecord } from '../../kit/fenced-record.js'
-import { FenceLost, type Mailbox } from '../../kit/mailbox.js'
+import { type FencedRecord, FenceLost, type Mailbox } from '../../kit/index.js'
 import { toWireUsage } from '../billing/index.js'
 import type { History } from '../history/index.js'
 import { statsOf, type SessionRecord } from '../history/index.js'

@@ -1,5 +1,5 @@
 import { emptyUsage } from '../billing/index.js'
-import { FencedRecord } from '../../kit/fenced-record.js'
+import { FencedRecord } from '../../kit/index.js'
 import { queueWork, selfHostedOf } from '../admission/index.js'
 import { History } from '../history/index.js'
 import { type SessionRecord, sessionKey } from '../history/index.js'

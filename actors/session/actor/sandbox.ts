@@ -1,4 +1,4 @@
-import type { Mailbox } from '../../kit/mailbox.js'
+import type { Mailbox } from '../../kit/index.js'
 import { type SandboxOwner, type SessionSandbox, sandboxSpec, type Workdirs } from '../../workdir/index.js'
 import type { SessionEvents } from './events.js'
 import type { History } from '../history/index.js'

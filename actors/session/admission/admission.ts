@@ -4,15 +4,24 @@ import type { Agent, AgentReference, AgentsLevel, Tool } from '../../../protocol
 import type { Environment } from '../../../protocol/schemas/environment.js'
 import { isFileParams, mountPathOf, mountsOverlap, type ResourceParamsT } from '../../../protocol/schemas/resource.js'
 import { listedManagers, localBackend, type SandboxBackend } from '../../../sandbox/index.js'
-import type { HostContext } from '../../kit/types.js'
+import type { ActorClient, HostContext } from '../../kit/index.js'
 import type { BudgetParams, SessionCreateInput } from '../../../protocol/schemas/session.js'
 import type { SessionAgent, ThreadAgent } from '../../../protocol/session.js'
 import { budgetCents, checkBudgetCreate } from '../billing/index.js'
 import type { ModelRef } from '../billing/index.js'
-import { checkSkillRequirements, checkToolGraph, normalizeModel, normalizeServers, normalizeTools, textOrNull } from '../../agent/normalize.js'
-import { checkCoordinatorToolNames, geoBreach, storedRefs, type Member } from '../../agent/roster.js'
+import {
+  checkCoordinatorToolNames,
+  checkSkillRequirements,
+  checkToolGraph,
+  geoBreach,
+  type Member,
+  normalizeModel,
+  normalizeServers,
+  normalizeTools,
+  storedRefs,
+  textOrNull,
+} from '../../agent/index.js'
 import { AgentKind } from '../../../protocol/ops/agent.js'
-import type { ActorClient } from '../../kit/client.js'
 
 /**
  * Session admission (SPEC "Sessions", create rules): everything that can refuse a session is checked before

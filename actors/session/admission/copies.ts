@@ -3,8 +3,7 @@ import { idFromKey } from '../../../protocol/ids.js'
 import { FileKind } from '../../../protocol/ops/file.js'
 import { type FileResource, isFileParams, mountPathOf, type ResourceParamsT, type SessionResource } from '../../../protocol/schemas/resource.js'
 import { copyIdOf } from '../../file/index.js'
-import type { ActorClient } from '../../kit/client.js'
-import type { HostContext } from '../../kit/types.js'
+import type { ActorClient, HostContext } from '../../kit/index.js'
 
 /**
  * A session's resources: files, each an independent copy of the file it names (a new `file_` id scoped to the

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import { EnvironmentKind } from '../../../protocol/ops/environment.js'
 import type { Environment } from '../../../protocol/schemas/environment.js'
-import type { ActorClient } from '../../kit/client.js'
+import type { ActorClient } from '../../kit/index.js'
 
 /**
  * The environment reference each session holds (an environment in use cannot be deleted), taken and dropped with

@@ -1,8 +1,6 @@
 import { ApiError } from '../../../protocol/errors/api-error.js'
 import { WorkKind } from '../../../protocol/ops/work.js'
-import { isTransientNatsError } from '../../kit/nats-errors.js'
-import { retry, retryPolicy } from '../../kit/retry-policy.js'
-import type { HostContext } from '../../kit/types.js'
+import { type HostContext, isTransientNatsError, retry, retryPolicy } from '../../kit/index.js'
 import type { SessionRecord } from '../history/index.js'
 
 /** What the work queue needs of a session: its id, its environment, and whether that environment is self-hosted. */

@@ -5,7 +5,7 @@ import type { SkillParamsT, SkillRef } from '../../../protocol/schemas/agent.js'
 import type { SessionCreateInput } from '../../../protocol/schemas/session.js'
 import type { SessionAgent, ThreadAgent } from '../../../protocol/session.js'
 import { SESSION_MAX_SKILL_EXPANDED_BYTES, SESSION_MAX_SKILLS } from '../../../protocol/skill-rules.js'
-import type { ActorClient } from '../../kit/client.js'
+import type { ActorClient } from '../../kit/index.js'
 import type { SessionSkill } from '../history/index.js'
 
 /** Pins asked at once: a session of 500 skills pins them in about 32 round trips, not 500. */

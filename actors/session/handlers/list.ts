@@ -1,7 +1,7 @@
 import { decodeCursor, encodeCursor, isRecordPosition } from '../../../protocol/cursor.js'
 import type { SessionListInput } from '../../../protocol/schemas/session.js'
 import type { Session } from '../../../protocol/session.js'
-import type { Projection } from '../../kit/projection.js'
+import type { Projection } from '../../kit/index.js'
 
 interface Position {
   id: string

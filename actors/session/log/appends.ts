@@ -1,5 +1,5 @@
 import type { SessionEvent } from '../../../protocol/events.js'
-import type { Mailbox } from '../../kit/mailbox.js'
+import type { Mailbox } from '../../kit/index.js'
 import type { EventLog } from './log.js'
 
 /** A message of several events stays far below any record limit: an event that would push it past this starts another. */

@@ -1,7 +1,7 @@
 import { AckPolicy, DeliverPolicy, type Consumer, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
 import { fail } from '../../../protocol/errors/fail.js'
 import { storedItems, type EventItem, type EventReader, type ReadFrom } from '../../../protocol/event-item.js'
-import { isTransientNatsError } from '../../kit/nats-errors.js'
+import { isTransientNatsError } from '../../kit/index.js'
 import { EVENTS_STREAM, eventsSubject, eventsWildcard, threadOf } from '../../../protocol/subjects.js'
 
 /**

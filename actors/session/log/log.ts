@@ -6,10 +6,7 @@ import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcar
 import type { EventItem } from '../../../protocol/event-item.js'
 import { readSessionRange } from './event-reader.js'
 import type { SessionTails } from './local-tails.js'
-import type { Storage } from '../../kit/replicas.js'
-import { ensureStream } from '../../kit/streams.js'
-import { jsPublisher } from '../../kit/js-publish.js'
-import { AppendUncertain, FenceLost } from '../../kit/mailbox.js'
+import { AppendUncertain, ensureStream, FenceLost, jsPublisher, type Storage } from '../../kit/index.js'
 
 const isTimeout = (err: unknown) => err instanceof TimeoutError || (err instanceof Error && err.cause instanceof TimeoutError)
 

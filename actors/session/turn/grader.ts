@@ -1,7 +1,7 @@
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
 import type { SessionEvent } from '../../../protocol/events.js'
 import { newId } from '../../../protocol/ids.js'
-import { intervalAfter } from '../../kit/retry-policy.js'
+import { intervalAfter } from '../../kit/index.js'
 import type { TurnDeps } from './types.js'
 import type { History } from '../history/index.js'
 import { classifyFailure, streamModel } from './model.js'

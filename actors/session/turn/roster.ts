@@ -3,7 +3,7 @@ import { idFromKey } from '../../../protocol/ids.js'
 import type { AdvisorEntry } from '../../../protocol/schemas/agent.js'
 import type { SessionAgent, ThreadAgent } from '../../../protocol/session.js'
 import { textResult, type ToolResult } from '../../../sandbox/types.js'
-import { ADVISOR_TOOL, LIST_AGENTS, SEND_TO_AGENT } from '../../agent/roster.js'
+import { ADVISOR_TOOL, LIST_AGENTS, SEND_TO_AGENT } from '../../agent/index.js'
 
 export { ADVISOR_TOOL, LIST_AGENTS, SEND_TO_AGENT }
 

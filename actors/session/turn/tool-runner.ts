@@ -1,4 +1,4 @@
-import type { Mailbox } from '../../kit/mailbox.js'
+import type { Mailbox } from '../../kit/index.js'
 import type { History, OpenTool } from '../history/index.js'
 import type { SessionSandbox } from '../../workdir/index.js'
 import type { SkillTexts } from './skill-texts.js'

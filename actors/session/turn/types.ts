@@ -1,7 +1,6 @@
 import type { SessionEvent } from '../../../protocol/events.js'
 import type { ToolResult } from '../../../sandbox/index.js'
-import type { RetryPolicy } from '../../kit/retry-policy.js'
-import type { HostContext, SessionTuning } from '../../kit/types.js'
+import type { HostContext, RetryPolicy, SessionTuning } from '../../kit/index.js'
 import type { OpenTool } from '../history/index.js'
 import type { Model, Preview } from './model.js'
 import type { SkillTexts } from './skill-texts.js'

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { FileHandle } from 'node:fs/promises'
-import { CHUNK_BYTES } from '../../kit/object-stores.js'
+import { CHUNK_BYTES } from '../../kit/index.js'
 
 /**
  * Reading an output file through the descriptor the walk opened (walk.ts), never by its path again, and never

@@ -3,9 +3,7 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import { headers, nuid } from '@nats-io/nats-core'
 import type { ObjectStore } from '@nats-io/obj'
 import { ObjectStores, objectChunkPrefix, objectMetaSubject, objectStream } from '../../../protocol/subjects.js'
-import { FenceLost } from '../../kit/mailbox.js'
-import { isCasConflict, isOutcomeUnknown, isTransientNatsError } from '../../kit/nats-errors.js'
-import { CHUNK_BYTES, readChunks } from '../../kit/object-stores.js'
+import { CHUNK_BYTES, FenceLost, isCasConflict, isOutcomeUnknown, isTransientNatsError, readChunks } from '../../kit/index.js'
 
 const STORE = ObjectStores.workspaces
 const STREAM = objectStream(STORE)

@@ -2,20 +2,19 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { After, BodyResult, BodyStream, Exchange, Headers, ResponseStream, Unread } from '../../transport.js'
 import { dropBody, readBody, streamBody } from './body.js'
 import { send, sendHead, stream } from './response.js'
-import { gone, type Life } from '../life.js'
+import { gone, LifeExchange } from '../life.js'
 
-export class NodeExchange implements Exchange {
+export class NodeExchange extends LifeExchange implements Exchange {
   readonly method: string
   readonly path: string
   readonly query: string
   readonly headers: Headers = {}
-  private readonly life: Life = { aborted: false, ended: false, hooks: new Set() }
-  private userAbort: (() => void) | undefined
 
   constructor(
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
   ) {
+    super()
     // 'close' also follows a completed response: only one that did not finish means the client left.
     res.once('close', () => {
       if (!res.writableFinished) gone(this.life)
@@ -59,20 +58,7 @@ export class NodeExchange implements Exchange {
     return stream(this.res, this.life, status, headers, length)
   }
 
-  onAbort(fn: () => void): void {
-    if (this.userAbort) this.life.hooks.delete(this.userAbort)
-    this.userAbort = fn
-    if (this.life.aborted) {
-      fn()
-      return
-    }
-    this.life.hooks.add(fn)
-  }
-
-  close(): void {
-    if (this.life.aborted || this.life.ended) return
-    this.life.ended = true
+  protected closeConnection(): void {
     this.res.destroy()
-    gone(this.life)
   }
 }

@@ -2,21 +2,20 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
 import type { After, BodyResult, BodyStream, Exchange, Headers, ResponseStream, Unread } from '../../transport.js'
 import { dropBody, readBody, streamBody } from './body.js'
 import { send, sendHead, sized, stream } from './response.js'
-import { gone, type Life } from '../life.js'
+import { gone, LifeExchange } from '../life.js'
 
-export class UwsExchange implements Exchange {
+export class UwsExchange extends LifeExchange implements Exchange {
   readonly method: string
   readonly path: string
   readonly query: string
   readonly headers: Headers = {}
-  private readonly life: Life = { aborted: false, ended: false, hooks: new Set() }
-  private userAbort: (() => void) | undefined
 
   /** Call it synchronously in the uWS handler: it registers onAborted and copies what `req` holds before uWS drops it. */
   constructor(
     private readonly res: HttpResponse,
     req: HttpRequest,
   ) {
+    super()
     res.onAborted(() => gone(this.life))
     // Repeated headers are joined as node joins them, so a duplicated content-length (which uWS accepts, framing
     // the body by the first) reads as malformed rather than as the last value.
@@ -57,23 +56,10 @@ export class UwsExchange implements Exchange {
     return sized(this.res, this.life, status, headers, length)
   }
 
-  onAbort(fn: () => void): void {
-    if (this.userAbort) this.life.hooks.delete(this.userAbort)
-    this.userAbort = fn
-    if (this.life.aborted) {
-      fn()
-      return
-    }
-    this.life.hooks.add(fn)
-  }
-
-  close(): void {
-    if (this.life.aborted || this.life.ended) return
-    this.life.ended = true
+  protected closeConnection(): void {
     // uWS runs onAborted from close(): the callbacks learn of it the usual way.
     try {
       this.res.close()
     } catch {}
-    gone(this.life)
   }
 }
