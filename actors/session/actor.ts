@@ -12,7 +12,7 @@ import { emptyUsage } from './billing/usage.js'
 import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
 import { History } from './history.js'
-import { EventLog, lastSequence, purgeSession, readSession } from './log.js'
+import { EventLog, lastSequence, deleteSessionHistory, readSession } from './log.js'
 import { outcomeIdOf } from './outcomes.js'
 import { queueWork, selfHostedOf } from './self-hosted.js'
 import { RecordWriter } from './record-writer.js'
@@ -352,7 +352,7 @@ export class SessionActor extends MailboxActor {
     // Committed: the deletion is told before its history goes (kit/outbox.ts).
     await this.deps.outbox.publish('session.deleted', this.id, Date.now())
     await this.mb.unmarkWork(true)
-    await purgeSession(this.deps.ctx.jsm, this.id)
+    await deleteSessionHistory(this.deps.ctx.jsm, this.id)
     await this.deps.environments.release(this.h.session.environment_id, this.id, rid)
     await this.sandbox.remove()
     await this.deps.outputs.forget(this.id)

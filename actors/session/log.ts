@@ -9,6 +9,7 @@ import type { SessionTails } from './local-tails.js'
 import type { Storage } from '../kit/replicas.js'
 import { ensureStream } from '../kit/streams.js'
 import { jsPublisher } from '../kit/js-publish.js'
+import { clearSubject } from '../kit/sequence-deletes.js'
 import { AppendUncertain, FenceLost } from '../kit/mailbox.js'
 
 const isTimeout = (err: unknown) => err instanceof TimeoutError || (err instanceof Error && err.cause instanceof TimeoutError)
@@ -242,7 +243,10 @@ export async function readSession(js: JetStreamClient, sessionId: string, untilS
   }
 }
 
-/** Removes a session's whole history (session delete). */
-export async function purgeSession(jsm: JetStreamManager, sessionId: string): Promise<void> {
-  await jsm.streams.purge(EVENTS_STREAM, { filter: eventsWildcard(sessionId) })
+/**
+ * Removes a session's whole history (session delete), message by message: a subject purge of the replicated events
+ * stream can leave its replicas unlike, a replica losing other sessions' events too (kit/sequence-deletes.ts).
+ */
+export async function deleteSessionHistory(jsm: JetStreamManager, sessionId: string): Promise<void> {
+  await clearSubject(jsm, EVENTS_STREAM, eventsWildcard(sessionId))
 }
