@@ -91,9 +91,10 @@ export async function* messagesAtLeader(jsm: JetStreamManager, stream: string, s
 
 /**
  * Deletes every message on `filter` (a subject or a wildcard) by sequence, in place of a purge; the number deleted. The
- * stream's leader says what is left: the sequences come from a headers-only consumer, and when that one's replica was
- * behind, what it missed is found at the leader, subject by subject (bodies included, so rarely). Repeating it is
- * harmless; a subject someone keeps writing to throws after a few rounds.
+ * stream's leader says what is left. A single message is found at the leader (one read, its body included: at most a
+ * chunk); more are listed by a headers-only consumer, and what that one missed (its replica was behind) is then found
+ * at the leader, subject by subject. Repeating it is harmless; a subject someone keeps writing to throws after a few
+ * rounds.
  */
 export async function clearSubject(jsm: JetStreamManager, stream: string, filter: string): Promise<number> {
   let deleted = 0
@@ -103,8 +104,12 @@ export async function clearSubject(jsm: JetStreamManager, stream: string, filter
     if (!left.length) return deleted
     if (round === ROUNDS) throw new Error(`${stream}: ${left.length} subject(s) on ${filter} still hold messages after ${ROUNDS} rounds of deletes`)
     const seqs: number[] = []
-    if (round === 0) seqs.push(...(await sequencesOn(jsm, stream, filter)))
-    else for (const [subject] of left) for await (const m of messagesAtLeader(jsm, stream, subject)) seqs.push(m.seq)
+    if (round === 0 && (left.length > 1 || left[0]![1] > 1)) seqs.push(...(await sequencesOn(jsm, stream, filter)))
+    else
+      for (const [subject, n] of left) {
+        const found = seqs.length
+        for await (const m of messagesAtLeader(jsm, stream, subject)) if (seqs.push(m.seq) - found === n) break
+      }
     await deleteSequences(jsm, stream, seqs)
     deleted += seqs.length
   }
