@@ -76,11 +76,11 @@ async function sequencesOn(jsm: JetStreamManager, stream: string, filter: string
 }
 
 /**
- * The messages on `subject` (no wildcard) from sequence `from` on, read one at a time from the stream's leader (what it
- * holds is what counts), bodies included: for small messages, such as object meta entries.
+ * The messages on `subject` (no wildcard), first to last, read one at a time from the stream's leader (what it holds is
+ * what counts), bodies included: for small messages, such as object meta entries.
  */
-export async function* messagesAtLeader(jsm: JetStreamManager, stream: string, subject: string, from = 1): AsyncGenerator<StoredMsg> {
-  for (let seq = from; ; ) {
+export async function* messagesAtLeader(jsm: JetStreamManager, stream: string, subject: string): AsyncGenerator<StoredMsg> {
+  for (let seq = 1; ; ) {
     // nats-server answers next_by_subj on the leader's message get too (2.9 and later); nats.js types only the direct one.
     const m = await jsm.streams.getMessage(stream, { seq, next_by_subj: subject } as unknown as { seq: number })
     if (!m) return
