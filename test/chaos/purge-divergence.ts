@@ -6,7 +6,7 @@
 // [--gap 2000]`. On nats-server 2.9.10 (Debian's): with subject purges n1 75, n2 3, n3 75 messages (again: 74, 2, 74;
 // 72, 66, 72); with messages deleted by sequence instead, 16,248 on each (again: 11,748); without either, 44,616 on
 // each (again: 18,817). `objects`: an R3 object store written through our layer (actors/kit/object-writes.ts: puts
-// over 40 names, a delete every third operation, nothing purged): alike too (120 on each). A replica left with fewer
+// over 40 names, a delete every third operation, nothing purged): alike too (120 on each; again 130). A replica left with fewer
 // messages loses them for everyone when it leads: what chaos runs at 180 s saw as skill bundles and workspace saves
 // gone (docs/ARCHITECTURE.md).
 // test/kit/object-store-replicas.test.ts is the short form in the suite.
