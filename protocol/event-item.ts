@@ -60,7 +60,7 @@ export type ReadFrom = { seq: number } | { time: Date } | 'all'
 
 /**
  * Reads a session's stored events (all threads) in stream order, until nothing is pending. The reads themselves
- * are the session kind's (actors/session/event-reader.ts); the gateway is handed one as a function.
+ * are the session kind's (actors/session/log/event-reader.ts); the gateway is handed one as a function.
  */
 export interface EventReader {
   /** The next stored event, or null once the read caught up with what the stream held (or was closed). */

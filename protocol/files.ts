@@ -1,6 +1,6 @@
 import { newSuffix } from './ids.js'
 
-/** An object as the store completed it: its size and the SHA-256 digest nats.js computed (`SHA-256=<base64url>`). */
+/** An object as the store completed it: its size and the SHA-256 digest the store computed (`SHA-256=<base64url>`, padded). */
 export interface StoredObject {
   size: number
   digest: string

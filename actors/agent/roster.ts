@@ -29,7 +29,7 @@ import type { AgentStore } from './state.js'
 export const MAX_ROSTER = 20
 export const SELF_VERSION = 0
 
-/** The tools a coordinator's primary thread is offered (actors/session/threads.ts runs them). */
+/** The tools a coordinator's primary thread is offered (actors/session/threads/ runs them). */
 export const LIST_AGENTS = 'list_agents'
 export const SEND_TO_AGENT = 'send_to_agent'
 /**

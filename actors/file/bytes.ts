@@ -2,7 +2,7 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import { Objm, type ObjectStore } from '@nats-io/obj'
 import type { FileBytes } from '../../protocol/files.js'
 import { ObjectStores, objectChunkPrefix, objectStream } from '../../protocol/subjects.js'
-import { CHUNK_BYTES, readChunks } from '../kit/index.js'
+import { ObjectWrites, readChunks } from '../kit/index.js'
 
 /** File bytes, and what the file kind also asks of the store: the digest of an object stored before records kept it. */
 export interface FileObjects extends FileBytes {
@@ -17,6 +17,8 @@ export interface FileObjects extends FileBytes {
 export function fileBytes(js: JetStreamClient, name: string = ObjectStores.files): FileObjects {
   let opened: Promise<ObjectStore> | undefined
   let jsm: Promise<JetStreamManager> | undefined
+  // Writes never purge a subject: nats.js's own put over a name and delete would (kit/object-writes.ts).
+  const writes = new ObjectWrites(js, name)
   const store = () => {
     opened ??= new Objm(js).open(name).catch((err) => {
       opened = undefined
@@ -26,13 +28,13 @@ export function fileBytes(js: JetStreamClient, name: string = ObjectStores.files
   }
   return {
     async put(object, body) {
-      // nats.js reads `body` as it publishes each chunk (so the upload is paced by the store), and on a failure
-      // purges the chunks it wrote: no meta entry is ever written for an incomplete object.
-      const info = await (await store()).put({ name: object, options: { max_chunk_size: CHUNK_BYTES } }, body)
+      // `body` is read as each chunk is published (so the upload is paced by the store), and on a failure the chunks
+      // written are deleted: no meta entry is ever written for an incomplete object.
+      const info = await writes.put(object, body)
       return { size: info.size, digest: info.digest }
     },
     async discard(object) {
-      await (await store()).delete(object)
+      await writes.delete(object)
     },
     async digest(object) {
       const info = await (await store()).info(object)

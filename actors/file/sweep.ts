@@ -1,6 +1,7 @@
 import type { JetStreamManager } from '@nats-io/jetstream'
 import type { ObjectStore } from '@nats-io/obj'
 import { ObjectStores, objectChunkPrefix, objectMetaPrefix, objectStream } from '../../protocol/subjects.js'
+import { clearSubject, type ObjectMeta, ObjectWrites } from '../kit/index.js'
 import { objectOf, type StoredFile } from './state.js'
 
 /**
@@ -31,10 +32,11 @@ export const ORPHAN_AGE_MS = 10 * 60_000
 /**
  * Removes bytes no file record names, older than `ageMs`: an object whose record was never written (the host died
  * between the two writes), or was deleted without its object, or was written by another upload with the same
- * Idempotency-Key (an attempt that lost and died before discarding its object); and chunks of an upload that never
- * finished (a killed process: nats.js purges them itself on any failure it lives through), which have no meta entry
- * at all. A live upload writes a chunk at least every few seconds, so chunks whose newest is `ageMs` old belong to
- * none. `named(object)`: whether a record names the object (actors/file/state.ts#objectOf).
+ * Idempotency-Key (an attempt that lost and died before discarding its object); and chunks no meta entry names: of an
+ * upload that never finished (a killed process: the store deletes them itself on any failure it lives through), or of
+ * an object replaced or deleted by a write cut short (kit/object-writes.ts). A live upload writes a chunk at least every
+ * few seconds, so chunks whose newest is `ageMs` old belong to none. `named(object)`: whether a record names the object
+ * (actors/file/state.ts#objectOf).
  */
 export async function sweepOrphans(
   os: ObjectStore,
@@ -47,12 +49,14 @@ export async function sweepOrphans(
   gone: string[] = [],
 ): Promise<number> {
   const before = Date.now() - ageMs
+  // Deletes by sequence, never a subject purge (kit/sequence-deletes.ts).
+  const writes = new ObjectWrites(jsm.jetstream(), store)
   let swept = 0
   const live = new Set<string>()
   for (const info of await os.list()) {
     if (Date.parse(info.mtime) > before || (await named(info.name))) live.add(info.nuid)
     else if (
-      await os.delete(info.name).then(
+      await writes.delete(info.name).then(
         () => true,
         () => false,
       )
@@ -61,6 +65,7 @@ export async function sweepOrphans(
       gone.push(info.name)
     }
   }
+  await dropSuperseded(jsm, writes)
   const stream = objectStream(store)
   const chunkPrefix = objectChunkPrefix(store)
   const si = await jsm.streams.info(stream, { subjects_filter: `${chunkPrefix}>` })
@@ -74,10 +79,25 @@ export async function sweepOrphans(
     if (atLeader.has(subject.slice(chunkPrefix.length))) continue
     const last = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null)
     if (!last || last.time.getTime() > before) continue
-    await jsm.streams.purge(stream, { filter: subject })
+    await clearSubject(jsm, stream, subject)
     swept++
   }
   return swept
+}
+
+/**
+ * The meta entries a write cut short left before a name's last (readers take the last), with the chunks they name: the
+ * next write of the name would remove them, and most names are written once.
+ */
+async function dropSuperseded(jsm: JetStreamManager, writes: ObjectWrites): Promise<void> {
+  const metas = await jsm.streams.info(writes.stream, { subjects_filter: `${objectMetaPrefix(writes.store)}>` })
+  for (const [subject, entries] of Object.entries(metas.state.subjects ?? {})) {
+    if (entries < 2) continue
+    const last = await jsm.streams.getMessage(writes.stream, { last_by_subj: subject })
+    if (!last) continue
+    const info = last.json<ObjectMeta>()
+    await writes.supersede(info.name, last.seq, 'entries and chunks', info.deleted ? undefined : info.nuid)
+  }
 }
 
 /** The nuids of the objects the stream's leader holds (not deleted), meta entry by meta entry; undefined if one cannot be read. */

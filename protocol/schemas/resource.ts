@@ -7,7 +7,7 @@ import { lazy } from './lazy.js'
 /**
  * Session resources on the wire (WIRE §6 resource params, §9 the resources routes). Shapes only: whether a file
  * exists, whether two resources' mount paths collide and whether a resource kind can be provided at all are the
- * session actor's (actors/session/admission.ts, resources.ts).
+ * session actor's (actors/session/admission/admission.ts, resources.ts).
  */
 
 /** Where file resources are mounted, read-only, inside a session's sandbox. */

@@ -4,8 +4,9 @@ import { connect } from '@nats-io/transport-node'
 import pino from 'pino'
 import t from 'tap'
 import { openObjectStore } from '../../actors/kit/object-stores.js'
+import { ObjectWrites } from '../../actors/kit/object-writes.js'
 import { sweepOrphans } from '../../actors/file/sweep.js'
-import { ObjectStores } from '../../protocol/subjects.js'
+import { ObjectStores, objectChunkPrefix, objectMetaSubject } from '../../protocol/subjects.js'
 import { startNats } from '../helpers/nats.js'
 
 /**
@@ -35,7 +36,7 @@ t.test('orphaned objects and chunks go; recorded and young ones stay', async (t)
   const orphan = await os.info('file_orphan')
   t.ok(!orphan || orphan.deleted, 'the orphan is gone')
   const si = await jsm.streams.info('OBJ_troupe_files', { subjects_filter: '$O.troupe_files.C.>' })
-  t.notOk(Object.keys(si.state.subjects ?? {}).includes('$O.troupe_files.C.deadupload'), 'the dead chunks are purged')
+  t.notOk(Object.keys(si.state.subjects ?? {}).includes('$O.troupe_files.C.deadupload'), 'the dead chunks are deleted')
   t.equal(await sweepOrphans(os, jsm, recorded, -1), 0, 'a second pass finds nothing')
 })
 
@@ -58,4 +59,22 @@ t.test('a projection behind never makes recorded bytes look orphaned: the record
   t.ok(await os.info('file_behind'), 'the recorded file stays')
   const gone = await os.info('file_gone')
   t.ok(!gone || gone.deleted, 'the unrecorded one is swept')
+})
+
+t.test("a meta entry a write cut short left before a name's last goes, with its chunks", async (t) => {
+  const writes = new ObjectWrites(jsm.jetstream(), ObjectStores.files)
+  const older = await writes.put('file_twice', [new Uint8Array(10).fill(1)])
+  const newer = await writes.put('file_twice_b', [new Uint8Array(10).fill(2)])
+  // A put over the name that died after its meta entry, before it deleted the one before.
+  await writes.writeMeta({ ...newer, name: 'file_twice' })
+  const count = async (filter: string) => {
+    const si = await jsm.streams.info('OBJ_troupe_files', { subjects_filter: filter })
+    return Object.values(si.state.subjects ?? {}).reduce((a, b) => a + b, 0)
+  }
+  t.equal(await count(objectMetaSubject(ObjectStores.files, 'file_twice')), 2)
+  await sweepOrphans(os, jsm, () => true, -1)
+  t.equal(await count(objectMetaSubject(ObjectStores.files, 'file_twice')), 1, 'one entry left')
+  t.equal(await count(objectChunkPrefix(ObjectStores.files) + older.nuid), 0, "the older entry's chunks went")
+  t.equal((await os.info('file_twice'))?.nuid, newer.nuid, 'the last entry stays')
+  t.equal(await count(objectChunkPrefix(ObjectStores.files) + newer.nuid), 1, 'with its chunks')
 })

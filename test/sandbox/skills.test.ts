@@ -266,7 +266,7 @@ async function suite() {
     // A session the local host would get, were it not for its skills.
     let session = newId('sesn')
     while (roster.preferred(session) !== local.id) session = newId('sesn')
-    // An actor that always serves and says nothing, as an actor host makes it (actors/session/sandbox.ts).
+    // An actor that always serves and says nothing, as an actor host makes it (actors/session/actor/sandbox.ts).
     const actor = { fence: 1, report: () => undefined, serves: () => true, shellIdleMs: 60_000 }
     const remote = new RemoteSandbox({ ...actor, session, spec: () => spec, roster, nc, workspaces: deps.workspaces, log })
     t.teardown(() => remote.remove())

@@ -8,7 +8,7 @@ import { emptyUsage } from '../../actors/session/billing/usage.js'
 import type { SessionRecord } from '../../actors/session/history/state.js'
 
 /**
- * History replay, fed the events exactly as the session actor stores them (actors/session/actor.ts: client
+ * History replay, fed the events exactly as the session actor stores them (actors/session/actor/actor.ts: client
  * events with `processed_at: null` and a request tag; service events with `processed_at` and, on replay, the
  * client event ids they mark handled). Every service event here carries `processed_at`, so nothing depends on
  * the clock.

@@ -9,7 +9,7 @@ import { checkClientEvents } from '../admission/index.js'
 import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
 import { History } from '../history/index.js'
-import { EventLog, purgeSession } from '../log/index.js'
+import { EventLog, deleteSessionHistory } from '../log/index.js'
 import { selfHostedOf, workAfterSend } from '../admission/index.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
@@ -245,7 +245,7 @@ export class SessionActor extends MailboxActor {
     // Committed: the deletion is told before its history goes (kit/outbox.ts).
     await this.deps.outbox.publish('session.deleted', this.id, Date.now())
     await this.mb.unmarkWork(true)
-    await purgeSession(this.deps.ctx.jsm, this.id)
+    await deleteSessionHistory(this.deps.ctx.jsm, this.id)
     await this.deps.environments.release(this.h.session.environment_id, this.id, rid)
     await this.sandbox.remove()
     await this.deps.workdirs.forget(this.id)

@@ -164,7 +164,7 @@ export function checkCreateInput(b: CreateInput, agent: SessionAgent, on: 'sessi
 }
 
 /**
- * Files only (whether each exists is for the copy to find out, actors/session/resources.ts): no two may share a mount
+ * Files only (whether each exists is for the copy to find out, actors/session/handlers/resources.ts): no two may share a mount
  * path, nor may one lie beneath another. Memory stores are not built yet; the other kinds never will be here.
  */
 export function checkResources(resources: readonly ResourceParamsT[], on: 'sessions' | 'deployments'): void {

@@ -1,5 +1,5 @@
 export { Appends } from './appends.js'
 export { SessionTails } from './local-tails.js'
-export { EventLog, checkFits, ensureEventsStream, lastSequence, purgeSession, readSession } from './log.js'
+export { EventLog, checkFits, ensureEventsStream, lastSequence, deleteSessionHistory, readSession } from './log.js'
 export { listEvents } from './pages.js'
 export { readSessionEvents } from './event-reader.js'

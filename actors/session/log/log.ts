@@ -6,7 +6,7 @@ import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcar
 import type { EventItem } from '../../../protocol/event-item.js'
 import { readSessionRange } from './event-reader.js'
 import type { SessionTails } from './local-tails.js'
-import { AppendUncertain, ensureStream, FenceLost, jsPublisher, type Storage } from '../../kit/index.js'
+import { AppendUncertain, clearSubject, ensureStream, FenceLost, jsPublisher, type Storage } from '../../kit/index.js'
 
 const isTimeout = (err: unknown) => err instanceof TimeoutError || (err instanceof Error && err.cause instanceof TimeoutError)
 
@@ -239,7 +239,10 @@ export async function readSession(js: JetStreamClient, sessionId: string, untilS
   }
 }
 
-/** Removes a session's whole history (session delete). */
-export async function purgeSession(jsm: JetStreamManager, sessionId: string): Promise<void> {
-  await jsm.streams.purge(EVENTS_STREAM, { filter: eventsWildcard(sessionId) })
+/**
+ * Removes a session's whole history (session delete), message by message: a subject purge of the replicated events
+ * stream can leave its replicas unlike, a replica losing other sessions' events too (kit/sequence-deletes.ts).
+ */
+export async function deleteSessionHistory(jsm: JetStreamManager, sessionId: string): Promise<void> {
+  await clearSubject(jsm, EVENTS_STREAM, eventsWildcard(sessionId))
 }

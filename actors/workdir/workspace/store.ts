@@ -1,9 +1,19 @@
 import { createHash } from 'node:crypto'
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
-import { headers, nuid } from '@nats-io/nats-core'
+import { nuid } from '@nats-io/nats-core'
 import type { ObjectStore } from '@nats-io/obj'
 import { ObjectStores, objectChunkPrefix, objectMetaSubject, objectStream } from '../../../protocol/subjects.js'
-import { CHUNK_BYTES, FenceLost, isCasConflict, isOutcomeUnknown, isTransientNatsError, readChunks } from '../../kit/index.js'
+import {
+  CHUNK_BYTES,
+  clearSubject,
+  FenceLost,
+  isCasConflict,
+  isOutcomeUnknown,
+  isTransientNatsError,
+  ObjectWrites,
+  paddedDigest,
+  readChunks,
+} from '../../kit/index.js'
 
 const STORE = ObjectStores.workspaces
 const STREAM = objectStream(STORE)
@@ -32,22 +42,24 @@ export interface StoredManifest {
   revision: number
 }
 
-const paddedDigest = (b64url: string) => `SHA-256=${b64url}${'='.repeat((4 - (b64url.length % 4)) % 4)}`
-
 /**
- * Sessions' workspaces in the `troupe_workspaces` object store, laid out so that a session's bytes are one purge: the
+ * Sessions' workspaces in the `troupe_workspaces` object store, laid out so that a session's bytes are one wildcard: the
  * manifest is an object named by the session id (its meta entry written last, as nats.js does, so `nats obj get
  * troupe_workspaces <session>` reads it), whose chunks, like every saved file version's, are on a subject of the
  * session's own (`$O.troupe_workspaces.C.<session>.<nuid>`). File versions are not objects: only the manifest names
  * them. A commit is the manifest's meta entry, written at the revision it replaces, so of two hosts that both believe
- * they hold the session exactly one commits.
+ * they hold the session exactly one commits. Nothing is purged: what goes is deleted by sequence (kit/object-writes.ts).
  */
 export class WorkspaceStore {
+  private readonly writes: ObjectWrites
+
   constructor(
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly os: ObjectStore,
-  ) {}
+  ) {
+    this.writes = new ObjectWrites(js, STORE)
+  }
 
   /** The session's stored manifest; undefined when it has none. */
   async manifest(session: string): Promise<StoredManifest | undefined> {
@@ -116,11 +128,9 @@ export class WorkspaceStore {
       deleted: false,
       options: { max_chunk_size: CHUNK_BYTES },
     }
-    const h = headers()
-    h.set('Nats-Rollup', 'sub')
     try {
-      const ack = await this.js.publish(objectMetaSubject(STORE, session), JSON.stringify(meta), { headers: h, expect: { lastSubjectSequence: revision } })
-      return { revision: ack.seq, blob: blob.id }
+      // The manifests before it go by sequence; their blobs are the caller's to drop.
+      return { revision: await this.writes.writeMeta(meta, { revision, superseded: 'entries' }), blob: blob.id }
     } catch (err) {
       // A commit whose answer was lost may have landed: its bytes stay (the caller looks).
       if (!isOutcomeUnknown(err)) await this.dropBlobs(session, [blob.id]).catch(() => undefined)
@@ -131,7 +141,7 @@ export class WorkspaceStore {
 
   /** Removes blobs of the session (file versions no manifest names any more). */
   async dropBlobs(session: string, ids: Iterable<string>): Promise<void> {
-    for (const id of ids) await this.jsm.streams.purge(STREAM, { filter: `${CHUNKS}${session}.${id}` })
+    for (const id of ids) await clearSubject(this.jsm, STREAM, `${CHUNKS}${session}.${id}`)
   }
 
   /**
@@ -149,7 +159,7 @@ export class WorkspaceStore {
 
   /** Everything of the session: its manifest first (the workspace is gone for readers), then every blob. */
   async remove(session: string): Promise<void> {
-    await this.jsm.streams.purge(STREAM, { filter: objectMetaSubject(STORE, session) })
-    await this.jsm.streams.purge(STREAM, { filter: `${CHUNKS}${session}.>` })
+    await clearSubject(this.jsm, STREAM, objectMetaSubject(STORE, session))
+    await clearSubject(this.jsm, STREAM, `${CHUNKS}${session}.>`)
   }
 }
