@@ -3,8 +3,9 @@ import path from 'node:path'
 import type { Logger } from 'pino'
 import { type SessionResource, UPLOADS_ROOT } from '../../protocol/schemas/resource.js'
 import type { SandboxKind } from '../../sandbox/index.js'
+import { Placed } from './placed.js'
 import { copyIdOf, type FileReader } from '../file/index.js'
-import { errorResult, type ToolResult } from '../../sandbox/types.js'
+import type { ToolResult } from '../../sandbox/types.js'
 
 /** What the directory holds, by mount path relative to uploads/: the copy put there. Outside every sandbox's view. */
 const MANIFEST = '.uploads.json'
@@ -27,15 +28,16 @@ const hostPath = (root: string, mountPath: string) => path.join(root, 'uploads',
  * there, so the next pass removes what is not wanted and writes what is not on disk.
  */
 export class Mounts {
-  /** The resources put in place last, as a key; undefined before the first pass and after a failed one. */
-  private placed: string | undefined
+  private readonly placed: Placed
 
   constructor(
     private readonly session: string,
     private readonly root: string,
     private readonly files: FileReader,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.placed = new Placed('files', UPLOADS_ROOT, session, log)
+  }
 
   /**
    * `resources` (the session's, as of now) in place for the next tool; when that failed, the result to answer the tool
@@ -44,17 +46,7 @@ export class Mounts {
   async ready(resources: readonly SessionResource[], signal?: AbortSignal): Promise<ToolResult | undefined> {
     const id = this.session
     const want = new Map(resources.map((r) => [r.mount_path.slice(UPLOADS_ROOT.length + 1), copyIdOf(id, r.id)]))
-    const key = JSON.stringify([...want])
-    if (key === this.placed) return undefined
-    try {
-      await this.sync(want, signal)
-      this.placed = key
-      return undefined
-    } catch (err) {
-      const why = signal?.aborted ? 'interrupted' : (err as Error).message
-      this.log.warn({ session: id, err }, 'the session files could not be put in place; the tool does not run')
-      return errorResult(`The session's files could not be put in place under ${UPLOADS_ROOT} (${why}); the tool did not run. Try again.`)
-    }
+    return this.placed.ready(want, signal, () => this.sync(want, signal))
   }
 
   private async sync(want: Map<string, string>, signal: AbortSignal | undefined): Promise<void> {

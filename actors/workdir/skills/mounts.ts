@@ -3,7 +3,8 @@ import { mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'no
 import path from 'node:path'
 import type { Logger } from 'pino'
 import { INSIDE } from '../../../sandbox/isolated/layout.js'
-import { errorResult, type ToolResult } from '../../../sandbox/types.js'
+import type { ToolResult } from '../../../sandbox/types.js'
+import { Placed } from '../placed.js'
 import { unpackOffThread } from './unpack-pool.js'
 import { isId } from '../../../protocol/ids.js'
 import { isSkillDirName, type Unpacked, type UnpackTask } from './unpack.js'
@@ -52,8 +53,7 @@ export type Unpack = (task: UnpackTask, signal?: AbortSignal) => Promise<Unpacke
  * nothing the agent plants is met here.
  */
 export class SkillMounts {
-  /** The skills put in place last, as a key; undefined before the first pass and after a failed one. */
-  private placed: string | undefined
+  private readonly placed: Placed
 
   constructor(
     private readonly session: string,
@@ -61,26 +61,20 @@ export class SkillMounts {
     private readonly bundles: SkillBundles,
     private readonly log: Logger,
     private readonly unpack: Unpack = unpackOffThread,
-  ) {}
+  ) {
+    this.placed = new Placed('skills', INSIDE.skills, session, log)
+  }
 
   /** `skills` in place for the next tool; when that failed, the result to answer the tool with instead of running it. */
   async ready(skills: readonly SkillMount[], signal?: AbortSignal): Promise<ToolResult | undefined> {
     // Skills are fixed for a session's life: one without any has nothing here, not even an empty skills/.
     if (skills.length === 0) return undefined
     const want = new Map(skills.map((s) => [s.dir ?? s.name, s.object]))
-    const key = JSON.stringify([...want])
-    if (key === this.placed) return undefined
-    try {
+    return this.placed.ready(want, signal, async () => {
       const bad = skills.find((s) => !isSkillPath(s.dir ?? s.name, s.name))
       if (bad !== undefined) throw new Error(`${JSON.stringify(bad.dir ?? bad.name)} is not a skill's place`)
       await this.sync(want, signal)
-      this.placed = key
-      return undefined
-    } catch (err) {
-      const why = signal?.aborted ? 'interrupted' : (err as Error).message
-      this.log.warn({ session: this.session, err }, "the session's skills could not be put in place; the tool does not run")
-      return errorResult(`The session's skills could not be put in place under ${INSIDE.skills} (${why}); the tool did not run. Try again.`)
-    }
+    })
   }
 
   private async sync(want: Map<string, string>, signal: AbortSignal | undefined): Promise<void> {

@@ -1,3 +1,4 @@
 /** A session's workspace saved after each tool call and restored on another host (sync.ts; store.ts, files.ts). */
+export { DEFAULT_WORKSPACE_BOUNDS, type WorkspaceBounds } from './manifest.js'
 export { WorkspaceStore } from './store.js'
-export { DEFAULT_WORKSPACE_BOUNDS, WorkspaceSync, workspaceOf } from './sync.js'
+export { WorkspaceSync, workspaceOf } from './sync.js'

@@ -11,40 +11,15 @@ import { errorResult } from '../../../sandbox/types.js'
 import { type Clock, FenceLost, isTransientNatsError, retry, workspaceRetry } from '../../kit/index.js'
 import type { SandboxOwner } from '../port.js'
 import { type Entry, type FileEntry, readAll, type Scan, sameEntry, WorkspaceDir } from './files.js'
-import type { BlobRef, WorkspaceStore } from './store.js'
-
-/** What a workspace may hold and still be saved (`TROUPE_WORKSPACE_MAX_FILES`, `TROUPE_WORKSPACE_MAX_MIB`). */
-export interface WorkspaceBounds {
-  /** Files, directories and links together. Default 10,000. */
-  maxEntries: number
-  /** Bytes of regular files together. Default 1 GiB. */
-  maxBytes: number
-}
-
-export const DEFAULT_WORKSPACE_BOUNDS: WorkspaceBounds = { maxEntries: 10_000, maxBytes: 1024 * 1024 * 1024 }
+import type { WorkspaceStore } from './store.js'
+import { EMPTY, type Manifest, type Saved, unchanged, type WorkspaceBounds } from './manifest.js'
+import { boundsNote, movedNote, noteOf, storeNote } from './notes.js'
 
 /** What the workspaces of a host's sessions share. */
 export interface WorkspaceContext {
   store: WorkspaceStore
   bounds: WorkspaceBounds
   log: Logger
-}
-
-/** An entry as saved: a file names the blob holding its bytes. */
-type Saved = Exclude<Entry, FileEntry> | (FileEntry & { blob: BlobRef })
-
-/**
- * A session's workspace as of one save. Entries are pairs, not an object: a file may be named `__proto__`. `id` tells
- * a save whose answer was lost whether it landed.
- */
-interface Manifest {
-  v: 1
-  id: string
-  /** 1 for the first save, one more for each. */
-  gen: number
-  /** When it was saved (ms). */
-  at: number
-  entries: Array<[string, Saved]>
 }
 
 interface Held {
@@ -55,7 +30,6 @@ interface Held {
   blob?: string
 }
 
-const EMPTY: Manifest = { v: 1, id: '', gen: 0, at: 0, entries: [] }
 /** Files read into the store, or written back from it, at once. */
 const PARALLEL = 8
 /** Attempts at writing back one file whose chunks a replica may not have yet. */
@@ -66,10 +40,6 @@ class Interrupted extends Error {}
 const stopIfAborted = (signal: AbortSignal) => {
   if (signal.aborted) throw new Interrupted('interrupted')
 }
-
-const iso = (ms: number) => new Date(ms).toISOString()
-const asOf = (m: Manifest) => (m.gen ? `as it was saved at ${iso(m.at)}` : 'empty, as nothing of it was ever saved')
-const noteOf = (text: string) => ({ type: 'text' as const, text: `[workspace] ${text}` })
 
 /**
  * The workspace a session's tools work in, on this host: `<data dir>/sessions/<id>/workspace` under the isolated
@@ -369,42 +339,6 @@ export class WorkspaceSync {
   private async writeMarker(gen: number): Promise<void> {
     await writeFile(this.marker, String(gen))
   }
-}
-
-function movedNote(m: Manifest): string {
-  return (
-    `This session moved to another host since its last tool call (a host stopped or failed). Its workspace was restored ${asOf(m)}, ` +
-    'the end of the last tool call that completed before the move. Lost in the move: the shell (its working directory, ' +
-    'environment variables, functions, aliases and history) and every process it had started, everything under /tmp, ' +
-    'outputs not yet published, and whatever changed in the workspace after that tool call.'
-  )
-}
-
-function boundsNote(scan: Scan, b: WorkspaceBounds, m: Manifest): string {
-  const what =
-    scan.over === 'entries' ? `more than ${b.maxEntries} files, directories and links` : `more than ${Math.round(b.maxBytes / 1024 / 1024)} MiB of files`
-  return (
-    `The workspace holds ${what}, past what is saved, so it is no longer saved. If this session moves to another host ` +
-    `(a host stops or fails), its workspace will be ${asOf(m)}, without anything changed since. Remove files to bring ` +
-    'it back within the bound: it is saved again at the end of the next tool call that finds it so.'
-  )
-}
-
-function storeNote(err: Error, m: Manifest): string {
-  return (
-    `The workspace could not be saved: the store does not answer (${err.message}). The next tool call tries again; if ` +
-    `this session moves to another host before then, its workspace will be ${asOf(m)}.`
-  )
-}
-
-/** Whether `now` holds exactly the entries `before` did. */
-function unchanged(now: Map<string, Saved>, before: Map<string, Saved>): boolean {
-  if (now.size !== before.size) return false
-  for (const [p, e] of now) {
-    const b = before.get(p)
-    if (!b || !sameEntry(b, e)) return false
-  }
-  return true
 }
 
 /** Runs `fn` over `items`, PARALLEL at a time; the first failure is thrown once all started have settled. */
