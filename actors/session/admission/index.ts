@@ -1,3 +1,4 @@
+/** What a session create or a request is checked against, and what admission makes: pins, copies, rubrics, the work item. */
 export {
   agentResolver,
   capturedAgents,

@@ -1,3 +1,4 @@
+/** Prices, usage, list cost and the budget's rules. */
 export { budgetCents, budgetReached, checkBudgetCreate, checkBudgetUpdate } from './budget.js'
 export { listCostCents } from './list-cost.js'
 export type { ModelRef } from './prices.js'

@@ -1,3 +1,4 @@
+/** A thread's turn: model requests, tools and their runner, the grader, skills in context; types.ts is what it asks of the rooms above. */
 export { modelClient, type Preview } from './model.js'
 export {
   ADVISOR_TOOL,
