@@ -1,5 +1,5 @@
 /**
- * Session events as stored and streamed (WIRE.md §7), and how they travel on NATS.
+ * How session events (their shapes: session-events.ts) are stored and streamed on NATS.
  *
  * A stored event is one JetStream message on `troupe.events.<session id>.<thread>` whose payload is the exact
  * JSON the client sees (so list, stream and replay hand out the same bytes) and whose headers say what it is
@@ -64,15 +64,6 @@ export function parseRequestTag(v: string | undefined): RequestTag | undefined {
   const index = Number(m[2])
   const count = Number(m[3])
   return index < count ? { hash: m[1]!, index, count, key: m[4]! } : undefined
-}
-
-/** Any event on the wire: the common keys, then whatever its type carries. */
-export interface SessionEvent {
-  id: string
-  type: string
-  /** When the session handled it; null for a client event still waiting in the mailbox. */
-  processed_at: string | null
-  [key: string]: unknown
 }
 
 /** Marks client events as handled: `processed_at` of each listed id becomes this record's time. */

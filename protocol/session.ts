@@ -15,6 +15,18 @@ export interface SessionAgent extends ThreadAgent {
 /** The agent's multiagent with every referenced agent captured whole (WIRE §6 SessionAgent). */
 export type SessionMultiagent = { type: 'coordinator'; agents: Array<ThreadAgent | AdvisorEntry> } | Multiagent20261001<ThreadAgent>
 
+/** WIRE §6 OutcomeEvaluation: one per outcome, as it stands. */
+export interface OutcomeEvaluation {
+  type: 'outcome_evaluation'
+  outcome_id: string
+  description: string
+  /** 0-based: the grader pass under way or last made. */
+  iteration: number
+  result: 'pending' | 'running' | 'evaluating' | 'satisfied' | 'max_iterations_reached' | 'failed' | 'interrupted'
+  explanation: string | null
+  completed_at: string | null
+}
+
 /** WIRE §6 Session. */
 export interface Session {
   id: string
@@ -27,7 +39,7 @@ export interface Session {
   budget: Budget | null
   resources: SessionResource[]
   vault_ids: string[]
-  outcome_evaluations: unknown[]
+  outcome_evaluations: OutcomeEvaluation[]
   stats: { active_seconds: number; duration_seconds: number }
   usage: SessionUsage
   deployment_id: string | null

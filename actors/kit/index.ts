@@ -52,6 +52,7 @@ export {
 export { retryWhileStarting } from './retry.js'
 export { casLoop, LOST } from './cas.js'
 export { every, type Loop } from './loop.js'
+export { handle, type HandlerMap } from './handler-map.js'
 export { isCasConflict, isOutcomeUnknown, isTransientNatsError, storeUnavailable } from './nats-errors.js'
 
 // The operator keyring.

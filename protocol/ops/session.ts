@@ -1,5 +1,6 @@
 import type { Page } from '../page.js'
-import type { SessionEvent, StreamOpenReply } from '../events.js'
+import type { StreamOpenReply } from '../events.js'
+import type { SessionEvent } from '../session-events.js'
 import { EventsListQuery, EventsSend, EventsStreamQuery } from '../schemas/events.js'
 import { SessionFromRun } from '../schemas/deployment.js'
 import { SessionCreate, SessionListQuery, SessionUpdate } from '../schemas/session.js'

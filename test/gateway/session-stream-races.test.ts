@@ -16,7 +16,7 @@ import { TRANSPORT } from '../helpers/transport.js'
 import { ensureEventsStream, EventLog } from '../../actors/session/log/log.js'
 import { SessionTails } from '../../actors/session/log/local-tails.js'
 import { actorWire } from '../../actors/kit/wire.js'
-import type { SessionEvent } from '../../protocol/events.js'
+import type { SessionEvent } from '../../protocol/session-events.js'
 import { until } from '../helpers/wait.js'
 import { guard, sseReader, type SseMsg } from '../helpers/sse-reader.js'
 import { readSessionEvents } from '../../actors/session/log/event-reader.js'
@@ -269,7 +269,7 @@ t.test('an id whose mint time is after its storage time (a host clock running ah
   /** Stores an event whose id claims to be minted `aheadMs` from now. */
   const storeSkewed = async (sid: string, aheadMs: number) => {
     const id = `sevt_${encodeTime(Date.now() + aheadMs, 10)}${'0'.repeat(16)}`
-    await write(sid, (log) => log.append({ type: 'agent.tool_result', id, processed_at: null } as SessionEvent, { id }))
+    await write(sid, (log) => log.append({ type: 'agent.tool_result', id, processed_at: null } as unknown as SessionEvent, { id }))
     return id
   }
   // Nothing stored after the time the id claims: the time-based read is empty, the read from the start finds it.

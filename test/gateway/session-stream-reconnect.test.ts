@@ -9,6 +9,7 @@ import { actorAccess } from '../../supervisor/actor-access.js'
 import { decode, encode } from '../../protocol/codec.js'
 import type { ActorRequest } from '../../protocol/envelope.js'
 import { newId } from '../../protocol/ids.js'
+import type { SessionEvent } from '../../protocol/session-events.js'
 import { EVENTS_STREAM, eventsSubject } from '../../protocol/subjects.js'
 import { ensureEventsStream, EventLog } from '../../actors/session/log/log.js'
 import { startNats } from '../helpers/nats.js'
@@ -70,7 +71,7 @@ t.test('an event stored while the gateway was cut off from NATS is sent once it 
   const sid = newId('sesn')
   const events = new EventLog(direct, sid, 0)
   const stored = async () => {
-    const ev = { type: 'agent.message', id: newId('sevt'), processed_at: new Date().toISOString(), content: [] }
+    const ev: SessionEvent = { type: 'agent.message', id: newId('sevt'), processed_at: new Date().toISOString(), content: [] }
     await events.append(ev, { id: ev.id })
     return ev.id
   }

@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages'
-import { formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../protocol/events.js'
+import { formatRequestTag, parseRequestTag, type RequestTag } from '../../protocol/events.js'
+import type { SessionEvent } from '../../protocol/session-events.js'
 import type { Session } from '../../protocol/session.js'
 import { History } from '../../actors/session/history/history.js'
 import { REMEMBERED_REQUESTS, RequestLog } from '../../actors/session/history/requests.js'

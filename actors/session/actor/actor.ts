@@ -1,5 +1,5 @@
 import { fail } from '../../../protocol/errors/fail.js'
-import type { SessionEvent } from '../../../protocol/events.js'
+import type { ClientEvent, EventOf, PayloadOf, ServiceEventType } from '../../../protocol/session-events.js'
 import type { Session, SessionThread } from '../../../protocol/session.js'
 import { type FencedRecord, MailboxActor } from '../../kit/index.js'
 import type { FileResource, SessionResource } from '../../../protocol/schemas/resource.js'
@@ -26,7 +26,7 @@ import type { Emitter } from '../turn/index.js'
 import { advisorOf, rosterOf } from '../turn/index.js'
 import { ThreadCoordinator } from '../threads/index.js'
 
-const isResult = (e: SessionEvent) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
+const isResult = (e: ClientEvent) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
 
 /**
  * One session, alive on the host that owns it (kit/keyed-actors.ts). It is a mailbox: client events are stored
@@ -143,24 +143,24 @@ export class SessionActor extends MailboxActor {
    * Stores the client events of one POST, then lets the mailbox run (intake.ts). `check` validates, against this
    * actor's state, the events about to be stored; `original`: the events as the client sent them, when `sent` differs.
    */
-  accept<E extends { type: string }>(
+  accept<E extends EventParamsT>(
     sent: readonly E[],
     req: { rid: string; key?: string },
     check: (events: E[]) => void = () => undefined,
     original: readonly unknown[] = sent,
-  ): Promise<SessionEvent[]> {
+  ): Promise<ClientEvent[]> {
     return this.intake.accept(sent, req, check, original)
   }
 
   /** An interrupt was stored: the turn it names (a child's, or the primary's) stops at its next step. */
-  private interrupted(e: SessionEvent): void {
-    const child = e.session_thread_id == null ? undefined : this.children.get(String(e.session_thread_id))
+  private interrupted(e: EventOf<'user.interrupt'>): void {
+    const child = e.session_thread_id == null ? undefined : this.children.get(e.session_thread_id)
     if (child) child.abort()
     else this.turns.abort()
   }
 
   /** Records a service event and waits until it is stored (updates and archive answer only then). */
-  private async record(type: string, fields: Record<string, unknown>): Promise<SessionEvent> {
+  private async record<T extends ServiceEventType>(type: T, fields: PayloadOf<T>): Promise<EventOf<T>> {
     this.mb.alive()
     const ev = this.events.emit(type, fields)
     await this.mb.settled()
@@ -214,7 +214,7 @@ export class SessionActor extends MailboxActor {
   }
 
   /** A POST of client events: checked against the session as it is when they are stored, then handled in order. */
-  async send(events: readonly EventParamsT[], req: { rid: string; key?: string }, original: readonly EventParamsT[]): Promise<SessionEvent[]> {
+  async send(events: readonly EventParamsT[], req: { rid: string; key?: string }, original: readonly EventParamsT[]): Promise<ClientEvent[]> {
     const data = await this.accept(events, req, (sent) => checkClientEvents(this.h, sent), original)
     await workAfterSend(this.deps.ctx, selfHostedOf(this.h.rec), original, req.rid)
     return data
@@ -253,8 +253,8 @@ export class SessionActor extends MailboxActor {
   }
 
   /** Whether `e` is an interrupt naming one of the session's child threads. */
-  private namesChild(e: SessionEvent): boolean {
-    return e.type === 'user.interrupt' && e.session_thread_id != null && this.children.get(String(e.session_thread_id)) !== undefined
+  private namesChild(e: ClientEvent): boolean {
+    return e.type === 'user.interrupt' && e.session_thread_id != null && this.children.get(e.session_thread_id) !== undefined
   }
 
   // --------------------------------------------------------------------------------------------- threads

@@ -1,5 +1,5 @@
 import { fail } from '../../../protocol/errors/fail.js'
-import type { SessionEvent } from '../../../protocol/events.js'
+import type { EventOf, PayloadOf, ServiceEventType } from '../../../protocol/session-events.js'
 import type { FileResource, SessionResource } from '../../../protocol/schemas/resource.js'
 import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
 import type { Session } from '../../../protocol/session.js'
@@ -20,7 +20,7 @@ export interface ChangeHost {
   /** A turn runs, or input waits for one. */
   hasWork(): boolean
   /** Records a service event and waits until it is stored. */
-  record(type: string, fields: Record<string, unknown>): Promise<SessionEvent>
+  record<T extends ServiceEventType>(type: T, fields: PayloadOf<T>): Promise<EventOf<T>>
   /** Writes the record now. */
   save(): Promise<void>
   /** The budget moved: a turn paused at the ceiling gets another look. */

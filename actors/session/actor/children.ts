@@ -134,7 +134,7 @@ export class Children {
     const { h, events } = t.child
     if (!h.session.archived_at) {
       if (h.running || h.turnOpen) throw fail('thread_running', id)
-      events.emit('session.status_terminated', {})
+      events.status('terminated')
       await this.a.mb.settled()
     }
     return this.thread(id)

@@ -1,11 +1,12 @@
-import type { RequestTag, SessionEvent } from '../../../protocol/events.js'
+import type { ProcessedRecord, RequestTag } from '../../../protocol/events.js'
+import type { ClientEvent, EventOf, PayloadOf, ServiceEvent, ServiceEventType } from '../../../protocol/session-events.js'
 import { newId } from '../../../protocol/ids.js'
 import { now } from '../../../protocol/time.js'
 import type { Mailbox } from '../../kit/index.js'
 import { Appends } from '../log/index.js'
 import type { History } from '../history/index.js'
 import type { EventLog } from '../log/index.js'
-import type { Preview } from '../turn/index.js'
+import type { Preview, StatusArgs } from '../turn/index.js'
 
 /**
  * Everything a session stores, in the order its actor applies it: the events it emits, the marks saying which
@@ -42,20 +43,31 @@ export class SessionEvents {
     return this.log.lastSeq
   }
 
-  /** A service event: applied now, stored behind every earlier write (with the events emitted right after it: appends.ts). */
-  emit(type: string, fields: Record<string, unknown>, id = newId('sevt')): SessionEvent {
-    const ev = { type, id, ...fields, processed_at: now() } as SessionEvent
+  /**
+   * A service event of type `T` with its fields: applied now, stored behind every earlier write (with the events
+   * emitted right after it: appends.ts).
+   */
+  emit<T extends ServiceEventType>(type: T, fields: PayloadOf<T>, id = newId('sevt')): EventOf<T> {
+    // The stamp and `fields` make the event of type `T` (PayloadOf takes it apart): the compiler cannot follow that
+    // through a generic `T`, so this is where it is told.
+    const ev = { type, id, ...fields, processed_at: now() } as unknown as EventOf<T>
     this.h.apply(ev)
     this.appends.event(this.log, ev, this.handled.splice(0))
     return ev
+  }
+
+  /** The session's status changes (a child thread's are its own: threads/children.ts). */
+  status(...[status, idle]: StatusArgs): void {
+    if (status === 'idle') this.emit('session.status_idle', idle)
+    else this.emit(`session.status_${status}`, {})
   }
 
   /**
    * A copy of another thread's event on this (the primary's) subject, for the session's own list and stream: the same
    * event, with `session_thread_id` naming its thread. Not applied here: that thread's history has it.
    */
-  crossPost(ev: SessionEvent, thread: string): void {
-    const copy = { ...ev, session_thread_id: thread } as SessionEvent
+  crossPost(ev: ServiceEvent, thread: string): void {
+    const copy = { ...ev, session_thread_id: thread }
     this.appends.enqueue(() => this.log.append(copy, { id: ev.id, msgId: `${ev.id}.${thread}` }))
   }
 
@@ -70,7 +82,7 @@ export class SessionEvents {
 
   flushProcessed(): void {
     if (!this.handled.length) return
-    const rec = { type: '_processed', ids: this.handled.splice(0), processed_at: now() }
+    const rec: ProcessedRecord = { type: '_processed', ids: this.handled.splice(0), processed_at: now() }
     this.appends.enqueue(() => this.log.append(rec))
   }
 
@@ -83,7 +95,7 @@ export class SessionEvents {
   }
 
   /** Stores one client event (inside `write`): it waits in the mailbox from here. `request`: the POST that stored it. */
-  async appendClient(e: SessionEvent, request: RequestTag): Promise<void> {
+  async appendClient(e: ClientEvent, request: RequestTag): Promise<void> {
     await this.log.append(e, { id: e.id, request })
     this.h.apply(e, undefined, request)
   }

@@ -1,6 +1,8 @@
 import { isApiError } from '../../../protocol/errors/api-error.js'
 import { fail } from '../../../protocol/errors/fail.js'
-import type { RequestTag, SessionEvent } from '../../../protocol/events.js'
+import type { RequestTag } from '../../../protocol/events.js'
+import type { EventParamsT } from '../../../protocol/schemas/events.js'
+import type { ClientEvent, EventOf } from '../../../protocol/session-events.js'
 import { fingerprint } from '../../../protocol/hash.js'
 import { newId } from '../../../protocol/ids.js'
 import { AppendUncertain, type Mailbox, storeUnavailable } from '../../kit/index.js'
@@ -12,10 +14,9 @@ import type { SessionEvents } from './events.js'
  * A client event as stored: its id, and for an outcome its `outcome_id` (derived from the id, so a retry names the same
  * one) and `max_iterations` (null when not given: the default applies).
  */
-function stored(e: { type: string }, id: string): SessionEvent {
-  const outcome =
-    e.type === 'user.define_outcome' ? { outcome_id: outcomeIdOf(id), max_iterations: (e as { max_iterations?: number | null }).max_iterations ?? null } : {}
-  return { ...e, id, ...outcome, processed_at: null } as SessionEvent
+function stored(e: EventParamsT, id: string): ClientEvent {
+  if (e.type === 'user.define_outcome') return { ...e, id, outcome_id: outcomeIdOf(id), max_iterations: e.max_iterations ?? null, processed_at: null }
+  return { ...e, id, processed_at: null }
 }
 
 /** What storing client events asks of the actor they are for. */
@@ -25,7 +26,7 @@ export interface IntakeHost {
   readonly mb: Mailbox
   readonly events: SessionEvents
   /** An interrupt was stored: the turn it names stops at its next step. */
-  interrupted(e: SessionEvent): void
+  interrupted(e: EventOf<'user.interrupt'>): void
   /** Lets the mailbox run. */
   kick(): void
 }
@@ -55,13 +56,13 @@ export class Intake {
    * the events stored for it, and one stored in part stores only the rest. `check` validates, against this
    * actor's state, the events about to be stored.
    */
-  async accept<E extends { type: string }>(
+  async accept<E extends EventParamsT>(
     sent: readonly E[],
     req: { rid: string; key?: string },
     check: (events: E[]) => void = () => undefined,
     /** The events as the client sent them, when `sent` differs (File rubrics read as text): what a retry must match. */
     original: readonly unknown[] = sent,
-  ): Promise<SessionEvent[]> {
+  ): Promise<ClientEvent[]> {
     this.a.mb.alive()
     const key = req.key !== undefined ? `k:${req.key}` : `r:${req.rid}`
     const hash = fingerprint(original)
@@ -88,7 +89,7 @@ export class Intake {
     return events
   }
 
-  private async store(todo: Array<{ e: SessionEvent; index: number }>, tag: Omit<RequestTag, 'index'>, req: { rid: string; key?: string }) {
+  private async store(todo: Array<{ e: ClientEvent; index: number }>, tag: Omit<RequestTag, 'index'>, req: { rid: string; key?: string }) {
     for (const { e } of todo) if (e.type === 'user.message') this.rids.set(e.id, req.rid)
     // The work marker goes down first: if it cannot be written, nothing is stored and the POST may be retried;
     // once the events are, a host taking over finds them.

@@ -34,10 +34,10 @@ export class Recovery {
   /** After a takeover: the previous host stopped mid-turn. The turn is rescheduled, and carries on. */
   async resume(): Promise<void> {
     this.due = false
-    this.events.emit('session.status_rescheduled', {})
+    this.events.status('rescheduled')
     for (const c of this.children) {
       if (!c.h.running) continue
-      c.events.emit('session.status_rescheduled', {})
+      c.events.status('rescheduled')
       closeLeftOpen(c.h, c.events, (t) => this.tools.error(t, NOT_RERUN, c.events))
     }
     this.closeLeftOpen()

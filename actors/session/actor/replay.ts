@@ -52,11 +52,12 @@ export async function replaySession(deps: ActorDeps, id: string): Promise<Replay
     }
     primarySeq = r.seq
     h.apply(r.event, r.processed, r.request)
-    if (r.event.type === 'session.thread_created') {
-      const member = members.find((m) => m.name === r.event.agent_name)
-      const tid = String(r.event.session_thread_id)
+    const ev = r.event
+    if (ev.type === 'session.thread_created') {
+      const member = members.find((m) => m.name === ev.agent_name)
+      const tid = ev.session_thread_id
       if (!member) return
-      const ch = childHistory(rec, tid, member.agent, String(r.event.processed_at))
+      const ch = childHistory(rec, tid, member.agent, ev.processed_at)
       threads.set(tid, { member, h: ch, lastSeq: 0 })
       h.children.set(tid, ch)
     }

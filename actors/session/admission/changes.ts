@@ -1,4 +1,5 @@
 import { fail } from '../../../protocol/errors/fail.js'
+import type { PayloadOf } from '../../../protocol/session-events.js'
 import { MAX_SESSION_RESOURCES, mountsOverlap } from '../../../protocol/schemas/resource.js'
 import { patchMetadata, sameJson } from '../../../protocol/schemas/common.js'
 import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
@@ -25,10 +26,10 @@ export interface UpdateTarget {
  * actor applies them by storing the event (SPEC sessions update rules: title, metadata patched, the agent's tools and
  * MCP servers while idle, the budget within its rules).
  */
-export function updateChanges(t: UpdateTarget, b: SessionUpdateInput): Record<string, unknown> {
+export function updateChanges(t: UpdateTarget, b: SessionUpdateInput): PayloadOf<'session.updated'> {
   const s = t.session
   if (s.archived_at) throw fail('session_archived', s.id)
-  const changes: Record<string, unknown> = {}
+  const changes: PayloadOf<'session.updated'> = {}
   if (b.title !== undefined && b.title !== s.title) changes.title = b.title
   if (b.metadata) {
     const m = patchMetadata(s.metadata, b.metadata)

@@ -1,5 +1,5 @@
 import { fail } from '../../../protocol/errors/fail.js'
-import type { SessionEvent } from '../../../protocol/events.js'
+import type { ClientEvent } from '../../../protocol/session-events.js'
 import type { EventParamsT } from '../../../protocol/schemas/events.js'
 import type { History } from '../history/index.js'
 import { primaryThreadId } from '../../../protocol/ids.js'
@@ -28,7 +28,7 @@ export function checkClientEvents(h: History, events: EventParamsT[]): void {
       case 'user.define_outcome': {
         // One outcome at a time: the open one, or one waiting in the mailbox or earlier in this request.
         const open = h.outcome?.id ?? [...h.pending.values()].find((x) => x.type === 'user.define_outcome')?.outcome_id ?? defined
-        if (open !== undefined) throw fail('outcome_in_progress', at, String(open))
+        if (open !== undefined) throw fail('outcome_in_progress', at, open)
         defined = `defined at events[${i}]`
         break
       }
@@ -66,8 +66,8 @@ function expectOpen(h: History, answered: Set<string>, id: string, kind: 'client
   answered.add(id)
 }
 
-function resultTarget(e: SessionEvent): string | undefined {
-  if (e.type === 'user.tool_result' || e.type === 'user.tool_confirmation') return String(e.tool_use_id)
-  if (e.type === 'user.custom_tool_result') return String(e.custom_tool_use_id)
+function resultTarget(e: ClientEvent): string | undefined {
+  if (e.type === 'user.tool_result' || e.type === 'user.tool_confirmation') return e.tool_use_id
+  if (e.type === 'user.custom_tool_result') return e.custom_tool_use_id
   return undefined
 }

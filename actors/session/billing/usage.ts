@@ -2,21 +2,11 @@
  * Usage accounting (SPEC "Session": usage; WIRE §6, §7.2): counters per model and billing tier, summed from what
  * the provider reports. Pure functions over plain, serialisable records; nothing here throws on provider data.
  */
+import type { ModelUsage } from '../../../protocol/session-events.js'
 import { priceFor } from './prices.js'
 
 /** One request's usage as the Messages API reports it (the SDK's `Usage` is assignable to this). */
-export interface ModelUsage {
-  input_tokens: number
-  output_tokens: number
-  cache_creation_input_tokens?: number | null
-  cache_read_input_tokens?: number | null
-  /** Cache writes by lifetime. When absent, all of `cache_creation_input_tokens` counts as 5-minute writes. */
-  cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } | null
-  server_tool_use?: { web_search_requests?: number | null; web_fetch_requests?: number | null } | null
-  speed?: 'standard' | 'fast' | null
-  /** "us" marks US-only inference, which some models price higher. */
-  inference_geo?: string | null
-}
+export type { ModelUsage } from '../../../protocol/session-events.js'
 
 /** Counters for one model and one billing tier. */
 export interface UsageEntry {

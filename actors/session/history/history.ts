@@ -1,7 +1,10 @@
 import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages'
-import type { RequestTag, SessionEvent, SessionStatus, StopReason } from '../../../protocol/events.js'
+import { PROCESSED, type ProcessedRecord, type RequestTag, type SessionStatus, type StopReason } from '../../../protocol/events.js'
+import type { ByType, ClientEvent, EventOf, IdleFields, SessionEvent, ToolResultContent } from '../../../protocol/session-events.js'
+import { handle, type HandlerMap } from '../../kit/index.js'
 import { RequestLog } from './requests.js'
-import { DEFAULT_MAX_ITERATIONS, eventTime, evaluationOf, type OpenOutcome, type OutcomeEvaluation, outcomeBrief, revisionNote } from './outcomes.js'
+import type { OutcomeEvaluation } from '../../../protocol/session.js'
+import { DEFAULT_MAX_ITERATIONS, eventTime, evaluationOf, type OpenOutcome, outcomeBrief, revisionNote } from './outcomes.js'
 import { SKILL_TOOL, type SkillActivation } from './skill-launches.js'
 import { addActiveMs, addModelUsage, combineUsage, type ModelUsage, type UsageTotals } from '../billing/index.js'
 import type { SessionRecord, SessionSkill } from './state.js'
@@ -24,14 +27,22 @@ export interface OpenTool {
 }
 
 export interface ToolOutcome {
-  content?: unknown[]
+  content?: ToolResultContent[]
   is_error?: boolean | null
 }
 
 const INTERRUPTED = 'The tool use was abandoned: the session moved on before a result arrived.'
-const CLIENT_EVENT = /^(user\.|system\.)/
 
-const time = (ev: SessionEvent) => (ev.processed_at ? Date.parse(ev.processed_at) : Date.now())
+/** What a history applies: the stored events, and the records marking client events handled. */
+type Applied = SessionEvent | ProcessedRecord
+
+/** The handler of a type the history does not depend on. */
+const NOTHING = () => undefined
+
+/** When a service event happened: its part in the status changes and clocks. */
+type Stamped = { processed_at: string }
+
+const time = (ev: Stamped) => (ev.processed_at ? Date.parse(ev.processed_at) : Date.now())
 
 /**
  * Everything a session actor knows, rebuilt by applying its stored events in order: the same code runs for
@@ -44,7 +55,7 @@ export class History {
   stopReason: StopReason | null = null
   readonly messages: MessageParam[] = []
   /** Client events stored but not yet handled, in arrival order. */
-  readonly pending = new Map<string, SessionEvent>()
+  readonly pending = new Map<string, ClientEvent>()
   /** Tool uses of the last model response still without a result, in order. */
   readonly open = new Map<string, OpenTool>()
   /** The POSTs that stored client events, for answering their retries. */
@@ -97,119 +108,140 @@ export class History {
     return this.status === 'running' || this.status === 'rescheduling'
   }
 
-  /** Applies one stored event, after the client events it marks as handled (`processed`); `request`: the POST that stored it. */
-  apply(ev: SessionEvent, processed?: readonly string[], request?: RequestTag): void {
+  /** Applies one stored record, after the client events it marks as handled (`processed`); `request`: the POST that stored it. */
+  apply(ev: Applied, processed?: readonly string[], request?: RequestTag): void {
     if (processed) this.handled(processed)
-    if (request) this.requests.note(request, ev.id)
-    if (ev.type === '_processed') {
-      this.handled((ev as unknown as { ids: string[] }).ids)
-      return
-    }
-    if (CLIENT_EVENT.test(ev.type)) {
-      this.pending.set(ev.id, ev)
-      if (ev.type === 'user.define_outcome') this.evaluations.push(evaluationOf(ev))
-      return
-    }
-    // A child thread's event copied to the primary's subject for the session's stream: its own history has it.
-    if (!this.thread && 'session_thread_id' in ev && ev.type !== 'session.thread_created') return
-    switch (this.thread ? ev.type.replace('session.thread_status_', 'session.status_') : ev.type) {
-      case 'agent.thread_message_received':
-        // A child's input: the message its parent sent. (On the primary, a child's reply: its send's result says it.)
-        if (this.thread) {
-          this.abandonOpen()
-          this.pushUser(ev.content as ContentBlockParam[])
-        }
-        break
-      case 'span.model_request_start':
-        this.draft = []
-        this.openSpan = ev.id
-        break
-      case 'agent.message':
-        this.draftBlocks().push(
-          ...((ev.content as Array<{ type: string; text?: string }>) ?? [])
-            .filter((c) => c.type === 'text')
-            .map((c) => ({ type: 'text' as const, text: c.text ?? '' })),
-        )
-        break
-      case 'agent.tool_use':
-      case 'agent.custom_tool_use': {
-        const input = (ev.input ?? {}) as Record<string, unknown>
-        const name = String(ev.name)
-        this.draftBlocks().push({ type: 'tool_use', id: ev.id, name, input })
-        const kind = ev.type === 'agent.custom_tool_use' ? 'custom' : this.rec.env.type === 'self_hosted' ? 'client' : 'builtin'
-        this.open.set(ev.id, { eventId: ev.id, kind, name, input, ask: kind !== 'custom' && ev.evaluated_permission === 'ask' })
-        break
+    if (request && ev.type !== PROCESSED) this.requests.note(request, ev.id)
+    handle(this.applies, ev.type, ev)
+  }
+
+  /** What each type of stored record does to the history. */
+  private readonly applies: HandlerMap<ByType<Applied>> = {
+    _processed: (r) => this.handled(r.ids),
+    // A client event waits in the mailbox until handled (`consumes`); an outcome is listed from the moment it is stored.
+    'user.message': (e) => this.pending.set(e.id, e),
+    'user.interrupt': (e) => this.pending.set(e.id, e),
+    'user.tool_confirmation': (e) => this.pending.set(e.id, e),
+    'user.custom_tool_result': (e) => this.pending.set(e.id, e),
+    'user.tool_result': (e) => this.pending.set(e.id, e),
+    'system.message': (e) => this.pending.set(e.id, e),
+    'user.define_outcome': (e) => {
+      this.pending.set(e.id, e)
+      this.evaluations.push(evaluationOf(e))
+    },
+    'agent.message': (ev) => this.draftBlocks().push(...ev.content.flatMap((c) => (c.type === 'text' ? [{ type: 'text' as const, text: c.text }] : []))),
+    'agent.tool_use': (ev) => this.toolUse(ev, this.rec.env.type === 'self_hosted' ? 'client' : 'builtin', ev.evaluated_permission === 'ask'),
+    'agent.custom_tool_use': (ev) => this.toolUse(ev, 'custom', false),
+    'agent.tool_result': (ev) => this.resolve(ev.tool_use_id, ev),
+    'agent.thread_message_received': (ev) => {
+      // A child's input: the message its parent sent. (On the primary, a child's reply: its send's result says it.)
+      if (!this.thread) return
+      this.abandonOpen()
+      this.pushUser(ev.content)
+    },
+    'span.model_request_start': (ev) => {
+      this.draft = []
+      this.openSpan = ev.id
+    },
+    'span.model_request_end': (ev) => {
+      const blocks = this.draft
+      this.draft = null
+      this.openSpan = null
+      // A failed request's partial output is dropped, unless it holds a stored tool use: a request closed as an
+      // error after a takeover had its tool uses stored, and their results (an error, or the client's) follow,
+      // so the conversation must hold them (a result without its tool use is refused by the Messages API).
+      const keep = blocks?.length && (!ev.is_error || blocks.some((b) => b.type === 'tool_use'))
+      if (keep) this.messages.push({ role: 'assistant', content: blocks })
+      this.spent(ev.model_usage)
+    },
+    'span.outcome_evaluation_start': (ev) => {
+      this.gradingSpan = ev.id
+      this.outcomeIteration = ev.iteration
+      this.evaluation(ev.outcome_id, (x) => ({ ...x, result: 'evaluating', iteration: ev.iteration }))
+    },
+    'span.outcome_evaluation_end': (ev) => {
+      this.gradingSpan = null
+      this.spent(ev.usage)
+      const o = this.outcome
+      const { explanation, result } = ev
+      if (result !== 'needs_revision') {
+        this.evaluation(ev.outcome_id, (x) => ({ ...x, result, explanation, completed_at: ev.processed_at }))
+        this.outcome = undefined
+      } else if (o) {
+        // The agent works on, with the grader's explanation as its input.
+        this.outcomeIteration++
+        this.evaluation(o.id, (x) => ({ ...x, result: 'running', iteration: this.outcomeIteration, explanation }))
+        this.pushUser([{ type: 'text', text: revisionNote(explanation, this.outcomeIteration - 1, o.max) }])
       }
-      case 'span.model_request_end': {
-        const blocks = this.draft
-        this.draft = null
-        this.openSpan = null
-        // A failed request's partial output is dropped, unless it holds a stored tool use: a request closed as an
-        // error after a takeover had its tool uses stored, and their results (an error, or the client's) follow,
-        // so the conversation must hold them (a result without its tool use is refused by the Messages API).
-        const keep = blocks?.length && (!ev.is_error || blocks.some((b) => b.type === 'tool_use'))
-        if (keep) this.messages.push({ role: 'assistant', content: blocks })
-        const usage = ev.model_usage as ModelUsage | undefined
-        if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)
-        break
-      }
-      case 'agent.tool_result':
-        this.resolve(String(ev.tool_use_id), ev as ToolOutcome)
-        break
-      case 'span.outcome_evaluation_start':
-        this.gradingSpan = ev.id
-        this.outcomeIteration = Number(ev.iteration)
-        this.evaluation(String(ev.outcome_id), (x) => ({ ...x, result: 'evaluating', iteration: Number(ev.iteration) }))
-        break
-      case 'span.outcome_evaluation_end': {
-        this.gradingSpan = null
-        const usage = ev.usage as ModelUsage | undefined
-        if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)
-        const o = this.outcome
-        const explanation = String(ev.explanation ?? '')
-        if (ev.result === 'needs_revision' && o) {
-          this.outcomeIteration++
-          this.evaluation(o.id, (x) => ({ ...x, result: 'running', iteration: this.outcomeIteration, explanation }))
-          this.pushUser([{ type: 'text', text: revisionNote(explanation, this.outcomeIteration - 1, o.max) }])
-        } else {
-          this.evaluation(String(ev.outcome_id), (x) => ({
-            ...x,
-            result: ev.result as OutcomeEvaluation['result'],
-            explanation,
-            completed_at: ev.processed_at,
-          }))
-          this.outcome = undefined
-        }
-        break
-      }
-      case 'session.status_running':
-        this.setStatus('running')
-        this.turnOpen = true
-        this.rec.running_since ??= time(ev)
-        break
-      case 'session.status_rescheduled':
-        this.setStatus('rescheduling')
-        this.rec.running_since ??= time(ev)
-        break
-      case 'session.status_idle': {
-        this.setStatus('idle')
-        this.stopClock(time(ev))
-        this.stopReason = ev.stop_reason as StopReason
-        this.turnOpen = this.stopReason.type === 'requires_action' || this.stopReason.type === 'budget_reached'
-        break
-      }
-      case 'session.status_terminated':
-        // Archiving is this event: a replay that never saw the record written after it still knows.
-        this.session.archived_at ??= ev.processed_at
-        this.setStatus('terminated')
-        this.stopClock(time(ev))
-        this.turnOpen = false
-        break
-      case 'session.updated':
-        this.applyUpdate(ev)
-        break
-    }
-    if (ev.processed_at && (ev.type === 'session.updated' || ev.type.startsWith('session.status_'))) this.session.updated_at = ev.processed_at
+    },
+    'session.status_running': (ev) => this.own(ev, this.toRunning),
+    'session.status_rescheduled': (ev) => this.own(ev, this.toRescheduling),
+    'session.status_idle': (ev) => this.own(ev, this.toIdle),
+    'session.status_terminated': (ev) => this.own(ev, this.toTerminated),
+    'session.thread_status_running': (ev) => this.child(ev, this.toRunning),
+    'session.thread_status_rescheduled': (ev) => this.child(ev, this.toRescheduling),
+    'session.thread_status_idle': (ev) => this.child(ev, this.toIdle),
+    'session.thread_status_terminated': (ev) => this.child(ev, this.toTerminated),
+    'session.updated': (ev) => this.own(ev, this.applyUpdate),
+    // What the history does not depend on: the model's thinking, sends seen from the sender, child threads (the actor
+    // makes their histories), errors (a status follows), usage reports (the spans carry the usage) and heartbeats.
+    'agent.thinking': NOTHING,
+    'agent.thread_message_sent': NOTHING,
+    'session.thread_created': NOTHING,
+    'session.error': NOTHING,
+    'session.usage': NOTHING,
+    'span.outcome_evaluation_ongoing': NOTHING,
+  }
+
+  /** A span's usage joins the totals (a record without one, as a hand-written one may be, adds nothing). */
+  private spent(usage: ModelUsage | undefined) {
+    if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)
+  }
+
+  private toolUse(ev: EventOf<'agent.tool_use' | 'agent.custom_tool_use'>, kind: OpenTool['kind'], ask: boolean) {
+    // A child thread's tool use copied to the primary's subject for the session's stream: its own history has it.
+    if (!this.thread && 'session_thread_id' in ev) return
+    const { id, name, input } = ev
+    this.draftBlocks().push({ type: 'tool_use', id, name, input })
+    this.open.set(id, { eventId: id, kind, name, input, ask })
+  }
+
+  /** A change of the session's (its status, an update): it is also when the session was last updated. */
+  private own<E extends Stamped>(ev: E, change: (ev: E) => void) {
+    change(ev)
+    this.session.updated_at = ev.processed_at
+  }
+
+  /** A child thread's status: its own history's status; the primary's history holds copies, for the session's stream. */
+  private child<E extends Stamped>(ev: E, change: (ev: E) => void) {
+    if (this.thread) change(ev)
+  }
+
+  // The status changes, the session's and a child's: fields, so that `own` and `child` can be handed them.
+  private readonly toRunning = (ev: Stamped) => {
+    this.setStatus('running')
+    this.turnOpen = true
+    this.rec.running_since ??= time(ev)
+  }
+
+  private readonly toRescheduling = (ev: Stamped) => {
+    this.setStatus('rescheduling')
+    this.rec.running_since ??= time(ev)
+  }
+
+  private readonly toIdle = (ev: Stamped & IdleFields) => {
+    this.setStatus('idle')
+    this.stopClock(time(ev))
+    this.stopReason = ev.stop_reason
+    this.turnOpen = this.stopReason.type === 'requires_action' || this.stopReason.type === 'budget_reached'
+  }
+
+  private readonly toTerminated = (ev: Stamped) => {
+    // Archiving is this event: a replay that never saw the record written after it still knows.
+    this.session.archived_at ??= ev.processed_at
+    this.setStatus('terminated')
+    this.stopClock(time(ev))
+    this.turnOpen = false
   }
 
   /** Client events leave the mailbox, in the order given. */
@@ -218,7 +250,7 @@ export class History {
       const e = this.pending.get(id)
       if (!e) continue
       this.pending.delete(id)
-      this.consume(e)
+      handle(this.consumes, e.type, e)
     }
   }
 
@@ -259,47 +291,36 @@ export class History {
     return (this.draft ??= [])
   }
 
-  /** A client event leaves the mailbox: it now takes part in the conversation. */
-  private consume(e: SessionEvent) {
-    switch (e.type) {
-      case 'user.message':
-        this.abandonOpen()
-        this.pushUser(e.content as ContentBlockParam[])
-        break
-      case 'user.define_outcome': {
-        // The goal becomes the agent's input; its turn's end is graded against the rubric (outcomes.ts).
-        const rubric = e.rubric as { type: string; content?: string }
-        const max = typeof e.max_iterations === 'number' ? e.max_iterations : DEFAULT_MAX_ITERATIONS
-        this.outcome = { id: String(e.outcome_id), description: String(e.description), rubric: rubric.content ?? '', max }
-        this.outcomeIteration = 0
-        this.evaluation(this.outcome.id, (x) => ({ ...x, result: 'running' }))
-        this.abandonOpen()
-        this.pushUser([{ type: 'text', text: outcomeBrief(this.outcome) }])
-        break
-      }
-      case 'system.message': {
-        const text = (e.content as Array<{ text: string }>).map((c) => c.text).join('\n')
-        this.pushUser([{ type: 'text', text: `<system-message>\n${text}\n</system-message>` }])
-        break
-      }
-      case 'user.tool_result':
-        this.ownerOf(String(e.tool_use_id)).resolve(String(e.tool_use_id), e as ToolOutcome)
-        break
-      case 'user.custom_tool_result':
-        this.ownerOf(String(e.custom_tool_use_id)).resolve(String(e.custom_tool_use_id), e as ToolOutcome)
-        break
-      case 'user.tool_confirmation': {
-        const t = this.ownerOf(String(e.tool_use_id)).open.get(String(e.tool_use_id))
-        if (t) t.confirmation = { result: e.result as 'allow' | 'deny', deny_message: e.deny_message as string | null }
-        break
-      }
-      case 'user.interrupt': {
-        // Naming a child stops that thread only; otherwise every thread stops (WIRE §7.1).
-        const only = e.session_thread_id == null ? undefined : this.children.get(String(e.session_thread_id))
-        for (const h of only ? [only] : [this, ...this.children.values()]) h.interrupted(e)
-        break
-      }
-    }
+  /** What each type of client event does when it leaves the mailbox: it now takes part in the conversation. */
+  private readonly consumes: HandlerMap<ByType<ClientEvent>> = {
+    'user.message': (e) => {
+      this.abandonOpen()
+      this.pushUser(e.content)
+    },
+    'user.define_outcome': (e) => {
+      // The goal becomes the agent's input; its turn's end is graded against the rubric (outcomes.ts).
+      const rubric = e.rubric.type === 'text' ? e.rubric.content : ''
+      this.outcome = { id: e.outcome_id, description: e.description, rubric, max: e.max_iterations ?? DEFAULT_MAX_ITERATIONS }
+      this.outcomeIteration = 0
+      this.evaluation(this.outcome.id, (x) => ({ ...x, result: 'running' }))
+      this.abandonOpen()
+      this.pushUser([{ type: 'text', text: outcomeBrief(this.outcome) }])
+    },
+    'system.message': (e) => {
+      const text = e.content.map((c) => c.text).join('\n')
+      this.pushUser([{ type: 'text', text: `<system-message>\n${text}\n</system-message>` }])
+    },
+    'user.tool_result': (e) => this.ownerOf(e.tool_use_id).resolve(e.tool_use_id, e),
+    'user.custom_tool_result': (e) => this.ownerOf(e.custom_tool_use_id).resolve(e.custom_tool_use_id, e),
+    'user.tool_confirmation': (e) => {
+      const t = this.ownerOf(e.tool_use_id).open.get(e.tool_use_id)
+      if (t) t.confirmation = { result: e.result, deny_message: e.deny_message }
+    },
+    'user.interrupt': (e) => {
+      // Naming a child stops that thread only; otherwise every thread stops (WIRE §7.1).
+      const only = e.session_thread_id == null ? undefined : this.children.get(e.session_thread_id)
+      for (const h of only ? [only] : [this, ...this.children.values()]) h.interrupted(e)
+    },
   }
 
   /** The thread whose tool use `id` is: this one, or the child that has it open. */
@@ -314,7 +335,7 @@ export class History {
     return this.ownerOf(id).open.get(id)
   }
 
-  private interrupted(at?: SessionEvent) {
+  private interrupted(at?: EventOf<'user.interrupt'>) {
     this.abandonOpen()
     this.draft = null
     // An outcome being worked on stops with the work (one being graded is closed by its pass: outcomes.ts).
@@ -327,7 +348,7 @@ export class History {
 
   /** The session's outcome evaluations (WIRE §6), one per outcome. */
   get evaluations(): OutcomeEvaluation[] {
-    return this.session.outcome_evaluations as OutcomeEvaluation[]
+    return this.session.outcome_evaluations
   }
 
   /** Replaces outcome `id`'s evaluation by `fn` of it. */
@@ -347,7 +368,7 @@ export class History {
     const block: ToolResultBlockParam = {
       type: 'tool_result',
       tool_use_id: id,
-      content: (outcome.content ?? []) as ToolResultBlockParam['content'],
+      content: outcome.content ?? [],
       ...(outcome.is_error ? { is_error: true } : {}),
     }
     this.pushUser([block])
@@ -362,13 +383,14 @@ export class History {
     else this.messages.push({ role: 'user', content: [...blocks] })
   }
 
-  private applyUpdate(ev: SessionEvent) {
+  /** The keys an update changed (it carries only those). */
+  private readonly applyUpdate = (ev: EventOf<'session.updated'>) => {
     const s = this.session
-    if ('title' in ev) s.title = ev.title as string | null
-    if ('metadata' in ev) s.metadata = ev.metadata as Record<string, string>
-    if ('agent' in ev) s.agent = ev.agent as typeof s.agent
-    if ('budget' in ev) {
-      s.budget = ev.budget as typeof s.budget
+    if (ev.title !== undefined) s.title = ev.title
+    if (ev.metadata !== undefined) s.metadata = ev.metadata
+    if (ev.agent !== undefined) s.agent = ev.agent
+    if (ev.budget !== undefined) {
+      s.budget = ev.budget
       if (ev.budget === null) this.rec.budget_removed = true
     }
   }

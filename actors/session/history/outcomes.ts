@@ -1,5 +1,6 @@
 import { decodeTime } from 'ulid'
-import type { SessionEvent } from '../../../protocol/events.js'
+import type { UserDefineOutcomeEvent } from '../../../protocol/session-events.js'
+import type { OutcomeEvaluation } from '../../../protocol/session.js'
 import { idFromKey } from '../../../protocol/ids.js'
 
 /**
@@ -19,23 +20,11 @@ export const ONGOING_INTERVAL_MS = 10_000
 /** The outcome id a define gets: derived from its event's, so a retried POST names the same outcome. */
 export const outcomeIdOf = (eventId: string): string => idFromKey('outc', 'define_outcome', eventId)
 
-/** WIRE §6 OutcomeEvaluation: one per outcome, as it stands. */
-export interface OutcomeEvaluation {
-  type: 'outcome_evaluation'
-  outcome_id: string
-  description: string
-  /** 0-based: the grader pass under way or last made. */
-  iteration: number
-  result: 'pending' | 'running' | 'evaluating' | 'satisfied' | 'max_iterations_reached' | 'failed' | 'interrupted'
-  explanation: string | null
-  completed_at: string | null
-}
-
 /** A defined outcome's evaluation as it is stored, before the agent takes it up. */
-export const evaluationOf = (e: SessionEvent): OutcomeEvaluation => ({
+export const evaluationOf = (e: UserDefineOutcomeEvent): OutcomeEvaluation => ({
   type: 'outcome_evaluation',
-  outcome_id: String(e.outcome_id),
-  description: String(e.description),
+  outcome_id: e.outcome_id,
+  description: e.description,
   iteration: 0,
   result: 'pending',
   explanation: null,
@@ -49,8 +38,6 @@ export interface OpenOutcome {
   rubric: string
   max: number
 }
-
-export type GraderResult = 'satisfied' | 'needs_revision' | 'max_iterations_reached' | 'failed' | 'interrupted'
 
 /** What the agent is told when an outcome is defined: the goal, and the rubric it will be judged by. */
 export const outcomeBrief = (o: OpenOutcome): string =>

@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../../../protocol/events.js'
+import type { SessionEvent } from '../../../protocol/session-events.js'
 import type { Mailbox } from '../../kit/index.js'
 import type { EventLog } from './log.js'
 

@@ -1,7 +1,8 @@
 import { headers as natsHeaders, TimeoutError, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node'
 import { JetStreamApiCodes, JetStreamApiError, PubHeaders, type JetStreamClient, type JetStreamManager, type PubAck } from '@nats-io/jetstream'
 import { fail } from '../../../protocol/errors/fail.js'
-import { EventHeaders, formatRequestTag, parseRequestTag, type RequestTag, type SessionEvent } from '../../../protocol/events.js'
+import { EventHeaders, formatRequestTag, parseRequestTag, type ProcessedRecord, type RequestTag } from '../../../protocol/events.js'
+import type { SessionEvent } from '../../../protocol/session-events.js'
 import { EVENTS_PREFIX, EVENTS_STREAM, LIVE_PREFIX, eventsSubject, eventsWildcard, liveSubject } from '../../../protocol/subjects.js'
 import type { EventItem } from '../../../protocol/event-item.js'
 import { readSessionRange } from './event-reader.js'
@@ -56,7 +57,7 @@ export interface Stored {
   seq: number
   type: string
   /** The event (or internal record) exactly as stored. */
-  event: SessionEvent
+  event: SessionEvent | ProcessedRecord
   /** Client event ids this record marks as handled. */
   processed: string[] | undefined
   /** The POST that stored this client event. */
@@ -97,7 +98,7 @@ export class EventLog {
   ) {}
 
   /** Stores one event (or internal record). */
-  async append(event: SessionEvent | { type: string; [k: string]: unknown }, opts: AppendOptions = {}): Promise<number> {
+  async append(event: SessionEvent | ProcessedRecord, opts: AppendOptions = {}): Promise<number> {
     return this.publishOne(event.type, JSON.stringify(event), opts)
   }
 

@@ -1,5 +1,5 @@
 import { decodeCursor, encodeCursor, isRecordPosition } from '../../../protocol/cursor.js'
-import type { SessionEvent } from '../../../protocol/events.js'
+import type { EventOf, PayloadOf, ServiceEvent, ServiceEventType } from '../../../protocol/session-events.js'
 import type { Page } from '../../../protocol/page.js'
 import type { ThreadListInput } from '../../../protocol/schemas/thread.js'
 import type { AdvisorEntry } from '../../../protocol/schemas/agent.js'
@@ -9,7 +9,7 @@ import { toWireUsage } from '../billing/index.js'
 import { History } from '../history/index.js'
 import type { SessionRecord } from '../history/index.js'
 import type { TurnLoop } from '../turn/index.js'
-import type { Emitter } from '../turn/index.js'
+import type { Emitter, StatusArgs, TurnEventType } from '../turn/index.js'
 import type { Member } from '../turn/index.js'
 
 /**
@@ -32,9 +32,11 @@ export function childRecord(rec: SessionRecord, member: ThreadAgent, createdAt: 
 export const childHistory = (rec: SessionRecord, id: string, member: ThreadAgent, createdAt: string): History =>
   new History(childRecord(rec, member, createdAt), id)
 
-/** Events of a child the session's own list and stream carry too (with `session_thread_id`): its statuses, and tool uses the client must answer. */
-const crossPosted = (ev: SessionEvent) =>
-  ev.type.startsWith('session.thread_status_') || ev.type === 'agent.custom_tool_use' || (ev.type === 'agent.tool_use' && ev.evaluated_permission === 'ask')
+/**
+ * Events of a child the session's own list and stream carry too (with `session_thread_id`): its statuses (`status`),
+ * and tool uses the client must answer.
+ */
+const crossPosted = (ev: ServiceEvent) => ev.type === 'agent.custom_tool_use' || (ev.type === 'agent.tool_use' && ev.evaluated_permission === 'ask')
 
 /**
  * A child's events as its turn loop emits them: statuses become `session.thread_status_*` naming the thread, and what
@@ -42,30 +44,37 @@ const crossPosted = (ev: SessionEvent) =>
  */
 export class ThreadEmitter implements Emitter {
   constructor(
-    private readonly own: Emitter,
+    private readonly own: OwnEvents,
     private readonly primary: CrossPoster,
     private readonly thread: string,
     private readonly name: string,
   ) {}
 
-  emit(type: string, fields: Record<string, unknown>, id?: string): SessionEvent {
-    const status = type.startsWith('session.status_')
-    const ev = this.own.emit(
-      status ? `session.thread_status_${type.slice('session.status_'.length)}` : type,
-      status ? { session_thread_id: this.thread, agent_name: this.name, ...fields } : fields,
-      id,
-    )
+  emit<T extends TurnEventType>(type: T, fields: PayloadOf<T>, id?: string): EventOf<T> {
+    const ev = this.own.emit(type, fields, id)
     if (crossPosted(ev)) this.primary.crossPost(ev, this.thread)
     return ev
+  }
+
+  status(...[status, idle]: StatusArgs): void {
+    const thread = { session_thread_id: this.thread, agent_name: this.name }
+    const ev =
+      status === 'idle' ? this.own.emit('session.thread_status_idle', { ...thread, ...idle }) : this.own.emit(`session.thread_status_${status}`, thread)
+    this.primary.crossPost(ev, this.thread)
   }
 
   readonly preview: Emitter['preview'] = (type, payload, of) => this.own.preview(type, payload, of)
 }
 
+/** A child's own writes, on its subject (the actor's `SessionEvents` for the child): its statuses named as a child's. */
+export interface OwnEvents extends Pick<Emitter, 'preview'> {
+  emit<T extends ServiceEventType>(type: T, fields: PayloadOf<T>, id?: string): EventOf<T>
+}
+
 /** The primary thread's events as a child's are copied onto them (the actor's `SessionEvents`). */
 export interface CrossPoster {
   /** A copy of a child's event on the primary's subject, naming its thread (not applied there). */
-  crossPost(ev: SessionEvent, thread: string): void
+  crossPost(ev: ServiceEvent, thread: string): void
 }
 
 /** One child thread of a session, alive in its actor: its history, writes and turns. */

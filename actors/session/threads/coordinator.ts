@@ -1,4 +1,4 @@
-import type { ContentBlockParam } from '@anthropic-ai/sdk/resources/messages'
+import type { TextBlock } from '../../../protocol/session-events.js'
 import { primaryThreadId } from '../../../protocol/ids.js'
 import { errorResult, textResult, type ToolResult } from '../../../sandbox/types.js'
 import type { History, OpenTool } from '../history/index.js'
@@ -68,7 +68,7 @@ export class ThreadCoordinator implements Coordinator {
       if (countChildren(host) >= MAX_CHILD_THREADS) {
         return { result: errorResult(`This session has started ${MAX_CHILD_THREADS} agent threads, the most it may; no more can be started.`) }
       }
-      const content: ContentBlockParam[] = [{ type: 'text', text: message }]
+      const content: TextBlock[] = [{ type: 'text', text: message }]
       child = host.spawn(id, member)
       host.events.emit('agent.thread_message_sent', { to_session_thread_id: id, to_agent_name: member.name, content })
       child.events.emit('agent.thread_message_received', {
@@ -92,7 +92,7 @@ export class ThreadCoordinator implements Coordinator {
       return { result: errorResult(`The agent ${child.member.name} could not finish its task (${stop?.type ?? 'stopped'}); see its thread ${id}.`) }
     }
     const reply = lastReply(h)
-    const content: ContentBlockParam[] = [{ type: 'text', text: reply }]
+    const content: TextBlock[] = [{ type: 'text', text: reply }]
     child.events.emit('agent.thread_message_sent', {
       to_session_thread_id: primaryThreadId(host.h.session.id),
       to_agent_name: host.h.session.agent.name,

@@ -1,11 +1,11 @@
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
-import type { SessionEvent } from '../../../protocol/events.js'
+import type { GraderResult, ModelUsage } from '../../../protocol/session-events.js'
 import { newId } from '../../../protocol/ids.js'
 import { intervalAfter } from '../../kit/index.js'
-import type { TurnDeps } from './types.js'
+import type { Emitter, TurnDeps } from './types.js'
 import type { History } from '../history/index.js'
 import { classifyFailure, streamModel } from './model.js'
-import { type GraderResult, ONGOING_INTERVAL_MS, type OpenOutcome } from '../history/index.js'
+import { ONGOING_INTERVAL_MS, type OpenOutcome } from '../history/index.js'
 import { transcript } from '../history/index.js'
 
 /** The grader's instructions; its verdict is one JSON object (`parseVerdict`). */
@@ -52,11 +52,11 @@ export interface GradeParts {
   readonly h: History
   /** The actor stopped (a takeover, a shutdown): a pass cut short leaves its span open for the next host to finish. */
   readonly dead: () => boolean
-  readonly events: { emit(type: string, fields: Record<string, unknown>): SessionEvent }
+  readonly events: Pick<Emitter, 'emit'>
   readonly deps: Pick<TurnDeps, 'model' | 'modelRetry' | 'settings' | 'ctx'>
 }
 
-const ZERO = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
+const ZERO: ModelUsage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
 
 /**
  * One grader pass over the open outcome: its span (the open one a takeover left, or a new one), `_ongoing` while the
@@ -68,7 +68,7 @@ export async function grade(p: GradeParts, o: OpenOutcome, signal: AbortSignal):
   const { h, events, deps } = p
   const iteration = h.outcomeIteration
   const start = h.gradingSpan ?? events.emit('span.outcome_evaluation_start', { outcome_id: o.id, iteration }).id
-  const end = (result: GraderResult, explanation: string, usage: unknown = ZERO) =>
+  const end = (result: GraderResult, explanation: string, usage = ZERO) =>
     events.emit('span.outcome_evaluation_end', { outcome_evaluation_start_id: start, outcome_id: o.id, iteration, result, explanation, usage })
   if (!deps.model) {
     end('failed', 'No model endpoint is configured on this server, so the grader cannot run.')

@@ -15,4 +15,4 @@ export {
 export { SkillTexts } from './skill-texts.js'
 export { ToolLock, ToolRunner } from './tool-runner.js'
 export { TurnLoop, ZERO_USAGE, type TurnParts } from './turn.js'
-export type { Coordinator, Emitter, SendOutcome, TurnDeps } from './types.js'
+export type { Coordinator, Emitter, SendOutcome, StatusArgs, TurnDeps, TurnEventType } from './types.js'

@@ -19,11 +19,14 @@ export interface ModelResponse {
 /** Stream-only previews (WIRE §7.3 event_deltas): `event_start`, then `event_delta`s for agent.message. */
 export type Preview = (type: 'event_start' | 'event_delta', payload: unknown, deltaOf: 'agent.message' | 'agent.thinking') => void
 
+/** The `session.error` a failed model request is reported as. */
+type ModelErrorType = 'model_overloaded_error' | 'model_rate_limited_error' | 'model_request_failed_error'
+
 export type ModelFailure =
   | { kind: 'aborted' }
   /** Overloaded, rate limited, a 5xx or a lost connection: worth another attempt after a pause. */
-  | { kind: 'retryable'; type: string; message: string; retryAfterMs?: number }
-  | { kind: 'fatal'; type: string; message: string }
+  | { kind: 'retryable'; type: ModelErrorType; message: string; retryAfterMs?: number }
+  | { kind: 'fatal'; type: ModelErrorType; message: string }
 
 /** The model endpoint sessions call: the official client, and how logs and errors name it. */
 export interface Model {

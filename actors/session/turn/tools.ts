@@ -1,6 +1,7 @@
 import type { Tool as ApiTool } from '@anthropic-ai/sdk/resources/messages'
 import type { AgentToolset, Policy } from '../../../protocol/schemas/agent.js'
 import type { SessionAgent } from '../../../protocol/session.js'
+import type { AgentToolUseEvent } from '../../../protocol/session-events.js'
 import { BUILTIN_TOOL_NAMES, builtinToolDefinitions } from '../../../sandbox/index.js'
 import { SKILL_TOOL, skillTool } from './skill-context.js'
 import { coordinatorTools, type Member } from './roster.js'
@@ -65,7 +66,7 @@ export function routeTool(agent: SessionAgent, name: string, offers: ThreadTools
 }
 
 /** The permission fields of an agent.tool_use event (WIRE §7.2). `auto` allows: no risk classifier runs here. */
-export function permissionFields(policy: Policy) {
+export function permissionFields(policy: Policy): Pick<AgentToolUseEvent, 'evaluated_permission' | 'evaluation'> {
   if (policy.type === 'always_ask') return { evaluated_permission: 'ask', evaluation: { type: 'always_ask' } }
   if (policy.type === 'auto') return { evaluated_permission: 'allow', evaluation: { type: 'auto', evaluated_permission: { type: 'allow' } } }
   return { evaluated_permission: 'allow', evaluation: { type: 'always_allow' } }

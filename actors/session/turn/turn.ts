@@ -1,5 +1,6 @@
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
 import type { StopReason } from '../../../protocol/events.js'
+import type { RefusalStopDetails, SpanModelUsage } from '../../../protocol/session-events.js'
 import { newId } from '../../../protocol/ids.js'
 import { intervalAfter, type Mailbox } from '../../kit/index.js'
 import { budgetReached } from '../billing/index.js'
@@ -41,7 +42,7 @@ export interface TurnParts {
 }
 
 /** The usage of a model request that produced nothing (failed, or closed after a takeover). */
-export const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
+export const ZERO_USAGE: SpanModelUsage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
 
 const NO_MODEL =
   'No model endpoint is configured on this server: set TROUPE_MODEL_BASE_URL or ANTHROPIC_API_KEY on the serving hosts (the key alone calls https://api.anthropic.com; a base URL that needs a key takes both).'
@@ -69,7 +70,7 @@ export class TurnLoop {
   private stats: TurnStats | undefined
   /** The request whose message started the turn: its log lines name it. */
   private rid: string | undefined
-  private lastStop: { reason: StopReason; details: unknown } | undefined
+  private lastStop: { reason: StopReason; details: RefusalStopDetails | null } | undefined
   /** Failed attempts of the current model request. */
   private attempts = 0
 
@@ -100,7 +101,7 @@ export class TurnLoop {
     try {
       if (h.status !== 'running') {
         this.stats ??= newTurnStats()
-        events.emit('session.status_running', {})
+        events.status('running')
         this.p.writer.running()
       }
       for (;;) {
@@ -151,7 +152,7 @@ export class TurnLoop {
    * The turn ends (or parks, or is interrupted): what it wrote to the outputs folder is published (actors/workdir/outputs/), then
    * the session goes idle. A turn abandoned after repeated failures goes idle without a pass (`idle`): the next does it.
    */
-  async end(stop: StopReason, details: unknown = null): Promise<void> {
+  async end(stop: StopReason, details: RefusalStopDetails | null = null): Promise<void> {
     if (this.p.sandbox.hasOutputs()) {
       await this.p.sandbox.publishOutputs()
       if (this.p.mb.dead) return
@@ -160,9 +161,9 @@ export class TurnLoop {
   }
 
   /** The session goes idle, its record says so, and one log line sums the turn up. */
-  idle(stop: StopReason, details: unknown = null): void {
+  idle(stop: StopReason, details: RefusalStopDetails | null = null): void {
     const started = this.stats?.startedAt ?? this.p.h.rec.running_since
-    this.p.events.emit('session.status_idle', { stop_reason: stop, stop_details: details })
+    this.p.events.status('idle', { stop_reason: stop, stop_details: details })
     void this.p.writer.persist()
     // The session's work item follows the session's turn, the primary thread's (a child's parks it through its send).
     if (!this.p.h.thread) workAfterTurn(this.p.deps.ctx, selfHostedOf(this.p.h.rec), stop, this.rid)
@@ -217,10 +218,10 @@ export class TurnLoop {
       }
       const wait = (f.kind === 'retryable' && f.retryAfterMs) || intervalAfter(policy, this.attempts + 1)
       this.attempts++
-      events.emit('session.status_rescheduled', {})
+      events.status('rescheduled')
       void this.p.writer.persist()
       if (!(await sleep(wait, signal))) return false
-      events.emit('session.status_running', {})
+      events.status('running')
       return true
     }
     this.attempts = 0
@@ -281,7 +282,7 @@ export class TurnLoop {
   }
 }
 
-function wireModelUsage(u: ModelUsage) {
+function wireModelUsage(u: ModelUsage): SpanModelUsage {
   return {
     input_tokens: u.input_tokens ?? 0,
     output_tokens: u.output_tokens ?? 0,

@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../../../protocol/events.js'
+import type { EventOf, IdleFields, PayloadOf, ServiceEventType } from '../../../protocol/session-events.js'
 import type { ToolResult } from '../../../sandbox/index.js'
 import type { HostContext, RetryPolicy, SessionTuning } from '../../kit/index.js'
 import type { OpenTool } from '../history/index.js'
@@ -10,10 +10,21 @@ import type { SkillTexts } from './skill-texts.js'
  * imports nothing above it.
  */
 
+/** The statuses, whose type names the thread they are of (`Emitter.status`). */
+type StatusType = `session.status_${string}` | `session.thread_status_${string}`
+
+/** What a turn emits the same way whichever thread it runs on: every service event but the statuses. */
+export type TurnEventType = Exclude<ServiceEventType, StatusType>
+
+/** A status change as `Emitter.status` takes it: idle with why, or running, rescheduled, terminated. */
+export type StatusArgs = [status: 'idle', fields: IdleFields] | [status: 'running' | 'rescheduled' | 'terminated']
+
 /** Where a turn's events go: its thread's (the actor's `SessionEvents`, or a child's `ThreadEmitter`). */
 export interface Emitter {
-  /** A service event: applied to the thread's history now, stored behind every earlier write. */
-  emit(type: string, fields: Record<string, unknown>, id?: string): SessionEvent
+  /** A service event of type `T` with its fields: applied to the thread's history now, stored behind every earlier write. */
+  emit<T extends TurnEventType>(type: T, fields: PayloadOf<T>, id?: string): EventOf<T>
+  /** The thread's status changes: `session.status_*` for the primary, `session.thread_status_*` naming a child. */
+  status(...args: StatusArgs): void
   /** A model response's preview, published live (never stored). */
   readonly preview: Preview
 }
