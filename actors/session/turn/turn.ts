@@ -111,41 +111,42 @@ export class TurnLoop {
           if (ac.signal.aborted || mb.dead) return
           if (parked === 'failed') return this.end({ type: 'retries_exhausted' })
           // A send parked on a child at the budget parks this turn at it too: raising the budget resumes both.
-          if (parked.some((t) => t.parkedOn === 'budget')) {
-            const spent = this.p.spend()
-            events.emit('session.usage', { usage: toWireUsage(spent.totals), budget: spent.budget })
-            return this.end({ type: 'budget_reached' })
-          }
+          if (parked.some((t) => t.parkedOn === 'budget')) return this.budgetStop(true)
           if (parked.length)
             return this.end({ type: 'requires_action', event_ids: parked.flatMap((t) => (Array.isArray(t.parkedOn) ? t.parkedOn : [t.eventId])) })
           continue
         }
-        if (!h.needsModel() && h.outcome) {
-          // The turn's work is done: the grader judges it against the outcome's rubric (outcomes.ts); a revision
-          // asked for is the agent's next input, and the loop goes on.
-          const spent = this.p.spend()
-          if (budgetReached(spent.totals, spent.budget)) {
-            events.emit('session.usage', { usage: toWireUsage(spent.totals), budget: spent.budget })
-            return this.end({ type: 'budget_reached' })
-          }
-          if (!(await grade({ h, dead: () => mb.dead, events, deps: this.p.deps }, h.outcome, ac.signal))) return
-          continue
-        }
-        if (!h.needsModel()) {
+        // The turn's work is done: with an outcome open, the grader judges it against the rubric (grader.ts).
+        const grading = !h.needsModel() && h.outcome
+        if (!h.needsModel() && !grading) {
           const stop = this.lastStop
           this.lastStop = undefined
           return this.end(stop?.reason ?? { type: 'end_turn' }, stop?.details ?? null)
         }
-        const spent = this.p.spend()
-        if (budgetReached(spent.totals, spent.budget)) {
-          events.emit('session.usage', { usage: toWireUsage(spent.totals), budget: spent.budget })
-          return this.end({ type: 'budget_reached' })
+        // What comes next costs: a grader pass or a model request.
+        const atBudget = this.budgetStop()
+        if (atBudget) return atBudget
+        if (grading) {
+          // A revision asked for is the agent's next input, and the loop goes on.
+          if (!(await grade({ h, dead: () => mb.dead, events, deps: this.p.deps }, grading, ac.signal))) return
+          continue
         }
         if (!(await this.modelRequest(ac.signal))) return
       }
     } finally {
       if (this.ac === ac) this.ac = undefined
     }
+  }
+
+  /**
+   * Ends the turn at the session's budget (all its threads' spending together) when it is reached, or (`reached`) a
+   * child stopped at it: the client is told what was spent, and the turn waits for a raise. Undefined: it goes on.
+   */
+  private budgetStop(reached = false): Promise<void> | undefined {
+    const spent = this.p.spend()
+    if (!reached && !budgetReached(spent.totals, spent.budget)) return undefined
+    this.p.events.emit('session.usage', { usage: toWireUsage(spent.totals), budget: spent.budget })
+    return this.end({ type: 'budget_reached' })
   }
 
   /**
