@@ -101,7 +101,7 @@ export class FanOut {
   }
 
   async start(): Promise<void> {
-    await retryWhileStarting('webhook endpoints watch', () => this.subscribers.start(), { log: this.o.storage.log })
+    await this.subscribers.start(this.o.storage.log)
     await retryWhileStarting('webhook fan-out consumers', () => ensureFanOutConsumers(this.o.storage), { log: this.o.storage.log })
     await this.consume(OUTBOX_STREAM, (m) => this.fromOutbox(m))
     await this.consume(EVENTS_STREAM, (m) => this.fromHistory(m))
