@@ -1,4 +1,5 @@
 import { JetStreamApiError } from '@nats-io/jetstream'
+import { jserrors } from '@nats-io/jetstream/internal'
 import { isTransientNatsError } from './nats-errors.js'
 import { retry, startupRetry } from './retry-policy.js'
 
@@ -81,10 +82,18 @@ export async function retryWhileStarting<T>(what: string, fn: () => Promise<T>, 
   }
 }
 
+const notEnabled = (err: unknown): boolean => {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) if (e instanceof jserrors.JetStreamNotEnabled) return true
+  return false
+}
+
 /** What a forming cluster's answer means, in the words an operator needs. */
 function waitingFor(err: unknown, why: string): string {
   if (err instanceof JetStreamApiError && err.code === FORMING_CODES.InsufficientResources) {
     return `${why}: the servers to hold the replicas are not all in the cluster yet; if they never join, TROUPE_REPLICAS asks for more servers than the cluster has`
+  }
+  if (notEnabled(err)) {
+    return `${why}: a server still loading JetStream; if it lasts, JetStream is off on the server or for this account, a misconfiguration`
   }
   return `${why}: the cluster is electing a leader or a server is (re)starting; retrying`
 }
