@@ -90,7 +90,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   const { hostId } = opts
   log = log.child({ host: hostId })
   const js = jetstream(nc)
-  const jsm = await retryWhileStarting('jetstream', () => jetstreamManager(nc))
+  const jsm = await retryWhileStarting('jetstream', () => jetstreamManager(nc), { log })
   const kvm = new Kvm(js)
   const storage = { jsm, replicas: settings.replicas ?? 1, lowerReplicas: settings.replicasExplicit ?? false, log }
   // Kinds start before placement exists, and serve nothing before it does.

@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import { fnv1a } from '../protocol/hash.js'
 import { PARTITIONS, partitionToken, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
-import { every, live, type Loop, readAtLeader, RecordStore } from '../actors/kit/index.js'
+import { every, live, type Loop, readAtLeader, RecordStore, retryWhileStarting } from '../actors/kit/index.js'
 import type { Presence } from './presence.js'
 
 /**
@@ -148,7 +148,10 @@ export class Placement {
   async start(): Promise<void> {
     this.connection = this.o.presence.connection()
     this.o.presence.start()
-    await this.beatOnce()
+    // Start-up's steps wait out a cluster that is forming or has just lost a node (kit/retry.ts); the loops below
+    // take over from there, each failed pass warned about and the next one tried.
+    const { log } = this.o
+    await retryWhileStarting('first heartbeat', () => this.beatOnce(), { log })
     await Promise.all([
       this.watch(this.o.hosts, 'host.>', (e) => {
         const id = e.key.slice('host.'.length)
@@ -172,7 +175,7 @@ export class Placement {
       }),
     ])
     // Serve what is ours before saying we started: requests may follow at once.
-    await this.tick()
+    await retryWhileStarting('first placement pass', () => this.tick(), { log })
     const warn = (what: string) => (err: unknown) => this.o.log.warn({ err }, what)
     this.beatLoop = every(BEAT_EVERY_MS, () => this.beatOnce(), warn('heartbeat failed'))
     this.tickLoop = every(TICK_MS, () => this.tick(), warn('placement pass failed'))
@@ -512,7 +515,7 @@ export class Placement {
 
   /** Watches `key` of a bucket, resolving once the values stored before the call have been applied. */
   private async watch(kv: KV, key: string, apply: (e: KvWatchEntry) => void): Promise<void> {
-    const w = await kv.watch({ key })
+    const w = await retryWhileStarting(`${key} watch`, () => kv.watch({ key }), { log: this.o.log })
     this.watchers.push(w)
     let caughtUp: () => void = () => undefined
     const initial = new Promise<void>((r) => (caughtUp = r))
@@ -522,7 +525,7 @@ export class Placement {
         if (e.delta === 0) caughtUp()
       }
     })()
-    if ((await kv.status()).values === 0) caughtUp()
+    if ((await retryWhileStarting(`${key} watch status`, () => kv.status(), { log: this.o.log })).values === 0) caughtUp()
     await Promise.race([initial, new Promise((r) => setTimeout(r, HOST_TTL_MS).unref())])
   }
 }

@@ -151,7 +151,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     // Schedules fire only where something orchestrates: `serve` alone never fires.
     if (role === 'start' || role === 'orchestrate') {
       const js = jetstream(nc)
-      const jsm = await retryWhileStarting('jetstream', () => js.jetstreamManager())
+      const jsm = await retryWhileStarting('jetstream', () => js.jetstreamManager(), { log })
       const kvm = new Kvm(js)
       const storage = { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log }
       const wire = host?.wire ?? actorWire(nc)
@@ -238,7 +238,7 @@ async function startSandboxRole(
   hostId: string,
 ): Promise<RunningSandboxHost> {
   const js = jetstream(nc)
-  const jsm = await retryWhileStarting('jetstream', () => js.jetstreamManager())
+  const jsm = await retryWhileStarting('jetstream', () => js.jetstreamManager(), { log })
   const storage = { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log }
   const deps = await sandboxHostDeps({ nc, storage, log, dataDir: cfg.dataDir, backend, session: cfg.session, fileMaxBytes: cfg.fileLimit })
   const server = new SandboxHost({ nc, hostId, log, deps })

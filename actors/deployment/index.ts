@@ -43,7 +43,7 @@ export const deploymentKind: ActorKindDef = {
       firesFrom.set(s.deployment.id, s.fires_from)
       return s.deployment
     })
-    await projection.start()
+    await projection.start(ctx.log)
     const ops = deploymentOps({
       states,
       projection,
@@ -63,7 +63,7 @@ export const deploymentRunKind: ActorKindDef = {
   async start(ctx) {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.deploymentRuns)
     const projection = new Projection<DeploymentRun>(kv, RUN_PREFIX)
-    await projection.start()
+    await projection.start(ctx.log)
     return { ops: implement(DeploymentRunKind, runOps(new RecordStore<DeploymentRun>(kv), projection)), close: async () => projection.stop() }
   },
 }

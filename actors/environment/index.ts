@@ -11,7 +11,7 @@ export const environmentKind: ActorKindDef = {
   async start(ctx) {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.environments)
     const projection = new Projection<Environment, StoredEnvironment>(kv, ENV_PREFIX, (s) => s.env)
-    await projection.start()
+    await projection.start(ctx.log)
     return { ops: implement(EnvironmentKind, environmentOps(kv, projection)), close: async () => projection.stop() }
   },
 }

@@ -21,7 +21,7 @@ export const fileKind: ActorKindDef = {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.files)
     const objects = await openObjectStore(new Objm(ctx.js), ctx.storage, ObjectStores.files)
     const projection = new Projection<StoredFile>(kv, FILE_PREFIX)
-    await projection.start()
+    await projection.start(ctx.log)
     const age = ctx.settings.sweepAgeMs ?? ORPHAN_AGE_MS
     const sweeper = every(
       age,

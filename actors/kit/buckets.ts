@@ -1,6 +1,6 @@
 import type { KV, Kvm, KvOptions } from '@nats-io/kv'
 import { JetStreamApiError } from '@nats-io/jetstream'
-import { ensureReplicas, replicasRefused, type Storage } from './replicas.js'
+import { ensureReplicas, replicasRefused, type Storage, untilLed } from './replicas.js'
 import { retryWhileStarting } from './retry.js'
 
 /**
@@ -9,12 +9,15 @@ import { retryWhileStarting } from './retry.js'
  * key (history 1) unless `opts` says otherwise.
  */
 export async function openBucket(kvm: Kvm, storage: Storage, name: string, opts: Partial<KvOptions> = {}): Promise<KV> {
-  const kv = await retryWhileStarting(`${name} bucket`, () => kvm.create(name, { history: 1, ...opts, replicas: storage.replicas })).catch((err) => {
+  const kv = await retryWhileStarting(`${name} bucket`, () => kvm.create(name, { history: 1, ...opts, replicas: storage.replicas }), {
+    log: storage.log,
+  }).catch((err) => {
     if (err.cause instanceof JetStreamApiError && storage.replicas > 1) throw replicasRefused(`${name} bucket`, storage.replicas, err.cause)
     throw err
   })
-  // Created (or found) is not yet answering: the bucket's stream may be without a leader for a moment (a node cut off).
-  const status = await retryWhileStarting(`${name} bucket status`, () => kv.status())
-  await ensureReplicas(storage, status.streamInfo.config.name, status.streamInfo.config)
+  // Created (or found) is not yet answering: the bucket's stream elects its leader after it is created, and a first
+  // write before that times out.
+  const info = await untilLed(storage, `${name} bucket`, `KV_${name}`)
+  await ensureReplicas(storage, info.config.name, info.config)
   return kv
 }

@@ -49,7 +49,7 @@ export {
   webhookRetry,
   workspaceRetry,
 } from './retry-policy.js'
-export { retryWhileStarting } from './retry.js'
+export { retryWhileStarting, type StartupLog } from './retry.js'
 export { casLoop, LOST } from './cas.js'
 export { every, type Loop } from './loop.js'
 export { handle, type HandlerMap } from './handler-map.js'

@@ -34,7 +34,7 @@ export function listedKind<S, C extends KindContract, V extends Sortable>(spec: 
       const work = spec.work?.(ctx)
       const states = await durableState<S, C>(ctx, { contract: spec.contract, bucket: spec.bucket, missing: spec.missing, ...(work ? { work } : {}) })
       const projection = new Projection<V, S>(states.kv, spec.prefix, spec.view)
-      await projection.start()
+      await projection.start(ctx.log)
       const handlers = await spec.ops(ctx, states, projection)
       const loop = spec.background?.(ctx, projection)
       return states.runtime(implement(spec.contract, handlers), async () => {

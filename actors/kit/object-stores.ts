@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream'
 import { type ObjectStore, type ObjectStoreOptions, type Objm, setSha256Backend } from '@nats-io/obj'
-import { ensureReplicas, replicasRefused, type Storage } from './replicas.js'
+import { ensureReplicas, replicasRefused, type Storage, untilLed } from './replicas.js'
 import { retryWhileStarting } from './retry.js'
 
 // nats.js hashes every object it puts, on the event loop, in pure JS by default (js-sha256, ~65 MB/s here): a 25 MB
@@ -18,12 +18,14 @@ export const CHUNK_BYTES = 1024 * 1024
  * is brought to them), retrying while JetStream elects its leader: kit/buckets.ts for bytes.
  */
 export async function openObjectStore(objm: Objm, storage: Storage, name: string, opts: Partial<ObjectStoreOptions> = {}): Promise<ObjectStore> {
-  const os = await retryWhileStarting(`${name} object store`, () => objm.create(name, { ...opts, replicas: storage.replicas })).catch((err) => {
-    if (err.cause instanceof JetStreamApiError && storage.replicas > 1) throw replicasRefused(`${name} object store`, storage.replicas, err.cause)
-    throw err
-  })
-  const status = await os.status()
-  await ensureReplicas(storage, status.streamInfo.config.name, status.streamInfo.config)
+  const os = await retryWhileStarting(`${name} object store`, () => objm.create(name, { ...opts, replicas: storage.replicas }), { log: storage.log }).catch(
+    (err) => {
+      if (err.cause instanceof JetStreamApiError && storage.replicas > 1) throw replicasRefused(`${name} object store`, storage.replicas, err.cause)
+      throw err
+    },
+  )
+  const info = await untilLed(storage, `${name} object store`, `OBJ_${name}`)
+  await ensureReplicas(storage, info.config.name, info.config)
   return os
 }
 

@@ -1,6 +1,7 @@
 import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { QueuedIterator } from '@nats-io/nats-core'
 import { decode } from '../../protocol/codec.js'
+import { retryWhileStarting, type StartupLog } from './retry.js'
 import { readAtLeader } from './store.js'
 
 export interface Sortable {
@@ -37,14 +38,16 @@ export class Projection<T extends Sortable, S = unknown> {
     this.projectStored = project as (stored: unknown) => T | undefined
   }
 
-  async start(): Promise<void> {
+  /** Watches the bucket and waits until the projection is fresh, waiting out a forming cluster (said in `log`, when given). */
+  async start(log?: StartupLog): Promise<void> {
     // Every key, not just the prefix: the freshness barrier compares against the bucket's last sequence,
     // which any key may have written.
-    this.watcher = await this.kv.watch({ key: '>' })
+    const what = `${this.prefix}* projection`
+    this.watcher = await retryWhileStarting(what, () => this.kv.watch({ key: '>' }), { log })
     void (async () => {
       for await (const e of this.watcher!) this.apply(e)
     })()
-    await this.fresh()
+    await retryWhileStarting(what, () => this.fresh(), { log })
   }
 
   private apply(e: KvWatchEntry): void {

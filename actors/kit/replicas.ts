@@ -1,4 +1,5 @@
-import { JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream'
+import { JetStreamApiError, type JetStreamManager, type StreamConfig, type StreamInfo } from '@nats-io/jetstream'
+import { NotLedYet, retryWhileStarting } from './retry.js'
 import type { Logger } from 'pino'
 
 /** Where a stream or bucket is kept: how many servers of the cluster hold a copy. */
@@ -45,25 +46,34 @@ export async function ensureReplicas(storage: Storage, stream: string, config: S
     return
   }
   try {
-    await jsm.streams.update(stream, { ...config, num_replicas: replicas })
-    await untilLed(jsm, stream)
+    await retryWhileStarting(`stream ${stream} replicas`, () => jsm.streams.update(stream, { ...config, num_replicas: replicas }), {
+      log,
+      waitForServers: false,
+    })
+    await untilLed(storage, `stream ${stream}`, stream)
     log.info({ stream, from: config.num_replicas, to: replicas }, 'stream replicas changed')
   } catch (err) {
-    if (!(err instanceof JetStreamApiError)) throw err
+    if (!(err instanceof Error && err.cause instanceof JetStreamApiError)) throw err
     log.warn(
-      { stream, replicas: config.num_replicas, wanted: replicas, err: err.message },
+      { stream, replicas: config.num_replicas, wanted: replicas, err: err.cause.message },
       `stream ${stream} keeps ${config.num_replicas} replicas: NATS refused ${replicas}; change it with \`nats stream edit ${stream} --replicas ${replicas}\``,
     )
   }
 }
 
-/** A stream whose peer set changed elects a leader anew; until then every call on it fails. Bounded: 30 s. */
-async function untilLed(jsm: JetStreamManager, stream: string): Promise<void> {
-  const deadline = Date.now() + 30_000
-  for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
-    const info = await jsm.streams.info(stream).catch(() => undefined)
-    if (info?.cluster?.leader) return
-    if (Date.now() > deadline) throw new Error(`stream ${stream} has no leader 30 s after its replicas changed`)
-    await new Promise((r) => setTimeout(r, delay))
-  }
+/**
+ * A stream just created, or whose peer set changed, elects its leader; until then a write to it times out. Waits
+ * for one (on a cluster; a single server leads its streams at once) and returns the stream's info. `what` names it in
+ * the wait's log line and in errors.
+ */
+export async function untilLed(storage: Storage, what: string, stream: string): Promise<StreamInfo> {
+  return retryWhileStarting(
+    `${what} leader`,
+    async () => {
+      const info = await storage.jsm.streams.info(stream)
+      if (info.cluster && !info.cluster.leader) throw new NotLedYet(stream)
+      return info
+    },
+    { log: storage.log },
+  )
 }

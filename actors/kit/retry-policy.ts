@@ -26,10 +26,11 @@ export function retryPolicy(overrides: Partial<RetryPolicy> = {}): RetryPolicy {
 }
 
 /**
- * JetStream starting or electing a leader (a server that has just started, a cluster forming): 100 ms, doubling up to
- * 1 s, for 30 s. A store that is not up by then is a configuration problem, reported as start-up failing.
+ * JetStream starting or electing a leader (a server that has just started, a cluster forming, a node just lost):
+ * 100 ms, doubling up to 1 s, with no deadline: start-up waits out what the cluster gets over, saying so
+ * (kit/retry.ts), and only a refusal (a misconfiguration) ends it. A caller that must give up sets its own.
  */
-export const startupRetry = retryPolicy({ initialIntervalMs: 100, maximumIntervalMs: 1000, deadlineMs: 30_000 })
+export const startupRetry = retryPolicy({ initialIntervalMs: 100, maximumIntervalMs: 1000 })
 
 /**
  * A compare-and-set that lost to another writer: read again and retry at once (the winner is done, so there is

@@ -42,7 +42,7 @@ export class Roster<T> {
 
   async start(): Promise<void> {
     const { prefix, self, log } = this.o
-    this.watcher = await retryWhileStarting(`${prefix} roster watch`, () => this.kv.watch({ key: `${prefix}>` }))
+    this.watcher = await retryWhileStarting(`${prefix} roster watch`, () => this.kv.watch({ key: `${prefix}>` }), { log })
     void (async () => {
       for await (const e of this.watcher!) {
         const id = e.key.slice(prefix.length)

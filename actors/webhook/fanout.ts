@@ -101,8 +101,8 @@ export class FanOut {
   }
 
   async start(): Promise<void> {
-    await retryWhileStarting('webhook endpoints watch', () => this.subscribers.start())
-    await retryWhileStarting('webhook fan-out consumers', () => ensureFanOutConsumers(this.o.storage))
+    await this.subscribers.start(this.o.storage.log)
+    await retryWhileStarting('webhook fan-out consumers', () => ensureFanOutConsumers(this.o.storage), { log: this.o.storage.log })
     await this.consume(OUTBOX_STREAM, (m) => this.fromOutbox(m))
     await this.consume(EVENTS_STREAM, (m) => this.fromHistory(m))
   }
@@ -114,7 +114,9 @@ export class FanOut {
   }
 
   private async consume(stream: string, handle: (m: JsMsg) => Promise<void>): Promise<void> {
-    const consumer = await retryWhileStarting(`webhook fan-out of ${stream}`, () => this.o.js.consumers.get(stream, FANOUT_CONSUMER))
+    const consumer = await retryWhileStarting(`webhook fan-out of ${stream}`, () => this.o.js.consumers.get(stream, FANOUT_CONSUMER), {
+      log: this.o.storage.log,
+    })
     const iter = await consumer.consume({ max_messages: 256 })
     this.loops.push(iter)
     const run = (async () => {

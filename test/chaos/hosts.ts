@@ -106,7 +106,8 @@ export class Hosts {
         return rec
       }
       rec.readyAt = await this.waitReady(h)
-      rec.natsAt = await this.natsConnectedAt(rec.spawnAt)
+      // Only a restart: the first starts run together, and their connections cannot be told apart.
+      if (restart) rec.natsAt = await this.natsConnectedAt(rec.spawnAt)
       if (rec.readyAt === undefined) rec.error = `/readyz was not 200 within ${READY_BOUND_MS} ms`
     } catch (err) {
       rec.error = (err as Error).message.split('\n')[0]

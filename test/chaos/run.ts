@@ -138,18 +138,21 @@ onBrokenRun(() => {
   saveLogs()
   console.error(`chaos: the run broke; logs in ${logDir}`)
 })
-// One at a time: tsx start-ups compete for the same two busy cores, and each start is timed on its own. Sandbox hosts
-// first: a session's first tool waits only briefly for one to be heard.
-for (const h of sandboxHosts.all) {
-  const rec = await sandboxHosts.start(h, false)
-  if (rec.error) throw new Error(`${h.name} did not start: ${rec.error}`)
-  say(`sandbox host ${h.name} ${h.id}, ready ${rec.readyAt! - rec.spawnAt} ms after spawn`)
-}
-for (const h of hosts.all) {
-  const rec = await hosts.start(h, false)
-  if (rec.error) throw new Error(`${h.name} did not start: ${rec.error}`)
-  say(`${h.name} ${h.id} on ${h.url}, ready ${rec.readyAt! - rec.spawnAt} ms after spawn`)
-}
+// All at the same moment, on the cluster that has just elected its meta leader, as a compose file or a rollout starts
+// them (issue 40): every start-up step waits out the forming cluster, and none may exit. No session runs before the
+// partitions are balanced below, so a session's first tool still finds a sandbox host heard.
+await Promise.all([
+  ...sandboxHosts.all.map(async (h) => {
+    const rec = await sandboxHosts.start(h, false)
+    if (rec.error) throw new Error(`${h.name} did not start: ${rec.error}`)
+    say(`sandbox host ${h.name} ${h.id}, ready ${rec.readyAt! - rec.spawnAt} ms after spawn`)
+  }),
+  ...hosts.all.map(async (h) => {
+    const rec = await hosts.start(h, false)
+    if (rec.error) throw new Error(`${h.name} did not start: ${rec.error}`)
+    say(`${h.name} ${h.id} on ${h.url}, ready ${rec.readyAt! - rec.spawnAt} ms after spawn`)
+  }),
+])
 
 const balancer = new Balancer(hosts.all)
 balancer.start()

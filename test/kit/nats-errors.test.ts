@@ -156,7 +156,7 @@ t.test('retryWhileStarting repeats transient failures only, and names what faile
       calls++
       throw new TimeoutError()
     },
-    150,
+    { timeoutMs: 150 },
   ).then(
     () => undefined,
     (e: Error) => e,
