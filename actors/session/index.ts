@@ -1,7 +1,7 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
-import { type ActorKindDef, ensureOutbox, implement, KeyedActors, modelRetry, openBucket, Outbox, Projection, retryWhileStarting } from '../kit/index.js'
+import { type ActorKindDef, ensureOutbox, implement, KeyedActors, modelRetry, openBucket, Outbox, Projection } from '../kit/index.js'
 import { SessionActor } from './actor/index.js'
 import type { ActorDeps, SessionSettings } from './actor/index.js'
 import { agentResolver } from './admission/index.js'
@@ -41,8 +41,9 @@ export const sessionKind: ActorKindDef = {
   contract: SessionKind,
   async start(ctx) {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.sessions)
-    await retryWhileStarting('events stream', () => ensureEventsStream(ctx.storage))
-    await retryWhileStarting('outbox stream', () => ensureOutbox(ctx.storage))
+    // Each waits out a forming cluster itself (kit/streams.ts).
+    await ensureEventsStream(ctx.storage)
+    await ensureOutbox(ctx.storage)
     const projection = new Projection<Session, SessionRecord>(kv, SESSION_PREFIX, (r) => r.session)
     await projection.start()
     const settings = { ...DEFAULT_SESSION_SETTINGS, ...ctx.settings.session }
