@@ -48,10 +48,25 @@ export interface StartOptions {
   command?: string[]
 }
 
+/**
+ * `command` as a user runs it: without the hook tap puts in the NODE_OPTIONS of every process a test spawns
+ * (@tapjs/processinfo, set by a spawn hook over whatever env is given). It records every module a process loads for
+ * coverage, which is off here, and costs a node process a loader thread and about 0.35 s of CPU at each start: over
+ * the suite's servers (and the `npm start`s of the crash loops) that is minutes. `env` runs after the hook and sets
+ * NODE_OPTIONS again without it, then execs the command in the same process (same pid, same process group).
+ */
+export function asUserRuns(command: string[], env: NodeJS.ProcessEnv = process.env): string[] {
+  const options = (env.NODE_OPTIONS ?? '').split(/\s+/).filter((o) => o && !/@tapjs[\\/]processinfo/.test(o))
+  return ['env', `NODE_OPTIONS=${options.join(' ')}`, ...command]
+}
+
 /** Starts `troupe <role>` the way a user does, on a free port, and waits for its "listening on" line. */
 export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
-  const [cmd, ...args] = opts.command ?? [process.execPath, ...(opts.nodeArgs ?? []), BIN, opts.role ?? 'serve', ...(opts.strict ? ['--strict'] : [])]
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', LOG_LEVEL: 'info', ...opts.env }
+  const [cmd, ...args] = asUserRuns(
+    opts.command ?? [process.execPath, ...(opts.nodeArgs ?? []), BIN, opts.role ?? 'serve', ...(opts.strict ? ['--strict'] : [])],
+    env,
+  )
   if (opts.natsUrl) env.NATS_URL = opts.natsUrl
   // One data directory per server (a server locks its own); never the checkout's ./.troupe.
   if (!opts.env?.TROUPE_DATA_DIR) env.TROUPE_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'troupe-data-'))

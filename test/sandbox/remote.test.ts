@@ -13,7 +13,7 @@ import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { pidsOf } from '../helpers/procs.js'
 import { sessionWorkdir } from '../helpers/sandbox-backend.js'
-import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
+import { asUserRuns, clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
 import { agentAndEnv, collect, isIdle } from '../sessions/_helpers.js'
 
@@ -91,7 +91,9 @@ t.test('two sandbox hosts start and say what they are', async (t) => {
   t.match(hosts[0]!.stdout(), /sandbox\s+\w+ .*runs the sandboxes of sessions served elsewhere/, 'the start-up block says what it is')
   t.match(serve.stdout(), /sandbox\s+remote: on the sandbox hosts/)
   const status = async () => {
-    const out = execFileSync(process.execPath, [BIN, 'status', '--json'], { env: { ...process.env, NATS_URL: nats.url }, encoding: 'utf8' })
+    const env = { ...process.env, NATS_URL: nats.url }
+    const [cmd, ...args] = asUserRuns([process.execPath, BIN, 'status', '--json'], env)
+    const out = execFileSync(cmd!, args, { env, encoding: 'utf8' })
     return JSON.parse(out) as StatusReport
   }
   const seen = await until('troupe status lists both sandbox hosts', async () => {

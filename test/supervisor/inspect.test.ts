@@ -11,6 +11,7 @@ import { freePort } from '../../supervisor/nats-server.js'
 import { connectForInspect } from '../../supervisor/inspect/io.js'
 import type { StatusReport } from '../../supervisor/inspect/status.js'
 import { findNats } from '../../supervisor/lockfile-info.js'
+import { asUserRuns } from '../helpers/troupe.js'
 import { agentAndEnv, collect, isIdle, sessionStack, until } from '../sessions/_helpers.js'
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/troupe.mjs')
@@ -35,7 +36,8 @@ interface Cli {
 
 /** `node bin/troupe.mjs <args>` as a user runs it. */
 function cli(args: string[], env = envWith()): Cli {
-  const proc = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const [cmd, ...argv] = asUserRuns([process.execPath, BIN, ...args], env)
+  const proc = spawn(cmd!, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => void (proc.exitCode === null && proc.signalCode === null && proc.kill('SIGKILL')))
   const out = { stdout: '', stderr: '' }
   const waiters = new Set<() => void>()

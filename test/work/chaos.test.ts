@@ -4,7 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import t from 'tap'
-import { startTroupe } from '../helpers/troupe.js'
+import { asUserRuns, startTroupe } from '../helpers/troupe.js'
 import { sessionStack } from '../sessions/_helpers.js'
 import { type Beat, leaseOverlaps, readBeats } from './leases.js'
 
@@ -38,9 +38,8 @@ s.model.setHandler((req) => {
 
 function startWorker(url: string, envId: string, id: string, beats: Beat[]): ChildProcess {
   const workdir = mkdtempSync(path.join(os.tmpdir(), `troupe-${id}-`))
-  const p = spawn(process.execPath, ['--import', 'tsx', 'test/work/worker-proc.ts', url, envId, id, workdir, String(TTL_S)], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  })
+  const [cmd, ...args] = asUserRuns([process.execPath, '--import', 'tsx', 'test/work/worker-proc.ts', url, envId, id, workdir, String(TTL_S)])
+  const p = spawn(cmd!, args, { stdio: ['ignore', 'pipe', 'ignore'] })
   readBeats(p, beats)
   t.teardown(() => p.kill('SIGKILL'))
   return p
