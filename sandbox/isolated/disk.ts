@@ -1,5 +1,4 @@
-import { constants as C } from 'node:fs'
-import { type FileHandle, lstat, open, opendir, readlink, realpath } from 'node:fs/promises'
+import { constants as C, closeSync, lstatSync, openSync, readdirSync, readlinkSync, realpathSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 
 /** What one file or directory counts at least: its inode, which a flood of empty files would otherwise spend freely. */
@@ -9,7 +8,8 @@ const WATCH_EVERY_MS = 2_000
 const WATCH_SHARE = 20
 
 const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW | C.O_NONBLOCK
-const NAMES_AS_BYTES = 'buffer' as BufferEncoding
+/** Entries looked at between two turns of the event loop. */
+const YIELD_EVERY = 512
 
 /**
  * The bytes a session keeps in `roots` (its writable directories): each file at the larger of what it occupies on
@@ -22,28 +22,29 @@ const NAMES_AS_BYTES = 'buffer' as BufferEncoding
 export async function diskUsage(roots: readonly string[]): Promise<number> {
   const seen = new Set<bigint>()
   let bytes = 0
+  let sinceYield = 0
   for (const root of roots) {
-    let real: string
+    let real: Buffer
     try {
-      real = await realpath(root)
+      real = Buffer.from(realpathSync(root))
     } catch {
       continue
     }
-    const queue: Buffer[] = [Buffer.from(real)]
+    const under = Buffer.concat([real, Buffer.from('/')])
+    const queue: Buffer[] = [real]
     for (let dir = queue.pop(); dir; dir = queue.pop()) {
-      let fh: FileHandle
+      let fd: number
       try {
-        fh = await open(dir, DIR_FLAGS)
+        fd = openSync(dir, DIR_FLAGS)
       } catch {
         continue
       }
       try {
-        const where = await readlink(`/proc/self/fd/${fh.fd}`, { encoding: 'buffer' })
-        if (!where.equals(Buffer.from(real)) && !where.subarray(0, real.length + 1).equals(Buffer.from(`${real}/`))) continue
-        const listing = await opendir(`/proc/self/fd/${fh.fd}`, { encoding: NAMES_AS_BYTES, bufferSize: 128 })
-        for await (const e of listing) {
-          const name = e.name as unknown as Buffer
-          const st = await lstat(Buffer.concat([Buffer.from(`/proc/self/fd/${fh.fd}/`), name]), { bigint: true }).catch(() => undefined)
+        const where = readlinkSync(`/proc/self/fd/${fd}`, { encoding: 'buffer' })
+        if (!where.equals(real) && !where.subarray(0, under.length).equals(under)) continue
+        const at = Buffer.from(`/proc/self/fd/${fd}/`)
+        for (const name of readdirSync(at, { encoding: 'buffer' })) {
+          const st = lstatSync(Buffer.concat([at, name]), { bigint: true, throwIfNoEntry: false })
           if (!st) continue
           if (st.nlink > 1n && !st.isDirectory()) {
             if (seen.has(st.ino)) continue
@@ -52,11 +53,17 @@ export async function diskUsage(roots: readonly string[]): Promise<number> {
           const occupied = Number(st.blocks) * 512
           bytes += Math.max(PER_ENTRY, st.isFile() ? Math.max(occupied, Number(st.size)) : occupied)
           if (st.isDirectory()) queue.push(Buffer.concat([where, Buffer.from('/'), name]))
+          // The calls are synchronous (a few microseconds each, far cheaper than a thread pool round trip apiece); the
+          // event loop gets its turn between batches.
+          if (++sinceYield >= YIELD_EVERY) {
+            sinceYield = 0
+            await new Promise<void>((resolve) => setImmediate(resolve))
+          }
         }
       } catch {
         // A directory removed or swapped while listed: what it held is counted at the next look.
       } finally {
-        await fh.close()
+        closeSync(fd)
       }
     }
   }

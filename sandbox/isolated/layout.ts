@@ -73,9 +73,10 @@ export function sandboxDirs(root: string): SandboxDirs {
 
 /**
  * Creates the directories; the writable ones are handed to `hostUid` (the sandbox's own host uid when the server is
- * root), the read-only ones stay the server's, readable by all.
+ * root), the read-only ones stay the server's, readable by all. Writes the seccomp filter bwrap loads unless `seccomp`
+ * is false (default true).
  */
-export function prepareDirs(dirs: SandboxDirs, hostUid: number | null): void {
+export function prepareDirs(dirs: SandboxDirs, hostUid: number | null, { seccomp = true } = {}): void {
   for (const dir of [dirs.root, dirs.uploads, dirs.run, dirs.etc]) {
     mkdirSync(dir, { recursive: true })
     chmodSync(dir, 0o755)
@@ -92,8 +93,9 @@ export function prepareDirs(dirs: SandboxDirs, hostUid: number | null): void {
   )
   writeFileSync(path.join(dirs.etc, 'group'), `root:x:0:\nagent:x:${INSIDE_UID}:\nnogroup:x:65534:\n`)
   writeFileSync(path.join(dirs.etc, 'hosts'), '127.0.0.1 localhost\n::1 localhost\n')
-  const filter = seccompFilter()
+  const filter = seccomp ? seccompFilter() : undefined
   if (filter) writeFileSync(dirs.seccomp, filter, { mode: 0o644 })
+  else rmSync(dirs.seccomp, { force: true })
 }
 
 /**

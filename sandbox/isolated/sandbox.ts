@@ -29,6 +29,11 @@ export interface IsolatedRuntime {
   hostUid: number | null
   /** The operator's egress settings; null: no network (socat missing), every sandbox loopback only. */
   egress: EgressSettings | null
+  /**
+   * The seccomp filter and the disk quota's looks, each on unless false: off only where their cost is measured (the
+   * sandbox benchmark, test/bench/hardening.ts). Default both on.
+   */
+  guards?: { seccomp?: boolean; diskQuota?: boolean }
 }
 
 /** Per settings (one per backend), what opens a proxy: the judge is made once. */
@@ -69,7 +74,7 @@ const TOOL_SERVER = 'tool-server.mjs'
  */
 export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime): Sandbox {
   const dirs = sandboxDirs(path.resolve(opts.workdir))
-  prepareDirs(dirs, rt.hostUid)
+  prepareDirs(dirs, rt.hostUid, { seccomp: rt.guards?.seccomp !== false })
   if (opts.skills) prepareSkillsMountPoint(dirs)
   const limits = new LimitGroup(rt.limits, rt.cgroups, `sandbox-${randomBytes(6).toString('hex')}`)
   limits.create()
@@ -105,11 +110,15 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   let bundleWritten: Promise<void> | undefined
   const writeBundle = () => (bundleWritten ??= toolServerBundle().then((text) => writeFileSync(path.join(dirs.run, TOOL_SERVER), text, { mode: 0o644 })))
 
-  const quota = new DiskQuota([dirs.workspace, dirs.outputs, dirs.tmp, dirs.packages], rt.limits.diskMib * 1024 * 1024, () => {
-    // Something keeps writing past the quota: everything the sandbox runs ends (the PID namespace dies with bwrap).
-    shell.terminate()
-    tools.close()
-  })
+  const quota = new DiskQuota(
+    rt.guards?.diskQuota === false ? [] : [dirs.workspace, dirs.outputs, dirs.tmp, dirs.packages],
+    rt.limits.diskMib * 1024 * 1024,
+    () => {
+      // Something keeps writing past the quota: everything the sandbox runs ends (the PID namespace dies with bwrap).
+      shell.terminate()
+      tools.close()
+    },
+  )
   /** A sandbox with nothing running starts only while the host's budget for all sandboxes has room (budget.ts). */
   const admitted = () => {
     const full = limits.admit()
