@@ -136,7 +136,7 @@ async function flood(t: Test, client: ReturnType<typeof clientFor>, model: FakeM
     most = Math.max(most, fds())
   }
   t.ok(times.length >= 3, `${times.length} turns during the flood`)
-  t.ok(Math.max(...times) < 5_000, `every turn took well under the 20 s the flood once cost (${times.join(', ')} ms)`)
+  t.ok(Math.max(...times) < 10_000, `every turn took well under the 20 s the flood once cost (${times.join(', ')} ms)`)
   t.ok(most < 2048 - 512, `the server kept its reserve (at most ${most} descriptors open)`)
 
   const done = await turn(flooder.id, 'for i in $(seq 300); do grep -q "flood done" /tmp/flood.out && break; sleep 0.1; done; cat /tmp/flood.out')
