@@ -9,7 +9,7 @@ import type { EgressSettings } from './egress/proxy.js'
 import { sweepEgressDirs } from './isolated/egress-dirs.js'
 import { LAUNCH_ENV, SOCAT, sandboxed } from './isolated/launch.js'
 import { insideEnv, prepareDirs, sandboxDirs } from './isolated/layout.js'
-import { defaultBudget, openCgroupRoot, type SandboxesBudget } from './isolated/budget.js'
+import { ADMISSION, defaultBudget, openCgroupRoot, type SandboxesBudget } from './isolated/budget.js'
 import { DEFAULT_LIMITS, LimitGroup, type SandboxLimits } from './isolated/limits.js'
 import { createIsolatedSandbox, type IsolatedRuntime } from './isolated/sandbox.js'
 import { seccompFilter } from './isolated/seccomp.js'
@@ -143,8 +143,9 @@ export function readSandboxSetting(env: NodeJS.ProcessEnv): SandboxSetting {
       diskMib: int('TROUPE_SANDBOX_DISK_MIB', DEFAULT_LIMITS.diskMib, 16),
     },
     budget: {
-      memoryMib: int('TROUPE_SANDBOXES_MEMORY_MIB', byDefault.memoryMib, 64),
-      pids: int('TROUPE_SANDBOXES_PIDS', byDefault.pids, 16),
+      // At least twice what admitting one sandbox takes (budget.ts ADMISSION): else none would ever start.
+      memoryMib: int('TROUPE_SANDBOXES_MEMORY_MIB', byDefault.memoryMib, 2 * ADMISSION.memoryMib),
+      pids: int('TROUPE_SANDBOXES_PIDS', byDefault.pids, 2 * ADMISSION.pids),
     },
     hostUid: int('TROUPE_SANDBOX_UID', DEFAULT_SANDBOX_UID, 1),
     egress: {

@@ -101,7 +101,7 @@ export class LimitGroup {
       : '; no budget for all sandboxes together (cgroups not writable)'
     return (
       `memory ${memoryMib} MiB, ${pids} processes (${how}), CPU time ${cpuSeconds} s and ${files} open files per process (rlimit), ` +
-      `disk ${diskMib} MiB (checked after each tool and every few seconds; no file larger, rlimit)${all}`
+      `disk ${diskMib} MiB (looked at after each tool that writes and every 2 s; no file larger, rlimit)${all}`
     )
   }
 }

@@ -83,6 +83,8 @@ t.test('the new limits are read from their settings, and bad values stop start-u
   for (const [name, value] of [
     ['TROUPE_SANDBOX_DISK_MIB', '0'],
     ['TROUPE_SANDBOXES_PIDS', 'lots'],
+    ['TROUPE_SANDBOXES_PIDS', '47'],
+    ['TROUPE_SANDBOXES_MEMORY_MIB', '255'],
     ['TROUPE_SANDBOX_CONNECTIONS', '-1'],
     ['TROUPE_FD_RESERVE', '10'],
     ['TROUPE_SANDBOX_FILES', '1.5'],
