@@ -38,7 +38,8 @@ import {
 } from '../actors/kit/index.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { LocalTails } from '../protocol/event-item.js'
-import { BEAT_EVERY_MS, HOST_TTL_MS, Placement } from './placement.js'
+import { BEAT_EVERY_MS, HOST_TTL_MS, hostsTtl, Placement } from './placement.js'
+import { PartitionMoves } from './partition-moves.js'
 import { natsPresence } from './presence.js'
 import { loadTokenKey } from '../actors/work/index.js'
 
@@ -102,11 +103,13 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   // One after the other, as the kinds' streams below: on a cluster that has just formed, creating two at once can
   // answer "stream not found" for one of them.
   const hostsKv = await openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS })
+  // A bucket made by an earlier version keeps its own max age, which every host of the cluster then goes by.
+  const ttlMs = await hostsTtl(hostsKv, log)
   const placementKv = await openBucket(kvm, storage, Buckets.placement)
   // Sessions bind their sandboxes to the sandbox hosts this roster hears (actors/workdir/remote-sandbox.ts).
   const sandboxHosts =
     settings.sandboxPlacement === 'remote'
-      ? new Roster<SandboxHostBeat>(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs: HOST_TTL_MS, log })
+      ? new Roster<SandboxHostBeat>(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs, log })
       : undefined
   await sandboxHosts?.start()
   // One key signs sessions tokens on every host; the gateway beside this host checks them with it.
@@ -160,7 +163,8 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     const table = shared && tables.get(shared.kind)
     return table ? (req) => answer(req, subject, (r) => dispatch(table, r, { placement: 'any' })) : undefined
   }
-  const wire: ActorWire = settings.localCalls === false ? actorWire(nc) : localFirst(nc, actorWire(nc), local)
+  const moves = new PartitionMoves()
+  const wire: ActorWire = settings.localCalls === false ? actorWire(nc, moves) : localFirst(nc, actorWire(nc, moves), local)
   const ctx: HostContext = {
     nc,
     js,
@@ -202,6 +206,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   const startedAt = Date.now()
   const placement = new Placement({
     hosts: hostsKv,
+    ttlMs,
     placement: placementKv,
     hostId,
     kinds: [...partitioned.keys()],
@@ -234,6 +239,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
         k.subs.set(p, { sub, state })
         await k.rt.acquired?.(p)
       },
+      moved: (kind, p) => moves.changed(kind, p),
       lost: async (kind, p, handOver) => {
         const k = partitioned.get(kind)!
         const { sub, state } = k.subs.get(p) ?? {}
@@ -250,6 +256,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
       },
     },
   })
+  moves.suspect = (kind, p) => placement.suspect(kind, p)
   serving = (kind, p) => placement.serves(kind, p)
   holding = (kind, p) => placement.revision(kind, p)
   othersLive = () => placement.othersLive()

@@ -19,7 +19,7 @@ import { openSandboxBackend, type SandboxBackend } from '../sandbox/index.js'
 import os from 'node:os'
 import { SandboxHost, sandboxHostDeps } from '../actors/workdir/index.js'
 import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
-import { BEAT_EVERY_MS, HOST_TTL_MS } from './placement.js'
+import { BEAT_EVERY_MS, HOST_TTL_MS, hostsTtl } from './placement.js'
 import { startDeliveries } from '../actors/webhook/index.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
@@ -254,7 +254,13 @@ async function startSandboxRole(
     started_at: started,
   })
   const hostsKv = await openBucket(new Kvm(js), storage, Buckets.hosts, { ttl: HOST_TTL_MS })
-  const roster = new Roster(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs: HOST_TTL_MS, self: { id: hostId, value: beat }, log })
+  const roster = new Roster(hostsKv, {
+    prefix: SANDBOX_HOST_PREFIX,
+    beatMs: BEAT_EVERY_MS,
+    ttlMs: await hostsTtl(hostsKv, log),
+    self: { id: hostId, value: beat },
+    log,
+  })
   await roster.start()
   log.info({ host: hostId, sandbox: backend.kind }, 'sandbox host ready')
   return {
