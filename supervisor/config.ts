@@ -48,6 +48,8 @@ export interface Config {
    * Session tuning: `TROUPE_MODEL_RETRIES` (default 4), `TROUPE_MODEL_RETRY_BASE_MS` (default 1000),
    * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_SESSION_RUNNING_RECORD_MS`
    * (a turn's record says running once it has run this long; default 200), `TROUPE_MODEL_MAX_TOKENS` (default 8192),
+   * `TROUPE_TURN_TOOL_ROUNDS` (tool-use rounds a turn may run; default 200), `TROUPE_TURN_CUT_OFF_CALLS` (cut-off
+   * single-call responses in a row that stop a turn; default 3),
    * `TROUPE_SESSION_SHELL_IDLE_MS` (a session with a live shell leaves memory, and its shell goes, after this; default
    * 600000), `TROUPE_WORKSPACE_MAX_FILES` (files, directories and links a workspace may hold and still be saved for a
    * move to another host; default 10000) and `TROUPE_WORKSPACE_MAX_MIB` (MiB of files, the same; default 1024).
@@ -114,6 +116,8 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
       idleMs: count('TROUPE_SESSION_IDLE_MS', 0),
       runningRecordMs: count('TROUPE_SESSION_RUNNING_RECORD_MS', 0),
       maxTokens: count('TROUPE_MODEL_MAX_TOKENS', 1),
+      maxToolRounds: count('TROUPE_TURN_TOOL_ROUNDS', 1),
+      maxCutOffCalls: count('TROUPE_TURN_CUT_OFF_CALLS', 1),
       contextWindow: count('TROUPE_CONTEXT_WINDOW', 1000),
       shellIdleMs: count('TROUPE_SESSION_SHELL_IDLE_MS', 0),
       workspaceMaxEntries: count('TROUPE_WORKSPACE_MAX_FILES', 1),
