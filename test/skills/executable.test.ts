@@ -38,7 +38,7 @@ t.test('a 0755 script: kept in the download, runnable in the sandbox', isolated,
 
   const agent = await agents.create({
     name: 'runs',
-    model: 'claude-opus-4-8',
+    model: 'claude-sonnet-4-6',
     tools: [{ type: 'agent_toolset_20260401' }],
     skills: [{ type: 'custom', skill_id: skill.id }],
   } as any)

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { readConfig } from '../../supervisor/config.js'
+import '../helpers/keepalive.js'
 import { scratch } from '../helpers/scratch.js'
 
 // Settings a start cannot work with stop it at once, naming the variable and what it accepts (issue: a model base URL
