@@ -113,8 +113,17 @@ t.test('cut-off calls not in a row do not stop the turn; the context window is n
   t.same(of(events, 'session.error'), [])
   t.same(events.at(-1).stop_reason, { type: 'end_turn' })
 
-  s.model.enqueue({ steps: [write], stop_reason: 'model_context_window_exceeded' }, { steps: [write], stop_reason: 'model_context_window_exceeded' })
+  // The second cut off inside the call's block, which the stream never closes: still the call asked for, still unrun.
+  s.model.enqueue(
+    { steps: [write], stop_reason: 'model_context_window_exceeded' },
+    { steps: [write], stop_reason: 'model_context_window_exceeded', openLastBlock: true },
+  )
   const full = await step(session.id, 'again')
   t.match(of(full, 'agent.tool_result')[0].content[0].text, /cut off at the model's context window/)
+  t.same(
+    of(full, 'agent.tool_use').map((u) => u.name),
+    ['write', 'write'],
+  )
+  t.equal(of(full, 'agent.tool_result').length, 2)
   t.match(of(full, 'session.error')[0].error.message, /cut off at the model's context window/)
 })
