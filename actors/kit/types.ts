@@ -114,6 +114,17 @@ export interface SessionTuning {
   /** max_tokens of each model request. */
   maxTokens: number
   /**
+   * Tool-use rounds one turn may run (one model response that calls tools, plus running them, is a round); the turn
+   * stops with `tool_use_limit_reached_error` when the model asks for one more. Default 200.
+   */
+  maxToolRounds: number
+  /**
+   * Model responses in a row, within one turn, that each request a single tool call and are cut off (output limit or
+   * context window) before the call is complete; at this many the turn stops with `tool_use_limit_reached_error`.
+   * Default 3.
+   */
+  maxCutOffCalls: number
+  /**
    * The models' context window, in tokens: the skill description budget is 1% of it, and a request estimated past it
    * compacts its injected skill instructions (skill-context.ts). Default 200,000.
    */
