@@ -11,6 +11,8 @@ import {
   Buckets,
   HOST_PING,
   SANDBOX_HOST_PREFIX,
+  type HostAbilities,
+  type HostBeat,
   type SandboxHostBeat,
   actorQueue,
   actorSubject,
@@ -40,6 +42,7 @@ import type { ActorWire } from '../protocol/wire.js'
 import type { LocalTails } from '../protocol/event-item.js'
 import { BEAT_EVERY_MS, HOST_TTL_MS, hostsTtl, Placement } from './placement.js'
 import { PartitionMoves } from './partition-moves.js'
+import { abilitiesOf, keyringConflict, kindsLeft } from './cluster-config.js'
 import { natsPresence } from './presence.js'
 import { loadTokenKey } from '../actors/work/index.js'
 
@@ -68,6 +71,8 @@ export interface ActorHost {
   localTails: LocalTails | undefined
   /** The key of sessions tokens (actors/work/token-key.ts), for the gateway's check of them. */
   tokenKey: Uint8Array
+  /** What this host can do, as its heartbeat tells the others (which kinds it may own). */
+  can: HostAbilities
   /** Sets what the heartbeat says about this process (the gateway's URL once it listens). */
   describe(info: { http_url?: string }): void
   /** Hands every partition over to the remaining hosts, then stops every kind. */
@@ -98,6 +103,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   let serving: HostContext['serves'] = () => false
   let holding: HostContext['holding'] = () => undefined
   let othersLive = () => true
+  let liveBeats: () => ReadonlyArray<readonly [string, Pick<HostBeat, 'can'>]> = () => []
   const tables = new Map<string, OpTable>()
   let localTails: LocalTails | undefined
   // One after the other, as the kinds' streams below: on a cluster that has just formed, creating two at once can
@@ -178,6 +184,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     holding: (kind, p) => holding(kind, p),
     sandboxHosts,
     alone: () => !othersLive(),
+    keyringConflict: () => keyringConflict(liveBeats()),
     client: actorClient({ wire, local: (kind) => tables.get(kind) }),
   }
 
@@ -203,6 +210,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   }
 
   let described: { http_url?: string } = {}
+  const can = abilitiesOf(settings)
   const startedAt = Date.now()
   const placement = new Placement({
     hosts: hostsKv,
@@ -210,7 +218,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     placement: placementKv,
     hostId,
     kinds: [...partitioned.keys()],
-    beat: () => ({ pid: process.pid, hostname: os.hostname(), role: opts.role, started_at: startedAt, ...described }),
+    beat: () => ({ pid: process.pid, hostname: os.hostname(), role: opts.role, started_at: startedAt, can, ...described }),
     presence: natsPresence(nc, hostId),
     log,
     events: {
@@ -260,7 +268,9 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   serving = (kind, p) => placement.serves(kind, p)
   holding = (kind, p) => placement.revision(kind, p)
   othersLive = () => placement.othersLive()
+  liveBeats = () => placement.liveBeats()
   await placement.start()
+  for (const left of kindsLeft(can)) log.warn(`this host owns no ${left.replace(':', ' partition while a host that can is live:')}`)
 
   subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready })) }))
   log.info(
@@ -274,6 +284,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     wire,
     localTails,
     tokenKey,
+    can,
     describe(info) {
       described = { ...described, ...info }
     },

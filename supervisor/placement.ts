@@ -3,8 +3,9 @@ import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import { fnv1a } from '../protocol/hash.js'
-import { PARTITIONS, partitionToken, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
+import { PARTITIONS, partitionToken, type HostAbilities, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
 import { every, live, type Loop, readAtLeader, RecordStore, retryWhileStarting } from '../actors/kit/index.js'
+import { ownersFor } from './cluster-config.js'
 import type { Presence } from './presence.js'
 
 /**
@@ -128,6 +129,8 @@ export class Placement {
   private readonly store: RecordStore<PlacementRecord>
   /** Hosts heard, by id, with the monotonic time of their last beat's arrival. */
   private readonly heard = new Map<string, number>()
+  /** Other hosts' last beats, for what they can do (`HostBeat.can`). */
+  private readonly beats = new Map<string, HostBeat>()
   private readonly holders = new Map<string, Holder>()
   /** Keys this host serves, with the record revision it holds them at. */
   private readonly owned = new Map<string, number>()
@@ -175,9 +178,15 @@ export class Placement {
         this.departed.delete(id)
         if (e.operation === 'PUT') {
           this.heard.set(id, performance.now())
-          if (id !== this.o.hostId) this.silenceFrom(id)
+          if (id === this.o.hostId) return
+          this.silenceFrom(id)
+          const beat = decode<HostBeat>(e.value)
+          // What it can do decides what it may own: a change (a restart with other settings) is a new plan.
+          if (JSON.stringify(this.beats.get(id)?.can) !== JSON.stringify(beat.can)) this.version++
+          this.beats.set(id, beat)
         } else {
           this.heard.delete(id)
+          this.beats.delete(id)
           for (const t of this.silences.get(id) ?? []) clearTimeout(t)
           this.silences.delete(id)
         }
@@ -339,6 +348,18 @@ export class Placement {
     })
   }
 
+  /** What a host can do, as its last beat says (this host's own: what it beats with). */
+  private abilities(host: string): HostAbilities | undefined {
+    return host === this.o.hostId ? this.o.beat().can : this.beats.get(host)?.can
+  }
+
+  /** The live hosts' last beats, this host's own included: what the cluster's hosts are configured to do. */
+  liveBeats(): Array<[string, Omit<HostBeat, 'at'>]> {
+    const out: Array<[string, Omit<HostBeat, 'at'>]> = [[this.o.hostId, this.o.beat()]]
+    for (const [host, beat] of this.beats) if (this.isLive(host)) out.push([host, beat])
+    return out
+  }
+
   private liveHosts(): string[] {
     const hosts = [...this.heard.keys()].filter((h) => h !== this.o.hostId && this.isLive(h))
     if (!this.stopped) hosts.push(this.o.hostId)
@@ -375,7 +396,10 @@ export class Placement {
     const gone = new Map<string, Promise<boolean>>()
     const work: Array<Promise<void>> = []
     for (const kind of this.o.kinds) {
-      const owners = plan(kind, hosts)
+      const owners = plan(
+        kind,
+        ownersFor(kind, hosts, (h) => this.abilities(h)),
+      )
       for (let p = 0; p < PARTITIONS; p++) work.push(this.reconcile(kind, p, owners[p]!, gone))
     }
     await Promise.all(work)
@@ -520,7 +544,15 @@ export class Placement {
     await this.beatLoop?.stop()
     const before = new Set(this.owned.keys())
     const hosts = this.liveHosts()
-    const plans = new Map(this.o.kinds.map((k) => [k, plan(k, hosts)]))
+    const plans = new Map(
+      this.o.kinds.map((k) => [
+        k,
+        plan(
+          k,
+          ownersFor(k, hosts, (h) => this.abilities(h)),
+        ),
+      ]),
+    )
     await Promise.all(
       [...this.owned.keys()].map(async (key) => {
         const [kind, token] = key.split('.') as [KindName, string]

@@ -46,6 +46,11 @@ export interface HostContext {
    * actor host), so nothing outside it can be tailing what this host owns.
    */
   alone(): boolean
+  /**
+   * Why the live hosts' operator keyrings cannot work together (a key id holding different keys, a sealing key another
+   * host lacks), or undefined when they can: what seals or opens secrets refuses meanwhile.
+   */
+  keyringConflict(): string | undefined
   /** Calls another kind's op (typed by its contract); throws the actor's ApiError. */
   client: ActorClient
 }
