@@ -54,14 +54,19 @@ export type BundleResult =
     }
   | { ok: false; rule: BundleRule; message: string; path?: string }
 
-// The canonical zip: entries sorted by path (UTF-16 order), no directory entries, one timestamp, one mode, deflate at
-// one level (or stored, by a test of the bytes alone). The bytes are a function of the content for a given jszip and
+// The canonical zip: entries sorted by path (UTF-16 order), no directory entries, one timestamp, one of two modes
+// (executable or not), deflate at one level (or stored, by a test of the bytes alone). The bytes are a function of the content for a given jszip and
 // its pako, both pinned by the lockfile: upgrading either may change the bytes of the same content, never the content.
 
 /** DOS time cannot go before 1980: its first instant is the one fixed timestamp of every canonical entry. */
 export const CANONICAL_DATE = new Date(Date.UTC(1980, 0, 1, 0, 0, 0))
-/** Regular file, rw-r--r--: the bundle is mounted read-only; nothing in it is run by its mode bits. */
+/** Regular file, rw-r--r--: every file of the bundle not marked executable where it came from. */
 export const CANONICAL_MODE = 0o100644
+/**
+ * Regular file, rwxr-xr-x: a file whose zip entry was made on Unix (or macOS) with any execute bit set, as the scripts of
+ * the vendor's public skills are; sandboxes then mount it r-x, so `./script.sh` runs. `files[]` parts carry no mode.
+ */
+export const CANONICAL_EXEC_MODE = 0o100755
 export const CANONICAL_LEVEL = 6
 
 class Refusal extends Error {
@@ -97,6 +102,8 @@ interface Entry {
   /** Zip entries only. */
   zip?: ZipRecord
   bytes?: Uint8Array
+  /** The entry's Unix mode says executable (zip entries made on Unix or macOS only). */
+  exec?: boolean
 }
 
 async function validate(input: BundleInput): Promise<BundleResult> {
@@ -122,19 +129,19 @@ async function validate(input: BundleInput): Promise<BundleResult> {
     refuse('dir_name', `the top-level directory must equal the frontmatter name "${name}" after lowercasing and replacing "_" with "-"`, top)
 
   const out = new JSZip()
-  const entries: Array<{ path: string; bytes: Uint8Array }> = []
+  const entries: Array<{ path: string; bytes: Uint8Array; exec: boolean }> = []
   let expandedBytes = 0
   for (const e of files) {
     const bytes = e === skillMdEntry ? skillMdBytes : await contentOf(e)
     expandedBytes += bytes.byteLength
-    entries.push({ path: [name, ...e.segments.slice(1)].join('/'), bytes })
+    entries.push({ path: [name, ...e.segments.slice(1)].join('/'), bytes, exec: e.exec === true })
   }
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-  for (const { path, bytes } of entries)
+  for (const { path, bytes, exec } of entries)
     out.file(path, bytes, {
       binary: true,
       date: CANONICAL_DATE,
-      unixPermissions: CANONICAL_MODE,
+      unixPermissions: exec ? CANONICAL_EXEC_MODE : CANONICAL_MODE,
       createFolders: false,
       compression: incompressible(bytes) ? 'STORE' : 'DEFLATE',
     })
@@ -383,7 +390,8 @@ function listZip(bytes: Uint8Array): Entry[] {
       externalAttributes: u32(at + 38),
       localOffset,
     }
-    entries.push({ raw, dir: checkKind(raw, record, uncompressedSize), size: uncompressedSize, zip: record })
+    const dir = checkKind(raw, record, uncompressedSize)
+    entries.push({ raw, dir, size: uncompressedSize, zip: record, exec: !dir && isExecutable(record) })
     at = next
   }
   checkNoOverlap(entries, view, cdOffset)
@@ -398,6 +406,11 @@ function decodeName(bytes: Uint8Array): string {
     return refuse('bad_path', 'an entry name is not valid UTF-8', Buffer.from(bytes).toString('latin1'))
   }
 }
+
+const S_IXANY = 0o111
+
+/** Whether a Unix-made entry's mode has an execute bit (what `zip` and `chmod +x` leave on a script). */
+const isExecutable = (r: ZipRecord) => (r.madeBy === MADE_BY_UNIX || r.madeBy === MADE_BY_DARWIN) && ((r.externalAttributes >>> 16) & S_IXANY) !== 0
 
 /** Whether the entry is a directory, or the rule its kind breaks. */
 function checkKind(raw: string, r: ZipRecord, size: number): boolean {

@@ -18,8 +18,9 @@ export type SkillUploadResult = { ok: true; upload: SkillUpload } | { ok: false;
 const FIELD_MAX = 1024
 
 /**
- * Reads a skill upload (WIRE §11, DECISIONS "Skills"): a zip archive in the part `file`, or one part `files[]` per
- * file whose filename is its path in the bundle (`my-skill/SKILL.md`, kept whole: busboy's `preservePath`), plus an
+ * Reads a skill upload (WIRE §11, DECISIONS "Skills"): a zip archive in the part `file` (or as the one `files[]` part,
+ * `isZipFile`), or one part `files[]` per file whose filename is its path in the bundle (`my-skill/SKILL.md`, kept
+ * whole: busboy's `preservePath`), plus an
  * optional text part `display_title` or `display_name`. The parts are held in memory, at most
  * `SKILL_UPLOAD_MAX_BYTES` of them in all (413 past it, the rest of the body dropped by the caller), and at most
  * SKILL_MAX_FILES files: what validation reads whole anyway.
@@ -53,7 +54,8 @@ export function receiveSkillUpload(body: Readable, headers: Headers): Promise<Sk
         err ?? problem ?? (zip && files.length ? fail('skill_bundle_invalid', 'send either one zip as "file" or the files as "files[]", not both') : undefined)
       if (error) return resolve({ ok: false, error })
       if (!zip && !files.length) return resolve({ ok: false, error: fail('skill_bundle_missing') })
-      resolve({ ok: true, upload: { input: zip ? { zip } : { files }, ...(title === undefined ? {} : { title }) } })
+      const input: BundleInput = zip ? { zip } : isZipFile(files) ? { zip: files[0]!.bytes } : { files }
+      resolve({ ok: true, upload: { input, ...(title === undefined ? {} : { title }) } })
     }
     parser.on('file', (name, stream, info) => {
       stream.on('error', () => undefined)
@@ -95,6 +97,17 @@ export function receiveSkillUpload(body: Readable, headers: Headers): Promise<Sk
     body.pipe(parser)
   })
 }
+
+/** A zip's first bytes: a local file header, or the end record of an empty archive. */
+const ZIP_MAGIC = [Buffer.from('PK\x03\x04', 'latin1'), Buffer.from('PK\x05\x06', 'latin1')]
+
+/**
+ * The official client sends every part as `files[]`, so a zip it uploads (`files: [zipFile]`) arrives as one part whose
+ * name is a bare file name (a bundle's own files are named by their path, always inside the top-level directory) and
+ * whose bytes are a zip: that is the archive, read as if sent as `file`.
+ */
+const isZipFile = (files: ReadonlyArray<{ path: string; bytes: Uint8Array }>) =>
+  files.length === 1 && !files[0]!.path.includes('/') && ZIP_MAGIC.some((m) => Buffer.from(files[0]!.bytes.subarray(0, 4)).equals(m))
 
 /** Bytes held whole, as the stream an object store reads. */
 export const bytesStream = (bytes: Uint8Array): ReadableStream<Uint8Array> =>

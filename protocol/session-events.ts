@@ -114,7 +114,7 @@ export interface RetryStatus {
 
 /** WIRE §7.5: the `error` of a `session.error`, as far as Troupe reports them. */
 export interface SessionError {
-  type: 'unknown_error' | 'model_overloaded_error' | 'model_rate_limited_error' | 'model_request_failed_error'
+  type: 'unknown_error' | 'model_overloaded_error' | 'model_rate_limited_error' | 'model_request_failed_error' | 'tool_use_limit_reached_error'
   message: string
   retry_status: RetryStatus
 }

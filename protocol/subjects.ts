@@ -133,6 +133,24 @@ export interface HostBeat {
   started_at: number
   /** The gateway's URL, when the process has one. */
   http_url?: string
+  /** What this host can do, which placement and the other hosts go by; absent in an earlier version's beat (all). */
+  can?: HostAbilities
+}
+
+/**
+ * What a host is configured to do, told in its heartbeat: hosts of one cluster place each kind only on hosts that can
+ * serve it, and refuse what needs them to agree when they do not.
+ */
+export interface HostAbilities {
+  /** A model endpoint is configured: the host can run session turns. */
+  model: boolean
+  /**
+   * The operator keyring, as fingerprints of its keys by key id (a hash of each key, never the key), and the id new
+   * secrets are sealed with; absent without one.
+   */
+  keyring?: { keys: Record<string, string>; sealing: string }
+  /** How the host runs its sessions' tools: a sandbox backend's kind, or `remote` (on sandbox hosts). */
+  sandbox: string
 }
 
 /**

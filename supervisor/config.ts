@@ -48,6 +48,8 @@ export interface Config {
    * Session tuning: `TROUPE_MODEL_RETRIES` (default 4), `TROUPE_MODEL_RETRY_BASE_MS` (default 1000),
    * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_SESSION_RUNNING_RECORD_MS`
    * (a turn's record says running once it has run this long; default 200), `TROUPE_MODEL_MAX_TOKENS` (default 8192),
+   * `TROUPE_TURN_TOOL_ROUNDS` (tool-use rounds a turn may run; default 200), `TROUPE_TURN_CUT_OFF_CALLS` (cut-off
+   * single-call responses in a row that stop a turn; default 3),
    * `TROUPE_SESSION_SHELL_IDLE_MS` (a session with a live shell leaves memory, and its shell goes, after this; default
    * 600000), `TROUPE_WORKSPACE_MAX_FILES` (files, directories and links a workspace may hold and still be saved for a
    * move to another host; default 10000) and `TROUPE_WORKSPACE_MAX_MIB` (MiB of files, the same; default 1024).
@@ -75,7 +77,10 @@ export interface Config {
   /**
    * Where tools run: `TROUPE_SANDBOX` (`isolated`, `local`; default isolated where it can start, else local) and the
    * isolated sandboxes' limits (`TROUPE_SANDBOX_MEMORY_MIB` default 2048, `TROUPE_SANDBOX_PIDS` default 256,
-   * `TROUPE_SANDBOX_CPU_SECONDS` default 3600) and host uid (`TROUPE_SANDBOX_UID`, default 65534, when run as root).
+   * `TROUPE_SANDBOX_CPU_SECONDS` default 3600, `TROUPE_SANDBOX_FILES` default 1024, `TROUPE_SANDBOX_DISK_MIB` default
+   * 4096), the budget of all of them together (`TROUPE_SANDBOXES_MEMORY_MIB`, `TROUPE_SANDBOXES_PIDS`: defaults from
+   * the machine), their egress connections (`TROUPE_SANDBOX_CONNECTIONS` default 256, `TROUPE_FD_RESERVE`) and host
+   * uid (`TROUPE_SANDBOX_UID`, default 65534, when run as root); sandbox/backend.ts reads them.
    */
   sandbox: SandboxSetting
   /**
@@ -88,7 +93,7 @@ export interface Config {
   fileLimit?: number
   /** How old stored bytes no record names must be before they are swept, and how often sweeps run. `TROUPE_SWEEP_AGE_S`, default 600. */
   sweepAgeMs?: number
-  /** Log level. `LOG_LEVEL`, default info. */
+  /** Log level. `LOG_LEVEL` (one of `LOG_LEVELS`, any case), default info. */
   logLevel: string
   /** `LOG_FORMAT`: `json` (default, one JSON object per line on stderr) or `pretty` (for a person at a terminal). */
   logFormat: 'json' | 'pretty'
@@ -114,6 +119,8 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
       idleMs: count('TROUPE_SESSION_IDLE_MS', 0),
       runningRecordMs: count('TROUPE_SESSION_RUNNING_RECORD_MS', 0),
       maxTokens: count('TROUPE_MODEL_MAX_TOKENS', 1),
+      maxToolRounds: count('TROUPE_TURN_TOOL_ROUNDS', 1),
+      maxCutOffCalls: count('TROUPE_TURN_CUT_OFF_CALLS', 1),
       contextWindow: count('TROUPE_CONTEXT_WINDOW', 1000),
       shellIdleMs: count('TROUPE_SESSION_SHELL_IDLE_MS', 0),
       workspaceMaxEntries: count('TROUPE_WORKSPACE_MAX_FILES', 1),
@@ -136,13 +143,13 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     natsHost: blank(env.TROUPE_NATS_HOST) ?? '127.0.0.1',
     replicas: replicas(count('TROUPE_REPLICAS', 1), blank(env.NATS_URL)),
     dataDir: path.resolve(blank(env.TROUPE_DATA_DIR) ?? './.troupe'),
-    modelBaseUrl: blank(env.TROUPE_MODEL_BASE_URL),
+    modelBaseUrl: modelBaseUrl(blank(env.TROUPE_MODEL_BASE_URL)),
     anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
     webhookDevHosts: webhookDevHosts(blank(env.TROUPE_WEBHOOK_DEV_HOSTS)),
     sandbox: readSandboxSetting(env),
     sandboxPlacement: sandboxPlacement(blank(env.TROUPE_SANDBOX_PLACEMENT)),
-    logLevel: blank(env.LOG_LEVEL) ?? 'info',
+    logLevel: logLevel(blank(env.LOG_LEVEL)),
     logFormat: logFormat(blank(env.LOG_FORMAT)),
     strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),
   }
@@ -165,7 +172,32 @@ function onOff(name: string, v: string | undefined, byDefault = false): boolean 
   if (s === '') return byDefault
   if (['1', 'true', 'on'].includes(s)) return true
   if (['0', 'false', 'off'].includes(s)) return false
-  throw new Error(`${name} must be 1 or 0 (was ${JSON.stringify(v)})`)
+  throw new Error(`${name} must be 1, true or on, or 0, false or off (was ${JSON.stringify(v)})`)
+}
+
+/**
+ * The Messages API's base URL: an http or https URL. A value without a scheme (`localhost:9000`) would otherwise be
+ * taken as one whose scheme is `localhost:`, and every turn would fail its requests and retry them to exhaustion.
+ */
+function modelBaseUrl(v: string | undefined): string | undefined {
+  if (v === undefined) return undefined
+  let url: URL | undefined
+  try {
+    url = new URL(v.trim())
+  } catch {}
+  if (url && (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname) return v.trim()
+  throw new Error(`TROUPE_MODEL_BASE_URL must be an http:// or https:// URL, such as http://127.0.0.1:9000 (was ${JSON.stringify(v)})`)
+}
+
+/** pino's levels, quietest last. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const
+
+/** `LOG_LEVEL`, checked here so that a wrong one is named with what is allowed (pino's own message names neither). */
+function logLevel(v: string | undefined): string {
+  if (v === undefined) return 'info'
+  const level = v.trim().toLowerCase()
+  if ((LOG_LEVELS as readonly string[]).includes(level)) return level
+  throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (was ${JSON.stringify(v)})`)
 }
 
 function replicas(n: number | undefined, natsUrl: string | undefined): number | undefined {

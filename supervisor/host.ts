@@ -11,6 +11,8 @@ import {
   Buckets,
   HOST_PING,
   SANDBOX_HOST_PREFIX,
+  type HostAbilities,
+  type HostBeat,
   type SandboxHostBeat,
   actorQueue,
   actorSubject,
@@ -38,7 +40,9 @@ import {
 } from '../actors/kit/index.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { LocalTails } from '../protocol/event-item.js'
-import { BEAT_EVERY_MS, HOST_TTL_MS, Placement } from './placement.js'
+import { BEAT_EVERY_MS, HOST_TTL_MS, hostsTtl, Placement } from './placement.js'
+import { PartitionMoves } from './partition-moves.js'
+import { abilitiesOf, keyringConflict, kindsLeft } from './cluster-config.js'
 import { natsPresence } from './presence.js'
 import { loadTokenKey } from '../actors/work/index.js'
 
@@ -67,6 +71,8 @@ export interface ActorHost {
   localTails: LocalTails | undefined
   /** The key of sessions tokens (actors/work/token-key.ts), for the gateway's check of them. */
   tokenKey: Uint8Array
+  /** What this host can do, as its heartbeat tells the others (which kinds it may own). */
+  can: HostAbilities
   /** Sets what the heartbeat says about this process (the gateway's URL once it listens). */
   describe(info: { http_url?: string }): void
   /** Hands every partition over to the remaining hosts, then stops every kind. */
@@ -97,16 +103,19 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   let serving: HostContext['serves'] = () => false
   let holding: HostContext['holding'] = () => undefined
   let othersLive = () => true
+  let liveBeats: () => ReadonlyArray<readonly [string, Pick<HostBeat, 'can'>]> = () => []
   const tables = new Map<string, OpTable>()
   let localTails: LocalTails | undefined
   // One after the other, as the kinds' streams below: on a cluster that has just formed, creating two at once can
   // answer "stream not found" for one of them.
   const hostsKv = await openBucket(kvm, storage, Buckets.hosts, { ttl: HOST_TTL_MS })
+  // A bucket made by an earlier version keeps its own max age, which every host of the cluster then goes by.
+  const ttlMs = await hostsTtl(hostsKv, log)
   const placementKv = await openBucket(kvm, storage, Buckets.placement)
   // Sessions bind their sandboxes to the sandbox hosts this roster hears (actors/workdir/remote-sandbox.ts).
   const sandboxHosts =
     settings.sandboxPlacement === 'remote'
-      ? new Roster<SandboxHostBeat>(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs: HOST_TTL_MS, log })
+      ? new Roster<SandboxHostBeat>(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs, log })
       : undefined
   await sandboxHosts?.start()
   // One key signs sessions tokens on every host; the gateway beside this host checks them with it.
@@ -160,7 +169,8 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     const table = shared && tables.get(shared.kind)
     return table ? (req) => answer(req, subject, (r) => dispatch(table, r, { placement: 'any' })) : undefined
   }
-  const wire: ActorWire = settings.localCalls === false ? actorWire(nc) : localFirst(nc, actorWire(nc), local)
+  const moves = new PartitionMoves()
+  const wire: ActorWire = settings.localCalls === false ? actorWire(nc, moves) : localFirst(nc, actorWire(nc, moves), local)
   const ctx: HostContext = {
     nc,
     js,
@@ -174,6 +184,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     holding: (kind, p) => holding(kind, p),
     sandboxHosts,
     alone: () => !othersLive(),
+    keyringConflict: () => keyringConflict(liveBeats()),
     client: actorClient({ wire, local: (kind) => tables.get(kind) }),
   }
 
@@ -199,13 +210,15 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   }
 
   let described: { http_url?: string } = {}
+  const can = abilitiesOf(settings)
   const startedAt = Date.now()
   const placement = new Placement({
     hosts: hostsKv,
+    ttlMs,
     placement: placementKv,
     hostId,
     kinds: [...partitioned.keys()],
-    beat: () => ({ pid: process.pid, hostname: os.hostname(), role: opts.role, started_at: startedAt, ...described }),
+    beat: () => ({ pid: process.pid, hostname: os.hostname(), role: opts.role, started_at: startedAt, can, ...described }),
     presence: natsPresence(nc, hostId),
     log,
     events: {
@@ -234,6 +247,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
         k.subs.set(p, { sub, state })
         await k.rt.acquired?.(p)
       },
+      moved: (kind, p) => moves.changed(kind, p),
       lost: async (kind, p, handOver) => {
         const k = partitioned.get(kind)!
         const { sub, state } = k.subs.get(p) ?? {}
@@ -250,10 +264,13 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
       },
     },
   })
+  moves.suspect = (kind, p) => placement.suspect(kind, p)
   serving = (kind, p) => placement.serves(kind, p)
   holding = (kind, p) => placement.revision(kind, p)
   othersLive = () => placement.othersLive()
+  liveBeats = () => placement.liveBeats()
   await placement.start()
+  for (const left of kindsLeft(can)) log.warn(`this host owns no ${left.replace(':', ' partition while a host that can is live:')}`)
 
   subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready })) }))
   log.info(
@@ -267,6 +284,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     wire,
     localTails,
     tokenKey,
+    can,
     describe(info) {
       described = { ...described, ...info }
     },

@@ -3,39 +3,51 @@ import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import { fnv1a } from '../protocol/hash.js'
-import { PARTITIONS, partitionToken, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
+import { PARTITIONS, partitionToken, type HostAbilities, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
 import { every, live, type Loop, readAtLeader, RecordStore, retryWhileStarting } from '../actors/kit/index.js'
+import { ownersFor } from './cluster-config.js'
 import type { Presence } from './presence.js'
 
 /**
- * Liveness timing. A host's heartbeat key expires HOST_TTL_MS after its last write (the hosts bucket's max
- * age); only then, or once its NATS connection is gone, may another host take its partitions. The host itself
- * stops serving SERVE_MARGIN_MS before its key could expire, measured on its monotonic clock from when it *sent*
- * its last acknowledged beat, and after a reconnect others may have seen, until it has claimed its partitions again.
+ * Liveness timing. A host's heartbeat key expires `ttlMs` after its last write (the hosts bucket's max age, HOST_TTL_MS
+ * for a bucket created now); only then, or once its NATS connection is gone, may another host take its partitions.
+ * The host itself stops serving SERVE_MARGIN_MS before its key could expire, measured on its monotonic clock from when
+ * it *sent* its last acknowledged beat, and after any reconnect, until it has claimed its partitions again.
  */
-export const HOST_TTL_MS = 2500
+export const HOST_TTL_MS = 2000
 export const BEAT_EVERY_MS = 500
 export const SERVE_MARGIN_MS = 500
 /** How often a host compares what it holds with what the live host set says it should hold. */
 export const TICK_MS = 250
 /**
- * A holder not heard for this long is looked at: when its NATS connection is gone, it is dead (see Presence). Three
+ * A holder not heard for this long is looked at: when its NATS connection is gone, it is dead (see Presence). Two
  * beats: a beat late by a busy event loop or a slow store is common, and makes a look that finds the host present.
  */
-export const LATE_MS = 3 * BEAT_EVERY_MS
+export const LATE_MS = 2 * BEAT_EVERY_MS
 /**
- * Others look at a host only once they have not heard it for LATE_MS, and they surely heard the beat before its last
- * acknowledged one (beats go out at most two intervals apart, even late): a reconnect this soon after the last
- * acknowledged beat was sent cannot have been seen as the host gone.
+ * A request that found nobody subscribed to a partition has its holder looked at once the holder is this silent,
+ * rather than LATE_MS: the first request after a host died starts the takeover. (A hand-over leaves a partition
+ * unsubscribed for a moment too, by a holder that beats on: one beat of silence spares those a look.) Since a host
+ * may thus be looked at any time, a host that reconnects always claims its partitions again before serving.
  */
-const UNSEEN_RECONNECT_MS = LATE_MS - 2 * BEAT_EVERY_MS
+export const SUSPECT_AFTER_MS = BEAT_EVERY_MS
 /**
  * A takeover waiting for the server to expire a silent holder's heartbeat looks again this soon, a few times
- * (the expiry is due: the pass runs when the holder's last beat, as heard here, is HOST_TTL_MS old), before
+ * (the expiry is due: the pass runs when the holder's last beat, as heard here, is `ttlMs` old), before
  * falling back to the pass's own cadence.
  */
 const EXPIRY_RECHECK_MS = 50
 const EXPIRY_RECHECKS = 10
+
+/**
+ * The hosts bucket's max age, which every host of a cluster goes by: HOST_TTL_MS for a bucket created now; a bucket an
+ * earlier version made keeps its own (said once at start; see the README on changing it).
+ */
+export async function hostsTtl(hosts: KV, log: Logger): Promise<number> {
+  const { ttl } = await retryWhileStarting('hosts bucket status', () => hosts.status(), { log })
+  if (ttl > 0 && ttl !== HOST_TTL_MS) log.info({ ttlMs: ttl, defaultMs: HOST_TTL_MS }, 'the hosts bucket keeps the heartbeat expiry it was created with')
+  return ttl > 0 ? ttl : HOST_TTL_MS
+}
 
 export interface PlacementEvents {
   /** This host now owns the partition: start serving it (and resume work left there). */
@@ -45,10 +57,14 @@ export interface PlacementEvents {
    * next owner is named only after this resolves, so nothing sent to the partition until then reached it.
    */
   lost(kind: KindName, p: number, handOver: boolean): Promise<void>
+  /** Partition p's holder changed, to this host or another (requests in flight to the old one may be sent again). */
+  moved?(kind: KindName, p: number): void
 }
 
 export interface PlacementOptions {
   hosts: KV
+  /** The hosts bucket's max age: how long after its last beat a host's key expires. Default HOST_TTL_MS. */
+  ttlMs?: number
   placement: KV
   hostId: string
   kinds: readonly KindName[]
@@ -94,13 +110,14 @@ export function plan(kind: string, hosts: readonly string[]): string[] {
 /**
  * Single activation by partition, with traffic that grows with hosts, not partitions:
  *
- * - Each host writes one heartbeat (`host.<id>` in `troupe_hosts`, max age HOST_TTL_MS) every BEAT_EVERY_MS
+ * - Each host writes one heartbeat (`host.<id>` in `troupe_hosts`, max age `ttlMs`) every BEAT_EVERY_MS
  *   and watches the others'. The live set is the hosts heard within the TTL and not seen gone.
  * - `troupe_placement` holds one record per partition naming its holder. It is written only when ownership
  *   changes: a claim of a partition with no record, a hand-over (the holder stops serving, then names the
  *   new owner), a takeover from a dead holder, or a holder claiming its partitions again after a gap. A takeover
  *   is allowed only once the holder is proven unable to serve: its NATS connection is gone (Presence, looked at
- *   once it is LATE_MS silent), or the server itself has expired its heartbeat key; a slow watch or a paused
+ *   once it is LATE_MS silent, or SUSPECT_AFTER_MS silent after a request found its partition unsubscribed), or the
+ *   server itself has expired its heartbeat key; a slow watch or a paused
  *   claimant alone can never take from a live host.
  * - Who should own a partition is `plan(kind, live hosts)`. A holder hands over what another live host
  *   should own; nobody renews per-partition leases.
@@ -112,6 +129,8 @@ export class Placement {
   private readonly store: RecordStore<PlacementRecord>
   /** Hosts heard, by id, with the monotonic time of their last beat's arrival. */
   private readonly heard = new Map<string, number>()
+  /** Other hosts' last beats, for what they can do (`HostBeat.can`). */
+  private readonly beats = new Map<string, HostBeat>()
   private readonly holders = new Map<string, Holder>()
   /** Keys this host serves, with the record revision it holds them at. */
   private readonly owned = new Map<string, number>()
@@ -130,7 +149,7 @@ export class Placement {
   private waiting = false
   /** Quick looks left for a waiting takeover (EXPIRY_RECHECKS after each lapse). */
   private rechecks = 0
-  /** Per other host: passes when its last beat heard here turns LATE_MS and HOST_TTL_MS old, not up to a pass later. */
+  /** Per other host: passes when its last beat heard here turns LATE_MS and `ttlMs` old, not up to a pass later. */
   private readonly silences = new Map<string, NodeJS.Timeout[]>()
   /** Hosts whose NATS connection was gone after their last beat heard here: dead, whatever their heartbeat key says. */
   private readonly departed = new Set<string>()
@@ -138,11 +157,11 @@ export class Placement {
   private readonly looking = new Set<string>()
   /** The NATS connection this host last claimed its partitions on. */
   private connection: string | undefined
-  /** When this host sent its last acknowledged beat (monotonic). */
-  private beatSent = 0
+  private readonly ttlMs: number
 
   constructor(private readonly o: PlacementOptions) {
     this.store = new RecordStore<PlacementRecord>(o.placement)
+    this.ttlMs = o.ttlMs ?? HOST_TTL_MS
   }
 
   async start(): Promise<void> {
@@ -159,19 +178,27 @@ export class Placement {
         this.departed.delete(id)
         if (e.operation === 'PUT') {
           this.heard.set(id, performance.now())
-          if (id !== this.o.hostId) this.silenceFrom(id)
+          if (id === this.o.hostId) return
+          this.silenceFrom(id)
+          const beat = decode<HostBeat>(e.value)
+          // What it can do decides what it may own: a change (a restart with other settings) is a new plan.
+          if (JSON.stringify(this.beats.get(id)?.can) !== JSON.stringify(beat.can)) this.version++
+          this.beats.set(id, beat)
         } else {
           this.heard.delete(id)
+          this.beats.delete(id)
           for (const t of this.silences.get(id) ?? []) clearTimeout(t)
           this.silences.delete(id)
         }
       }),
       this.watch(this.o.placement, '>', (e) => {
         // Our own writes are applied when they succeed; the watch may deliver older entries after that.
-        if ((this.holders.get(e.key)?.revision ?? 0) > e.revision) return
+        const before = this.holders.get(e.key)
+        if ((before?.revision ?? 0) > e.revision) return
         if (e.operation === 'PUT') this.holders.set(e.key, { host: decode<PlacementRecord>(e.value).host, revision: e.revision })
         else this.holders.delete(e.key)
         this.version++
+        if (before && before.host !== this.holders.get(e.key)?.host) this.movedOn(e.key)
       }),
     ])
     // Serve what is ours before saying we started: requests may follow at once.
@@ -247,22 +274,21 @@ export class Placement {
   }
 
   /**
-   * While this host was disconnected, another may have seen it gone and taken its partitions: on a new connection
-   * after such a silence it serves nothing until it has claimed them again. Checked wherever serving is (a request
-   * on the new connection may arrive before any pass runs).
+   * While this host was disconnected, another may have seen it gone and taken its partitions: on a new connection it
+   * serves nothing until it has claimed them again. Checked wherever serving is (a request on the new connection may
+   * arrive before any pass runs).
    */
   private noticeReconnect(): void {
     const now = this.o.presence.connection()
     if (now === this.connection) return
     this.connection = now
-    if (performance.now() - this.beatSent < UNSEEN_RECONNECT_MS) return
-    this.pause('a new NATS connection after a silence another host may have seen: serving paused until this host claims its partitions again')
+    this.pause('a new NATS connection, which another host may have seen as this one gone: serving paused until this host claims its partitions again')
   }
 
   private isLive(host: string): boolean {
     if (host === this.o.hostId) return this.fresh()
     const at = this.heard.get(host)
-    return at !== undefined && !this.departed.has(host) && performance.now() - at < HOST_TTL_MS
+    return at !== undefined && !this.departed.has(host) && performance.now() - at < this.ttlMs
   }
 
   /**
@@ -279,7 +305,7 @@ export class Placement {
     const lapse = setTimeout(() => {
       this.rechecks = EXPIRY_RECHECKS
       this.tickLoop?.wake()
-    }, HOST_TTL_MS)
+    }, this.ttlMs)
     late.unref()
     lapse.unref()
     this.silences.set(host, [late, lapse])
@@ -294,18 +320,44 @@ export class Placement {
   private lookAtLateHolders(): void {
     const now = performance.now()
     const holding = new Set([...this.holders.values()].map((h) => h.host))
-    for (const [host, at] of this.heard) {
-      if (host === this.o.hostId || !holding.has(host) || this.departed.has(host) || this.looking.has(host) || now - at < LATE_MS) continue
-      this.looking.add(host)
-      void this.o.presence.gone(host).then((gone) => {
-        this.looking.delete(host)
-        // A beat heard meanwhile: it lives (it may have reconnected).
-        if (!gone || this.stopped || this.heard.get(host) !== at) return
-        this.departed.add(host)
-        this.o.log.info({ gone: host, silentMs: Math.round(performance.now() - at) }, 'host gone (its NATS connection closed): taking its partitions over')
-        this.tickLoop?.wake()
-      })
-    }
+    for (const [host, at] of this.heard) if (holding.has(host) && now - at >= LATE_MS) this.look(host)
+  }
+
+  /**
+   * A request found nobody subscribed to partition p of kind: its holder is looked at now if it has been silent for
+   * SUSPECT_AFTER_MS, rather than once it is late.
+   */
+  suspect(kind: KindName, p: number): void {
+    const holder = this.holders.get(keyOf(kind, p))?.host
+    const at = holder === undefined ? undefined : this.heard.get(holder)
+    if (at !== undefined && performance.now() - at >= SUSPECT_AFTER_MS) this.look(holder!)
+  }
+
+  /** One look at another host's presence (one at a time per host); gone, it is taken over at once. */
+  private look(host: string): void {
+    const at = this.heard.get(host)
+    if (at === undefined || host === this.o.hostId || this.departed.has(host) || this.looking.has(host) || this.stopped) return
+    this.looking.add(host)
+    void this.o.presence.gone(host).then((gone) => {
+      this.looking.delete(host)
+      // A beat heard meanwhile: it lives (it may have reconnected).
+      if (!gone || this.stopped || this.heard.get(host) !== at) return
+      this.departed.add(host)
+      this.o.log.info({ gone: host, silentMs: Math.round(performance.now() - at) }, 'host gone (its NATS connection closed): taking its partitions over')
+      this.tickLoop?.wake()
+    })
+  }
+
+  /** What a host can do, as its last beat says (this host's own: what it beats with). */
+  private abilities(host: string): HostAbilities | undefined {
+    return host === this.o.hostId ? this.o.beat().can : this.beats.get(host)?.can
+  }
+
+  /** The live hosts' last beats, this host's own included: what the cluster's hosts are configured to do. */
+  liveBeats(): Array<[string, Omit<HostBeat, 'at'>]> {
+    const out: Array<[string, Omit<HostBeat, 'at'>]> = [[this.o.hostId, this.o.beat()]]
+    for (const [host, beat] of this.beats) if (this.isLive(host)) out.push([host, beat])
+    return out
   }
 
   private liveHosts(): string[] {
@@ -318,10 +370,8 @@ export class Placement {
     const sent = performance.now()
     await this.o.hosts.put(`host.${this.o.hostId}`, encode({ ...this.o.beat(), at: Date.now() } satisfies HostBeat))
     if (sent >= this.validUntil && this.validUntil > 0) this.pause()
-    // Judged by the beats before this one: this one may have gone out on a new connection after a long silence.
     this.noticeReconnect()
-    this.beatSent = sent
-    this.validUntil = sent + HOST_TTL_MS - SERVE_MARGIN_MS
+    this.validUntil = sent + this.ttlMs - SERVE_MARGIN_MS
   }
 
   /** One pass: reconcile what this host holds with what the live host set assigns it. */
@@ -346,7 +396,10 @@ export class Placement {
     const gone = new Map<string, Promise<boolean>>()
     const work: Array<Promise<void>> = []
     for (const kind of this.o.kinds) {
-      const owners = plan(kind, hosts)
+      const owners = plan(
+        kind,
+        ownersFor(kind, hosts, (h) => this.abilities(h)),
+      )
       for (let p = 0; p < PARTITIONS; p++) work.push(this.reconcile(kind, p, owners[p]!, gone))
     }
     await Promise.all(work)
@@ -392,6 +445,11 @@ export class Placement {
     await this.take(kind, p, await this.store.update(key, this.record(), holder.revision))
   }
 
+  private movedOn(key: string): void {
+    const [kind, token] = key.split('.') as [KindName, string]
+    this.o.events.moved?.(kind, Number(token.slice(1)))
+  }
+
   private record(host = this.o.hostId): PlacementRecord {
     return { host, at: Date.now() }
   }
@@ -399,10 +457,13 @@ export class Placement {
   private async take(kind: KindName, p: number, rev: number | false): Promise<void> {
     if (rev === false || this.stopped) return
     const key = keyOf(kind, p)
+    const before = this.holders.get(key)?.host
     this.owned.set(key, rev)
     this.holders.set(key, { host: this.o.hostId, revision: rev })
     this.version++
     await this.o.events.gained(kind, p)
+    // After subscribing: a request sent again at once reaches this host.
+    if (before !== undefined && before !== this.o.hostId) this.movedOn(key)
   }
 
   private async drop(kind: KindName, p: number, handOver = false): Promise<void> {
@@ -483,7 +544,15 @@ export class Placement {
     await this.beatLoop?.stop()
     const before = new Set(this.owned.keys())
     const hosts = this.liveHosts()
-    const plans = new Map(this.o.kinds.map((k) => [k, plan(k, hosts)]))
+    const plans = new Map(
+      this.o.kinds.map((k) => [
+        k,
+        plan(
+          k,
+          ownersFor(k, hosts, (h) => this.abilities(h)),
+        ),
+      ]),
+    )
     await Promise.all(
       [...this.owned.keys()].map(async (key) => {
         const [kind, token] = key.split('.') as [KindName, string]
@@ -526,7 +595,7 @@ export class Placement {
       }
     })()
     if ((await retryWhileStarting(`${key} watch status`, () => kv.status(), { log: this.o.log })).values === 0) caughtUp()
-    await Promise.race([initial, new Promise((r) => setTimeout(r, HOST_TTL_MS).unref())])
+    await Promise.race([initial, new Promise((r) => setTimeout(r, this.ttlMs).unref())])
   }
 }
 

@@ -19,7 +19,9 @@ import { openSandboxBackend, raiseFileLimit, type SandboxBackend } from '../sand
 import os from 'node:os'
 import { SandboxHost, sandboxHostDeps } from '../actors/workdir/index.js'
 import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
-import { BEAT_EVERY_MS, HOST_TTL_MS } from './placement.js'
+import { BEAT_EVERY_MS, HOST_TTL_MS, hostsTtl } from './placement.js'
+import { joinHint } from './join-hint.js'
+import { kindsLeft } from './cluster-config.js'
 import { startDeliveries } from '../actors/webhook/index.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
@@ -192,7 +194,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   const facts: Array<[string, string]> = []
   if (url) facts.push(['HTTP', `${url} (${TRANSPORT_LABEL[gateway!.transport]}, request bodies up to ${mib(gateway!.bodyLimit)})`])
   facts.push(['NATS', nats ? `${nats.url} (embedded; monitoring ${nats.monitorUrl})` : redact(cfg.natsUrl!)])
-  if (nats) facts.push(['scale', joinHint(cfg, nats)])
+  if (nats) facts.push(['scale', joinHint(cfg, nats, process.env)])
   if (replicas) facts.push(['replicas', `${replicas.count} (${replicas.why})`])
   if (scheduler) facts.push(['schedule', `fired here (scheduler ${scheduler.id})`])
   if (scheduler)
@@ -218,6 +220,10 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     ])
   else if (host) facts.push(['sandbox', 'remote: on the sandbox hosts (troupe sandbox), TROUPE_SANDBOX_PLACEMENT=remote'])
   if (role !== 'sandbox') facts.push(['keyring', keyringFact(cfg, keyring)])
+  if (host) {
+    const left = kindsLeft(host.can)
+    facts.push(['owns', left.length ? `partitions of every kind, but none while a host that can is live of ${left.join('; ')}` : 'partitions of every kind'])
+  }
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
   facts.push(['version', version])
   return { url, facts, stop: teardown }
@@ -257,7 +263,13 @@ async function startSandboxRole(
     started_at: started,
   })
   const hostsKv = await openBucket(new Kvm(js), storage, Buckets.hosts, { ttl: HOST_TTL_MS })
-  const roster = new Roster(hostsKv, { prefix: SANDBOX_HOST_PREFIX, beatMs: BEAT_EVERY_MS, ttlMs: HOST_TTL_MS, self: { id: hostId, value: beat }, log })
+  const roster = new Roster(hostsKv, {
+    prefix: SANDBOX_HOST_PREFIX,
+    beatMs: BEAT_EVERY_MS,
+    ttlMs: await hostsTtl(hostsKv, log),
+    self: { id: hostId, value: beat },
+    log,
+  })
   await roster.start()
   log.info({ host: hostId, sandbox: backend.kind }, 'sandbox host ready')
   return {
@@ -274,12 +286,6 @@ async function startSandboxRole(
 const NATS_PORT_FILE = 'nats-port'
 
 /** How another host joins this embedded server, and whether the command still works after a restart. */
-function joinHint(cfg: Config, nats: EmbeddedNats): string {
-  const port = cfg.natsPort ? 'port set by TROUPE_NATS_PORT' : 'port kept across restarts while free; TROUPE_NATS_PORT fixes it'
-  const reach = cfg.natsHost === '127.0.0.1' ? '; this machine only, TROUPE_NATS_HOST opens it' : ''
-  return `NATS_URL=${nats.joinUrl} PORT=0 TROUPE_DATA_DIR=./.troupe-2 npx troupe serve (${port}${reach})`
-}
-
 const mib = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / 1024 / 1024} MiB` : `${(bytes / 1024).toFixed(0)} KiB`)
 
 /** The operator keyring, when `TROUPE_VAULT_KEYRING_FILE` names one; without it vaults (and webhooks) are off, said once. */

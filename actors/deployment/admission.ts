@@ -23,6 +23,8 @@ export class DeploymentAdmission {
   constructor(
     private readonly client: ActorClient,
     private readonly settings: HostSettings,
+    /** HostContext.keyringConflict: vaults named are refused while the hosts' keyrings disagree. */
+    private readonly keyringConflict: () => string | undefined,
   ) {
     this.resolve = agentResolver(client)
     this.read = (id, version) => client.call(AgentKind.ops.get, { id, query: { version } })
@@ -48,7 +50,7 @@ export class DeploymentAdmission {
 
   /** The vaults named exist and are not archived, and the keyring is configured (each run's session checks again). */
   vaults(ids: readonly string[]): Promise<void> {
-    return checkVaultRefs({ client: this.client, settings: this.settings }, ids)
+    return checkVaultRefs({ client: this.client, settings: this.settings, keyringConflict: this.keyringConflict }, ids)
   }
 
   /** The environment exists and is not archived. */

@@ -13,7 +13,7 @@ import { checkCreateInput } from '../session/index.js'
 import type { SessionAgent } from '../../protocol/session.js'
 import type { DeploymentAdmission } from './admission.js'
 import type { RunRecorder } from './runs.js'
-import { deploymentView, runKey, viewOf, type DeploymentState, type PendingRun, type StoredDeployment } from './state.js'
+import { deploymentView, runKey, runView, viewOf, type DeploymentState, type PendingRun, type StoredDeployment } from './state.js'
 
 /** How long a manual run's request waits for its run to be recorded before it looks in the store (ms). */
 const RUN_WAIT_MS = 20_000
@@ -249,7 +249,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       // A retry of a run already recorded answers with it.
       if (key !== undefined) {
         const done = await runs.get(runKey(manualRunId(input.id, key)))
-        if (done) return done.value
+        if (done) return runView(done.value)
       }
       const runId = await states.exclusive(input.id, (s) => {
         const d = s.deployment
@@ -264,7 +264,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       if (rec) return rec
       // Recorded elsewhere (the partition moved on): the store has it, or the run is still on its way.
       const stored = await runs.get(runKey(runId))
-      if (stored) return stored.value
+      if (stored) return runView(stored.value)
       throw fail('owner_timeout')
     },
   }

@@ -48,7 +48,7 @@ export const deploymentKind: ActorKindDef = {
       states,
       projection,
       firesFrom: (id) => firesFrom.get(id) ?? null,
-      admission: new DeploymentAdmission(ctx.client, ctx.settings),
+      admission: new DeploymentAdmission(ctx.client, ctx.settings, ctx.keyringConflict),
       recorder,
       runs,
       clock,

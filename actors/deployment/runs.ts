@@ -5,7 +5,7 @@ import { SessionKind } from '../../protocol/ops/session.js'
 import { NON_PAUSING_RUN_ERRORS, type DeploymentRun, type RunErrorType } from '../../protocol/schemas/deployment.js'
 import { now } from '../../protocol/time.js'
 import { type ActorClient, isTransientNatsError, type Outbox, type RecordStore } from '../kit/index.js'
-import { runKey, type DeploymentState, type PendingRun } from './state.js'
+import { runKey, runView, type DeploymentState, type PendingRun } from './state.js'
 
 /**
  * How long a run keeps trying a session create that fails for a moment before it records the failure: real time since
@@ -89,11 +89,12 @@ export class RunRecorder {
       agent: run.agent,
       session_id: outcome.session_id,
       error: outcome.error,
+      trigger_type: run.trigger_context.type,
       trigger_context: run.trigger_context,
       created_at: run.created_at,
     }
     // Created once: an attempt before a crash may have stored it already, and what it stored stands.
-    const record = (await this.runs.create(runKey(run.id), made)) === false ? ((await this.runs.get(runKey(run.id)))?.value ?? made) : made
+    const record = runView((await this.runs.create(runKey(run.id), made)) === false ? ((await this.runs.get(runKey(run.id)))?.value ?? made) : made)
     if (run.trigger_context.type === 'schedule') await this.publish(record)
     this.waiters.get(run.id)?.resolve(record)
     this.waiters.delete(run.id)

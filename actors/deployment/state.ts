@@ -50,6 +50,12 @@ export const DEPLOYMENT_PREFIX = 'deployment.'
 export const RUN_PREFIX = 'run.'
 export const runKey = (id: string) => `${RUN_PREFIX}${id}`
 
+/** A run as read: every record carries `trigger_type`, those stored before it was written too. */
+export const runView = (r: Omit<DeploymentRun, 'trigger_type'> & { trigger_type?: unknown }): DeploymentRun => {
+  const { trigger_type: _stored, trigger_context, created_at, ...rest } = r
+  return { ...rest, trigger_type: trigger_context.type, trigger_context, created_at }
+}
+
 export type { DeploymentRun }
 
 /** The deployment as the API shows it at `at` (epoch ms, the schedule clock): its next occurrences filled in. */

@@ -11,7 +11,7 @@ export type { Storage } from './replicas.js'
 // The op table, its one dispatcher, the typed client and the actor wire.
 export { dispatch, type Handlers, implement, type OpInput, type OpTable } from './ops.js'
 export { type ActorClient, actorClient } from './client.js'
-export { actorWire, type LocalActors, localFirst } from './wire.js'
+export { actorWire, type Failovers, type LocalActors, localFirst } from './wire.js'
 export { Roster } from './roster.js'
 
 // Actors: keyed actors, the mailbox, fenced records, durable state and the usual listed kind.

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 
 /**
@@ -34,6 +34,16 @@ export class Keyring {
   /** The key ids, oldest first (for the start-up line; never the keys). */
   get ids(): string[] {
     return [...this.keys.keys()]
+  }
+
+  /**
+   * Each key's fingerprint by id: the first 16 hex digits of a SHA-256 over a label and the key, which tells two
+   * keyrings apart without saying anything of the keys.
+   */
+  get fingerprints(): Record<string, string> {
+    const out: Record<string, string> = {}
+    for (const [id, key] of this.keys) out[id] = createHash('sha256').update('troupe keyring fingerprint\0').update(key).digest('hex').slice(0, 16)
+    return out
   }
 
   /** Seals `plaintext` with the newest key, bound to `aad` (the id of the record that holds it). */

@@ -46,6 +46,11 @@ export interface HostContext {
    * actor host), so nothing outside it can be tailing what this host owns.
    */
   alone(): boolean
+  /**
+   * Why the live hosts' operator keyrings cannot work together (a key id holding different keys, a sealing key another
+   * host lacks), or undefined when they can: what seals or opens secrets refuses meanwhile.
+   */
+  keyringConflict(): string | undefined
   /** Calls another kind's op (typed by its contract); throws the actor's ApiError. */
   client: ActorClient
 }
@@ -113,6 +118,17 @@ export interface SessionTuning {
   runningRecordMs: number
   /** max_tokens of each model request. */
   maxTokens: number
+  /**
+   * Tool-use rounds one turn may run (one model response that calls tools, plus running them, is a round); the turn
+   * stops with `tool_use_limit_reached_error` when the model asks for one more. Default 200.
+   */
+  maxToolRounds: number
+  /**
+   * Model responses in a row, within one turn, that each request a single tool call and are cut off (output limit or
+   * context window) before the call is complete; at this many the turn stops with `tool_use_limit_reached_error`.
+   * Default 3.
+   */
+  maxCutOffCalls: number
   /**
    * The models' context window, in tokens: the skill description budget is 1% of it, and a request estimated past it
    * compacts its injected skill instructions (skill-context.ts). Default 200,000.

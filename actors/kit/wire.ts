@@ -1,4 +1,4 @@
-import { headers, type NatsConnection } from '@nats-io/transport-node'
+import { headers, type Msg, type NatsConnection } from '@nats-io/transport-node'
 import { RequestError, TimeoutError } from '@nats-io/nats-core'
 import { decode, encode } from '../../protocol/codec.js'
 import { ApiError } from '../../protocol/errors/api-error.js'
@@ -22,10 +22,24 @@ const NO_RESPONDERS_RETRY_MS = 2000
 /** The longest pause between two sends of a request nobody was subscribed to. */
 const NO_RESPONDERS_STEP_MS = 100
 
+/**
+ * What the wire learns from, and tells, the host's placement, so a request to a partition whose owner failed is not
+ * left to its timeout (the supervisor implements it over its placement records; without it, requests wait).
+ */
+export interface Failovers {
+  /** Nobody was subscribed to `subject`: the partition's holder may be gone, worth a look at once. */
+  unanswered(subject: string): void
+  /**
+   * Calls `then` once when the partition `subject` is placed on changes holder (a takeover, or a hand-over); gives
+   * what stops listening, or undefined for a subject that names no partition.
+   */
+  moved(subject: string, then: () => void): (() => void) | undefined
+}
+
 /** The actor wire on one NATS connection (what the supervisor hands the gateway). */
-export const actorWire = (nc: NatsConnection): ActorWire => ({
-  ask: (subject, req, timeoutMs, uncertainOnTimeout) => askActor(nc, subject, req, timeoutMs, uncertainOnTimeout),
-  askEncoded: (subject, data, rid, timeoutMs, uncertainOnTimeout) => askActorEncoded(nc, subject, data, rid, timeoutMs, uncertainOnTimeout),
+export const actorWire = (nc: NatsConnection, failovers?: Failovers): ActorWire => ({
+  ask: (subject, req, timeoutMs, uncertainOnTimeout) => askActorEncoded(nc, subject, encode(req), req.rid, timeoutMs, uncertainOnTimeout, failovers),
+  askEncoded: (subject, data, rid, timeoutMs, uncertainOnTimeout) => askActorEncoded(nc, subject, data, rid, timeoutMs, uncertainOnTimeout, failovers),
 })
 
 /**
@@ -37,6 +51,8 @@ export const actorWire = (nc: NatsConnection): ActorWire => ({
 export async function askActor<T = unknown>(nc: NatsConnection, subject: string, req: ActorRequest, timeoutMs: number, uncertainOnTimeout = false): Promise<T> {
   return askActorEncoded<T>(nc, subject, encode(req), req.rid, timeoutMs, uncertainOnTimeout)
 }
+
+const MOVED = Symbol('moved')
 
 /** askActor for a request already encoded (a large body, encoded off the event loop). */
 export async function askActorEncoded<T = unknown>(
@@ -51,6 +67,7 @@ export async function askActorEncoded<T = unknown>(
    * (default false: a retryable 503).
    */
   uncertainOnTimeout = false,
+  failovers?: Failovers,
 ): Promise<T> {
   checkFitsPayload(nc, data)
   const h = headers()
@@ -59,10 +76,16 @@ export async function askActorEncoded<T = unknown>(
   // megabytes on the same connection is acknowledged only after them, and may lapse meanwhile).
   if (data.length > YIELD_ABOVE) await new Promise((r) => setTimeout(r, 0))
   let reply: ActorReply | undefined
-  const giveUpAt = Date.now() + Math.min(NO_RESPONDERS_RETRY_MS, timeoutMs)
+  const start = Date.now()
+  let giveUpAt = start + Math.min(NO_RESPONDERS_RETRY_MS, timeoutMs)
   for (let wait = 10; reply === undefined; wait = Math.min(wait * 2, NO_RESPONDERS_STEP_MS)) {
     try {
-      const msg = await nc.request(subject, data, { timeout: timeoutMs, headers: h })
+      const msg = await sent(nc.request(subject, data, { timeout: Math.max(1, start + timeoutMs - Date.now()), headers: h }))
+      if (msg === MOVED) {
+        // The new holder may not have subscribed yet: it gets the same wait as a failover found at the first send.
+        giveUpAt = Math.min(Date.now() + NO_RESPONDERS_RETRY_MS, start + timeoutMs)
+        continue
+      }
       reply = decode<ActorReply>(msg.data)
       // Not served by a host that was handing the partition over: as certain as "no responders", and as safe to send
       // again, to the next owner.
@@ -72,11 +95,30 @@ export async function askActorEncoded<T = unknown>(
       }
     } catch (err) {
       if (!(err instanceof RequestError && err.isNoResponders())) throw classify(err, uncertainOnTimeout)
+      failovers?.unanswered(subject)
       if (Date.now() + wait > giveUpAt) throw fail('failing_over')
       await new Promise((r) => setTimeout(r, wait))
     }
   }
   return settle<T>(reply, uncertainOnTimeout)
+
+  /**
+   * The request's answer, or MOVED when its partition changed holder first and the request is safe to send again:
+   * the holder it went to was taken over (dead, or stopped and fenced: it answers nothing it had not answered), so
+   * its answer may never come, and the new holder answers at once. A request whose repeat could store something
+   * twice waits for its own answer (or its timeout) instead.
+   */
+  function sent(request: Promise<Msg>): Promise<Msg | typeof MOVED> {
+    if (uncertainOnTimeout || !failovers) return request
+    let off: (() => void) | undefined
+    const moved = new Promise<typeof MOVED>((resolve) => {
+      off = failovers.moved(subject, () => resolve(MOVED))
+    })
+    if (!off) return request
+    // The losing request still settles (its timeout, or a late answer): nobody waits for it.
+    request.catch(() => undefined)
+    return Promise.race([request, moved]).finally(off)
+  }
 }
 
 /** A request encoded larger than the server's `max_payload` is a 413 (msgpack can outgrow the JSON it came from). */

@@ -27,6 +27,8 @@ export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   idleMs: 30_000,
   runningRecordMs: 200,
   maxTokens: 8192,
+  maxToolRounds: 200,
+  maxCutOffCalls: 3,
   contextWindow: 200_000,
   ...DEFAULT_WORKDIR_SETTINGS,
 }

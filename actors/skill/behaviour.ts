@@ -10,6 +10,7 @@ import { type FileBytes, isUploadObjectOf } from '../../protocol/files.js'
 import type { SkillKind } from '../../protocol/ops/skill.js'
 import type { Skill, SkillCreateInputT, SkillVersion, SkillVersionInputT } from '../../protocol/schemas/skill.js'
 import { now } from '../../protocol/time.js'
+import { withHasMore } from '../../protocol/page.js'
 import { type ListedSkill, readyVersions, type SkillState, type StoredVersion, skillView } from './state.js'
 
 export interface SkillDeps {
@@ -121,6 +122,18 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
     return client.call(SessionKind.ops.get, { id: by }).then((x) => names(x.agent.skills), gone)
   }
 
+  /** Whether `by` is an agent its owner says is archived (read at the source, so an archive that answered is seen). */
+  async function archivedAgent(by: string): Promise<boolean> {
+    if (!by.startsWith('agent_')) return false
+    return client.call(AgentKind.ops.get, { id: by, query: {} }).then(
+      (a) => a.archived_at !== null,
+      (err: unknown) => {
+        if (isApiError(err) && err.status === 404) return false
+        throw err
+      },
+    )
+  }
+
   /**
    * Refuses while a session that is not physically deleted pins version `v`; the keys of sessions gone are removed on
    * the way. A version being deleted takes no new pin (`pin` runs on this owner, after this op), so none can slip in.
@@ -178,7 +191,7 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
 
     'versions.list': {
       shared: (s, { id, query: q }) =>
-        pageOf(listOf(readyVersions(s).map((v) => v.version)), 'skill_versions', { skill_id: id }, q.page, q.limit ?? 20, () => true),
+        withHasMore(pageOf(listOf(readyVersions(s).map((v) => v.version)), 'skill_versions', { skill_id: id }, q.page, q.limit ?? 20, () => true)),
     },
 
     'versions.get': { shared: (s, { id, sub }) => findVersion(s, id, sub).version },
@@ -198,9 +211,11 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
     async 'versions.delete'(s, { id, sub }) {
       store()
       const v = findVersion(s, id, sub)
-      // A pin this young may belong to a write still under way (its agent not yet stored): it counts as it is.
       for (const [by, at] of Object.entries(s.pins?.[sub] ?? {})) {
-        if (Date.now() - at < PIN_GRACE_MS || (await stillPins(by, id, sub))) throw fail('skill_version_pinned', id, sub, pinnerOf(by))
+        // A pin this young may belong to a write still under way (its agent not yet stored, or an update not yet
+        // naming it): it counts, unless its agent is archived, which no write ever undoes.
+        const holds = Date.now() - at < PIN_GRACE_MS ? !(await archivedAgent(by)) : await stillPins(by, id, sub)
+        if (holds) throw fail('skill_version_pinned', id, sub, pinnerOf(by))
       }
       await checkSessionPins(id, sub)
       const { [sub]: _unpinned, ...pins } = s.pins ?? {}
@@ -300,14 +315,16 @@ export function skillOps({ states, client, projection, bundles }: SkillDeps): Ha
       const source = q.source ?? 'custom'
       await projection.fresh()
       // Vendor-managed skills are not served here: their sources list nothing.
-      return pageOf(
-        projection,
-        'skills',
-        { source },
-        q.page,
-        q.limit ?? 20,
-        () => source === 'custom',
-        (r) => r.skill,
+      return withHasMore(
+        pageOf(
+          projection,
+          'skills',
+          { source },
+          q.page,
+          q.limit ?? 20,
+          () => source === 'custom',
+          (r) => r.skill,
+        ),
       )
     },
 

@@ -14,12 +14,16 @@ export interface VaultDeps {
   projection: Projection<Vault, VaultState>
   /** The operator keyring; absent, every write but a delete answers 422. */
   keyring: Keyring | undefined
+  /** Why the cluster's keyrings do not work together (HostContext.keyringConflict); then no write seals anything. */
+  keyringConflict: () => string | undefined
 }
 
-export function vaultOps({ states, projection, keyring }: VaultDeps): Handlers<typeof VaultKind> {
-  /** The keyring, for a write: without one, nothing is stored. */
+export function vaultOps({ states, projection, keyring, keyringConflict }: VaultDeps): Handlers<typeof VaultKind> {
+  /** The keyring, for a write: without one, or while hosts' keyrings disagree, nothing is stored. */
   const sealer = (): Keyring => {
     if (!keyring) throw fail('keyring_unavailable')
+    const conflict = keyringConflict()
+    if (conflict) throw fail('keyring_mismatch', conflict)
     return keyring
   }
   const writable = (s: VaultState) => {

@@ -15,5 +15,5 @@ export const vaultKind = listedKind({
   missing: (id) => fail('vault_not_found', id),
   prefix: VAULT_PREFIX,
   view: (s: VaultState) => s.vault,
-  ops: (ctx, states, projection) => vaultOps({ states, projection, keyring: ctx.settings.keyring }),
+  ops: (ctx, states, projection) => vaultOps({ states, projection, keyring: ctx.settings.keyring, keyringConflict: ctx.keyringConflict }),
 })

@@ -14,11 +14,15 @@ export interface WebhookDeps {
   projection: Projection<WebhookEndpoint, WebhookState>
   /** The operator keyring; absent, every webhook op answers 422 (SPEC "Webhooks"). */
   keyring: Keyring | undefined
+  /** Why the cluster's keyrings do not work together (HostContext.keyringConflict); then every op is refused. */
+  keyringConflict: () => string | undefined
 }
 
-export function webhookOps({ states, projection, keyring }: WebhookDeps): Handlers<typeof WebhookKind> {
+export function webhookOps({ states, projection, keyring, keyringConflict }: WebhookDeps): Handlers<typeof WebhookKind> {
   const ring = (): Keyring => {
     if (!keyring) throw fail('webhooks_unavailable')
+    const conflict = keyringConflict()
+    if (conflict) throw fail('keyring_mismatch', conflict)
     return keyring
   }
 

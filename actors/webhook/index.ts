@@ -20,7 +20,7 @@ export const webhookKind = listedKind({
   async ops(ctx, states, projection) {
     // Lifecycle events are fanned out from the moment webhooks are configured, whether or not an orchestrator runs yet.
     if (ctx.settings.keyring) await ensureFanOutConsumers(ctx.storage)
-    return webhookOps({ states, projection, keyring: ctx.settings.keyring })
+    return webhookOps({ states, projection, keyring: ctx.settings.keyring, keyringConflict: ctx.keyringConflict })
   },
 })
 

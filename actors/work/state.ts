@@ -165,10 +165,13 @@ export function beat(it: Item, now: number, expected: string | undefined, desire
   return { item, extended: true }
 }
 
-/** A stop: queued → stopped; starting/active → stopping (`force`: stopped); stopping + force → stopped; stopped: 409. */
+/**
+ * A stop: queued → stopped; starting/active → stopping (`force`: stopped); stopping + force → stopped; stopped: 409.
+ * Every stop asked for records when it was (`stop_requested_at`, kept from an earlier request), an immediate one too.
+ */
 export function stop(it: Item, now: number, force: boolean): Item {
   if (it.state === 'stopped') throw fail('work_stopped', it.id)
-  if (it.state === 'queued' || force) return stopped(it, now)
+  if (it.state === 'queued' || force) return stopped({ ...it, stop_requested_at: it.stop_requested_at ?? iso(now) }, now)
   if (it.state === 'stopping') return it
   return { ...it, state: 'stopping', stop_requested_at: iso(now) }
 }

@@ -341,6 +341,11 @@ export const catalog = {
 
   // 500: our bug. Anything thrown that is not an ApiError is `internal` with the default message, revealing nothing.
   internal: entry(500, (message?: string) => message ?? 'Internal server error'),
+  keyring_mismatch: entry(
+    500,
+    (why: string) =>
+      `The hosts of this cluster hold operator keyrings that do not work together (${why}): vault writes and webhooks are refused until every host is started with the same TROUPE_VAULT_KEYRING_FILE`,
+  ),
   undecodable_request: entry(500, () => 'Undecodable actor request'),
   operation_not_placed: entry(500, (op: string, kind: string, where: string) => `No operation ${op} on ${kind} placed on ${where}`),
 

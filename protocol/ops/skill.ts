@@ -1,4 +1,4 @@
-import type { Page } from '../page.js'
+import type { PageWithMore } from '../page.js'
 import type { Downloadable } from '../files.js'
 import {
   isVersionNumber,
@@ -28,11 +28,11 @@ export const SkillKind = defineKind(
   { param: 'skill_id', prefix: 'skill', noun: 'Skill' },
   {
     create: { placement: 'any', body: SkillCreateInput, reply: returns<Skill>() },
-    list: { placement: 'any', query: SkillListQuery, reply: returns<Page<Skill>>() },
+    list: { placement: 'any', query: SkillListQuery, reply: returns<PageWithMore<Skill>>() },
     get: { placement: 'owner', reply: returns<Skill>() },
     delete: { placement: 'owner', reply: returns<{ id: string; type: 'skill_deleted' }>() },
     'versions.create': { placement: 'owner', body: SkillVersionInput, reply: returns<SkillVersion>() },
-    'versions.list': { placement: 'owner', query: SkillVersionListQuery, reply: returns<Page<SkillVersion>>() },
+    'versions.list': { placement: 'owner', query: SkillVersionListQuery, reply: returns<PageWithMore<SkillVersion>>() },
     'versions.get': { placement: 'owner', sub: VersionNumber, reply: returns<SkillVersion>() },
     'versions.content': { placement: 'owner', sub: VersionNumber, reply: returns<{ file: Downloadable; object: string; store: 'skills' }>() },
     'versions.delete': { placement: 'owner', sub: VersionNumber, reply: returns<{ id: string; type: 'skill_version_deleted' }>() },

@@ -233,6 +233,8 @@ export interface DeploymentRun {
   /** Exactly one of `session_id` and `error` is non-null. */
   session_id: string | null
   error: { type: RunErrorType; message: string } | null
+  /** SPEC's field, the same fact as `trigger_context.type` (the client's); records stored before it lack it (`runView`). */
+  trigger_type: TriggerType
   trigger_context: TriggerContext
   created_at: string
 }

@@ -12,6 +12,7 @@ import {
 } from '../../protocol/subjects.js'
 import { SESSION_PREFIX, type SessionRecord } from '../../actors/session/index.js'
 import { needJetStream, parse, type Io } from './io.js'
+import { keyringConflict, kindsLeft } from '../cluster-config.js'
 import { readStream } from './read-stream.js'
 
 export const STATUS_USAGE = { synopsis: 'status [--json]', summary: 'hosts, sandbox hosts, partitions per host and running sessions' }
@@ -147,7 +148,16 @@ function render(r: StatusReport, now: number): string[] {
       `  ${h.id}  ${h.role ?? '?'}  pid ${h.pid ?? '?'} on ${h.hostname ?? '?'}  ${up}  ` +
         `${h.stale ? `STALE: last beat ${age(h.beat_age_ms)} ago` : `beat ${age(h.beat_age_ms)} ago`}${h.http_url ? `  ${h.http_url}` : ''}`,
     )
+    if (h.can) {
+      const left = kindsLeft(h.can)
+      lines.push(
+        `    model ${h.can.model ? 'yes' : 'none'}  keyring ${h.can.keyring ? `${h.can.keyring.sealing} sealing (${Object.keys(h.can.keyring.keys).join(', ')})` : 'none'}  sandbox ${h.can.sandbox}` +
+          (left.length ? `  owns none of ${left.join('; ')} while a host that can is live` : ''),
+      )
+    }
   }
+  const conflict = keyringConflict(live.map((h) => [h.id, h] as const))
+  if (conflict) lines.push(`  KEYRINGS DISAGREE: ${conflict}; vault writes and webhooks are refused`)
   if (r.sandbox_hosts.length) {
     lines.push('', `sandbox hosts: ${r.sandbox_hosts.filter((h) => !h.stale).length} live`)
     for (const h of r.sandbox_hosts) {

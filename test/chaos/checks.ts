@@ -72,8 +72,8 @@ export interface CheckResult {
 
 /** After a fault recovers, placement and client retries still settle for a moment: errors this late still count as its. */
 export const GRACE_MS = 5_000
-/** README: "when one dies, another host takes its actors over within five seconds". */
-export const HOST_FAILOVER_MS = 5_000
+/** README: "when one dies, another host takes its actors over within three seconds". */
+export const HOST_FAILOVER_MS = 3_000
 /** Ours, not a documented promise: a JetStream leader election takes a few seconds, plus the restart. */
 const NATS_FAILOVER_MS = 10_000
 /**

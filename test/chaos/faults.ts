@@ -32,7 +32,7 @@ const NOMINAL_MS: Record<FaultKind, number> = {
   'sandbox-kill': 15_000,
 }
 const HOST_KILL_DOWN_MS = 2_000
-/** Longer than the 2.5 s heartbeat TTL: the stopped host's partitions must move. */
+/** Longer than the 2 s heartbeat TTL: the stopped host's partitions must move. */
 const HOST_STOP_MS = 10_000
 const NATS_DOWN_MS = 5_000
 const NATS_STOP_MS = 10_000

@@ -1,9 +1,11 @@
 import t from 'tap'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
+import { Kvm } from '@nats-io/kv'
 import { askActor } from '../../actors/kit/wire.js'
+import { decode, encode } from '../../protocol/codec.js'
 import { DeploymentKind, type FireReply } from '../../protocol/ops/deployment.js'
-import { OUTBOX_STREAM, WORKSPACE_ID, opSubject, outboxSubject } from '../../protocol/subjects.js'
+import { Buckets, OUTBOX_STREAM, WORKSPACE_ID, opSubject, outboxSubject } from '../../protocol/subjects.js'
 import { raw } from '../helpers/troupe.js'
 import { HELLO, deploy, deploymentStack, failure } from './_helpers.js'
 
@@ -57,6 +59,7 @@ t.test('a manual run creates its session from the deployment as it is', async (t
   t.equal(run.deployment_id, d.id)
   t.same(run.agent, { type: 'agent', id: agent.id, version: 1 }, 'the pinned version, not the latest')
   t.same(run.trigger_context, { type: 'manual' })
+  t.equal((run as any).trigger_type, 'manual', "SPEC's trigger_type beside the client's trigger_context")
   t.equal(run.error, null)
   t.match(run.session_id, /^sesn_/)
   const session = await s.client.beta.sessions.retrieve(run.session_id!)
@@ -134,6 +137,12 @@ t.test('fire: an occurrence queues one run; again, a duplicate; otherwise skippe
   t.equal((await fire(d.id, '2029-12-31T23:59:00Z')).outcome, 'duplicate')
   const run = await recorded(q.run_id!)
   t.same(run.trigger_context, { type: 'schedule', scheduled_at: minute(2) })
+  t.equal((run as any).trigger_type, 'schedule')
+  t.same(
+    (await listRuns({ deployment_id: d.id, trigger_type: 'schedule' })).map((r) => [r.id, r.trigger_type]),
+    [[run.id, 'schedule']],
+    'listed with it too',
+  )
   t.match(run.session_id, /^sesn_/)
   t.equal((await deployments.retrieve(d.id)).schedule?.last_run_at, run.created_at, 'last_run_at is the run')
   const msg = await (await jetstreamManager(nc)).streams.getMessage(OUTBOX_STREAM, { last_by_subj: outboxSubject('deployment_run.succeeded') })
@@ -208,4 +217,21 @@ t.test('runs list: filters, paging and cursors bound to them', async (t) => {
   for (const q of ['trigger_type=cron', 'has_error=maybe', 'deployment_id=x', 'limit=0', 'created_at[gt]=soon', 'page=junk']) {
     t.equal((await raw(s.url, 'GET', `/v1/deployment_runs?${q}`)).status, 400, q)
   }
+})
+
+t.test('a run recorded before trigger_type was stored reads with it', async (t) => {
+  const { deployment: d } = await deploy(s.client)
+  const run = await deployments.run(d.id)
+  const kv = await new Kvm(nc).open(Buckets.deploymentRuns)
+  const { trigger_type: _, ...older } = decode<Record<string, unknown>>((await kv.get(`run.${run.id}`))!.value)
+  t.equal(_, 'manual', 'stored with it now')
+  const id = run.id.replace(/.$/, (c) => (c === 'Z' ? 'Y' : 'Z'))
+  await kv.create(`run.${id}`, encode({ ...older, id }))
+  const read = await runs.retrieve(id)
+  t.equal((read as any).trigger_type, 'manual')
+  t.same(read, { ...run, id })
+  t.ok(
+    (await listRuns({ deployment_id: d.id })).every((r) => r.trigger_type === 'manual'),
+    'lists too',
+  )
 })

@@ -89,3 +89,19 @@ t.test('every error code the table names is sent, with the status it gives', asy
     }
   }
 })
+
+t.test('the unserved path the README gives as an example answers as it says', async (t) => {
+  const text = readFileSync(README, 'utf8')
+  const example = /not served answers 404 `not_found_error` \(`No route for GET (\/v1\/[^`\s]+)`/.exec(text)?.[1]
+  if (!example) return t.fail('the README names an unserved path')
+  t.notOk(familyOf(example), `${example} belongs to no family of the table`)
+  t.notOk(
+    paths.some((p) => p === example || p.startsWith(`${example}/`)),
+    'and has no route',
+  )
+  for (const method of ['GET', 'POST', 'DELETE']) {
+    const r = await raw(s.url, method, example, method === 'POST' ? {} : undefined)
+    t.equal(r.status, 404, `${method} ${example}`)
+    t.same(r.json?.error, { type: 'not_found_error', message: `No route for ${method} ${example}` })
+  }
+})

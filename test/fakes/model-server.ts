@@ -99,6 +99,8 @@ export interface ScriptedReply {
   headers?: Record<string, string>
   /** The message's model. Default: the model the request asked for. */
   model?: string
+  /** Leave the last content block open (no content_block_stop), as a response cut off inside it might. Default false. */
+  openLastBlock?: boolean
 }
 
 export interface RecordedRequest {
@@ -255,7 +257,7 @@ function buildReply(reply: ScriptedReply, requestedModel: unknown): BuiltReply {
         break
       }
     }
-    events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } })
+    if (!(reply.openLastBlock && index === steps.length - 1)) events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } })
     blockEvents.push(events)
   })
 

@@ -14,7 +14,7 @@ import { sandboxHostDeps } from '../../actors/workdir/sandbox-host.js'
 import type { SandboxOwner, SandboxSpec } from '../../actors/workdir/port.js'
 import { InProcessSandbox } from '../../actors/workdir/in-process.js'
 import { unpackSkill } from '../../actors/workdir/skills/unpack.js'
-import { CANONICAL_DATE, CANONICAL_MODE } from '../../gateway/skill-bundle.js'
+import { CANONICAL_DATE, CANONICAL_EXEC_MODE, CANONICAL_MODE } from '../../gateway/skill-bundle.js'
 import { decode, encode } from '../../protocol/codec.js'
 import { newId } from '../../protocol/ids.js'
 import { Buckets, ObjectStores, SANDBOX_HOST_PREFIX, type SandboxHostBeat, sandboxSubject } from '../../protocol/subjects.js'
@@ -67,6 +67,13 @@ t.test('unpacking refuses paths and entries a canonical bundle never has', async
   t.same(ok, { files: 2, bytes: 3 })
   t.equal(statSync(path.join(root, 'ok/a/b/c.txt')).mode & 0o777, 0o444, 'files 0444')
   t.equal(statSync(path.join(root, 'ok/a/b')).mode & 0o777, 0o755, 'directories 0755')
+  const scripted = new JSZip()
+  scripted.file('s/SKILL.md', 'x', { date: CANONICAL_DATE, unixPermissions: CANONICAL_MODE, createFolders: false })
+  scripted.file('s/run.sh', '#!/bin/sh\n', { date: CANONICAL_DATE, unixPermissions: CANONICAL_EXEC_MODE, createFolders: false })
+  const zip = await scripted.generateAsync({ type: 'uint8array', platform: 'UNIX' })
+  await unpackSkill({ zip, name: 's', dest: path.join(root, 'exec') })
+  t.equal(statSync(path.join(root, 'exec/run.sh')).mode & 0o777, 0o555, 'an executable entry: 0555')
+  t.equal(statSync(path.join(root, 'exec/SKILL.md')).mode & 0o777, 0o444)
 })
 
 const gate = isolatedOrSkip()

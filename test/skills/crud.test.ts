@@ -94,6 +94,44 @@ t.test('create from files[], get, list, a second version, download, delete in or
   t.equal((await failure(skills.retrieve(skill.id))).status, 404)
 })
 
+t.test('lists answer {data, has_more, next_page}, and the client pages through them', async (t) => {
+  const made: string[] = []
+  for (const name of ['page-a', 'page-b', 'page-c', 'page-d', 'page-e']) made.push((await skills.create({ files: await filesOf(name) } as any)).id)
+  const first = await raw(s.url, 'GET', '/v1/skills?limit=2')
+  t.same(Object.keys(first.json).sort(), ['data', 'has_more', 'next_page'], "the spec's envelope")
+  t.match(first.json, { has_more: true, next_page: String })
+  t.equal(first.json.data.length, 2)
+  // The client's auto-pagination, two at a time, newest first: every skill once, ours in the order made, reversed.
+  const seen: string[] = []
+  for await (const skill of skills.list({ limit: 2 } as any)) seen.push(skill.id)
+  t.equal(new Set(seen).size, seen.length, 'none twice')
+  t.same(
+    seen.filter((id) => made.includes(id)),
+    [...made].reverse(),
+  )
+  let page = await skills.list({ limit: 2 } as any)
+  let pages = 1
+  while (page.hasNextPage()) {
+    page = await page.getNextPage()
+    pages++
+  }
+  t.equal(pages, Math.ceil(seen.length / 2), 'as many pages as it takes, no empty one at the end')
+  const last = await raw(s.url, 'GET', `/v1/skills?limit=${seen.length}`)
+  t.match(last.json, { has_more: false, next_page: null }, 'the last page says there is no more')
+  t.same((await raw(s.url, 'GET', '/v1/skills?source=anthropic')).json, { data: [], has_more: false, next_page: null })
+
+  const skill = await skills.retrieve(made[0]!)
+  for (const n of [2, 3]) await skills.versions.create(skill.id, { files: await filesOf('page-a', 'page-a', { 'page-a/v.txt': String(n) }) })
+  const versions: string[] = []
+  for await (const v of skills.versions.list(skill.id, { limit: 1 })) versions.push(v.id)
+  t.same(versions, ['3', '2', '1'], 'versions page one at a time, newest first')
+  const v1 = await raw(s.url, 'GET', `/v1/skills/${skill.id}/versions?limit=2`)
+  t.match(v1.json, { data: [{ id: '3' }, { id: '2' }], has_more: true, next_page: String })
+  const v2 = await raw(s.url, 'GET', `/v1/skills/${skill.id}/versions?limit=2&page=${encodeURIComponent(v1.json.next_page)}`)
+  t.same(Object.keys(v2.json).sort(), ['data', 'has_more', 'next_page'])
+  t.match(v2.json, { data: [{ id: '1' }], has_more: false, next_page: null })
+})
+
 t.test('one zip in "file", re-rooted under its name; the same content makes the same bytes', async (t) => {
   const entries = { 'My_Skill/SKILL.md': skillMd('my-skill'), 'My_Skill/data/a.txt': 'a\n' }
   const a = await post('/v1/skills', [

@@ -1,7 +1,6 @@
 import { toFile } from '@anthropic-ai/sdk'
 import t from 'tap'
 import { stack } from '../helpers/stack.js'
-import { until } from '../helpers/wait.js'
 import { failure } from '../sessions/_helpers.js'
 
 /**
@@ -54,17 +53,22 @@ t.test('a version is deleted once nothing pins it; a deleted version cannot be p
   const a = await agents.create({ name: 'a', model: 'claude-sonnet-4-5', tools: TOOLS, skills: [ref] } as any)
   t.equal((await failure(skills.versions.delete('1', { skill_id: skill.id }))).status, 409)
   await agents.archive(a.id)
-  // An archived agent pins nothing (once its pin is older than the moment a write may take to land).
-  await until(
-    'the version to be deleted',
-    () =>
-      skills.versions.delete('1', { skill_id: skill.id }).then(
-        () => true,
-        () => false,
-      ),
-    20_000,
-    500,
-  )
+  // An archived agent pins nothing, from the moment its archive answers (its pin only a moment old).
+  t.same(await skills.versions.delete('1', { skill_id: skill.id }), { id: '1', type: 'skill_version_deleted' }, 'deleted at once')
   const late = await failure(agents.create({ name: 'b', model: 'claude-sonnet-4-5', tools: TOOLS, skills: [ref] } as any))
   t.equal(late.status, 404, 'no ready version to pin')
+})
+
+t.test('a young pin of an agent that is not archived still holds', async (t) => {
+  const skill = await skills.create({ files: await bundle('young') } as any)
+  const ref = { type: 'custom', skill_id: skill.id }
+  const a = await agents.create({ name: 'a', model: 'claude-sonnet-4-5', tools: TOOLS, skills: [ref] } as any)
+  const b = await agents.create({ name: 'b', model: 'claude-sonnet-4-5', tools: TOOLS, skills: [ref] } as any)
+  await agents.archive(a.id)
+  const held = await failure(skills.versions.delete('1', { skill_id: skill.id }))
+  t.equal(held.status, 409, "the other agent's pin holds")
+  t.match(held.error.error.message, new RegExp(`pinned by agent ${b.id}`))
+  await agents.archive(b.id)
+  await skills.versions.delete('1', { skill_id: skill.id })
+  t.pass('deleted once both are archived')
 })

@@ -55,6 +55,6 @@ t.test('what troupe does not understand stops it, named', async (t) => {
   const misspelt = await refusal({ command: ['npm', 'start', '--', '--stirct'] })
   t.match(misspelt, /troupe exited with 2/, 'through npm too')
   t.match(misspelt, /troupe: unknown option --stirct/)
-  t.match(await refusal({ env: { TROUPE_STRICT: 'yes please' } }), /TROUPE_STRICT must be 1 or 0 \(was "yes please"\)/)
+  t.match(await refusal({ env: { TROUPE_STRICT: 'yes please' } }), /TROUPE_STRICT must be 1, true or on, or 0, false or off \(was "yes please"\)/)
   t.match(await refusal({ command: ['npm', 'start', '--', 'extra'] }), /troupe: unexpected argument extra/)
 })

@@ -206,6 +206,29 @@ t.test('the canonical zip is the same bytes whatever the input order, timestamps
   t.ok(Buffer.from(a.zip).includes(Buffer.from(noise)), 'stored verbatim')
 })
 
+t.test('executable files keep their bit: 0755 where a Unix-made entry has one, 0644 everywhere else', async (t) => {
+  const content = { 'my-skill/SKILL.md': skillMd(), 'my-skill/scripts/run.sh': '#!/bin/sh\necho hi\n', 'my-skill/ref.md': 'r' }
+  const modes = async (r: BundleResult) => {
+    const back = await JSZip.loadAsync(ok(r).zip)
+    return Object.fromEntries(Object.values(back.files).map((f) => [f.name, f.unixPermissions]))
+  }
+  const exec = (mode: number) => ({
+    'my-skill/scripts/run.sh': [content['my-skill/scripts/run.sh'], { unixPermissions: mode }] as [Content, JSZip.JSZipFileOptions],
+  })
+  const unix = await validateBundle({ zip: await zipOf({ ...content, ...exec(0o100755) }, { unixPermissions: 0o100644 }, { platform: 'UNIX' }) })
+  t.same(await modes(unix), { 'my-skill/SKILL.md': 0o100644, 'my-skill/ref.md': 0o100644, 'my-skill/scripts/run.sh': 0o100755 })
+  const userOnly = await validateBundle({ zip: await zipOf({ ...content, ...exec(0o100700) }, { unixPermissions: 0o100600 }, { platform: 'UNIX' }) })
+  t.same(await modes(userOnly), await modes(unix), 'any execute bit makes 0755; the rest is canonical')
+  t.ok(Buffer.from(ok(userOnly).zip).equals(Buffer.from(ok(unix).zip)), 'the same bytes')
+  const plain = await validateBundle({ zip: await zipOf(content, { unixPermissions: 0o100644 }, { platform: 'UNIX' }) })
+  t.equal((await modes(plain))['my-skill/scripts/run.sh'], 0o100644)
+  t.notOk(Buffer.from(ok(plain).zip).equals(Buffer.from(ok(unix).zip)), 'a mode is part of the content')
+  const dos = await validateBundle({ zip: await zipOf({ ...content, ...exec(0o100755) }, {}, { platform: 'DOS' }) })
+  t.equal((await modes(dos))['my-skill/scripts/run.sh'], 0o100644, 'a DOS-made entry has no Unix mode')
+  const files = await validateBundle({ files: Object.entries(content).map(([path, x]) => ({ path, bytes: enc(x) })) })
+  t.ok(Buffer.from(ok(files).zip).equals(Buffer.from(ok(plain).zip)), 'files[] parts carry no mode: 0644')
+})
+
 t.test('path rules name the offending path', async (t) => {
   const md = { 'my-skill/SKILL.md': skillMd() }
   await refused(t, { zip: await zipOf({ ...md, 'my-skill/../evil.txt': 'x' }) }, 'traversal', 'my-skill/../evil.txt')

@@ -134,6 +134,7 @@ t.test('stop: queued → stopped; active → stopping, seen on the next beat; fo
   const stopped = await work.stop(queued.id, { environment_id: env.id })
   t.match(stopped, { state: 'stopped' })
   t.type(stopped.stopped_at, 'string')
+  t.equal(stopped.stop_requested_at, stopped.stopped_at, 'a stop asked for records when, even one that stops at once')
   const again = await failure(work.stop(queued.id, { environment_id: env.id }))
   t.equal(again.status, 409)
   t.equal(again.error.error.details.error_code, 'work_stopped')
@@ -145,8 +146,18 @@ t.test('stop: queued → stopped; active → stopping, seen on the next beat; fo
   t.type(stopping.stop_requested_at, 'string')
   const seen = await work.heartbeat(item.id, { environment_id: env.id, expected_last_heartbeat: 'whatever' })
   t.match(seen, { state: 'stopping', lease_extended: true }, 'not compared once stopping')
-  t.match(await work.stop(item.id, { environment_id: env.id, force: true }), { state: 'stopped' })
+  const forced = await work.stop(item.id, { environment_id: env.id, force: true })
+  t.match(forced, { state: 'stopped', stop_requested_at: stopping.stop_requested_at }, 'the first request is kept')
+  t.ok(forced.stopped_at! >= forced.stop_requested_at!)
   t.match(await work.heartbeat(item.id, { environment_id: env.id, expected_last_heartbeat: beat.last_heartbeat }), { state: 'stopped', lease_extended: false })
+
+  // An active item forced to stop in one step: both moments recorded.
+  await session()
+  const active = await claimOne(env.id)
+  const once = await work.stop(active.item.id, { environment_id: env.id, force: true })
+  t.match(once, { state: 'stopped', stop_requested_at: String, stopped_at: String })
+  t.equal(once.stop_requested_at, once.stopped_at)
+  t.same(await work.retrieve(active.item.id, { environment_id: env.id }), once, 'as stored')
 })
 
 t.test('metadata: a patch, null deletes, limits answer invalid_metadata; list and stats', async (t) => {

@@ -194,9 +194,11 @@ export function checkVaults(vaults: readonly string[]): void {
  * Vault admission (SPEC create rule 7): the keyring is configured, and each vault named exists (404 naming
  * `vault_ids[i]`) and is not archived (400), asked of the vault kind's owners, in order.
  */
-export async function checkVaultRefs(ctx: Pick<HostContext, 'client' | 'settings'>, vaults: readonly string[]): Promise<void> {
+export async function checkVaultRefs(ctx: Pick<HostContext, 'client' | 'settings' | 'keyringConflict'>, vaults: readonly string[]): Promise<void> {
   if (!vaults.length) return
   if (!ctx.settings.keyring) throw fail('vaults_unavailable')
+  const conflict = ctx.keyringConflict()
+  if (conflict) throw fail('keyring_mismatch', conflict)
   for (const [i, id] of vaults.entries()) {
     const vault = await ctx.client.call(VaultKind.ops.get, { id }).catch(inField(`vault_ids[${i}]`))
     if (vault.archived_at) {

@@ -167,6 +167,7 @@ export async function streamModel(
       case 'content_block_stop': {
         const b = blocks.get(ev.index)
         if (b?.kind === 'tool') outputs.push({ type: 'tool_use', name: b.name, input: parseInput(b.json) })
+        blocks.delete(ev.index)
         break
       }
       case 'message_delta':
@@ -179,6 +180,11 @@ export async function streamModel(
   // partial response, never a finished one.
   if (signal.aborted) throw new APIUserAbortError()
   closeMessage()
+  // A response cut off (max_tokens) inside a tool call whose block was never closed: the call is still one it asked for,
+  // partial, last (turn/tool-limits.ts answers it without running it).
+  if (stopReason === 'max_tokens' || stopReason === 'model_context_window_exceeded') {
+    for (const b of blocks.values()) if (b.kind === 'tool') outputs.push({ type: 'tool_use', name: b.name, input: parseInput(b.json) })
+  }
   return { outputs, usage: usage as unknown as ModelUsage, stopReason }
 }
 

@@ -19,6 +19,7 @@ import { coordinatorToolNames } from './roster.js'
 import type { Emitter, RecordPort, TurnDeps } from './types.js'
 import { estimateTokens } from '../../../protocol/skill-rules.js'
 import type { Policy } from '../../../protocol/schemas/agent.js'
+import { ToolUseCount } from './tool-limits.js'
 
 /** The service's own tools (a skill launch, a coordinator's list and send) run nothing in the sandbox: nothing to confirm. */
 const SERVICE_TOOL_POLICY: Policy = { type: 'always_allow' }
@@ -73,8 +74,13 @@ export class TurnLoop {
   private lastStop: { reason: StopReason; details: RefusalStopDetails | null } | undefined
   /** Failed attempts of the current model request. */
   private attempts = 0
+  /** The turn's count toward its limits on tool use. */
+  private readonly toolUses: ToolUseCount
 
-  constructor(private readonly p: TurnParts) {}
+  constructor(private readonly p: TurnParts) {
+    const settings = p.deps.settings
+    this.toolUses = new ToolUseCount({ rounds: settings.maxToolRounds, cutOffCalls: settings.maxCutOffCalls })
+  }
 
   /** A new turn: its input is the message the request `rid` stored. */
   begin(rid: string | undefined): void {
@@ -164,6 +170,8 @@ export class TurnLoop {
   /** The session goes idle, its record says so, and one log line sums the turn up. */
   idle(stop: StopReason, details: RefusalStopDetails | null = null): void {
     const started = this.stats?.startedAt ?? this.p.h.rec.running_since
+    // A turn parked (on the client, on the budget) is still the same turn; any other idle ends it.
+    if (stop.type !== 'requires_action' && stop.type !== 'budget_reached') this.toolUses.reset()
     this.p.events.status('idle', { stop_reason: stop, stop_details: details })
     void this.p.writer.persist()
     // The session's work item follows the session's turn, the primary thread's (a child's parks it through its send).
@@ -231,23 +239,33 @@ export class TurnLoop {
     const agent = h.session.agent
     const roster = this.p.roster
     const offers = { skills: h.skills.length > 0, coordinator: roster && coordinatorToolNames(roster.members, roster.advisor) }
-    for (const o of res.outputs) {
+    const verdict = this.toolUses.take(res.outputs, res.stopReason)
+    const unrun: Array<{ id: string; text: string }> = []
+    res.outputs.forEach((o, i) => {
       if (o.type === 'agent.thinking') events.emit('agent.thinking', {}, o.id)
       else if (o.type === 'agent.message') events.emit('agent.message', { content: o.content }, o.id)
       else {
         stats.toolUses++
         const route = routeTool(agent, o.name, offers)
-        if (route.kind === 'custom') events.emit('agent.custom_tool_use', { name: o.name, input: o.input })
+        let use: { id: string }
+        if (route.kind === 'custom') use = events.emit('agent.custom_tool_use', { name: o.name, input: o.input })
         else {
           const policy = route.kind === 'skill' || route.kind === 'coordinator' ? SERVICE_TOOL_POLICY : route.kind === 'builtin' ? route.policy : undefined
           const perm = policy ? permissionFields(policy) : {}
-          events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
+          use = events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
         }
+        const text = verdict.notRun.get(i)
+        if (text !== undefined) unrun.push({ id: use.id, text })
       }
-    }
+    })
     events.emit('span.model_request_end', { model_request_start_id: start.id, is_error: false, model_usage: wireModelUsage(res.usage) })
+    // After the span's end, which puts the response in the conversation: each result follows its call.
+    for (const u of unrun) events.emit('agent.tool_result', { tool_use_id: u.id, content: [{ type: 'text', text: u.text }], is_error: true })
     this.lastStop = res.stopReason === 'refusal' ? { reason: { type: 'refusal' }, details: { type: 'refusal', category: null, explanation: null } } : undefined
-    return true
+    if (verdict.reached === undefined) return true
+    events.emit('session.error', { error: { type: 'tool_use_limit_reached_error', message: verdict.reached, retry_status: { type: 'exhausted' } } })
+    await this.end({ type: 'retries_exhausted' })
+    return false
   }
 
   private async params(): Promise<MessageCreateParamsStreaming> {

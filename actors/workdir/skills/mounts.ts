@@ -44,7 +44,7 @@ export type Unpack = (task: UnpackTask, signal?: AbortSignal) => Promise<Unpacke
 
 /**
  * The session's custom skills on disk: each skill's canonical zip, read from the bundles' object store, unpacked into
- * `<session dir>/skills/<name>/` (files 0444, directories 0755, the server's), which the isolated backend binds
+ * `<session dir>/skills/<name>/` (files 0444, 0555 where executable, directories 0755, the server's), which the isolated backend binds
  * read-only at /workspace/skills. Skills are fixed for a session's life, so in practice one pass per host, and a
  * comparison afterwards. A pass removes what a crash left half unpacked, and whatever skills/ holds that the manifest
  * does not name as wanted, then writes the manifest of what is wanted, then unpacks each missing skill into

@@ -29,10 +29,11 @@ export const isSkillDirName = (name: string): boolean => name.length <= SKILL_NA
 const S_IFMT = 0o170000
 const S_IFREG = 0o100000
 const S_IFDIR = 0o040000
+const S_IXANY = 0o111
 
 /**
- * Unpacks a skill's canonical zip (gateway/skill-bundle.ts wrote it, validated) into `dest`: files mode 0444, directories
- * 0755, the caller's own. The bytes came from the store, which could hold anything, so they are checked again: every
+ * Unpacks a skill's canonical zip (gateway/skill-bundle.ts wrote it, validated) into `dest`: files mode 0444 (0555
+ * where the entry's mode is executable, so a script runs as `./script.sh`), directories 0755, the caller's own. The bytes came from the store, which could hold anything, so they are checked again: every
  * entry a relative path beneath `<name>/` with no empty, `.` or `..` segment, regular files and directories only, at
  * most the bounds an upload is held to (files, entries, expanded bytes, counted as they inflate). A zip that breaks one
  * throws; what was written stays for the caller to remove. CPU-bound: it runs on a worker thread (unpack-pool.ts).
@@ -78,7 +79,7 @@ export async function unpackSkill({ zip, name, dest }: UnpackTask): Promise<Unpa
         if (out.bytes > SKILL_MAX_EXPANDED_BYTES) throw new Error(`the bundle expands past ${SKILL_MAX_EXPANDED_BYTES} bytes`)
         for (let off = 0; off < chunk.length; ) off += (await fh.write(chunk, off)).bytesWritten
       }
-      await fh.chmod(0o444)
+      await fh.chmod(typeof e.unixPermissions === 'number' && e.unixPermissions & S_IXANY ? 0o555 : 0o444)
     } finally {
       await fh.close()
     }
