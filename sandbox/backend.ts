@@ -4,12 +4,15 @@ import { tmpdir } from 'node:os'
 import { isIP } from 'node:net'
 import path from 'node:path'
 import { createHostSandbox } from './host/sandbox.js'
+import { defaultReserve, fileLimit } from './egress/descriptors.js'
 import type { EgressSettings } from './egress/proxy.js'
 import { sweepEgressDirs } from './isolated/egress-dirs.js'
 import { LAUNCH_ENV, SOCAT, sandboxed } from './isolated/launch.js'
 import { insideEnv, prepareDirs, sandboxDirs } from './isolated/layout.js'
-import { DEFAULT_LIMITS, LimitGroup, openCgroupRoot, type SandboxLimits } from './isolated/limits.js'
+import { ADMISSION, defaultBudget, openCgroupRoot, type SandboxesBudget } from './isolated/budget.js'
+import { DEFAULT_LIMITS, LimitGroup, type SandboxLimits } from './isolated/limits.js'
 import { createIsolatedSandbox, type IsolatedRuntime } from './isolated/sandbox.js'
+import { seccompFilter } from './isolated/seccomp.js'
 import type { Sandbox, SandboxOptions } from './types.js'
 
 export type SandboxKind = 'isolated' | 'local'
@@ -29,12 +32,17 @@ export interface SandboxSetting {
   /** `TROUPE_SANDBOX`: `isolated` or `local`; default (unset): isolated where it can start, else local. */
   kind?: SandboxKind
   limits: SandboxLimits
+  /** What all the sandboxes of this server may use together (`TROUPE_SANDBOXES_MEMORY_MIB`, `TROUPE_SANDBOXES_PIDS`). */
+  budget: SandboxesBudget
   /** `TROUPE_SANDBOX_UID`: the host uid sandboxes run as when the server runs as root; default 65534 (nobody). */
   hostUid: number
   egress: EgressSettings
 }
 
 export const DEFAULT_SANDBOX_UID = 65534
+
+/** Connections one sandbox may have open through its egress proxy at once (`TROUPE_SANDBOX_CONNECTIONS`). */
+export const DEFAULT_CONNECTIONS = 256
 
 export const localBackend: SandboxBackend = {
   kind: 'local',
@@ -51,7 +59,7 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
   if (setting.kind === 'local') return localBackend
   const rt: IsolatedRuntime = {
     limits: setting.limits,
-    cgroups: openCgroupRoot(),
+    cgroups: openCgroupRoot(setting.budget),
     hostUid: process.geteuid?.() === 0 ? setting.hostUid : null,
     egress: null,
   }
@@ -64,6 +72,9 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
     }
   }
   const limits = new LimitGroup(rt.limits, rt.cgroups, 'probe').describe()
+  const syscalls = seccompFilter()
+    ? `seccomp filter (io_uring, keyrings, bpf, perf events, modules, kexec, mount and namespace calls, userfaultfd and more refused; no TIOCSTI)`
+    : `no seccomp filter on ${process.arch}`
   const uid = rt.hostUid === null ? 'the server’s uid' : `host uid ${rt.hostUid}`
   let network: string
   if (existsSync(SOCAT)) {
@@ -72,14 +83,17 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
     const allowed = setting.egress.allowAddresses.length
       ? ` (the host's addresses ${setting.egress.allowAddresses.join(', ')} allowed by TROUPE_SANDBOX_EGRESS_ALLOW)`
       : ''
-    network = `network only through an egress proxy per session, never to this host’s own services${allowed}`
+    const limit = fileLimit()?.soft
+    const reserve = setting.egress.descriptorReserve ?? (limit ? defaultReserve(limit) : undefined)
+    const kept = limit && reserve ? `, the server keeping ${reserve} of its ${limit} file descriptors (TROUPE_FD_RESERVE)` : ''
+    network = `network only through an egress proxy per session, never to this host’s own services${allowed}, at most ${setting.egress.connections} connections each (TROUPE_SANDBOX_CONNECTIONS)${kept}`
   } else {
     network = `loopback-only network: ${SOCAT} (Debian’s socat) is missing, so no egress proxy; limited environments are refused`
   }
   return {
     kind: 'isolated',
     enforcesNetwork: rt.egress !== null,
-    why: `${setting.kind ? 'TROUPE_SANDBOX=isolated' : 'bubblewrap starts here'}: one bubblewrap sandbox per session, ${uid}, ${network}; ${limits}`,
+    why: `${setting.kind ? 'TROUPE_SANDBOX=isolated' : 'bubblewrap starts here'}: one bubblewrap sandbox per session, ${uid}, ${network}; ${limits}; ${syscalls}`,
     create: (opts) => createIsolatedSandbox(opts, rt),
   }
 }
@@ -118,15 +132,27 @@ export function readSandboxSetting(env: NodeJS.ProcessEnv): SandboxSetting {
     if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min} (was ${JSON.stringify(v)})`)
     return n
   }
+  const byDefault = defaultBudget()
   return {
     kind: raw === '' ? undefined : raw,
     limits: {
       memoryMib: int('TROUPE_SANDBOX_MEMORY_MIB', DEFAULT_LIMITS.memoryMib, 64),
       pids: int('TROUPE_SANDBOX_PIDS', DEFAULT_LIMITS.pids, 16),
       cpuSeconds: int('TROUPE_SANDBOX_CPU_SECONDS', DEFAULT_LIMITS.cpuSeconds, 1),
+      files: int('TROUPE_SANDBOX_FILES', DEFAULT_LIMITS.files, 64),
+      diskMib: int('TROUPE_SANDBOX_DISK_MIB', DEFAULT_LIMITS.diskMib, 16),
+    },
+    budget: {
+      // At least twice what admitting one sandbox takes (budget.ts ADMISSION): else none would ever start.
+      memoryMib: int('TROUPE_SANDBOXES_MEMORY_MIB', byDefault.memoryMib, 2 * ADMISSION.memoryMib),
+      pids: int('TROUPE_SANDBOXES_PIDS', byDefault.pids, 2 * ADMISSION.pids),
     },
     hostUid: int('TROUPE_SANDBOX_UID', DEFAULT_SANDBOX_UID, 1),
-    egress: { allowAddresses: readAllowAddresses(env.TROUPE_SANDBOX_EGRESS_ALLOW) },
+    egress: {
+      allowAddresses: readAllowAddresses(env.TROUPE_SANDBOX_EGRESS_ALLOW),
+      connections: int('TROUPE_SANDBOX_CONNECTIONS', DEFAULT_CONNECTIONS, 1),
+      descriptorReserve: env.TROUPE_FD_RESERVE?.trim() ? int('TROUPE_FD_RESERVE', 0, 64) : undefined,
+    },
   }
 }
 

@@ -9,3 +9,4 @@ export { localBackend, openSandboxBackend, readSandboxSetting, type SandboxBacke
 export { type EgressPolicy, PACKAGE_REGISTRY_HOSTS } from './egress/policy.js'
 export { listedManagers, type PackageLists, type Provisioned } from './packages.js'
 export { BUILTIN_TOOL_NAMES, builtinToolDefinitions, type ToolDefinition } from './definitions.js'
+export { raiseFileLimit } from './egress/descriptors.js'

@@ -77,7 +77,10 @@ export interface Config {
   /**
    * Where tools run: `TROUPE_SANDBOX` (`isolated`, `local`; default isolated where it can start, else local) and the
    * isolated sandboxes' limits (`TROUPE_SANDBOX_MEMORY_MIB` default 2048, `TROUPE_SANDBOX_PIDS` default 256,
-   * `TROUPE_SANDBOX_CPU_SECONDS` default 3600) and host uid (`TROUPE_SANDBOX_UID`, default 65534, when run as root).
+   * `TROUPE_SANDBOX_CPU_SECONDS` default 3600, `TROUPE_SANDBOX_FILES` default 1024, `TROUPE_SANDBOX_DISK_MIB` default
+   * 4096), the budget of all of them together (`TROUPE_SANDBOXES_MEMORY_MIB`, `TROUPE_SANDBOXES_PIDS`: defaults from
+   * the machine), their egress connections (`TROUPE_SANDBOX_CONNECTIONS` default 256, `TROUPE_FD_RESERVE`) and host
+   * uid (`TROUPE_SANDBOX_UID`, default 65534, when run as root); sandbox/backend.ts reads them.
    */
   sandbox: SandboxSetting
   /**

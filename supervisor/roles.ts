@@ -15,7 +15,7 @@ import { jetstream } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
 import { startScheduler, type RunningScheduler } from '../actors/deployment/index.js'
 import { actorWire, type Keyring, loadKeyring, openBucket, retryWhileStarting, Roster } from '../actors/kit/index.js'
-import { openSandboxBackend, type SandboxBackend } from '../sandbox/index.js'
+import { openSandboxBackend, raiseFileLimit, type SandboxBackend } from '../sandbox/index.js'
 import os from 'node:os'
 import { SandboxHost, sandboxHostDeps } from '../actors/workdir/index.js'
 import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
@@ -53,6 +53,9 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     throw new Error(`troupe ${role} needs NATS_URL: it joins an existing NATS cluster (use \`troupe start\` for an embedded one)`)
   }
   if (!lock && role !== 'orchestrate') throw new Error(`troupe ${role} needs its data directory locked`)
+  // Descriptors are what a flood of sandbox connections would take; every one the hard limit allows is ours to use.
+  const files = raiseFileLimit()
+  if (files) log.info({ nofile: files }, `file descriptors: ${files.soft} (the soft limit raised to the hard one)`)
   // Read before anything starts: a keyring file that cannot be used stops start-up with the file and the problem named.
   let keyring: Keyring | undefined
   try {

@@ -1,12 +1,13 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { chmod, rm } from 'node:fs/promises'
 import type { Server } from 'node:http'
-import { isIP } from 'node:net'
+import { createServer as createNetServer, isIP, type Server as NetServer, type Socket } from 'node:net'
 // The vendor's sandbox runtime (@anthropic-ai/sandbox-runtime) exports only its process-wide SandboxManager; its
 // proxy and its resolved-address guard are what we take from it, from their modules (pinned version, no exports map).
 import { createHttpProxyServer } from '@anthropic-ai/sandbox-runtime/dist/sandbox/http-proxy.js'
 import { canonicalizeHost } from '@anthropic-ai/sandbox-runtime/dist/sandbox/parent-proxy.js'
 import { createResolvedAddressGuard, ResolvedAddressDeniedError } from '@anthropic-ai/sandbox-runtime/dist/sandbox/resolved-address-guard.js'
+import type { DescriptorGate } from './descriptors.js'
 import { type EgressPolicy, policyAllows } from './policy.js'
 
 /** The operator's egress settings, shared by every sandbox of this server. */
@@ -17,6 +18,27 @@ export interface EgressSettings {
    * host, or a test server. A limited policy must still name the host.
    */
   allowAddresses: readonly string[]
+  /**
+   * `TROUPE_SANDBOX_CONNECTIONS`: connections one sandbox may have open through its proxy at once; default 256. Past
+   * it a new one is answered 503 and closed.
+   */
+  connections: number
+  /**
+   * `TROUPE_FD_RESERVE`: file descriptors the server keeps for itself, which no sandbox's connections may take;
+   * default a quarter of its limit, at least 1,024 or half of it (descriptors.ts).
+   */
+  descriptorReserve?: number
+}
+
+/** A connection's refusal: an HTTP answer the sandbox's client can show, then the socket goes. */
+function refuse(socket: Socket, why: string): void {
+  const body = `troupe egress proxy: connection refused: ${why}\n`
+  socket.on('error', () => socket.destroy())
+  socket.end(
+    `HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    () => socket.destroy(),
+  )
+  setTimeout(() => socket.destroy(), 1_000).unref()
 }
 
 /** A name that is never an address nor a loopback name, under which the guard judges an address by itself. */
@@ -31,7 +53,7 @@ const AS_ADDRESS = 'address.invalid'
 export class AddressJudge {
   private readonly guard: ReturnType<typeof createResolvedAddressGuard>
 
-  constructor(settings: EgressSettings) {
+  constructor(settings: Pick<EgressSettings, 'allowAddresses'>) {
     this.guard = createResolvedAddressGuard({ allowedDomains: [...settings.allowAddresses] })
   }
 
@@ -71,17 +93,26 @@ export class AddressJudge {
  * update changed the agent's MCP servers); the next connection sees the change.
  */
 export class EgressProxy {
+  private readonly listener: NetServer
+  /** The sandbox's ends of the connections open now (a CONNECT tunnel's too, which its HTTP server no longer tracks). */
+  private readonly conns = new Set<Socket>()
+
   private constructor(
     private readonly server: Server,
     private readonly socket: string,
     public policy: EgressPolicy,
-  ) {}
+    private readonly limits: { connections: number; gate: DescriptorGate },
+  ) {
+    // The proxy's HTTP server never listens itself: each connection is admitted here first, then handed to it.
+    this.listener = createNetServer((conn) => this.admit(conn))
+  }
 
   /**
    * Starts a proxy for one sandbox on the Unix socket `socket` (which must not exist; at most 107 bytes, the kernel's
-   * bound), connectable by any uid: its directory decides who sees it.
+   * bound), connectable by any uid: its directory decides who sees it. It holds at most `connections` at once, each
+   * taken from the process's `gate`.
    */
-  static async open(socket: string, policy: EgressPolicy, judge: AddressJudge): Promise<EgressProxy> {
+  static async open(socket: string, policy: EgressPolicy, judge: AddressJudge, limits: { connections: number; gate: DescriptorGate }): Promise<EgressProxy> {
     let proxy: EgressProxy | undefined
     const server = createHttpProxyServer({
       filter(port, host) {
@@ -90,12 +121,13 @@ export class EgressProxy {
       },
       lookupFor: (port) => judge.lookupFor(port),
     })
-    proxy = new EgressProxy(server, socket, policy)
+    proxy = new EgressProxy(server, socket, policy, limits)
+    const listener = proxy.listener
     try {
       await new Promise<void>((resolve, reject) => {
-        server.once('error', reject)
-        server.listen(socket, () => {
-          server.off('error', reject)
+        listener.once('error', reject)
+        listener.listen(socket, () => {
+          listener.off('error', reject)
           resolve()
         })
       })
@@ -107,9 +139,33 @@ export class EgressProxy {
     return proxy
   }
 
+  /** Connections open through this proxy now. */
+  get connections(): number {
+    return this.conns.size
+  }
+
+  private admit(conn: Socket): void {
+    const refused =
+      this.conns.size >= this.limits.connections
+        ? `this sandbox already has ${this.conns.size} connections open, its limit (TROUPE_SANDBOX_CONNECTIONS)`
+        : this.limits.gate.take()
+    if (refused) {
+      refuse(conn, refused)
+      return
+    }
+    this.conns.add(conn)
+    conn.once('close', () => {
+      this.conns.delete(conn)
+      this.limits.gate.release()
+    })
+    this.server.emit('connection', conn)
+  }
+
   async close(): Promise<void> {
-    this.server.closeAllConnections()
-    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+    const closed = new Promise<void>((resolve) => this.listener.close(() => resolve()))
+    for (const conn of this.conns) conn.destroy()
+    this.server.close()
+    await closed
     await rm(this.socket, { force: true })
   }
 }

@@ -93,6 +93,11 @@ export class PersistentShell {
     })
   }
 
+  /** Kills the shell and what it started now, even mid-command (which ends as `shell-exited`); the next command starts a new one. */
+  terminate(): void {
+    this.kill()
+  }
+
   close(): Promise<void> {
     this.closing ??= (async () => {
       const exited = this.termExited

@@ -1,5 +1,6 @@
+import { existsSync } from 'node:fs'
 import { shellQuote } from '../host/shell.js'
-import { bwrapArgs, EGRESS_SOCKET, INSIDE, PROXY_PORT, type SandboxDirs, sessionMounts } from './layout.js'
+import { bwrapArgs, EGRESS_SOCKET, INSIDE, PROXY_PORT, type SandboxDirs, type SessionMount, sessionMounts } from './layout.js'
 import type { LimitGroup } from './limits.js'
 
 /** A program to spawn: the file and its arguments. */
@@ -29,34 +30,54 @@ export const LAUNCH_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' }
 /** Where a root server stages the session's directories for bwrap, in a mount namespace of the sandbox's own. */
 const STAGE = '/mnt'
 
+/** The descriptor bwrap reads the seccomp filter from (`--seccomp`): opened by the launching shell, from the file. */
+const SECCOMP_FD = 9
+
+export interface LaunchOptions {
+  /** RLIMIT_AS as well (limits.ts); off for node, the tool server. Default true. */
+  addressSpaceLimit?: boolean
+  /**
+   * `command` keeps the terminal it was started on (the persistent shell, on its pty): no `--new-session`. Whatever
+   * runs there can still not type into that terminal, the seccomp filter refuses TIOCSTI (seccomp.ts). Default false:
+   * a new session, no controlling terminal at all.
+   */
+  terminal?: boolean
+}
+
 /**
  * How to start `command` inside a session's sandbox. A tiny /bin/sh, still this process's user, joins the sandbox's
  * cgroups (so everything the sandbox forks is counted from the first instruction) and becomes bwrap (exec all the
  * way, so the pid spawned is bwrap's: killing it, or this server dying, `--die-with-parent`, ends the whole PID
- * namespace); bwrap then runs `command` under prlimit (`addressSpaceLimit: false` leaves RLIMIT_AS off, limits.ts).
+ * namespace); bwrap then runs `command` under prlimit (`addressSpaceLimit: false` leaves RLIMIT_AS off, limits.ts)
+ * and the seccomp filter (seccomp.ts, from `dirs.seccomp`). bwrap starts with an empty environment (`env -i`), so the
+ * sandbox's pid 1 holds no host path (a shell exports its working directory as PWD).
  *
  * A root server first drops to `hostUid` with no supplementary groups. That uid may have no search permission on the
  * data directory (a 0700 directory is common), so before dropping, the shell enters a private mount namespace,
  * mounts a small tmpfs on /mnt there and bind-mounts the session's directories onto it; bwrap binds them from there.
  * The host's /mnt is untouched, and the staging namespace dies with the sandbox.
  */
-export function sandboxed(ctx: LaunchContext, command: readonly string[], { addressSpaceLimit = true } = {}): Program {
+export function sandboxed(ctx: LaunchContext, command: readonly string[], { addressSpaceLimit = true, terminal = false }: LaunchOptions = {}): Program {
   const inner = ['/usr/bin/prlimit', ...ctx.limits.prlimitArgs(addressSpaceLimit), ...command]
   const mounts = sessionMounts(ctx.dirs, { egressDir: ctx.egressDir, skills: ctx.skills })
   const joins = ctx.limits.procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`)
+  const filter = existsSync(ctx.dirs.seccomp) ? ctx.dirs.seccomp : undefined
+  const extra = [...(filter ? ['--seccomp', String(SECCOMP_FD)] : []), ...(terminal ? [] : ['--new-session'])]
+  const bwrap = `env -i bwrap "$@"${filter ? ` ${SECCOMP_FD}< ${shellQuote(filter)}` : ''}`
+  const args = (m: readonly SessionMount[]) => [...extra, ...bwrapArgs(m, ctx.env, ctx.extraReadOnly), '--', ...inner]
   if (ctx.hostUid === null) {
-    const script = [...joins, 'exec bwrap "$@"'].join(' && ')
-    return { file: '/bin/sh', args: ['-c', script, 'troupe-sandbox', ...bwrapArgs(mounts, ctx.env, ctx.extraReadOnly), '--', ...inner] }
+    const script = [...joins, `exec ${bwrap}`].join(' && ')
+    return { file: '/bin/sh', args: ['-c', script, 'troupe-sandbox', ...args(mounts)] }
   }
   const staged = mounts.map((m, i) => ({ ...m, source: `${STAGE}/${i}` }))
   const stage = [
     `mount -t tmpfs -o mode=0755,size=64k troupe-stage ${STAGE}`,
     `mkdir ${staged.map((m) => m.source).join(' ')}`,
     ...mounts.map((m, i) => `mount --bind ${shellQuote(m.source)} ${staged[i]!.source}`),
-    `exec setpriv --reuid=${ctx.hostUid} --regid=${ctx.hostUid} --clear-groups -- bwrap "$@"`,
+    `exec setpriv --reuid=${ctx.hostUid} --regid=${ctx.hostUid} --clear-groups -- ${bwrap}`,
   ].join(' && ')
   const script = [...joins, 'exec unshare --mount --propagation private -- /bin/sh -c "$0" troupe-sandbox "$@"'].join(' && ')
-  return { file: '/bin/sh', args: ['-c', script, stage, ...bwrapArgs(staged, ctx.env, ctx.extraReadOnly), '--', ...inner] }
+  return { file: '/bin/sh', args: ['-c', script, stage, ...args(staged)] }
 }
 
 /** Debian's socat: the forwarder from the sandbox's loopback to its egress proxy's socket. */

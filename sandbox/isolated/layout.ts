@@ -1,6 +1,7 @@
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { PACKAGES_PREFIX } from '../packages.js'
+import { seccompFilter } from './seccomp.js'
 
 /** Where things are inside every sandbox. */
 export const INSIDE = {
@@ -46,6 +47,8 @@ export interface SandboxDirs {
   /** Bound read-only at /run/troupe: command files, the tool server, and etc/ (/etc/passwd and friends link there). */
   run: string
   etc: string
+  /** The seccomp filter bwrap loads (seccomp.ts), outside every mount. */
+  seccomp: string
 }
 
 /** The top-level name in the workspace where the session's skills are bound (`INSIDE.skills`). */
@@ -64,14 +67,16 @@ export function sandboxDirs(root: string): SandboxDirs {
     packages: d('packages'),
     run: d('.run'),
     etc: path.join(root, '.run', 'etc'),
+    seccomp: path.join(root, '.seccomp.bpf'),
   }
 }
 
 /**
  * Creates the directories; the writable ones are handed to `hostUid` (the sandbox's own host uid when the server is
- * root), the read-only ones stay the server's, readable by all.
+ * root), the read-only ones stay the server's, readable by all. Writes the seccomp filter bwrap loads unless `seccomp`
+ * is false (default true).
  */
-export function prepareDirs(dirs: SandboxDirs, hostUid: number | null): void {
+export function prepareDirs(dirs: SandboxDirs, hostUid: number | null, { seccomp = true } = {}): void {
   for (const dir of [dirs.root, dirs.uploads, dirs.run, dirs.etc]) {
     mkdirSync(dir, { recursive: true })
     chmodSync(dir, 0o755)
@@ -88,6 +93,9 @@ export function prepareDirs(dirs: SandboxDirs, hostUid: number | null): void {
   )
   writeFileSync(path.join(dirs.etc, 'group'), `root:x:0:\nagent:x:${INSIDE_UID}:\nnogroup:x:65534:\n`)
   writeFileSync(path.join(dirs.etc, 'hosts'), '127.0.0.1 localhost\n::1 localhost\n')
+  const filter = seccomp ? seccompFilter() : undefined
+  if (filter) writeFileSync(dirs.seccomp, filter, { mode: 0o644 })
+  else rmSync(dirs.seccomp, { force: true })
 }
 
 /**
@@ -198,6 +206,7 @@ export function insideEnv(egress = false): Record<string, string> {
     GOBIN: `${p}/bin`,
     LD_LIBRARY_PATH: `${p}/apt/usr/lib/${MULTIARCH}:${p}/apt/usr/lib:${p}/apt/lib/${MULTIARCH}`,
     HOME: INSIDE.tmp,
+    PWD: INSIDE.workspace,
     USER: 'agent',
     LOGNAME: 'agent',
     SHELL: '/bin/bash',

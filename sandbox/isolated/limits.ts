@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { serverRuns } from './servers.js'
+import type { CgroupRoot } from './budget.js'
 
 /** What one session's sandbox may use. */
 export interface SandboxLimits {
@@ -10,11 +10,16 @@ export interface SandboxLimits {
   pids: number
   /** CPU seconds each process may use (RLIMIT_CPU; SIGKILL past it). `TROUPE_SANDBOX_CPU_SECONDS`, default 3600. */
   cpuSeconds: number
+  /** Files each process may have open (RLIMIT_NOFILE, soft and hard). `TROUPE_SANDBOX_FILES`, default 1024. */
+  files: number
+  /**
+   * MiB the session may keep in its writable directories together (disk.ts), and the largest file a process may
+   * write (RLIMIT_FSIZE). `TROUPE_SANDBOX_DISK_MIB`, default 4096.
+   */
+  diskMib: number
 }
 
-export const DEFAULT_LIMITS: SandboxLimits = { memoryMib: 2048, pids: 256, cpuSeconds: 3600 }
-
-const CGROUP_V1 = '/sys/fs/cgroup'
+export const DEFAULT_LIMITS: SandboxLimits = { memoryMib: 2048, pids: 256, cpuSeconds: 3600, files: 1024, diskMib: 4096 }
 
 /**
  * The limits one sandbox runs under. Memory and process count go to cgroup v1 `memory` and `pids` hierarchies when
@@ -56,11 +61,22 @@ export class LimitGroup {
    * than it uses and will not start under a few hundred MiB of it.
    */
   prlimitArgs(addressSpace = true): string[] {
-    const args = [`--cpu=${this.limits.cpuSeconds}`, '--core=0']
+    const { cpuSeconds, files, diskMib } = this.limits
+    const args = [`--cpu=${cpuSeconds}`, '--core=0', `--nofile=${files}`, `--fsize=${diskMib * 1024 * 1024}`]
     if (this.cgroups) return args
     if (addressSpace) args.push(`--as=${this.limits.memoryMib * 1024 * 1024}`)
     args.push(`--nproc=${this.limits.pids}`)
     return args
+  }
+
+  /** Why this sandbox may not start a process now: it has none running, and the host's budget is spent (budget.ts). */
+  admit(): string | null {
+    if (!this.cgroups) return null
+    const pids = this.dirs[1]!
+    try {
+      if (Number(readFileSync(path.join(pids, 'pids.current'), 'utf8')) > 0) return null
+    } catch {}
+    return this.cgroups.admit()
   }
 
   /** Removes the groups once empty (their processes are gone); true when none is left. */
@@ -78,53 +94,14 @@ export class LimitGroup {
   }
 
   describe(): string {
-    const { memoryMib, pids, cpuSeconds } = this.limits
+    const { memoryMib, pids, cpuSeconds, files, diskMib } = this.limits
     const how = this.cgroups ? 'cgroup v1 memory and pids' : 'rlimits: address space per process, processes per uid'
-    return `memory ${memoryMib} MiB, ${pids} processes (${how}), CPU time ${cpuSeconds} s per process (rlimit)`
-  }
-}
-
-/** This server's own branch of the memory and pids hierarchies. */
-export interface CgroupRoot {
-  memory: string
-  pids: string
-}
-
-/**
- * Makes this process's cgroup branch (`troupe-<pid>` under the v1 memory and pids hierarchies), first removing the
- * empty branches of servers no longer running. Null where they are absent or not writable (no root, cgroup v2 only).
- */
-export function openCgroupRoot(root = CGROUP_V1): CgroupRoot | null {
-  const memory = path.join(root, 'memory')
-  const pids = path.join(root, 'pids')
-  if (!existsSync(path.join(memory, 'memory.limit_in_bytes')) || !existsSync(path.join(pids, 'cgroup.procs'))) return null
-  for (const hierarchy of [memory, pids]) sweepDeadServers(hierarchy)
-  const mine = { memory: path.join(memory, `troupe-${process.pid}`), pids: path.join(pids, `troupe-${process.pid}`) }
-  try {
-    mkdirSync(mine.memory, { recursive: true })
-    mkdirSync(mine.pids, { recursive: true })
-  } catch {
-    return null
-  }
-  return mine
-}
-
-function sweepDeadServers(hierarchy: string): void {
-  let names: string[]
-  try {
-    names = readdirSync(hierarchy)
-  } catch {
-    return
-  }
-  for (const name of names) {
-    const pid = /^troupe-(\d+)$/.exec(name)?.[1]
-    if (!pid || serverRuns(Number(pid))) continue
-    const dir = path.join(hierarchy, name)
-    try {
-      for (const child of readdirSync(dir, { withFileTypes: true })) if (child.isDirectory()) rmdirSync(path.join(dir, child.name))
-      rmdirSync(dir)
-    } catch {
-      // A group with a live task (cannot be, its server is gone and sandboxes die with it) or a race: next start.
-    }
+    const all = this.cgroups
+      ? `; all sandboxes together ${this.cgroups.budget.memoryMib} MiB and ${this.cgroups.budget.pids} processes (cgroup, a new sandbox refused when full)`
+      : '; no budget for all sandboxes together (cgroups not writable)'
+    return (
+      `memory ${memoryMib} MiB, ${pids} processes (${how}), CPU time ${cpuSeconds} s and ${files} open files per process (rlimit), ` +
+      `disk ${diskMib} MiB (looked at after each tool that writes and every 2 s; no file larger, rlimit)${all}`
+    )
   }
 }

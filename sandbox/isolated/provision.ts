@@ -36,6 +36,8 @@ export async function provision(p: ProvisionContext, packages: PackageLists, sig
   const digest = packagesDigest(packages)
   if (readMarker(p.marker) === digest) return { ok: true }
   if (!p.policy) return { ok: false, message: 'packages need the network, and this host’s sandboxes have none (socat is not installed)' }
+  const full = p.ctx.limits.admit()
+  if (full) return { ok: false, message: `packages were not installed: ${full}` }
   const dir = egressDirectory()
   let proxy: EgressProxy | undefined
   try {

@@ -4,17 +4,20 @@ import path from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { toolSandbox } from '../dispatch.js'
 import type { EgressPolicy } from '../egress/policy.js'
+import { DescriptorGate, defaultReserve, fileLimit } from '../egress/descriptors.js'
 import type { EgressProxy, EgressSettings } from '../egress/proxy.js'
 import { shellEnv } from '../host/env.js'
 import { BASH_ARGS, PersistentShell } from '../host/shell.js'
 import { bashTool } from '../host/tools/bash.js'
-import { DEFAULT_BASH_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS, type Sandbox, type SandboxOptions } from '../types.js'
+import { DEFAULT_BASH_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS, errorResult, type Sandbox, type SandboxOptions } from '../types.js'
 import { toolServerBundle } from './bundle.js'
+import { DiskQuota } from './disk.js'
 import { LAUNCH_ENV, type LaunchContext, sandboxed, withForwarder } from './launch.js'
 import { egressDirectory } from './egress-dirs.js'
 import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, prepareSkillsMountPoint, sandboxDirs } from './layout.js'
 import { provision } from './provision.js'
-import { type CgroupRoot, LimitGroup, type SandboxLimits } from './limits.js'
+import type { CgroupRoot } from './budget.js'
+import { LimitGroup, type SandboxLimits } from './limits.js'
 import { ToolClient } from './tool-client.js'
 
 /** What every isolated sandbox of one server shares, fixed at start-up (backend.ts). */
@@ -26,6 +29,11 @@ export interface IsolatedRuntime {
   hostUid: number | null
   /** The operator's egress settings; null: no network (socat missing), every sandbox loopback only. */
   egress: EgressSettings | null
+  /**
+   * The seccomp filter and the disk quota's looks, each on unless false: off only where their cost is measured (the
+   * sandbox benchmark, test/bench/hardening.ts). Default both on.
+   */
+  guards?: { seccomp?: boolean; diskQuota?: boolean }
 }
 
 /** Per settings (one per backend), what opens a proxy: the judge is made once. */
@@ -40,11 +48,18 @@ function openProxy(settings: EgressSettings, socket: string, policy: EgressPolic
   if (!opener) {
     opener = import('../egress/proxy.js').then(({ AddressJudge, EgressProxy }) => {
       const judge = new AddressJudge(settings)
-      return (socket: string, policy: EgressPolicy) => EgressProxy.open(socket, policy, judge)
+      const limits = { connections: settings.connections, gate: descriptorGate(settings) }
+      return (socket: string, policy: EgressPolicy) => EgressProxy.open(socket, policy, judge, limits)
     })
     proxies.set(settings, opener)
   }
   return opener.then((open) => open(socket, policy))
+}
+
+/** The process's descriptors as its proxies share them (descriptors.ts); no limit known: none is applied. */
+function descriptorGate(settings: EgressSettings): DescriptorGate {
+  const limit = fileLimit()?.soft ?? Number.MAX_SAFE_INTEGER
+  return new DescriptorGate(limit, settings.descriptorReserve ?? defaultReserve(limit))
 }
 
 const TOOL_SERVER = 'tool-server.mjs'
@@ -59,7 +74,7 @@ const TOOL_SERVER = 'tool-server.mjs'
  */
 export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime): Sandbox {
   const dirs = sandboxDirs(path.resolve(opts.workdir))
-  prepareDirs(dirs, rt.hostUid)
+  prepareDirs(dirs, rt.hostUid, { seccomp: rt.guards?.seccomp !== false })
   if (opts.skills) prepareSkillsMountPoint(dirs)
   const limits = new LimitGroup(rt.limits, rt.cgroups, `sandbox-${randomBytes(6).toString('hex')}`)
   limits.create()
@@ -81,7 +96,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
     cwd: dirs.root,
     env: LAUNCH_ENV,
     retainChars: Math.max(maxOutputChars * 4, 256 * 1024),
-    program: sandboxed(ctx, network ? withForwarder(bash) : bash),
+    program: sandboxed(ctx, network ? withForwarder(bash) : bash, { terminal: true }),
     scratch: { host: dirs.run, inside: INSIDE.run },
     killJobsOnInterrupt: true,
     // bwrap sets up namespaces and mounts before bash runs.
@@ -95,14 +110,37 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   let bundleWritten: Promise<void> | undefined
   const writeBundle = () => (bundleWritten ??= toolServerBundle().then((text) => writeFileSync(path.join(dirs.run, TOOL_SERVER), text, { mode: 0o644 })))
 
+  const quota = new DiskQuota(
+    rt.guards?.diskQuota === false ? [] : [dirs.workspace, dirs.outputs, dirs.tmp, dirs.packages],
+    rt.limits.diskMib * 1024 * 1024,
+    () => {
+      // Something keeps writing past the quota: everything the sandbox runs ends (the PID namespace dies with bwrap).
+      shell.terminate()
+      tools.close()
+    },
+  )
+  /** A sandbox with nothing running starts only while the host's budget for all sandboxes has room (budget.ts). */
+  const admitted = () => {
+    const full = limits.admit()
+    return full ? errorResult(`${full}. The tool did not run; try again once other sessions' sandboxes have finished.`) : null
+  }
+
   return toolSandbox({
     async bash(input, signal) {
+      const refused = admitted()
+      if (refused) return refused
       await egress
-      return bashTool(input, { workdir: INSIDE.workspace, maxOutputChars, signal, shell, defaultTimeoutMs })
+      quota.start()
+      return quota.after(await bashTool(input, { workdir: INSIDE.workspace, maxOutputChars, signal, shell, defaultTimeoutMs }))
     },
     async file(name, input, signal) {
+      const writes = name === 'write' || name === 'edit'
+      const refused = admitted() ?? (writes ? await quota.refusal().then((why) => why && errorResult(why)) : null)
+      if (refused) return refused
       await writeBundle()
-      return tools.call(name, input, signal)
+      quota.start()
+      const result = await tools.call(name, input, signal)
+      return writes ? quota.after(result) : result
     },
     provision: (packages, signal) =>
       provision(
@@ -125,6 +163,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
       )
     },
     async close() {
+      quota.stop()
       tools.close()
       await shell.close()
       await egress?.then((proxy) => proxy.close()).catch(() => undefined)

@@ -8,7 +8,8 @@
 // benchmark (`sessions.turn`, `sessions.streams`, `sessions.idle`, `sessions.calls`, `sessions.events`), or `bodies` (the
 // event loop while large bodies arrive, test/bench/big-bodies.ts), or `stops` (stopping and failing: stops.ts), or
 // `deployments` (10,000 deployments every minute on one orchestrator, then two: deployments.ts), `sandbox` (sandbox
-// start-up and tool round trips, local vs isolated: sandbox.ts), or `files` (upload and download of 100 MB against a
+// start-up and tool round trips, local vs isolated: sandbox.ts), or `hardening` (a tool call with the seccomp filter
+// and the disk quota on vs off: hardening.ts), or `files` (upload and download of 100 MB against a
 // raw object store put and get: files.ts), or `workspace` (a session's workspace saved after a tool call and restored on
 // another host: workspace.ts), or `skill-mounts` (a 25 MB skill bundle unpacked into a session's directory: skill-mounts.ts), or `webhooks` (deliveries per second and change-to-delivery latency, one orchestrator
 // then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts), or `skills` (a 25 MB, 1,000-file skill
@@ -25,6 +26,7 @@ import { runFileBench } from './files.js'
 import { runStopBench } from './stops.js'
 import { runDeploymentBench } from './deployments.js'
 import { runSandboxBench } from './sandbox.js'
+import { runHardeningBench } from './hardening.js'
 import { runWebhookBench } from './webhooks.js'
 import { runWorkspaceBench } from './workspace.js'
 import { runWorkBench } from './work.js'
@@ -184,6 +186,7 @@ const known = [
   'stops',
   'deployments',
   'sandbox',
+  'hardening',
   'files',
   'workspace',
   'skills',
@@ -208,6 +211,7 @@ if (!args.length || args.includes('bodies')) await runBodyBench()
 if (!args.length || args.includes('stops')) await runStopBench()
 if (!args.length || args.includes('deployments')) await runDeploymentBench()
 if (!args.length || args.includes('sandbox')) await runSandboxBench()
+if (!args.length || args.includes('hardening')) await runHardeningBench()
 if (!args.length || args.includes('files')) await runFileBench()
 if (!args.length || args.includes('workspace')) await runWorkspaceBench()
 if (!args.length || args.includes('skills') || args.includes('skills.pool')) await runSkillBundleBench()

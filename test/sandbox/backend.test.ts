@@ -13,12 +13,14 @@ t.test('TROUPE_SANDBOX takes isolated or local; anything else stops start-up nam
 })
 
 t.test('limits: defaults, and bad values refused naming the setting and the rule', async (t) => {
-  t.same(readSandboxSetting({}).limits, { memoryMib: 2048, pids: 256, cpuSeconds: 3600 })
+  t.same(readSandboxSetting({}).limits, { memoryMib: 2048, pids: 256, cpuSeconds: 3600, files: 1024, diskMib: 4096 })
   t.equal(readSandboxSetting({}).hostUid, 65534)
   t.same(readSandboxSetting({ TROUPE_SANDBOX_MEMORY_MIB: '512', TROUPE_SANDBOX_PIDS: '100', TROUPE_SANDBOX_CPU_SECONDS: '60' }).limits, {
     memoryMib: 512,
     pids: 100,
     cpuSeconds: 60,
+    files: 1024,
+    diskMib: 4096,
   })
   t.throws(() => readSandboxSetting({ TROUPE_SANDBOX_MEMORY_MIB: '10' }), /TROUPE_SANDBOX_MEMORY_MIB must be an integer of at least 64 \(was "10"\)/)
   t.throws(() => readSandboxSetting({ TROUPE_SANDBOX_PIDS: 'many' }), /TROUPE_SANDBOX_PIDS must be an integer of at least 16/)
@@ -56,8 +58,39 @@ t.test('the default is isolated where a probe sandbox starts, and says what it g
   t.equal(b.kind, 'isolated')
   t.match(
     b.why,
-    /^bubblewrap starts here: one bubblewrap sandbox per session, .*network only through an egress proxy per session, never to this host’s own services; memory 2048 MiB, 256 processes/,
+    /^bubblewrap starts here: one bubblewrap sandbox per session, .*network only through an egress proxy per session, never to this host’s own services, at most 256 connections each \(TROUPE_SANDBOX_CONNECTIONS\).*; memory 2048 MiB, 256 processes/,
   )
+  t.match(b.why, /1024 open files per process/)
+  t.match(b.why, /disk 4096 MiB/)
+  t.match(b.why, /seccomp filter \(io_uring/)
+})
+
+t.test('the new limits are read from their settings, and bad values stop start-up naming them', async (t) => {
+  const s = readSandboxSetting({
+    TROUPE_SANDBOX_FILES: '512',
+    TROUPE_SANDBOX_DISK_MIB: '100',
+    TROUPE_SANDBOXES_MEMORY_MIB: '4096',
+    TROUPE_SANDBOXES_PIDS: '2000',
+    TROUPE_SANDBOX_CONNECTIONS: '32',
+    TROUPE_FD_RESERVE: '2048',
+  })
+  t.match(s.limits, { files: 512, diskMib: 100 })
+  t.same(s.budget, { memoryMib: 4096, pids: 2000 })
+  t.match(s.egress, { connections: 32, descriptorReserve: 2048 })
+  const d = readSandboxSetting({})
+  t.ok(d.budget.memoryMib > 0 && d.budget.pids > 0, 'defaults from the machine')
+  t.equal(d.egress.descriptorReserve, undefined, 'the reserve is worked out from the limit in force')
+  for (const [name, value] of [
+    ['TROUPE_SANDBOX_DISK_MIB', '0'],
+    ['TROUPE_SANDBOXES_PIDS', 'lots'],
+    ['TROUPE_SANDBOXES_PIDS', '47'],
+    ['TROUPE_SANDBOXES_MEMORY_MIB', '255'],
+    ['TROUPE_SANDBOX_CONNECTIONS', '-1'],
+    ['TROUPE_FD_RESERVE', '10'],
+    ['TROUPE_SANDBOX_FILES', '1.5'],
+  ] as const) {
+    t.throws(() => readSandboxSetting({ [name]: value }), new RegExp(`${name} must be an integer of at least`), `${name}=${value}`)
+  }
 })
 
 t.test("the egress directories of a server that died are removed when the next isolated backend opens; a live one's stay", isolatedOrSkip(), async (t) => {

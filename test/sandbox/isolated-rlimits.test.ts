@@ -11,7 +11,12 @@ t.test('the isolated backend on rlimits alone', isolatedOrSkip(), async (t) => {
   const dir = await mkdtemp(path.join(tmpdir(), 'troupe-rlimits-'))
   const sb = createIsolatedSandbox(
     { workdir: dir },
-    { limits: { memoryMib: 128, pids: 64, cpuSeconds: 5 }, cgroups: null, hostUid: process.geteuid?.() === 0 ? 65534 : null, egress: null },
+    {
+      limits: { memoryMib: 128, pids: 64, cpuSeconds: 5, files: 256, diskMib: 64 },
+      cgroups: null,
+      hostUid: process.geteuid?.() === 0 ? 65534 : null,
+      egress: null,
+    },
   )
   t.teardown(async () => {
     await sb.close()

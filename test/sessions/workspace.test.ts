@@ -181,7 +181,7 @@ t.test('past the bounds the workspace is no longer saved, and the model is told 
   const saved = await manifest(session)
   const over = await bash(a.url, session, 'mkdir many && for i in $(seq 1 30); do echo $i > many/$i; done', 'echo more > more.txt')
   const [first, second] = results(over)
-  t.match(textOf(first), /\[workspace\] The workspace holds more than 20 files, directories and links, past what is saved/)
+  t.match(textOf(first), /\[workspace\] The workspace holds more than 20 files, directories and links \(TROUPE_WORKSPACE_MAX_FILES\), past what is saved/)
   t.notMatch(textOf(second), /\[workspace\]/, 'said once')
   t.equal(over.filter((e) => e.type === 'session.error').length, 1)
   t.equal((await manifest(session))!.gen, saved!.gen, 'nothing saved past the bound')

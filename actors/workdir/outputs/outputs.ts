@@ -41,7 +41,7 @@ export class SessionOutputs {
     this.store = new RecordStore(o.kv)
   }
 
-  publisher(session: string, mb: Pick<SandboxOwner, 'dead' | 'checkServing'>): OutputPublisher {
+  publisher(session: string, mb: Pick<SandboxOwner, 'dead' | 'checkServing' | 'report'>): OutputPublisher {
     return new OutputPublisher(this.o, this.store, session, mb)
   }
 
@@ -60,12 +60,14 @@ export class SessionOutputs {
 export class OutputPublisher {
   /** The stored record as last read or written; null: none stored; undefined: not read yet. */
   private state: Versioned<OutputsState> | null | undefined
+  /** Files (path and identity) the session was told were too large, so that it is told once for each. */
+  private readonly toldTooLarge = new Set<string>()
 
   constructor(
     private readonly o: SessionOutputsOptions,
     private readonly store: RecordStore<OutputsState>,
     private readonly session: string,
-    private readonly mb: Pick<SandboxOwner, 'dead' | 'checkServing'>,
+    private readonly mb: Pick<SandboxOwner, 'dead' | 'checkServing' | 'report'>,
   ) {}
 
   /**
@@ -99,8 +101,11 @@ export class OutputPublisher {
         return true
       }
       const size = Number(f.stat.size)
-      if (size > this.o.maxFileBytes) {
+      // What it occupies on disk, or its length when larger: a sparse file is published at its full length.
+      const weight = Math.max(size, Number(f.stat.blocks) * 512)
+      if (weight > this.o.maxFileBytes) {
         skip(f.rel, `larger than the limit of ${this.o.maxFileBytes} bytes (TROUPE_FILE_MAX_MIB)`)
+        this.tellTooLarge(f, weight)
         return true
       }
       if (size > budget) {
@@ -160,6 +165,16 @@ export class OutputPublisher {
         pass.skipped.length ? 'session outputs published; some paths do not qualify' : 'session outputs published',
       )
     }
+  }
+
+  /** Tells the session, once for each version of a file, that it is too large to be published. */
+  private tellTooLarge(f: OutputFile, weight: number): void {
+    const key = `${f.rel}\0${identityOf(f.stat)}`
+    if (this.toldTooLarge.has(key)) return
+    this.toldTooLarge.add(key)
+    this.mb.report(
+      `The session output ${f.rel} (${weight} bytes) was not published as a File: a session output may be at most ${this.o.maxFileBytes} bytes (TROUPE_FILE_MAX_MIB).`,
+    )
   }
 
   /**

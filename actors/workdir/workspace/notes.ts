@@ -21,7 +21,9 @@ export function movedNote(m: Manifest): string {
 
 export function boundsNote(scan: Scan, b: WorkspaceBounds, m: Manifest): string {
   const what =
-    scan.over === 'entries' ? `more than ${b.maxEntries} files, directories and links` : `more than ${Math.round(b.maxBytes / 1024 / 1024)} MiB of files`
+    scan.over === 'entries'
+      ? `more than ${b.maxEntries} files, directories and links (TROUPE_WORKSPACE_MAX_FILES)`
+      : `more than ${Math.round(b.maxBytes / 1024 / 1024)} MiB of files (TROUPE_WORKSPACE_MAX_MIB; a sparse file counts at its full length)`
   return (
     `The workspace holds ${what}, past what is saved, so it is no longer saved. If this session moves to another host ` +
     `(a host stops or fails), its workspace will be ${asOf(m)}, without anything changed since. Remove files to bring ` +
