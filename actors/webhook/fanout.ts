@@ -1,14 +1,15 @@
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg } from '@nats-io/jetstream'
-import type { KV } from '@nats-io/kv'
+import type { JetStreamClient, JsMsg } from '@nats-io/jetstream'
+import type { KV, Kvm } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import { EventHeaders } from '../../protocol/events.js'
 import { isId } from '../../protocol/ids.js'
-import { EVENTS_PREFIX, EVENTS_STREAM, OUTBOX_STREAM, threadOf } from '../../protocol/subjects.js'
+import { Buckets, EVENTS_STREAM, OUTBOX_STREAM, threadOf } from '../../protocol/subjects.js'
 import { storedItems } from '../../protocol/event-item.js'
 import { readThinEvent, thinEvent } from '../../protocol/webhook-event.js'
-import { ensureConsumer, ensureOutbox, Projection, retryWhileStarting, type Storage, webhookEventId } from '../kit/index.js'
+import { ensureOutbox, openBucket, Projection, retryWhileStarting, type Storage, webhookEventId } from '../kit/index.js'
 import { ensureEventsStream } from '../session/index.js'
 import { enqueueDelivery } from './deliveries.js'
+import { ensurePosition, SourceReader } from './source-reader.js'
 import { subscribedAt, WEBHOOK_PREFIX, type WebhookState } from './state.js'
 
 /**
@@ -34,30 +35,26 @@ export const FROM_HISTORY: Readonly<Record<string, readonly string[]>> = {
 /** The stored types whose webhook event names a thread (`data.session_thread_id`), read from the stored event. */
 const THREAD_TYPES = new Set(['session.thread_created', 'session.thread_status_idle', 'session.thread_status_terminated'])
 
-/** The durable consumer, on the outbox and on the events stream, that every orchestrator pulls from. */
-export const FANOUT_CONSUMER = 'webhook-fanout'
-/** A message claimed and not acknowledged for this long goes to another orchestrator (this one died). */
-const FANOUT_ACK_WAIT_MS = 10_000
+/** The durable consumer an earlier version fanned out through; its acknowledged place becomes the first position. */
+const LEGACY_CONSUMER = 'webhook-fanout'
+
+/** Where the fan-out of each source stands (source-reader.ts), in `troupe_webhook_fanout`. */
+export const openPositions = (kvm: Kvm, storage: Storage) => openBucket(kvm, storage, Buckets.webhookFanOut)
 
 /**
- * Creates the two consumers (idempotent). Any host with a keyring does, at start-up: events from then on are fanned
- * out, even those stored before an orchestrator first runs. Created to start at new messages: no backfill of what
- * happened while webhooks were not configured.
+ * Makes the fan-out's position on each source (idempotent). Any host with a keyring does, at start-up: events from then
+ * on are fanned out, even those stored before an orchestrator first runs; what came before is not (no backfill of what
+ * happened while webhooks were not configured).
  */
-export async function ensureFanOutConsumers(storage: Storage): Promise<void> {
+export async function ensureFanOutPositions(storage: Storage, positions: KV): Promise<void> {
   // An orchestrator may be the first process on a new store.
   await ensureOutbox(storage)
   await ensureEventsStream(storage)
-  const common = {
-    durable_name: FANOUT_CONSUMER,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.New,
-    ack_wait: FANOUT_ACK_WAIT_MS * 1_000_000,
-    max_ack_pending: 10_000,
+  for (const stream of [OUTBOX_STREAM, EVENTS_STREAM]) {
+    await retryWhileStarting(`webhook fan-out position of ${stream}`, () => ensurePosition(storage.jsm, positions, stream, LEGACY_CONSUMER), {
+      log: storage.log,
+    })
   }
-  await ensureConsumer(storage, OUTBOX_STREAM, common)
-  // Headers only: the types and ids of the stored events are all the fan-out reads of a history.
-  await ensureConsumer(storage, EVENTS_STREAM, { ...common, headers_only: true, filter_subject: `${EVENTS_PREFIX}.>` })
 }
 
 /** An endpoint as the fan-out reads it: what it was subscribed to, when. */
@@ -71,6 +68,8 @@ export interface FanOutOptions {
   js: JetStreamClient
   /** `troupe_webhooks`. */
   endpoints: KV
+  /** `troupe_webhook_fanout` (openPositions). */
+  positions: KV
   storage: Storage
   log: Logger
 }
@@ -80,14 +79,14 @@ export interface FanOutOptions {
  * as the kinds wrote them) and the session histories (read as headers; `FROM_HISTORY` says what each stored event
  * makes, its payload built from the event's id and stored time, so a repeat makes the same bytes). An event goes to
  * the endpoints subscribed to its type when it happened, by their intervals (state.ts): membership is a property of
- * the event's time, not of when it is fanned out. Each delivery is queued with `Nats-Msg-Id` `<event>.<endpoint>`,
- * then the source is acknowledged: an orchestrator that dies in between leaves it to another, whose repeat is dropped
- * as a duplicate (or, after two minutes, deduplicated by receivers on `webhook-id`).
+ * the event's time, not of when it is fanned out. Each source is read in order by one orchestrator at a time
+ * (source-reader.ts), each message's deliveries queued with `Nats-Msg-Id` `<event>.<endpoint>` before the next is
+ * read: an orchestrator that dies leaves the rest to another, whose repeats are dropped as duplicates (or, after two
+ * minutes, deduplicated by receivers on `webhook-id`).
  */
 export class FanOut {
   private readonly subscribers: Projection<Subscriber, WebhookState>
-  private readonly loops: Array<{ stop(): void }> = []
-  private readonly running = new Set<Promise<void>>()
+  private readonly readers: SourceReader[] = []
   /** When the last freshness read of the endpoints began (epoch ms), and that read while it runs. */
   private freshFrom = 0
   private freshening: { from: number; done: Promise<void> } | undefined
@@ -102,51 +101,37 @@ export class FanOut {
 
   async start(): Promise<void> {
     await this.subscribers.start(this.o.storage.log)
-    await retryWhileStarting('webhook fan-out consumers', () => ensureFanOutConsumers(this.o.storage), { log: this.o.storage.log })
-    await this.consume(OUTBOX_STREAM, (m) => this.fromOutbox(m))
-    await this.consume(EVENTS_STREAM, (m) => this.fromHistory(m))
+    await ensureFanOutPositions(this.o.storage, this.o.positions)
+    const read = (stream: string, handle: (m: JsMsg) => Promise<void>, more: { headersOnly?: boolean } = {}) => {
+      const reader = new SourceReader({ js: this.o.js, positions: this.o.positions, stream, handle, log: this.o.log, ...more })
+      reader.start()
+      this.readers.push(reader)
+    }
+    read(OUTBOX_STREAM, (m) => this.fromOutbox(m))
+    // Headers only: the types and ids of the stored events are all the fan-out reads of a history.
+    read(EVENTS_STREAM, (m) => this.fromHistory(m), { headersOnly: true })
   }
 
   async stop(): Promise<void> {
-    for (const l of this.loops) l.stop()
-    await Promise.all([...this.running])
+    await Promise.all(this.readers.map((r) => r.stop()))
     this.subscribers.stop()
-  }
-
-  private async consume(stream: string, handle: (m: JsMsg) => Promise<void>): Promise<void> {
-    const consumer = await retryWhileStarting(`webhook fan-out of ${stream}`, () => this.o.js.consumers.get(stream, FANOUT_CONSUMER), {
-      log: this.o.storage.log,
-    })
-    const iter = await consumer.consume({ max_messages: 256 })
-    this.loops.push(iter)
-    const run = (async () => {
-      for await (const m of iter) {
-        await handle(m).catch((err) => {
-          // Not acknowledged: it comes back after the ack wait, here or elsewhere.
-          this.o.log.warn({ err, stream, seq: m.seq }, 'webhook fan-out failed for a moment; the event comes back')
-        })
-      }
-    })()
-    this.running.add(run)
   }
 
   private async fromOutbox(m: JsMsg): Promise<void> {
     const e = readThinEvent(new TextDecoder().decode(m.data))
     if (!e || !isId('whe', e.id)) {
-      this.o.log.warn({ subject: m.subject, seq: m.seq }, 'an outbox message that is no webhook event is skipped')
-      return void m.term()
+      return this.o.log.warn({ subject: m.subject, seq: m.seq }, 'an outbox message that is no webhook event is skipped')
     }
     await this.deliver(e.id, e.type, e.at, m.data)
-    m.ack()
   }
 
   private async fromHistory(m: JsMsg): Promise<void> {
-    // Most stored messages make no webhook event (messages, spans, tool calls): acknowledged with no more work.
+    // Most stored messages make no webhook event (messages, spans, tool calls): passed with no more work.
     const types = (m.headers?.get(EventHeaders.type) ?? '').split(',')
     // Everything a webhook tells is on a session's primary subject: a child's own subject is its conversation.
-    if (!types.some((type) => Object.hasOwn(FROM_HISTORY, type)) || threadOf(m.subject) !== 'primary') return void m.ack()
+    if (!types.some((type) => Object.hasOwn(FROM_HISTORY, type)) || threadOf(m.subject) !== 'primary') return
     const sessionId = m.subject.split('.')[2] ?? ''
-    if (!isId('sesn', sessionId)) return void m.ack()
+    if (!isId('sesn', sessionId)) return
     const ids = (m.headers?.get(EventHeaders.id) ?? '').split(',')
     const at = Math.floor(m.info.timestampNanos / 1_000_000)
     // Headers name no thread: the few messages that need one are read whole.
@@ -163,7 +148,6 @@ export class FanOut {
       }
     })
     await Promise.all(made)
-    m.ack()
   }
 
   /** The `session_thread_id` of each event of stored message `seq`, by event id (a thread's events name one). */
@@ -198,10 +182,17 @@ export class FanOut {
     if (at < this.freshFrom) return
     if (this.freshening && at < this.freshening.from) return this.freshening.done
     const from = Date.now()
-    const done = this.subscribers.fresh().then(() => {
-      this.freshFrom = Math.max(this.freshFrom, from)
-      if (this.freshening?.done === done) this.freshening = undefined
-    })
+    const done = this.subscribers.fresh().then(
+      () => {
+        this.freshFrom = Math.max(this.freshFrom, from)
+        if (this.freshening?.done === done) this.freshening = undefined
+      },
+      (err: unknown) => {
+        // A failed read is not kept for the events that wait on it: the next asks again.
+        if (this.freshening?.done === done) this.freshening = undefined
+        throw err
+      },
+    )
     this.freshening = { from, done }
     return done
   }

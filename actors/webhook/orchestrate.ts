@@ -7,7 +7,7 @@ import type { ActorWire } from '../../protocol/wire.js'
 import { actorClient, type Keyring, openBucket, type Storage } from '../kit/index.js'
 import { systemResolver } from './address.js'
 import { DeliveryWorker, RECORD_MAX_AGE_MS, RECORDS_BUCKET } from './deliveries.js'
-import { FanOut } from './fanout.js'
+import { FanOut, openPositions } from './fanout.js'
 import type { DevHost } from './post.js'
 
 export interface DeliveriesOptions {
@@ -38,7 +38,8 @@ export async function startDeliveries(o: DeliveriesOptions): Promise<{ stop(): P
     log: o.log.child({ component: 'webhook-deliveries' }),
   })
   await worker.start(o.storage)
-  const fanOut = new FanOut({ js: o.js, endpoints, storage: o.storage, log: o.log.child({ component: 'webhook-fanout' }) })
+  const positions = await openPositions(o.kvm, o.storage)
+  const fanOut = new FanOut({ js: o.js, endpoints, positions, storage: o.storage, log: o.log.child({ component: 'webhook-fanout' }) })
   await fanOut.start().catch(async (err) => {
     await worker.stop()
     throw err

@@ -1,11 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk'
 import { jetstreamManager } from '@nats-io/jetstream'
+import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
 import t from 'tap'
 import { DELIVERIES_CONSUMER, DELIVERIES_STREAM } from '../../actors/webhook/deliveries.js'
-import { FANOUT_CONSUMER } from '../../actors/webhook/fanout.js'
+import { positionOf } from '../../actors/webhook/source-reader.js'
 import { WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
-import { EVENTS_STREAM, OUTBOX_STREAM, WORKSPACE_ID } from '../../protocol/subjects.js'
+import { Buckets, EVENTS_STREAM, OUTBOX_STREAM, WORKSPACE_ID } from '../../protocol/subjects.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
@@ -82,16 +83,13 @@ const typesFor = (path: string, id: string) =>
 /** Resolves once every stored event has been fanned out and every delivery attempted to its end. */
 async function settled(): Promise<void> {
   const jsm = await jetstreamManager(nc)
+  const positions = await new Kvm(nc).open(Buckets.webhookFanOut)
   await until('the fan-out and the deliveries to settle', async () => {
-    for (const [stream, consumer] of [
-      [EVENTS_STREAM, FANOUT_CONSUMER],
-      [OUTBOX_STREAM, FANOUT_CONSUMER],
-      [DELIVERIES_STREAM, DELIVERIES_CONSUMER],
-    ] as const) {
-      const c = await jsm.consumers.info(stream, consumer)
-      if (c.num_pending || c.num_ack_pending) return false
+    for (const stream of [EVENTS_STREAM, OUTBOX_STREAM]) {
+      if ((await positionOf(positions, stream)) < (await jsm.streams.info(stream)).state.last_seq) return false
     }
-    return true
+    const c = await jsm.consumers.info(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
+    return !c.num_pending && !c.num_ack_pending
   })
 }
 
