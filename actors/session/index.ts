@@ -72,7 +72,10 @@ export const sessionKind: ActorKindDef = {
     const remote = sandboxHosts && { roster: sandboxHosts, nc: ctx.nc, fence: (id: string) => ctx.holding('session', partitionOf(id)) ?? 0 }
     const deps: ActorDeps = {
       ctx,
-      store: actors.records<SessionRecord>(SESSION_PREFIX),
+      // Its creation is `session.created` (webhooks), written with the record.
+      store: actors.records<SessionRecord>(SESSION_PREFIX, (key, was, next) =>
+        was === undefined && next ? [{ type: 'session.created', id: key.slice(SESSION_PREFIX.length) }] : [],
+      ),
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey, ctx.log) : undefined,
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),

@@ -5,7 +5,7 @@ import { EventHeaders } from '../../protocol/events.js'
 import { isId } from '../../protocol/ids.js'
 import { Buckets, EVENTS_STREAM, OUTBOX_STREAM, threadOf } from '../../protocol/subjects.js'
 import { storedItems } from '../../protocol/event-item.js'
-import { readThinEvent, thinEvent } from '../../protocol/webhook-event.js'
+import { parseMarks, readThinEvent, thinEvent, WEBHOOK_MARK_HEADER } from '../../protocol/webhook-event.js'
 import { ensureOutbox, openBucket, Projection, retryWhileStarting, type Storage, webhookEventId } from '../kit/index.js'
 import { ensureEventsStream } from '../session/index.js'
 import { enqueueDelivery } from './deliveries.js'
@@ -18,9 +18,11 @@ import { subscribedAt, WEBHOOK_PREFIX, type WebhookState } from './state.js'
  * budget's pause is its `session.usage` (emitted only then, just before the idle).
  */
 export const FROM_HISTORY: Readonly<Record<string, readonly string[]>> = {
-  'session.status_running': ['session.status_run_started'],
-  'session.status_idle': ['session.status_idled'],
-  'session.status_rescheduled': ['session.status_rescheduled'],
+  // The client's status names beside the spec's: `running`, `idled` (every idle), `pending` (waiting to be run again,
+  // the session's `rescheduling` status), `requires_action` (an idle that waits on the client: REQUIRES_ACTION).
+  'session.status_running': ['session.status_run_started', 'session.running'],
+  'session.status_idle': ['session.status_idled', 'session.idled', 'session.requires_action'],
+  'session.status_rescheduled': ['session.status_rescheduled', 'session.pending'],
   'session.status_terminated': ['session.status_terminated', 'session.archived'],
   'session.usage': ['session.budget_reached'],
   'session.updated': ['session.updated'],
@@ -35,8 +37,27 @@ export const FROM_HISTORY: Readonly<Record<string, readonly string[]>> = {
 /** The stored types whose webhook event names a thread (`data.session_thread_id`), read from the stored event. */
 const THREAD_TYPES = new Set(['session.thread_created', 'session.thread_status_idle', 'session.thread_status_terminated'])
 
+/** Made only of an idle whose stop reason waits on the client (a tool confirmation, a custom tool's result). */
+export const REQUIRES_ACTION = 'session.requires_action'
+/** Whether a stored event (its JSON) makes REQUIRES_ACTION. */
+export const requiresAction = (event: { stop_reason?: { type?: unknown } }) => event.stop_reason?.type === 'requires_action'
+
+/** What of a stored event the fan-out reads when it reads the message whole. */
+interface StoredEvent {
+  id?: unknown
+  session_thread_id?: unknown
+  stop_reason?: { type?: unknown }
+}
+
 /** The durable consumer an earlier version fanned out through; its acknowledged place becomes the first position. */
 const LEGACY_CONSUMER = 'webhook-fanout'
+
+/**
+ * The buckets whose record writes carry the lifecycle events they make (kit/store.ts `MarksOf`, header
+ * WEBHOOK_MARK_HEADER): agents, environments, vaults and their credentials, deployments and their scheduled runs
+ * starting, sessions created. Their streams are sources as the histories are.
+ */
+export const RECORD_SOURCES = [Buckets.agents, Buckets.environments, Buckets.vaults, Buckets.deployments, Buckets.sessions].map((b) => `KV_${b}`)
 
 /** Where the fan-out of each source stands (source-reader.ts), in `troupe_webhook_fanout`. */
 export const openPositions = (kvm: Kvm, storage: Storage) => openBucket(kvm, storage, Buckets.webhookFanOut)
@@ -50,7 +71,7 @@ export async function ensureFanOutPositions(storage: Storage, positions: KV): Pr
   // An orchestrator may be the first process on a new store.
   await ensureOutbox(storage)
   await ensureEventsStream(storage)
-  for (const stream of [OUTBOX_STREAM, EVENTS_STREAM]) {
+  for (const stream of [OUTBOX_STREAM, EVENTS_STREAM, ...RECORD_SOURCES]) {
     await retryWhileStarting(`webhook fan-out position of ${stream}`, () => ensurePosition(storage.jsm, positions, stream, LEGACY_CONSUMER), {
       log: storage.log,
     })
@@ -110,6 +131,7 @@ export class FanOut {
     read(OUTBOX_STREAM, (m) => this.fromOutbox(m))
     // Headers only: the types and ids of the stored events are all the fan-out reads of a history.
     read(EVENTS_STREAM, (m) => this.fromHistory(m), { headersOnly: true })
+    for (const stream of RECORD_SOURCES) read(stream, (m) => this.fromRecords(m), { headersOnly: true })
   }
 
   async stop(): Promise<void> {
@@ -125,6 +147,19 @@ export class FanOut {
     await this.deliver(e.id, e.type, e.at, m.data)
   }
 
+  /** A record write's lifecycle events (its header): each made at the write's stored time, its id from the write's place. */
+  private async fromRecords(m: JsMsg): Promise<void> {
+    const marks = m.headers?.get(WEBHOOK_MARK_HEADER)
+    if (!marks) return
+    const at = Math.floor(m.info.timestampNanos / 1_000_000)
+    await Promise.all(
+      parseMarks(marks).map((mark) => {
+        const id = webhookEventId(mark.type, `${m.info.stream}.${m.seq}`)
+        return this.deliver(id, mark.type, at, new TextEncoder().encode(thinEvent(id, at, mark.type, mark.id, undefined, mark.vault)))
+      }),
+    )
+  }
+
   private async fromHistory(m: JsMsg): Promise<void> {
     // Most stored messages make no webhook event (messages, spans, tool calls): passed with no more work.
     const types = (m.headers?.get(EventHeaders.type) ?? '').split(',')
@@ -134,34 +169,40 @@ export class FanOut {
     if (!isId('sesn', sessionId)) return
     const ids = (m.headers?.get(EventHeaders.id) ?? '').split(',')
     const at = Math.floor(m.info.timestampNanos / 1_000_000)
-    // Headers name no thread: the few messages that need one are read whole.
-    const threads = types.some((type) => THREAD_TYPES.has(type)) ? await this.threadsOf(m.seq) : new Map<string, string>()
+    // Headers name no thread and no stop reason: the few messages that need one are read whole (an idle only when an
+    // endpoint is subscribed to REQUIRES_ACTION then).
+    await this.freshAt(at)
+    const whole =
+      types.some((type) => THREAD_TYPES.has(type)) ||
+      (types.includes('session.status_idle') && this.subscribers.list().some((s) => subscribedAt(s.state, REQUIRES_ACTION, at)))
+    const events = whole ? await this.eventsOf(m.seq) : new Map<string, StoredEvent>()
     const made: Array<Promise<void>> = []
     types.forEach((type, i) => {
       const source = ids[i]
       if (!source) return
-      const thread = THREAD_TYPES.has(type) ? threads.get(source) : undefined
-      if (THREAD_TYPES.has(type) && !thread) return
+      const thread = THREAD_TYPES.has(type) ? events.get(source)?.session_thread_id : undefined
+      if (THREAD_TYPES.has(type) && typeof thread !== 'string') return
       for (const hook of FROM_HISTORY[type] ?? []) {
+        if (hook === REQUIRES_ACTION && !requiresAction(events.get(source) ?? {})) continue
         const id = webhookEventId(hook, source)
-        made.push(this.deliver(id, hook, at, new TextEncoder().encode(thinEvent(id, at, hook, sessionId, thread))))
+        made.push(this.deliver(id, hook, at, new TextEncoder().encode(thinEvent(id, at, hook, sessionId, thread as string | undefined))))
       }
     })
     await Promise.all(made)
   }
 
-  /** The `session_thread_id` of each event of stored message `seq`, by event id (a thread's events name one). */
-  private async threadsOf(seq: number): Promise<Map<string, string>> {
-    const out = new Map<string, string>()
+  /** The events of stored message `seq`, by event id. */
+  private async eventsOf(seq: number): Promise<Map<string, StoredEvent>> {
+    const out = new Map<string, StoredEvent>()
     const jsm = await this.o.js.jetstreamManager(false)
     const m = await jsm.direct.getMessage(EVENTS_STREAM, { seq })
     if (!m) return out
     for (const item of storedItems(m.header, m.string(), m.seq)) {
       try {
-        const ev = JSON.parse(item.json) as { id?: unknown; session_thread_id?: unknown }
-        if (typeof ev.id === 'string' && typeof ev.session_thread_id === 'string') out.set(ev.id, ev.session_thread_id)
+        const ev = JSON.parse(item.json) as StoredEvent
+        if (typeof ev.id === 'string') out.set(ev.id, ev)
       } catch {
-        // Not an event: nothing of it is a thread's.
+        // Not an event: nothing the fan-out reads.
       }
     }
     return out

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream'
+import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream'
 import type { KV } from '@nats-io/kv'
 import type { Logger } from 'pino'
 import { decode, encode } from '../../protocol/codec.js'
@@ -40,7 +40,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 export async function ensurePosition(jsm: JetStreamManager, kv: KV, stream: string, legacy: string): Promise<void> {
   if ((await kv.get(positionKey(stream)))?.operation === 'PUT') return
   const old = await jsm.consumers.info(stream, legacy).catch(() => undefined)
-  const seq = old ? old.ack_floor.stream_seq : (await jsm.streams.info(stream)).state.last_seq
+  // A stream not made yet (a bucket whose kind has not started anywhere): everything it will hold is new.
+  const last = await jsm.streams.info(stream).then(
+    (i) => i.state.last_seq,
+    (err) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return 0
+      throw err
+    },
+  )
+  const seq = old ? old.ack_floor.stream_seq : last
   try {
     await kv.create(positionKey(stream), encode({ seq, holder: '', until: 0 } satisfies Position))
   } catch (err) {

@@ -12,7 +12,7 @@ import { FROM_HISTORY } from '../../actors/webhook/fanout.js'
 import { positionOf } from '../../actors/webhook/source-reader.js'
 import { webhookEventId } from '../../actors/kit/outbox.js'
 import { EventHeaders } from '../../protocol/events.js'
-import { WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
+import { SPEC_WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
 import { Buckets, EVENTS_STREAM, OUTBOX_STREAM } from '../../protocol/subjects.js'
 import { keyringFile, newKey } from '../vaults/_helpers.js'
 import { type Received, startReceiver } from '../webhooks/_helpers.js'
@@ -21,7 +21,7 @@ import { onCleanup } from './cleanup.js'
 import { readHistories } from './history.js'
 
 /** Every session event type there is today (threads and outcomes come with their issue). */
-export const SESSION_TYPES = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
+export const SESSION_TYPES = SPEC_WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
 /** The endpoints: path → event types. `/toggled` is disabled for a while, `/deleted` deleted mid-run. */
 export const ENDPOINTS: Record<string, readonly string[]> = {
   '/all': SESSION_TYPES,

@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node'
 import t from 'tap'
 import { DELIVERIES_CONSUMER, DELIVERIES_STREAM } from '../../actors/webhook/deliveries.js'
 import { positionOf } from '../../actors/webhook/source-reader.js'
-import { WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
+import { SPEC_WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
 import { Buckets, EVENTS_STREAM, OUTBOX_STREAM, WORKSPACE_ID } from '../../protocol/subjects.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import '../helpers/keepalive.js'
@@ -50,7 +50,7 @@ const client = clientFor(troupe.url, { maxRetries: 3 })
 const H = { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }
 const MODEL = 'claude-sonnet-4-5'
 /** Every session event of a session without threads (outcomes come with their issue). */
-const ALL = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
+const ALL = SPEC_WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
 
 const secrets = new Map<string, string>()
 async function endpoint(path: string, eventTypes: string[]): Promise<string> {
