@@ -32,25 +32,31 @@ export function readThinEvent(json: string): { id: string; type: string; at: num
 /**
  * A lifecycle event written with the record change that makes it (the header `Troupe-Webhook` of the KV write: the
  * change and its event are one message). `id` is `data.id` (the agent, environment, vault, credential, deployment, run
- * or session); `vault` a credential's vault (`data.vault_id`).
+ * or session); `vault` a credential's vault (`data.vault_id`); `source` what the event's id is derived from, when it is
+ * also published elsewhere under that id (default: the write's place in its stream).
  */
 export interface WebhookMark {
   type: string
   id: string
   vault?: string
+  source?: string
 }
 
 /** The header of a record write that carries the lifecycle events it makes. */
 export const WEBHOOK_MARK_HEADER = 'Troupe-Webhook'
 
-/** The header's value: `type id[ vault]` per event, comma-separated (ids and types hold neither). */
-export const formatMarks = (marks: readonly WebhookMark[]) => marks.map((m) => [m.type, m.id, ...(m.vault ? [m.vault] : [])].join(' ')).join(',')
+/** The header's value: `type id[ vault][ @source]` per event, comma-separated (ids and types hold neither). */
+export const formatMarks = (marks: readonly WebhookMark[]) =>
+  marks.map((m) => [m.type, m.id, ...(m.vault ? [m.vault] : []), ...(m.source ? [`@${m.source}`] : [])].join(' ')).join(',')
 
 export function parseMarks(value: string): WebhookMark[] {
   const out: WebhookMark[] = []
   for (const item of value.split(',')) {
-    const [type, id, vault] = item.split(' ')
-    if (type && id) out.push(vault ? { type, id, vault } : { type, id })
+    const [type, id, ...more] = item.split(' ')
+    if (!type || !id) continue
+    const vault = more.find((x) => !x.startsWith('@'))
+    const source = more.find((x) => x.startsWith('@'))?.slice(1)
+    out.push({ type, id, ...(vault ? { vault } : {}), ...(source ? { source } : {}) })
   }
   return out
 }

@@ -1,4 +1,4 @@
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, RetentionPolicy } from '@nats-io/jetstream'
+import { AckPolicy, DeliverPolicy, type JetStreamClient, JetStreamApiError, type JetStreamManager, type JsMsg, RetentionPolicy } from '@nats-io/jetstream'
 import type { KV, KvEntry } from '@nats-io/kv'
 import { headers as natsHeaders } from '@nats-io/nats-core'
 import type { Logger } from 'pino'
@@ -57,12 +57,28 @@ export async function ensureDeliveriesStream(storage: Storage): Promise<void> {
   })
 }
 
-/** Queues the delivery of `event` (its exact bytes) to `endpoint`; a repeat within two minutes is stored once. */
-export async function enqueueDelivery(js: JetStreamClient, endpoint: string, event: string, bytes: Uint8Array): Promise<void> {
+/**
+ * Queues the delivery of `event` (its exact bytes) to `endpoint`; a repeat within two minutes is stored once. `again`
+ * names a queuing of its own (the audit's), not deduplicated against the first.
+ */
+export async function enqueueDelivery(js: JetStreamClient, endpoint: string, event: string, bytes: Uint8Array, again?: string): Promise<void> {
   const h = natsHeaders()
   h.set(EVENT_HEADER, event)
-  await js.publish(deliverySubject(endpoint), bytes, { msgID: `${event}.${endpoint}`, headers: h })
+  await js.publish(deliverySubject(endpoint), bytes, { msgID: `${event}.${endpoint}${again ? `.${again}` : ''}`, headers: h })
 }
+
+/** When the oldest delivery still queued for `endpoint` was queued (epoch ms); undefined when none is. */
+export async function oldestQueued(jsm: JetStreamManager, endpoint: string): Promise<number | undefined> {
+  const m = await jsm.streams
+    .getMessage(DELIVERIES_STREAM, { seq: 0, next_by_subj: deliverySubject(endpoint) } as unknown as { seq: number })
+    .catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === NO_MESSAGE_FOUND) return null
+      throw err
+    })
+  return m ? m.time.getTime() : undefined
+}
+/** JSNoMessageFoundErr. */
+const NO_MESSAGE_FOUND = 10037
 
 /** How a delivery ended, kept RECORD_MAX_AGE_MS under `<endpoint id>.<event id>`. */
 export interface DeliveryRecord {

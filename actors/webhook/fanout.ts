@@ -6,9 +6,9 @@ import { isId } from '../../protocol/ids.js'
 import { Buckets, EVENTS_STREAM, OUTBOX_STREAM, threadOf } from '../../protocol/subjects.js'
 import { storedItems } from '../../protocol/event-item.js'
 import { parseMarks, readThinEvent, thinEvent, WEBHOOK_MARK_HEADER } from '../../protocol/webhook-event.js'
-import { ensureOutbox, openBucket, Projection, retryWhileStarting, type Storage, webhookEventId } from '../kit/index.js'
+import { ensureOutbox, openBucket, Projection, readAtLeader, retryWhileStarting, type Storage, webhookEventId } from '../kit/index.js'
 import { ensureEventsStream } from '../session/index.js'
-import { enqueueDelivery } from './deliveries.js'
+import { enqueueDelivery, oldestQueued } from './deliveries.js'
 import { ensurePosition, SourceReader } from './source-reader.js'
 import { subscribedAt, WEBHOOK_PREFIX, type WebhookState } from './state.js'
 
@@ -72,11 +72,16 @@ export async function ensureFanOutPositions(storage: Storage, positions: KV): Pr
   await ensureOutbox(storage)
   await ensureEventsStream(storage)
   for (const stream of [OUTBOX_STREAM, EVENTS_STREAM, ...RECORD_SOURCES]) {
-    await retryWhileStarting(`webhook fan-out position of ${stream}`, () => ensurePosition(storage.jsm, positions, stream, LEGACY_CONSUMER), {
-      log: storage.log,
-    })
+    for (const reading of ['source', 'audit'] as const) {
+      await retryWhileStarting(`webhook fan-out position of ${stream}`, () => ensurePosition(storage.jsm, positions, stream, LEGACY_CONSUMER, reading), {
+        log: storage.log,
+      })
+    }
   }
 }
+
+/** How long after an event the audit looks whether each of its deliveries is accounted for. */
+export const AUDIT_LAG_MS = 60_000
 
 /** An endpoint as the fan-out reads it: what it was subscribed to, when. */
 interface Subscriber {
@@ -91,14 +96,21 @@ export interface FanOutOptions {
   endpoints: KV
   /** `troupe_webhook_fanout` (openPositions). */
   positions: KV
+  /**
+   * Run as the audit instead (`records`: the delivery records bucket): each source read again AUDIT_LAG_MS (`lagMs`)
+   * behind, and a delivery queued again, under an id of its own, when no record of it exists by then: the work queue
+   * lost it (nats-server 2.9.10 was seen losing queued deliveries across leader changes, never attempted).
+   */
+  audit?: { records: KV; lagMs?: number }
   storage: Storage
   log: Logger
 }
 
 /**
- * Turns lifecycle events into deliveries (the orchestrating roles, with a keyring). Two sources: the outbox (payloads
- * as the kinds wrote them) and the session histories (read as headers; `FROM_HISTORY` says what each stored event
- * makes, its payload built from the event's id and stored time, so a repeat makes the same bytes). An event goes to
+ * Turns lifecycle events into deliveries (the orchestrating roles, with a keyring). Three kinds of source: the outbox
+ * (payloads as the kinds wrote them), the session histories (read as headers; `FROM_HISTORY` says what each stored
+ * event makes, its payload built from the event's id and stored time, so a repeat makes the same bytes) and the record
+ * writes that carry their lifecycle events (RECORD_SOURCES). An event goes to
  * the endpoints subscribed to its type when it happened, by their intervals (state.ts): membership is a property of
  * the event's time, not of when it is fanned out. Each source is read in order by one orchestrator at a time
  * (source-reader.ts), each message's deliveries queued with `Nats-Msg-Id` `<event>.<endpoint>` before the next is
@@ -111,6 +123,7 @@ export class FanOut {
   /** When the last freshness read of the endpoints began (epoch ms), and that read while it runs. */
   private freshFrom = 0
   private freshening: { from: number; done: Promise<void> } | undefined
+  private stopping = false
 
   constructor(private readonly o: FanOutOptions) {
     this.subscribers = new Projection<Subscriber, WebhookState>(o.endpoints, WEBHOOK_PREFIX, (s) => ({
@@ -123,8 +136,11 @@ export class FanOut {
   async start(): Promise<void> {
     await this.subscribers.start(this.o.storage.log)
     await ensureFanOutPositions(this.o.storage, this.o.positions)
+    const audit = this.o.audit
     const read = (stream: string, handle: (m: JsMsg) => Promise<void>, more: { headersOnly?: boolean } = {}) => {
-      const reader = new SourceReader({ js: this.o.js, positions: this.o.positions, stream, handle, log: this.o.log, ...more })
+      const lagged = audit ? async (m: JsMsg) => this.lag(m, audit.lagMs ?? AUDIT_LAG_MS).then(() => handle(m)) : handle
+      const reading = audit ? ('audit' as const) : ('source' as const)
+      const reader = new SourceReader({ js: this.o.js, positions: this.o.positions, stream, reading, handle: lagged, log: this.o.log, ...more })
       reader.start()
       this.readers.push(reader)
     }
@@ -135,6 +151,7 @@ export class FanOut {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true
     await Promise.all(this.readers.map((r) => r.stop()))
     this.subscribers.stop()
   }
@@ -154,7 +171,7 @@ export class FanOut {
     const at = Math.floor(m.info.timestampNanos / 1_000_000)
     await Promise.all(
       parseMarks(marks).map((mark) => {
-        const id = webhookEventId(mark.type, `${m.info.stream}.${m.seq}`)
+        const id = webhookEventId(mark.type, mark.source ?? `${m.info.stream}.${m.seq}`)
         return this.deliver(id, mark.type, at, new TextEncoder().encode(thinEvent(id, at, mark.type, mark.id, undefined, mark.vault)))
       }),
     )
@@ -212,7 +229,28 @@ export class FanOut {
   private async deliver(event: string, type: string, at: number, bytes: Uint8Array): Promise<void> {
     await this.freshAt(at)
     const to = this.subscribers.list().filter((s) => subscribedAt(s.state, type, at))
-    await Promise.all(to.map((s) => enqueueDelivery(this.o.js, s.id, event, bytes)))
+    const records = this.o.audit?.records
+    if (!records) return void (await Promise.all(to.map((s) => enqueueDelivery(this.o.js, s.id, event, bytes))))
+    await Promise.all(
+      to.map(async (s) => {
+        // Delivered, failed, dropped, or failing and coming back: accounted for.
+        if ((await records.get(`${s.id}.${event}`)) !== null) return
+        if ((await readAtLeader(records, `${s.id}.${event}`)) !== null) return
+        // No record, and nothing queued for the endpoint from before the audit's point: it was lost. Something older
+        // still queued (a busy endpoint's backlog) may be it: looked at again (in order) once that has gone.
+        const oldest = await oldestQueued(this.o.storage.jsm, s.id)
+        if (oldest !== undefined && oldest <= at + (this.o.audit?.lagMs ?? AUDIT_LAG_MS)) throw new Error(`${s.id} has deliveries waiting from before ${event}`)
+        await enqueueDelivery(this.o.js, s.id, event, bytes, 'audit')
+        this.o.log.warn({ endpoint: s.id, event, type }, 'a webhook delivery with no record a minute on was queued again')
+      }),
+    )
+  }
+
+  /** Waits until `m` is `lagMs` old, or throws once stopping (so that a stop does not wait out the lag). */
+  private async lag(m: JsMsg, lagMs: number): Promise<void> {
+    const due = Math.floor(m.info.timestampNanos / 1_000_000) + lagMs
+    while (Date.now() < due && !this.stopping) await new Promise((r) => setTimeout(r, Math.min(250, due - Date.now())))
+    if (this.stopping) throw new Error('stopping')
   }
 
   /**

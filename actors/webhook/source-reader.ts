@@ -15,11 +15,14 @@ export interface Position {
   until: number
 }
 
-export const positionKey = (stream: string) => `source.${stream}`
+/** Which reading of a source: the fan-out's own (`source.`), or the audit that follows it (`audit.`, fanout.ts). */
+export type Reading = 'source' | 'audit'
 
-/** The last message of `stream` fanned out, with all before it (0 when there is no position yet). */
-export async function positionOf(kv: KV, stream: string): Promise<number> {
-  const e = await kv.get(positionKey(stream))
+export const positionKey = (stream: string, reading: Reading = 'source') => `${reading}.${stream}`
+
+/** The last message of `stream` read, with all before it (0 when there is no position yet). */
+export async function positionOf(kv: KV, stream: string, reading: Reading = 'source'): Promise<number> {
+  const e = await kv.get(positionKey(stream, reading))
   return e?.operation === 'PUT' ? decode<Position>(e.value).seq : 0
 }
 
@@ -37,8 +40,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
  * Makes the position of `stream` when there is none: at its last message (what came before webhooks were configured is
  * not fanned out), or where an earlier version's durable consumer `legacy` had acknowledged to, which is then deleted.
  */
-export async function ensurePosition(jsm: JetStreamManager, kv: KV, stream: string, legacy: string): Promise<void> {
-  if ((await kv.get(positionKey(stream)))?.operation === 'PUT') return
+export async function ensurePosition(jsm: JetStreamManager, kv: KV, stream: string, legacy: string, reading: Reading = 'source'): Promise<void> {
+  if ((await kv.get(positionKey(stream, reading)))?.operation === 'PUT') return
   const old = await jsm.consumers.info(stream, legacy).catch(() => undefined)
   // A stream not made yet (a bucket whose kind has not started anywhere): everything it will hold is new.
   const last = await jsm.streams.info(stream).then(
@@ -50,12 +53,12 @@ export async function ensurePosition(jsm: JetStreamManager, kv: KV, stream: stri
   )
   const seq = old ? old.ack_floor.stream_seq : last
   try {
-    await kv.create(positionKey(stream), encode({ seq, holder: '', until: 0 } satisfies Position))
+    await kv.create(positionKey(stream, reading), encode({ seq, holder: '', until: 0 } satisfies Position))
   } catch (err) {
     // Another process made it first: theirs stands.
     if (!isCasConflict(err)) throw err
   }
-  if (old) await jsm.consumers.delete(stream, legacy).catch(() => undefined)
+  if (old && reading === 'source') await jsm.consumers.delete(stream, legacy).catch(() => undefined)
 }
 
 export interface SourceReaderOptions {
@@ -63,6 +66,8 @@ export interface SourceReaderOptions {
   /** The positions bucket. */
   positions: KV
   stream: string
+  /** Default the fan-out's. */
+  reading?: Reading
   /** Only the headers of each message are read. Default false. */
   headersOnly?: boolean
   /** Fans one message out; a throw means "not now": it is tried again, and nothing after it is read meanwhile. */
@@ -110,7 +115,7 @@ export class SourceReader {
 
   /** The lease, when it is free, lapsed or this reader's own: the revision written and the position to read from. */
   private async claim(): Promise<{ revision: number; seq: number } | undefined> {
-    const key = positionKey(this.o.stream)
+    const key = positionKey(this.o.stream, this.o.reading)
     const e = await this.o.positions.get(key)
     if (e?.operation !== 'PUT') throw new Error(`no webhook fan-out position for ${this.o.stream}`)
     const p = decode<Position>(e.value)
@@ -131,7 +136,7 @@ export class SourceReader {
 
   /** Reads on from `seq` while the lease is this reader's. */
   private async lead(lease: { revision: number; seq: number }): Promise<void> {
-    const key = positionKey(this.o.stream)
+    const key = positionKey(this.o.stream, this.o.reading)
     let revision = lease.revision
     let until = Date.now() + LEASE_MS
     this.handled = lease.seq

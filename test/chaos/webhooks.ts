@@ -262,8 +262,11 @@ async function pendingFor(jsm: JetStreamManager, positions: KV, cutoff: { events
     [EVENTS_STREAM, cutoff.events],
     [OUTBOX_STREAM, cutoff.outbox],
   ] as const) {
-    const at = await positionOf(positions, stream)
-    if (at < upTo) left.push(`fan-out of ${stream} at ${at} of ${upTo}`)
+    // The audit too, a minute behind: what the work queue lost is queued again by it.
+    for (const reading of ['source', 'audit'] as const) {
+      const at = await positionOf(positions, stream, reading)
+      if (at < upTo) left.push(`${reading === 'source' ? 'fan-out' : 'audit'} of ${stream} at ${at} of ${upTo}`)
+    }
   }
   if (left.length) return left.join('; ')
   if (deliveriesTo === undefined) return 'fanned out'
