@@ -92,6 +92,8 @@ export const Buckets = {
   skills: 'troupe_skills',
   /** `webhook.<id>` → a webhook endpoint's state, its signing secret sealed (actors/webhook/state.ts). */
   webhooks: 'troupe_webhooks',
+  /** `source.<stream>` → where the webhook fan-out of a source stream stands, and which orchestrator reads it (actors/webhook/source-reader.ts). */
+  webhookFanOut: 'troupe_webhook_fanout',
   /** `outputs.<session id>` → what of the session's outputs folder is published (actors/workdir/outputs/state.ts). */
   sessionOutputs: 'troupe_session_outputs',
   /** `work_queue.<env id>` → an environment's self-hosted work items and their leases (actors/work/state.ts); `token-key` → the sessions tokens' HMAC key. */

@@ -21,6 +21,7 @@ const STOP_BUDGET_MS = 3000
 
 const USAGE = `usage: troupe <start|serve|orchestrate|sandbox> [-strict|--strict]
        troupe <sub|tail|status> ...
+       troupe webhooks listen ...
 
   start        all in one: embedded nats-server (unless NATS_URL is set), gateway and actor host
   serve        gateway and actor host, joining the NATS at NATS_URL
@@ -32,6 +33,8 @@ const USAGE = `usage: troupe <start|serve|orchestrate|sandbox> [-strict|--strict
 
 ${INSPECT_USAGE}
 
+  webhooks listen  a local webhook receiver printing each delivery verified (troupe webhooks listen --help)
+
 Environment: PORT (8080), HOST (127.0.0.1), NATS_URL, TROUPE_NATS_PORT, TROUPE_NATS_HOST (127.0.0.1),
 TROUPE_DATA_DIR (./.troupe), TROUPE_STRICT, TROUPE_MODEL_BASE_URL, ANTHROPIC_API_KEY, LOG_LEVEL (info),
 LOG_FORMAT (json|pretty). The full list, with defaults: README.md.`
@@ -41,6 +44,7 @@ const STRICT_FLAGS: readonly string[] = ['-strict', '--strict']
 
 async function main(argv: string[]): Promise<void> {
   if (argv[0] && Object.hasOwn(INSPECT_COMMANDS, argv[0])) process.exit(await runInspect(argv[0], argv.slice(1)))
+  if (argv[0] === 'webhooks') process.exit(await webhooks(argv.slice(1)))
   const flags = argv.filter((a) => a.startsWith('-'))
   const words = argv.filter((a) => !a.startsWith('-'))
   const role = (words[0] ?? 'start') as Role
@@ -91,6 +95,24 @@ async function main(argv: string[]): Promise<void> {
   }
   process.on('SIGINT', () => void stop('SIGINT'))
   process.on('SIGTERM', () => void stop('SIGTERM'))
+}
+
+/** `troupe webhooks listen …`: the exit code. */
+async function webhooks(args: string[]): Promise<number> {
+  const { LISTEN_USAGE, listen, parseListen } = await import('./webhooks-listen.js')
+  if (args[0] !== 'listen' || args.includes('-h') || args.includes('--help')) {
+    console.log(LISTEN_USAGE)
+    return args[0] === 'listen' ? 0 : 2
+  }
+  const o = parseListen(args.slice(1), process.env)
+  if (typeof o === 'string') {
+    console.error(`troupe webhooks listen: ${o}\n\n${LISTEN_USAGE}`)
+    return 2
+  }
+  const stop = new AbortController()
+  process.on('SIGINT', () => stop.abort())
+  process.on('SIGTERM', () => stop.abort())
+  return listen(o, (line) => console.log(line), stop.signal)
 }
 
 main(process.argv.slice(2)).catch((err) => {

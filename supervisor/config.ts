@@ -41,9 +41,10 @@ export interface Config {
   vaultKeyringFile?: string
   /**
    * Development only: webhook endpoint host names delivered to a loopback address and port instead of where DNS says,
-   * unchecked (`TROUPE_WEBHOOK_DEV_HOSTS=hooks.example.test=127.0.0.1:8443,…`). Default none; logged when set.
+   * unchecked (`TROUPE_WEBHOOK_DEV_HOSTS=hooks.example.test=127.0.0.1:8443,…`; `=http://127.0.0.1:8787` for plain HTTP).
+   * Default none; logged when set.
    */
-  webhookDevHosts: Map<string, { address: string; port: number }>
+  webhookDevHosts: Map<string, { address: string; port: number; plain?: boolean }>
   /**
    * Session tuning: `TROUPE_MODEL_RETRIES` (default 4), `TROUPE_MODEL_RETRY_BASE_MS` (default 1000),
    * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_SESSION_RUNNING_RECORD_MS`
@@ -218,16 +219,21 @@ function scheduleClock(v: string | undefined): Clock {
   }
 }
 
-/** `host=address:port,…`, each address a loopback one (127.0.0.0/8 or [::1]). */
-function webhookDevHosts(v: string | undefined): Map<string, { address: string; port: number }> {
-  const out = new Map<string, { address: string; port: number }>()
+/**
+ * `host=address:port,…`, each address a loopback one (127.0.0.0/8 or [::1]); `host=http://address:port` delivers over
+ * plain HTTP (a local receiver without a certificate, such as `troupe webhooks listen`).
+ */
+function webhookDevHosts(v: string | undefined): Map<string, { address: string; port: number; plain?: boolean }> {
+  const out = new Map<string, { address: string; port: number; plain?: boolean }>()
   for (const item of v ? v.split(',') : []) {
-    const m = /^([a-z0-9.-]+)=(127(?:\.\d{1,3}){3}|\[::1\]):(\d{1,5})$/i.exec(item.trim())
-    const port = Number(m?.[3])
+    const m = /^([a-z0-9.-]+)=(http:\/\/)?(127(?:\.\d{1,3}){3}|\[::1\]):(\d{1,5})$/i.exec(item.trim())
+    const port = Number(m?.[4])
     if (!m || port < 1 || port > 65535) {
-      throw new Error(`TROUPE_WEBHOOK_DEV_HOSTS must be host=address:port items, each address on loopback (was ${JSON.stringify(item)})`)
+      throw new Error(
+        `TROUPE_WEBHOOK_DEV_HOSTS must be host=address:port or host=http://address:port items, each address on loopback (was ${JSON.stringify(item)})`,
+      )
     }
-    out.set(m[1]!.toLowerCase(), { address: m[2]!.replace(/^\[|\]$/g, ''), port })
+    out.set(m[1]!.toLowerCase(), { address: m[3]!.replace(/^\[|\]$/g, ''), port, ...(m[2] ? { plain: true } : {}) })
   }
   return out
 }

@@ -3,6 +3,7 @@ import { AgentKind } from '../../protocol/ops/agent.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { listedKind } from '../kit/index.js'
 import { agentOps } from './behaviour.js'
+import { agentMarks } from './marks.js'
 import { skillResolver } from './skills.js'
 import { AgentStore, HEAD_PREFIX, type StoredHead } from './state.js'
 
@@ -17,6 +18,7 @@ import { AgentStore, HEAD_PREFIX, type StoredHead } from './state.js'
 export const agentKind = listedKind({
   contract: AgentKind,
   bucket: Buckets.agents,
+  marks: agentMarks,
   missing: (id) => fail('agent_not_found', id),
   prefix: HEAD_PREFIX,
   view: (s: StoredHead) => s.agent,

@@ -4,6 +4,7 @@ import { DeploymentKind, DeploymentRunKind } from '../../protocol/ops/deployment
 import type { DeploymentRun } from '../../protocol/schemas/deployment.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { type ActorKindDef, durableState, ensureOutbox, implement, openBucket, Outbox, Projection, RecordStore } from '../kit/index.js'
+import { deploymentMarks } from './marks.js'
 import { DeploymentAdmission } from './admission.js'
 import { deploymentOps } from './behaviour.js'
 import { runOps } from './run-kind.js'
@@ -37,6 +38,7 @@ export const deploymentKind: ActorKindDef = {
       },
       // A run's failures of its own are bugs: its actor keeps retrying with back-off (capped at 5 s), logging each.
       maxRebuilds: Number.POSITIVE_INFINITY,
+      marks: deploymentMarks,
     })
     const firesFrom = new Map<string, string | null>()
     const projection = new Projection<StoredDeployment, DeploymentState>(states.kv, DEPLOYMENT_PREFIX, (s) => {

@@ -7,10 +7,11 @@ import { now } from '../../protocol/time.js'
 import { casLoop, createdId, type Handlers, LOST, pageOf, type Projection, RecordStore } from '../kit/index.js'
 import type { EnvironmentKind } from '../../protocol/ops/environment.js'
 import { resolveConfig } from './config.js'
+import { environmentMarks } from './marks.js'
 import { envKey, view, type StoredEnvironment } from './state.js'
 
 export function environmentOps(kv: KV, projection: Projection<Environment>): Handlers<typeof EnvironmentKind> {
-  const store = new RecordStore<StoredEnvironment>(kv)
+  const store = new RecordStore<StoredEnvironment>(kv, undefined, false, environmentMarks)
   const missing = (id: string) => (): never => {
     throw fail('environment_not_found', id)
   }
@@ -108,7 +109,7 @@ export function environmentOps(kv: KV, projection: Projection<Environment>): Han
         if (!cur) missing(id)()
         if (cur!.value.refs > 0) throw fail('environment_in_use', id, cur!.value.refs)
         // CAS on the revision we checked: a session that took a reference meanwhile makes this retry.
-        return (await store.delete(envKey(id), cur!.revision)) ? { id, type: 'environment_deleted' as const } : LOST
+        return (await store.delete(envKey(id), cur!.revision, cur!.value)) ? { id, type: 'environment_deleted' as const } : LOST
       })
     },
 

@@ -150,7 +150,7 @@ export class DurableActor<S> extends MailboxActor {
   /** Deletes the record at the revision last stored; ops queued behind answer the 503 of an actor moving, then 404. */
   private async remove(): Promise<void> {
     this.mb.checkServing()
-    await this.record.delete()
+    await this.record.delete(this.current)
     await this.mb.unmarkWork()
     this.mb.stop()
     this.stopped()
@@ -163,7 +163,7 @@ export class DurableActor<S> extends MailboxActor {
     if (pending) await this.mb.markWork()
     // Checked again here, not only when the op started: an op that awaited something may have outlived the heartbeat.
     this.mb.checkServing()
-    await this.record.write(next)
+    await this.record.write(next, this.current)
     this.current = next
     if (!pending) await this.mb.unmarkWork()
   }

@@ -7,7 +7,7 @@ import { DurableActor, type Home, type Outcome, type Self, type Work } from './d
 import { FencedRecord } from './fenced-record.js'
 import { KeyedActors } from './keyed-actors.js'
 import type { HandlerOf, OpInput, OpTable } from './ops.js'
-import { RecordStore } from './store.js'
+import { type MarksOf, RecordStore } from './store.js'
 import type { HostContext, KindRuntime } from './types.js'
 
 export type { Outcome, Self, Work }
@@ -30,6 +30,8 @@ export interface DurableStateSpec<S, C extends KindContract> {
   work?: Work<S>
   /** An actor whose work failed this many times in a row has it abandoned. Default 5. */
   maxRebuilds?: number
+  /** The lifecycle events (webhooks) its state changes make, written with each change (kit/store.ts). Default none. */
+  marks?: MarksOf<S>
 }
 
 type InputOf<O> = OpInput<BodyOf<O>, QueryOf<O>>
@@ -70,7 +72,7 @@ export class DurableState<S, C extends KindContract> {
     /** The kind's bucket, for records of its own beside the actors' (an agent's versions). */
     readonly kv: KV,
   ) {
-    this.records = new RecordStore<S>(kv)
+    this.records = new RecordStore<S>(kv, undefined, false, spec.marks)
     this.actors = new KeyedActors(ctx, {
       kind: spec.contract.kind,
       kv,

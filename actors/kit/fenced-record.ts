@@ -1,5 +1,5 @@
 import { FenceLost } from './mailbox.js'
-import type { RecordStore } from './store.js'
+import { type RecordStore, UNKNOWN } from './store.js'
 
 /**
  * One record as its single writer holds it: the revision it last read or wrote, which fences its next write. A
@@ -26,17 +26,17 @@ export class FencedRecord<T> {
     return rev !== false && new FencedRecord(store, key, rev)
   }
 
-  /** Stores `next` if the record is still as this writer last saw it. */
-  async write(next: T): Promise<void> {
-    const rev = this.revision ? await this.store.update(this.key, next, this.revision) : await this.store.create(this.key, next)
+  /** Stores `next` if the record is still as this writer last saw it (`was`, when the writer holds it). */
+  async write(next: T, was: T | typeof UNKNOWN = UNKNOWN): Promise<void> {
+    const rev = this.revision ? await this.store.update(this.key, next, this.revision, was) : await this.store.create(this.key, next)
     if (rev === false) throw new FenceLost(`${this.key} was written by another host`)
     this.revision = rev
   }
 
-  /** Deletes the record if it is still as this writer last saw it. */
-  async delete(): Promise<void> {
+  /** Deletes the record if it is still as this writer last saw it (`was`, when the writer holds it). */
+  async delete(was: T | typeof UNKNOWN = UNKNOWN): Promise<void> {
     if (!this.revision) return
-    if (!(await this.store.delete(this.key, this.revision))) throw new FenceLost(`${this.key} was written by another host`)
+    if (!(await this.store.delete(this.key, this.revision, was))) throw new FenceLost(`${this.key} was written by another host`)
     this.revision = 0
   }
 }

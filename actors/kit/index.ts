@@ -24,7 +24,7 @@ export { listedKind } from './listed-kind.js'
 export { createdId, keyedCreate } from './create-id.js'
 
 // Records, buckets, streams and object stores.
-export { live, readAtLeader, RecordStore, type Versioned } from './store.js'
+export { live, type MarksOf, readAtLeader, RecordStore, type Versioned } from './store.js'
 export { openBucket } from './buckets.js'
 export { ensureConsumer, ensureStream } from './streams.js'
 export { jsPublisher } from './js-publish.js'

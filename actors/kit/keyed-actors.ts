@@ -4,7 +4,7 @@ import { Activations, type Activatable, type ActivationOptions } from './activat
 import type { MailboxOptions } from './mailbox.js'
 import type { OpTable } from './ops.js'
 import { partitionOfKey } from './owned.js'
-import { live, RecordStore } from './store.js'
+import { live, type MarksOf, RecordStore } from './store.js'
 import type { HostContext, KindRuntime } from './types.js'
 import { listMarked, workKey } from './work-marks.js'
 
@@ -72,9 +72,9 @@ export class KeyedActors<A extends Activatable> extends Activations<A> {
    * partition, since it is then their only writer: a read of an idle actor, or its rebuild, costs no round trip. A
    * partition gained or given away drops its entries (another host may have written them meanwhile). One per kind.
    */
-  records<T>(prefix: string): RecordStore<T> {
+  records<T>(prefix: string, marks?: MarksOf<T>): RecordStore<T> {
     const partitionOfRecord = partitionOfKey(prefix)
-    const store = new RecordStore<T>(this.k.kv, (key) => this.owned.has(partitionOfRecord(key)), true)
+    const store = new RecordStore<T>(this.k.kv, (key) => this.owned.has(partitionOfRecord(key)), true, marks)
     this.owned.onChange = (p) => store.forget((key) => partitionOfRecord(key) === p)
     return store
   }

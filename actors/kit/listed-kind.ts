@@ -2,6 +2,7 @@ import type { KindContract } from '../../protocol/ops/define.js'
 import { type DurableState, durableState, type Work } from './durable-state.js'
 import { type Handlers, implement } from './ops.js'
 import { Projection, type Sortable } from './projection.js'
+import type { MarksOf } from './store.js'
 import type { ActorKindDef, HostContext } from './types.js'
 
 export interface ListedKindSpec<S, C extends KindContract, V extends Sortable> {
@@ -18,6 +19,8 @@ export interface ListedKindSpec<S, C extends KindContract, V extends Sortable> {
   ops: (ctx: HostContext, states: DurableState<S, C>, projection: Projection<V, S>) => Handlers<C> | Promise<Handlers<C>>
   /** Work that outlasts a request, if the kind has any (kit/durable-actor.ts `Work`). */
   work?: (ctx: HostContext) => Work<S>
+  /** The lifecycle events (webhooks) its state changes make (kit/store.ts `MarksOf`). Default none. */
+  marks?: MarksOf<S>
   /** A loop of the kind's on every host (a sweep), started after the ops and stopped with the kind. */
   background?: (ctx: HostContext, projection: Projection<V, S>) => { stop(): Promise<void> }
 }
@@ -32,7 +35,13 @@ export function listedKind<S, C extends KindContract, V extends Sortable>(spec: 
     contract: spec.contract,
     async start(ctx) {
       const work = spec.work?.(ctx)
-      const states = await durableState<S, C>(ctx, { contract: spec.contract, bucket: spec.bucket, missing: spec.missing, ...(work ? { work } : {}) })
+      const states = await durableState<S, C>(ctx, {
+        contract: spec.contract,
+        bucket: spec.bucket,
+        missing: spec.missing,
+        ...(work ? { work } : {}),
+        ...(spec.marks ? { marks: spec.marks } : {}),
+      })
       const projection = new Projection<V, S>(states.kv, spec.prefix, spec.view)
       await projection.start(ctx.log)
       const handlers = await spec.ops(ctx, states, projection)

@@ -2,10 +2,21 @@ import { Bucket, type KV, type KvEntry } from '@nats-io/kv'
 import { headers, type NatsConnection } from '@nats-io/transport-node'
 import { PubHeaders } from '@nats-io/jetstream'
 import { encode, decode } from '../../protocol/codec.js'
+import { formatMarks, WEBHOOK_MARK_HEADER, type WebhookMark } from '../../protocol/webhook-event.js'
 import { jsPublisher } from './js-publish.js'
 import { casRetry } from './retry-policy.js'
 import { casLoop, LOST } from './cas.js'
 import { isCasConflict } from './nats-errors.js'
+
+/**
+ * The lifecycle events (webhooks) a change of a record makes, from what it was to what it becomes (undefined: absent
+ * before a create, deleted after a delete): written in the same message as the change (WEBHOOK_MARK_HEADER), so a
+ * crash cannot store one without the other. The fan-out reads them from the bucket's stream (actors/webhook).
+ */
+export type MarksOf<T> = (key: string, was: T | undefined, next: T | undefined) => WebhookMark[]
+
+/** `was` of an update whose writer does not know the value it replaces: it makes no lifecycle event. */
+export const UNKNOWN: unique symbol = Symbol('unknown previous value')
 
 /** A value read from KV with the revision a compare-and-set must name. */
 export interface Versioned<T> {
@@ -36,7 +47,16 @@ export class RecordStore<T> {
     private readonly owns: (key: string) => boolean = () => false,
     /** Cache encoded records and decode a copy per read. Default false: readers share the cached object. */
     private readonly copies = false,
+    /** The lifecycle events its changes make. Default none. */
+    private readonly marks?: MarksOf<T>,
   ) {}
+
+  /** The header value of a change's events; undefined when it makes none. */
+  private marked(key: string, was: T | undefined | typeof UNKNOWN, next: T | undefined): string | undefined {
+    if (!this.marks || was === UNKNOWN) return undefined
+    const made = this.marks(key, was, next)
+    return made.length ? formatMarks(made) : undefined
+  }
 
   async get(key: string): Promise<Versioned<T> | undefined> {
     const hit = this.cache.get(key)
@@ -76,12 +96,14 @@ export class RecordStore<T> {
 
   /** Creates the key; false if it exists. */
   create(key: string, value: T): Promise<number | false> {
-    return this.casWrite(key, value, (bytes) => kvCreate(this.kv, key, bytes))
+    const mark = this.marked(key, undefined, value)
+    return this.casWrite(key, value, (bytes) => kvCreate(this.kv, key, bytes, mark))
   }
 
-  /** Writes if the key is still at `revision`; false if someone wrote first. */
-  update(key: string, value: T, revision: number): Promise<number | false> {
-    return this.casWrite(key, value, (bytes) => kvPut(this.kv, key, bytes, revision))
+  /** Writes if the key is still at `revision`; false if someone wrote first. `was`: the value it replaces. */
+  update(key: string, value: T, revision: number, was: T | typeof UNKNOWN = UNKNOWN): Promise<number | false> {
+    const mark = this.marked(key, was, value)
+    return this.casWrite(key, value, (bytes) => kvPut(this.kv, key, bytes, revision, mark))
   }
 
   /**
@@ -114,11 +136,12 @@ export class RecordStore<T> {
     return rev
   }
 
-  /** Deletes if the key is still at `revision`; false if someone wrote first. */
-  async delete(key: string, revision: number): Promise<boolean> {
+  /** Deletes if the key is still at `revision`; false if someone wrote first. `was`: the value it deletes. */
+  async delete(key: string, revision: number, was: T | typeof UNKNOWN = UNKNOWN): Promise<boolean> {
     this.drop(key)
+    const mark = this.marked(key, was, undefined)
     try {
-      await this.kv.delete(key, { previousSeq: revision })
+      await (mark === undefined ? this.kv.delete(key, { previousSeq: revision }) : kvDelete(this.kv, key, revision, mark))
       return true
     } catch (err) {
       if (isCasConflict(err)) return false
@@ -194,7 +217,7 @@ export class RecordStore<T> {
         // A guess is trusted only once a compare-and-set on it succeeds.
         if (!changed && guessed) return LOST
         if (changed) {
-          const rev = await this.update(key, value!, current!.revision)
+          const rev = await this.update(key, value!, current!.revision, current!.value)
           if (rev === false) return LOST
           this.noteWritten(key, value!, rev)
         }
@@ -255,10 +278,11 @@ const WRITE_TIMEOUT_MS = 5000
  * publisher (kit/js-publish.ts): records are written on the critical path of every create and at the end of every
  * turn. `previous`: the revision the key must be at (0: absent). A bucket of another implementation writes itself.
  */
-function kvPut(kv: KV, key: string, bytes: Uint8Array, previous?: number): Promise<number> {
+function kvPut(kv: KV, key: string, bytes: Uint8Array, previous?: number, mark?: string): Promise<number> {
   if (!(kv instanceof Bucket)) return previous === undefined ? kv.put(key, bytes) : previous === 0 ? kv.create(key, bytes) : kv.update(key, bytes, previous)
-  const h = previous === undefined ? undefined : headers()
-  h?.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(previous))
+  const h = previous === undefined && mark === undefined ? undefined : headers()
+  if (previous !== undefined) h?.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(previous))
+  if (mark !== undefined) h?.set(WEBHOOK_MARK_HEADER, mark)
   const nc = (kv.js as unknown as { nc: NatsConnection }).nc
   return jsPublisher(nc)
     .publish(kv.subjectForKey(kv.encodeKey(key), true), bytes, h, WRITE_TIMEOUT_MS)
@@ -266,13 +290,23 @@ function kvPut(kv: KV, key: string, bytes: Uint8Array, previous?: number): Promi
 }
 
 /** Creates a key: absent, or deleted (its tombstone's revision is then what the write names, as nats.js does). */
-async function kvCreate(kv: KV, key: string, bytes: Uint8Array): Promise<number> {
+async function kvCreate(kv: KV, key: string, bytes: Uint8Array, mark?: string): Promise<number> {
   try {
-    return await kvPut(kv, key, bytes, 0)
+    return await kvPut(kv, key, bytes, 0, mark)
   } catch (err) {
     if (!isCasConflict(err)) throw err
     const e = await kv.get(key)
     if (e?.operation !== 'DEL' && e?.operation !== 'PURGE') throw err
-    return kvPut(kv, key, bytes, e.revision)
+    return kvPut(kv, key, bytes, e.revision, mark)
   }
+}
+
+/** A delete marker as nats.js's `Bucket` writes it (`KV-Operation: DEL`, fenced at `previous`), carrying `mark`. */
+async function kvDelete(kv: KV, key: string, previous: number, mark: string): Promise<void> {
+  const h = headers()
+  h.set('KV-Operation', 'DEL')
+  h.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(previous))
+  h.set(WEBHOOK_MARK_HEADER, mark)
+  const b = kv as Bucket
+  await b.js.publish(b.subjectForKey(b.encodeKey(key), true), new Uint8Array(0), { headers: h, timeout: WRITE_TIMEOUT_MS })
 }

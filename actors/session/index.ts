@@ -74,7 +74,13 @@ export const sessionKind: ActorKindDef = {
     const remote = sandboxHosts && { roster: sandboxHosts, nc: ctx.nc, fence: (id: string) => ctx.holding('session', partitionOf(id)) ?? 0 }
     const deps: ActorDeps = {
       ctx,
-      store: actors.records<SessionRecord>(SESSION_PREFIX),
+      // Its creation is `session.created` (webhooks), written with the record; its deletion `session.deleted`, under the
+      // id the outbox publishes it with too (actor.ts), so the event is kept even if that publish fails.
+      store: actors.records<SessionRecord>(SESSION_PREFIX, (key, was, next) => {
+        const id = key.slice(SESSION_PREFIX.length)
+        if (was === undefined && next) return [{ type: 'session.created', id }]
+        return was && !next ? [{ type: 'session.deleted', id, source: id }] : []
+      }),
       model: modelBaseUrl || anthropicApiKey ? modelClient(modelBaseUrl, anthropicApiKey, ctx.log) : undefined,
       environments: new EnvironmentRefs(ctx.client, ctx.log),
       agents: agentResolver(ctx.client),

@@ -3,6 +3,7 @@ import { VaultKind } from '../../protocol/ops/vault.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { listedKind } from '../kit/index.js'
 import { vaultOps } from './behaviour.js'
+import { vaultMarks } from './marks.js'
 import { VAULT_PREFIX, type VaultState } from './state.js'
 
 /**
@@ -12,6 +13,7 @@ import { VAULT_PREFIX, type VaultState } from './state.js'
 export const vaultKind = listedKind({
   contract: VaultKind,
   bucket: Buckets.vaults,
+  marks: vaultMarks,
   missing: (id) => fail('vault_not_found', id),
   prefix: VAULT_PREFIX,
   view: (s: VaultState) => s.vault,

@@ -1,10 +1,21 @@
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, RetentionPolicy } from '@nats-io/jetstream'
-import type { KV } from '@nats-io/kv'
+import { AckPolicy, DeliverPolicy, type JetStreamClient, JetStreamApiError, type JetStreamManager, type JsMsg, RetentionPolicy } from '@nats-io/jetstream'
+import type { KV, KvEntry } from '@nats-io/kv'
 import { headers as natsHeaders } from '@nats-io/nats-core'
 import type { Logger } from 'pino'
 import { decode, encode } from '../../protocol/codec.js'
 import { isId } from '../../protocol/ids.js'
-import { ensureConsumer, ensureStream, jitteredAfter, type Keyring, retryWhileStarting, type Storage, WEBHOOK_PAUSE_MS, webhookRetry } from '../kit/index.js'
+import {
+  ensureConsumer,
+  ensureStream,
+  jitteredAfter,
+  type Keyring,
+  readAtLeader,
+  retryWhileStarting,
+  type Storage,
+  WEBHOOK_PAUSE_MS,
+  webhookRetry,
+} from '../kit/index.js'
+import { OrphanSweeper, REQUEUED_HEADER } from './orphans.js'
 import { type Outcome, post, type PostOptions } from './post.js'
 import { attemptHeaders } from './signature.js'
 import { secretAad, WEBHOOK_PREFIX, type WebhookState } from './state.js'
@@ -46,12 +57,28 @@ export async function ensureDeliveriesStream(storage: Storage): Promise<void> {
   })
 }
 
-/** Queues the delivery of `event` (its exact bytes) to `endpoint`; a repeat within two minutes is stored once. */
-export async function enqueueDelivery(js: JetStreamClient, endpoint: string, event: string, bytes: Uint8Array): Promise<void> {
+/**
+ * Queues the delivery of `event` (its exact bytes) to `endpoint`; a repeat within two minutes is stored once. `again`
+ * names a queuing of its own (the audit's), not deduplicated against the first.
+ */
+export async function enqueueDelivery(js: JetStreamClient, endpoint: string, event: string, bytes: Uint8Array, again?: string): Promise<void> {
   const h = natsHeaders()
   h.set(EVENT_HEADER, event)
-  await js.publish(deliverySubject(endpoint), bytes, { msgID: `${event}.${endpoint}`, headers: h })
+  await js.publish(deliverySubject(endpoint), bytes, { msgID: `${event}.${endpoint}${again ? `.${again}` : ''}`, headers: h })
 }
+
+/** When the oldest delivery still queued for `endpoint` was queued (epoch ms); undefined when none is. */
+export async function oldestQueued(jsm: JetStreamManager, endpoint: string): Promise<number | undefined> {
+  const m = await jsm.streams
+    .getMessage(DELIVERIES_STREAM, { seq: 0, next_by_subj: deliverySubject(endpoint) } as unknown as { seq: number })
+    .catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === NO_MESSAGE_FOUND) return null
+      throw err
+    })
+  return m ? m.time.getTime() : undefined
+}
+/** JSNoMessageFoundErr. */
+const NO_MESSAGE_FOUND = 10037
 
 /** How a delivery ended, kept RECORD_MAX_AGE_MS under `<endpoint id>.<event id>`. */
 export interface DeliveryRecord {
@@ -99,9 +126,13 @@ export interface EndpointHealth {
 }
 export const healthKey = (endpoint: string) => `health.${endpoint}`
 
-/** A delivery still pending, in the records bucket: how often it was put back unattempted (its endpoint was busy). */
+/**
+ * A delivery still pending, in the records bucket: how many of its attempts failed. Counted here, not from the server's
+ * delivery count, which also counts claims that made no attempt (a worker killed mid-attempt, a claim lost in a NATS
+ * fault, a busy endpoint).
+ */
 interface Pending {
-  skipped: number
+  failures: number
 }
 
 const defaultPause = (failures: number) => jitteredAfter(webhookRetry, failures, WEBHOOK_PAUSE_MS)
@@ -127,6 +158,7 @@ export class DeliveryWorker {
   private batch?: { stop(): void }
   private loop: Promise<void> = Promise.resolve()
   private readonly settled = new Set<Promise<void>>()
+  private sweeper: OrphanSweeper | undefined
 
   constructor(private readonly o: DeliveryWorkerOptions) {}
 
@@ -143,6 +175,13 @@ export class DeliveryWorker {
       })
       return this.o.js.consumers.get(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
     })
+    this.sweeper = new OrphanSweeper({
+      js: this.o.js,
+      jsm: storage.jsm,
+      queue: { stream: DELIVERIES_STREAM, consumer: DELIVERIES_CONSUMER, subjects: `${SUBJECT_PREFIX}.>`, eventHeader: EVENT_HEADER },
+      log: this.o.log,
+    })
+    this.sweeper.start()
     const concurrency = this.o.concurrency ?? 32
     this.loop = (async () => {
       while (!this.stopped) {
@@ -186,7 +225,7 @@ export class DeliveryWorker {
     this.stopped = true
     this.batch?.stop()
     this.freed?.()
-    await this.loop
+    await Promise.all([this.loop, this.sweeper?.stop()])
     // Attempts in flight finish (each is bounded); what they do not settle comes back to another worker.
     await Promise.all([...this.settled])
   }
@@ -199,22 +238,24 @@ export class DeliveryWorker {
       return this.o.log.warn({ subject: m.subject, event }, 'a delivery that names no endpoint or event is dropped')
     }
     const key = `${endpoint}.${event}`
-    // The server counts every delivery of the message; the ones put back unattempted (below) are noted, and not attempts.
-    const skipped = m.info.deliveryCount > 1 ? ((await this.pending(key))?.skipped ?? 0) : 0
-    const n = m.info.deliveryCount - skipped
+    // Failed attempts so far: none on a first claim (of a message not queued again by the sweeper).
+    const failed = m.info.deliveryCount > 1 || m.headers?.has(REQUEUED_HEADER) ? ((await this.pending(key))?.failures ?? 0) : 0
+    const n = failed + 1
     const body = new TextDecoder().decode(m.data)
     const record = (result: DeliveryRecord['result'], last: string, attempts = n) =>
       this.record({ endpoint, event, result, attempts, last, at: Date.now(), payload: body })
-    const entry = await this.o.endpoints.get(`${WEBHOOK_PREFIX}${endpoint}`)
-    const state = entry?.operation === 'PUT' ? decode<WebhookState>(entry.value) : undefined
+    const read = (e: KvEntry | null) => (e?.operation === 'PUT' ? decode<WebhookState>(e.value) : undefined)
+    let state = read(await this.o.endpoints.get(`${WEBHOOK_PREFIX}${endpoint}`))
+    // Ending a delivery is read where the endpoint's last write surely is: any replica answers a get, and one that is
+    // catching up after a NATS fault can miss an endpoint or hold an older state of it.
+    if (state?.endpoint.status !== 'enabled') state = read(await readAtLeader(this.o.endpoints, `${WEBHOOK_PREFIX}${endpoint}`))
     if (state?.endpoint.status !== 'enabled') {
       m.term()
-      return record('dropped', state ? 'endpoint disabled' : 'endpoint deleted', n - 1)
+      return record('dropped', state ? 'endpoint disabled' : 'endpoint deleted', failed)
     }
     const held = this.inFlight.get(endpoint) ?? 0
     if (held >= (this.o.perEndpoint ?? 4)) {
       // Its endpoint has its share of attempts in flight here: back to the queue for a moment, without an attempt.
-      await this.o.records.put(key, encode({ skipped: skipped + 1 } satisfies Pending))
       m.nak(BUSY_DELAY_MS)
       return
     }
@@ -246,6 +287,10 @@ export class DeliveryWorker {
       this.o.log.warn({ endpoint, event, attempts: n, why: outcome.why }, 'webhook delivery dropped after its last attempt')
       return record('failed', outcome.why)
     }
+    // Counted before it is put back: the next claim reads it (a count not written only allows one more attempt).
+    await this.o.records
+      .put(key, encode({ failures: n } satisfies Pending))
+      .catch((err) => this.o.log.warn({ err, endpoint }, 'failed webhook attempt not counted'))
     m.nak((this.o.pauseAfter ?? defaultPause)(n))
   }
 
@@ -281,7 +326,7 @@ export class DeliveryWorker {
   private async pending(key: string): Promise<Pending | undefined> {
     const e = await this.o.records.get(key)
     const v = e?.operation === 'PUT' ? decode<Pending | DeliveryRecord>(e.value) : undefined
-    return v && 'skipped' in v ? v : undefined
+    return v && 'failures' in v ? v : undefined
   }
 
   private async record(r: DeliveryRecord): Promise<void> {

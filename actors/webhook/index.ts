@@ -3,7 +3,7 @@ import { WebhookKind } from '../../protocol/ops/webhook.js'
 import { Buckets } from '../../protocol/subjects.js'
 import { listedKind } from '../kit/index.js'
 import { webhookOps } from './behaviour.js'
-import { ensureFanOutConsumers } from './fanout.js'
+import { ensureFanOutPositions, openPositions } from './fanout.js'
 import { WEBHOOK_PREFIX, type WebhookState } from './state.js'
 
 /**
@@ -19,7 +19,7 @@ export const webhookKind = listedKind({
   view: (s: WebhookState) => s.endpoint,
   async ops(ctx, states, projection) {
     // Lifecycle events are fanned out from the moment webhooks are configured, whether or not an orchestrator runs yet.
-    if (ctx.settings.keyring) await ensureFanOutConsumers(ctx.storage)
+    if (ctx.settings.keyring) await ensureFanOutPositions(ctx.storage, await openPositions(ctx.kvm, ctx.storage))
     return webhookOps({ states, projection, keyring: ctx.settings.keyring, keyringConflict: ctx.keyringConflict })
   },
 })

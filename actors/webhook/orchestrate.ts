@@ -7,7 +7,7 @@ import type { ActorWire } from '../../protocol/wire.js'
 import { actorClient, type Keyring, openBucket, type Storage } from '../kit/index.js'
 import { systemResolver } from './address.js'
 import { DeliveryWorker, RECORD_MAX_AGE_MS, RECORDS_BUCKET } from './deliveries.js'
-import { FanOut } from './fanout.js'
+import { FanOut, openPositions } from './fanout.js'
 import type { DevHost } from './post.js'
 
 export interface DeliveriesOptions {
@@ -28,24 +28,31 @@ export interface DeliveriesOptions {
 export async function startDeliveries(o: DeliveriesOptions): Promise<{ stop(): Promise<void> }> {
   const endpoints = await openBucket(o.kvm, o.storage, Buckets.webhooks)
   const client = actorClient({ wire: o.wire, local: () => undefined })
+  const records = await openBucket(o.kvm, o.storage, RECORDS_BUCKET, { ttl: RECORD_MAX_AGE_MS })
   const worker = new DeliveryWorker({
     js: o.js,
     endpoints,
-    records: await openBucket(o.kvm, o.storage, RECORDS_BUCKET, { ttl: RECORD_MAX_AGE_MS }),
+    records,
     keyring: o.keyring,
     disable: async (endpoint, reason) => void (await client.call(WebhookKind.ops.disable, { id: endpoint, body: { reason } })),
     post: { resolve: systemResolver, ...(o.devHosts?.size ? { devHosts: o.devHosts } : {}) },
     log: o.log.child({ component: 'webhook-deliveries' }),
   })
   await worker.start(o.storage)
-  const fanOut = new FanOut({ js: o.js, endpoints, storage: o.storage, log: o.log.child({ component: 'webhook-fanout' }) })
-  await fanOut.start().catch(async (err) => {
-    await worker.stop()
+  const positions = await openPositions(o.kvm, o.storage)
+  const fanOut = new FanOut({ js: o.js, endpoints, positions, storage: o.storage, log: o.log.child({ component: 'webhook-fanout' }) })
+  // The same sources read again a minute behind: deliveries the work queue lost are queued again.
+  const audit = new FanOut({ js: o.js, endpoints, positions, storage: o.storage, audit: { records }, log: o.log.child({ component: 'webhook-audit' }) })
+  try {
+    await fanOut.start()
+    await audit.start()
+  } catch (err) {
+    await Promise.all([fanOut.stop(), audit.stop(), worker.stop()])
     throw err
-  })
+  }
   return {
     async stop() {
-      await Promise.all([fanOut.stop(), worker.stop()])
+      await Promise.all([fanOut.stop(), audit.stop(), worker.stop()])
     },
   }
 }

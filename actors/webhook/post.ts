@@ -1,3 +1,4 @@
+import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction } from 'node:net'
 import { NonPublicAddress, publicAddress, type Resolver } from './address.js'
@@ -13,6 +14,8 @@ export type Outcome =
 export interface DevHost {
   address: string
   port: number
+  /** Plain HTTP to that port, no TLS (a local receiver without a certificate: `troupe webhooks listen`). Default false. */
+  plain?: boolean
 }
 
 export interface PostOptions {
@@ -55,7 +58,9 @@ export function post(url: string, body: Uint8Array, headers: Record<string, stri
       clearTimeout(timer)
       resolve(outcome)
     }
-    const req = https.request(
+    // A development mapping may say plain HTTP: its loopback receiver needs no certificate.
+    const request = dev?.plain ? http.request : https.request
+    const req = request(
       {
         method: 'POST',
         host: u.hostname,

@@ -8,8 +8,8 @@ import { lazy } from './lazy.js'
  * Shapes and the URL rules only: whether the operator keyring is configured is the endpoint actor's to answer (422).
  */
 
-/** The events an endpoint may subscribe to (SPEC "Webhook events"), each produced at its lifecycle moment. */
-export const WEBHOOK_EVENT_TYPES = [
+/** The spec's own events (SPEC "Webhook events"), each produced at its lifecycle moment. */
+export const SPEC_WEBHOOK_EVENT_TYPES = [
   'session.status_scheduled',
   'session.status_run_started',
   'session.status_idled',
@@ -26,6 +26,47 @@ export const WEBHOOK_EVENT_TYPES = [
   'deployment_run.succeeded',
   'deployment_run.failed',
 ] as const
+
+/**
+ * The managed-agents events the official client knows (`BetaWebhookEventData`) beyond the spec's: accepted, and each
+ * delivered at its moment (docs/ARCHITECTURE.md "Webhook endpoints" says which; memory stores' fire once memory stores
+ * are served).
+ */
+export const CLIENT_WEBHOOK_EVENT_TYPES = [
+  'session.created',
+  'session.pending',
+  'session.running',
+  'session.idled',
+  'session.requires_action',
+  'agent.created',
+  'agent.updated',
+  'agent.archived',
+  'agent.deleted',
+  'environment.created',
+  'environment.updated',
+  'environment.archived',
+  'environment.deleted',
+  'deployment.created',
+  'deployment.updated',
+  'deployment.paused',
+  'deployment.unpaused',
+  'deployment.archived',
+  'deployment.deleted',
+  'deployment_run.started',
+  'vault.created',
+  'vault.archived',
+  'vault.deleted',
+  'vault_credential.created',
+  'vault_credential.archived',
+  'vault_credential.deleted',
+  'vault_credential.refresh_failed',
+  'memory_store.created',
+  'memory_store.archived',
+  'memory_store.deleted',
+] as const
+
+/** The events an endpoint may subscribe to. */
+export const WEBHOOK_EVENT_TYPES = [...SPEC_WEBHOOK_EVENT_TYPES, ...CLIENT_WEBHOOK_EVENT_TYPES] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
 /** The longest URL accepted. */

@@ -49,7 +49,7 @@ export function webhooksSettled(w: WebhookData): WebhookCheck {
  */
 export function everyEventDelivered(w: WebhookData): WebhookCheck {
   const problems: string[] = []
-  let want = 0
+  const figures: string[] = []
   let redelivered = 0
   for (const e of w.endpoints) {
     if (e.path === '/deleted') continue
@@ -59,19 +59,21 @@ export function everyEventDelivered(w: WebhookData): WebhookCheck {
       problems.push(`${e.path}: never enabled again (${w.enable.error ?? 'no answer'}), unchecked`)
       continue
     }
+    let want = 0
+    let seen = 0
     for (const x of w.expected) {
       if (!e.types.includes(x.type) || x.at < from) continue
       want++
-      if (!got.has(x.id)) problems.push(`${e.path}: ${x.type} ${x.id} of ${x.session} (created ${iso(x.at)}) never answered 2xx`)
+      if (got.has(x.id)) seen++
+      else problems.push(`${e.path}: ${x.type} ${x.id} of ${x.session} (created ${iso(x.at)}) never answered 2xx`)
     }
+    figures.push(`${e.path} ${seen} of ${want} expected${e.path === '/toggled' ? ' (after its enable)' : ''}`)
     const ids = w.received.filter((r) => r.path === e.path).map(idOf)
     redelivered += ids.length - new Set(ids).size
   }
-  return check(
-    'webhooks: every subscribed event delivered at least once',
-    problems,
-    `${want} (endpoint, event) pairs delivered; ${redelivered} repeated requests (at least once, deduplicated by webhook-id)`,
-  )
+  const said = `${figures.join(', ')}; ${redelivered} repeated requests (at least once, deduplicated by webhook-id)`
+  const c = check('webhooks: every subscribed event delivered at least once', problems, said)
+  return problems.length ? { ...c, summary: `${c.summary}: ${said}` } : c
 }
 
 /**

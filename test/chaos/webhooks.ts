@@ -5,13 +5,15 @@
 import { randomUUID } from 'node:crypto'
 import { DeliverPolicy, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/nats-core'
+import { type KV, Kvm } from '@nats-io/kv'
 import type Anthropic from '@anthropic-ai/sdk'
 import { DELIVERIES_CONSUMER, DELIVERIES_STREAM } from '../../actors/webhook/deliveries.js'
-import { FANOUT_CONSUMER, FROM_HISTORY } from '../../actors/webhook/fanout.js'
+import { FROM_HISTORY } from '../../actors/webhook/fanout.js'
+import { positionOf } from '../../actors/webhook/source-reader.js'
 import { webhookEventId } from '../../actors/kit/outbox.js'
 import { EventHeaders } from '../../protocol/events.js'
-import { WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
-import { EVENTS_STREAM, OUTBOX_STREAM } from '../../protocol/subjects.js'
+import { SPEC_WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
+import { Buckets, EVENTS_STREAM, OUTBOX_STREAM } from '../../protocol/subjects.js'
 import { keyringFile, newKey } from '../vaults/_helpers.js'
 import { type Received, startReceiver } from '../webhooks/_helpers.js'
 import type { Balancer } from './balancer.js'
@@ -19,7 +21,7 @@ import { onCleanup } from './cleanup.js'
 import { readHistories } from './history.js'
 
 /** Every session event type there is today (threads and outcomes come with their issue). */
-export const SESSION_TYPES = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
+export const SESSION_TYPES = SPEC_WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
 /** The endpoints: path → event types. `/toggled` is disabled for a while, `/deleted` deleted mid-run. */
 export const ENDPOINTS: Record<string, readonly string[]> = {
   '/all': SESSION_TYPES,
@@ -195,6 +197,7 @@ export class Webhooks {
    */
   async settle(nc: NatsConnection, client: Anthropic, say: (line: string) => void): Promise<WebhookData> {
     const jsm = await jetstreamManager(nc)
+    const positions = await new Kvm(nc).open(Buckets.webhookFanOut)
     const started = Date.now()
     const lastSeq = async (stream: string) => (await jsm.streams.info(stream)).state.last_seq
     const cutoff = { at: started, events: await lastSeq(EVENTS_STREAM), outbox: await lastSeq(OUTBOX_STREAM) }
@@ -202,11 +205,19 @@ export class Webhooks {
     let pending = ''
     let settledMs: number | undefined
     let deliveriesTo: number | undefined
+    let again = true
     while (Date.now() < by) {
-      pending = await pendingFor(jsm, cutoff, deliveriesTo).catch((err) => `unreadable (${(err as Error).message})`)
+      pending = await pendingFor(jsm, positions, cutoff, deliveriesTo).catch((err) => `unreadable (${(err as Error).message})`)
       if (pending === 'fanned out' && deliveriesTo === undefined) {
         // Every delivery made of what was stored by the cut-off is queued by now, at or below this sequence.
         deliveriesTo = await lastSeq(DELIVERIES_STREAM).catch(() => undefined)
+        continue
+      }
+      if (pending === '' && again) {
+        // Once more up to the queue's end now: a delivery stranded by the consumer is queued again (a new sequence)
+        // before its old one goes.
+        again = false
+        deliveriesTo = await lastSeq(DELIVERIES_STREAM).catch(() => deliveriesTo)
         continue
       }
       if (pending === '') {
@@ -245,22 +256,27 @@ export class Webhooks {
 }
 
 /** '' when settled; 'fanned out' when only the deliveries are left to wait for; else what is pending. */
-async function pendingFor(jsm: JetStreamManager, cutoff: { events: number; outbox: number }, deliveriesTo: number | undefined): Promise<string> {
+async function pendingFor(jsm: JetStreamManager, positions: KV, cutoff: { events: number; outbox: number }, deliveriesTo: number | undefined): Promise<string> {
   const left: string[] = []
   for (const [stream, upTo] of [
     [EVENTS_STREAM, cutoff.events],
     [OUTBOX_STREAM, cutoff.outbox],
   ] as const) {
-    const c = await jsm.consumers.info(stream, FANOUT_CONSUMER)
-    if (c.ack_floor.stream_seq < upTo) left.push(`fan-out of ${stream} at ${c.ack_floor.stream_seq} of ${upTo} (${c.num_ack_pending} claimed)`)
+    // The audit too, a minute behind: what the work queue lost is queued again by it.
+    for (const reading of ['source', 'audit'] as const) {
+      const at = await positionOf(positions, stream, reading)
+      if (at < upTo) left.push(`${reading === 'source' ? 'fan-out' : 'audit'} of ${stream} at ${at} of ${upTo}`)
+    }
   }
   if (left.length) return left.join('; ')
   if (deliveriesTo === undefined) return 'fanned out'
-  // Read from the consumer, not the work queue's first sequence: after a NATS node's SIGSTOP the stream was seen
-  // keeping messages (first 132, last 2311) its consumer had every one of acknowledged (nothing claimed or waiting).
+  // The work queue itself, not the consumer's floor: nats-server 2.9.10's consumer was seen counting acknowledged
+  // messages it never handed out again after a leader change (the stream kept 132 to 2311). Every delivery queued by
+  // then is done once no message at or below `deliveriesTo` is left (the sweeper queues a stranded one again).
+  const { state } = await jsm.streams.info(DELIVERIES_STREAM)
+  if (!state.messages || state.first_seq > deliveriesTo) return ''
   const c = await jsm.consumers.info(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
-  if (c.ack_floor.stream_seq >= deliveriesTo || (!c.num_pending && !c.num_ack_pending && c.delivered.stream_seq >= deliveriesTo)) return ''
-  return `deliveries acknowledged up to ${c.ack_floor.stream_seq} of ${deliveriesTo} (${c.num_ack_pending} claimed, ${c.num_pending} waiting)`
+  return `deliveries stored from ${state.first_seq}, up to ${deliveriesTo} to wait for (the consumer acknowledged to ${c.ack_floor.stream_seq}, ${c.num_ack_pending} claimed, ${c.num_pending} waiting)`
 }
 
 /**

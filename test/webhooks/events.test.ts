@@ -1,11 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk'
 import { jetstreamManager } from '@nats-io/jetstream'
+import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
 import t from 'tap'
 import { DELIVERIES_CONSUMER, DELIVERIES_STREAM } from '../../actors/webhook/deliveries.js'
-import { FANOUT_CONSUMER } from '../../actors/webhook/fanout.js'
-import { WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
-import { EVENTS_STREAM, OUTBOX_STREAM, WORKSPACE_ID } from '../../protocol/subjects.js'
+import { positionOf } from '../../actors/webhook/source-reader.js'
+import { SPEC_WEBHOOK_EVENT_TYPES } from '../../protocol/schemas/webhook.js'
+import { Buckets, EVENTS_STREAM, OUTBOX_STREAM, WORKSPACE_ID } from '../../protocol/subjects.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
@@ -49,7 +50,7 @@ const client = clientFor(troupe.url, { maxRetries: 3 })
 const H = { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }
 const MODEL = 'claude-sonnet-4-5'
 /** Every session event of a session without threads (outcomes come with their issue). */
-const ALL = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
+const ALL = SPEC_WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('session.') && !/thread|outcome/.test(type))
 
 const secrets = new Map<string, string>()
 async function endpoint(path: string, eventTypes: string[]): Promise<string> {
@@ -82,16 +83,13 @@ const typesFor = (path: string, id: string) =>
 /** Resolves once every stored event has been fanned out and every delivery attempted to its end. */
 async function settled(): Promise<void> {
   const jsm = await jetstreamManager(nc)
+  const positions = await new Kvm(nc).open(Buckets.webhookFanOut)
   await until('the fan-out and the deliveries to settle', async () => {
-    for (const [stream, consumer] of [
-      [EVENTS_STREAM, FANOUT_CONSUMER],
-      [OUTBOX_STREAM, FANOUT_CONSUMER],
-      [DELIVERIES_STREAM, DELIVERIES_CONSUMER],
-    ] as const) {
-      const c = await jsm.consumers.info(stream, consumer)
-      if (c.num_pending || c.num_ack_pending) return false
+    for (const stream of [EVENTS_STREAM, OUTBOX_STREAM]) {
+      if ((await positionOf(positions, stream)) < (await jsm.streams.info(stream)).state.last_seq) return false
     }
-    return true
+    const c = await jsm.consumers.info(DELIVERIES_STREAM, DELIVERIES_CONSUMER)
+    return !c.num_pending && !c.num_ack_pending
   })
 }
 

@@ -73,6 +73,6 @@ t.test('without a keyring an orchestrator says it delivers nothing; a malformed 
   t.match(bare.stdout(), /webhooks\s+not delivered \(no keyring\)/)
   await t.rejects(
     startTroupe({ role: 'orchestrate', natsUrl: nats.url, env: { ...env, TROUPE_WEBHOOK_DEV_HOSTS: 'hooks.example.test=10.0.0.1:443' } }),
-    /TROUPE_WEBHOOK_DEV_HOSTS must be host=address:port items, each address on loopback/,
+    /TROUPE_WEBHOOK_DEV_HOSTS must be host=address:port or host=http:\/\/address:port items, each address on loopback/,
   )
 })

@@ -49,7 +49,7 @@ export class RecordWriter {
 
   /** Deletes the record (session delete); false when another host has written it since. */
   delete(): Promise<boolean> {
-    return this.stored.delete().then(
+    return this.stored.delete(this.h.rec).then(
       () => true,
       (err) => (err instanceof FenceLost ? false : Promise.reject(err)),
     )
