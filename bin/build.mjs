@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // `npm run build`, and `npm install` through the `prepare` script: compiles the TypeScript sources to dist/
-// (tsconfig.build.json: types are stripped, not checked; `npm run typecheck` checks them) and stamps dist/ with the
-// digest of the sources it was compiled from. bin/troupe.mjs runs dist/ only while that digest matches the sources,
+// (tsconfig.build.json: types are stripped, not checked; `npm run typecheck` checks them), bundles the CLI from that
+// into dist/troupe.mjs (bin/bundle.mjs), and stamps dist/ with the digest of the sources it was compiled from. bin/troupe.mjs runs dist/ only while that digest matches the sources,
 // so an edit is never shadowed by an older build. Never fails the install: without dist/, troupe runs its sources
 // through tsx.
 import { spawnSync } from 'node:child_process'
 import { renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { bundle } from './bundle.mjs'
 import { DIST, ROOT, STAMP, sourceDigest } from './dist.mjs'
 
 const skip = (why) => {
@@ -27,5 +28,10 @@ try {
 }
 const run = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' })
 if (run.status !== 0) skip(`tsc exited with ${run.status ?? run.signal}`)
+try {
+  await bundle()
+} catch (err) {
+  skip(`bundling failed: ${err instanceof Error ? err.message : String(err)}`)
+}
 writeFileSync(`${STAMP}.tmp`, `${digest}\n`)
 renameSync(`${STAMP}.tmp`, STAMP)

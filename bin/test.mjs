@@ -2,12 +2,29 @@
 // `npm test`: runs tap with its raw TAP output and prints a summary instead: one line per test file, every
 // failure in full (the failing assertion and its diagnostics), and tap's closing `# { total, pass, fail }` line,
 // which .ci/run reads. Arguments go to tap (`npm test -- test/agents/crud.test.ts`). TAP_RAW=1 prints it all.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 
 // tap's package exports no bin path; its CLI sits where npm links `tap` from.
 const tapBin = fileURLToPath(new URL('../node_modules/tap/dist/esm/run.mjs', import.meta.url))
+
+// tap installs with its Test class built for its default plugins, TypeScript (ts-node) among them; package.json's
+// `plugin` list drops that one (tsx loads the tests). tap rebuilds the class when it finds it stale, but only after
+// its runner has read the old class's loaders, so the first run after an install would still start every test file
+// with ts-node's loader, which type-checks what the file imports: about 15 s of CPU per file. Rebuild first.
+async function tapIsBuilt() {
+  try {
+    const [{ TapConfig }, { signature }] = await Promise.all([import('@tapjs/config'), import('@tapjs/test')])
+    return (await TapConfig.load()).pluginSignature === signature
+  } catch {
+    return true // let tap itself deal with whatever is missing
+  }
+}
+if (!(await tapIsBuilt())) {
+  const build = spawnSync(process.execPath, [tapBin, 'build'], { stdio: ['ignore', 2, 2] })
+  if (build.status !== 0) process.exit(build.status ?? 1)
+}
 const child = spawn(process.execPath, [tapBin, '--reporter=tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'] })
 
 const raw = !!process.env.TAP_RAW
