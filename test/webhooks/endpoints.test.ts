@@ -78,7 +78,7 @@ t.test('bad input: a 400 naming the field and the rule; unknown ids 404', async 
     [{ url: 'https://10.0.0.1/', event_types: ['session.archived'] }, /url must name a host, not an IP address/],
     [{ url: 'https://localhost/', event_types: ['session.archived'] }, /url must not name localhost/],
     [{ url: URL_OK, event_types: [] }, /event_types must be non-empty/],
-    [{ url: URL_OK, event_types: ['deployment_run.started'] }, /event_types\[0\]/],
+    [{ url: URL_OK, event_types: ['session.exploded'] }, /event_types\[0\]/],
     [{ url: URL_OK }, /event_types must be/],
     [{ url: URL_OK, event_types: ['session.archived'], status: 'enabled' }, /status is not a known field/],
   ]
