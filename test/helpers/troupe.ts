@@ -6,6 +6,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Anthropic from '@anthropic-ai/sdk'
 import { LOG_FLUSH_MS } from '../../supervisor/logger.js'
+import { reapOnExit } from './reaper.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const BIN = path.join(ROOT, 'bin/troupe.mjs')
@@ -92,9 +93,14 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
   let stdout = ''
   proc.stderr?.on('data', (d) => (stderr += d))
   const exited = new Promise<void>((r) => proc.once('exit', () => r()))
-  // A test process that ends any way but SIGKILL (its end, a failure, tap's timeout) takes its servers with it.
+  // A test process that ends (its end, a failure) takes its servers with it; one SIGKILLed (tap's timeout) leaves
+  // them to the reaper.
   const remove = onExit(() => signal('SIGKILL'))
-  proc.once('exit', () => remove())
+  const reaped = reapOnExit(group ? -proc.pid! : proc.pid!)
+  proc.once('exit', () => {
+    remove()
+    reaped.forget()
+  })
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`troupe did not start in time:\n${stdout}\n${stderr}`)), 30_000)
     const early = (code: number | null) => {
