@@ -39,7 +39,7 @@ const problem = (schema: any, body: unknown) => {
 t.test('create: a URL and at least one known event type, none twice, nothing else', async (t) => {
   t.equal(problem(WebhookCreate, { url: 'https://h.example.com/', event_types: ['session.status_idled'] }), undefined)
   t.match(problem(WebhookCreate, { url: 'https://h.example.com/', event_types: [] }), /event_types must be non-empty/)
-  t.match(problem(WebhookCreate, { url: 'https://h.example.com/', event_types: ['session.created'] }), /event_types\[0\]/)
+  t.match(problem(WebhookCreate, { url: 'https://h.example.com/', event_types: ['session.exploded'] }), /event_types\[0\]/)
   t.match(
     problem(WebhookCreate, { url: 'https://h.example.com/', event_types: ['session.archived', 'session.archived'] }),
     /event_types\[1\] names session\.archived twice/,

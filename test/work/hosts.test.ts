@@ -4,6 +4,7 @@ import { connect } from '@nats-io/transport-node'
 import { hostOf, placementOf } from '../helpers/placement.js'
 import { startTroupe } from '../helpers/troupe.js'
 import { agentAndEnv, sessionStack } from '../sessions/_helpers.js'
+import { wakeOf } from './wake.js'
 
 /**
  * The work queue on two hosts: a poll blocked through one host is woken by a session created through the other, and
@@ -26,14 +27,9 @@ t.test('a poll blocked through one host is woken by an item queued through the o
     [viaA, viaB, 'A polls, B queues'],
     [viaB, viaA, 'B polls, A queues'],
   ] as const) {
-    const waiting = poller.beta.environments.work.poll(env.id, { block_ms: 999 })
-    await new Promise((r) => setTimeout(r, 100))
-    const t0 = Date.now()
-    const session = await creator.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
-    // Not woken, the poll would answer null once its block_ms ran out: the item in its answer is the wake-up.
-    const got = await waiting
-    t.equal(got?.data.id, session.id, name)
-    t.comment(`${name}: answered ${Date.now() - t0} ms after the queue`)
+    const wake = await wakeOf(poller, env.id, () => creator.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any))
+    t.equal(wake.answered, wake.queued, `${name}: the queued item`)
+    t.ok(wake.answeredAfterMs < 999, `${name}: woken before the block ended (${wake.answeredAfterMs} ms; ${wake.undecided} undecided attempts)`)
   }
 })
 

@@ -3,6 +3,7 @@ import { failure } from '../agents/_util.js'
 import Anthropic from '@anthropic-ai/sdk'
 import { agentAndEnv, sessionStack, until } from '../sessions/_helpers.js'
 import { startTroupe } from '../helpers/troupe.js'
+import { wakeOf } from './wake.js'
 
 /**
  * The work queue's calls one by one, through the official client (`client.beta.environments.work`): poll (blocking,
@@ -43,13 +44,11 @@ t.test('poll: null at once when empty, a blocked poll woken by a queued item, bl
     const err = await failure(work.poll(env.id, { block_ms: bad }))
     t.equal(err.status, 400, `block_ms ${bad}`)
   }
-  const waiting = work.poll(env.id, { block_ms: 999 })
-  await new Promise((r) => setTimeout(r, 100))
-  const t1 = Date.now()
-  const sesn = await session()
-  const got = await waiting
-  t.ok(Date.now() - t1 < 600, `woken as the item was queued (${Date.now() - t1} ms)`)
-  t.match(got, { type: 'work', state: 'queued', data: { type: 'session', id: sesn.id } })
+  const wake = await wakeOf(s.client, env.id, session)
+  t.equal(wake.answered, wake.queued, 'the queued item')
+  t.ok(wake.answeredAfterMs < 999, `woken before the block ended (${wake.answeredAfterMs} ms; ${wake.undecided} undecided attempts)`)
+  const got = wake.item
+  t.match(got, { type: 'work', state: 'queued', data: { type: 'session', id: wake.queued } })
   t.type(got!.secret, 'string', 'a poll carries the secret')
   t.equal((await work.retrieve(got!.id, { environment_id: env.id })).secret, null, 'nothing else does')
   const err = await failure(work.poll('env_nothere', {}))
