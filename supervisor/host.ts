@@ -101,6 +101,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   const storage = { jsm, replicas: settings.replicas ?? 1, lowerReplicas: settings.replicasExplicit ?? false, log }
   // Kinds start before placement exists, and serve nothing before it does.
   let serving: HostContext['serves'] = () => false
+  let whenServing: HostContext['whenServing'] = async () => false
   let holding: HostContext['holding'] = () => undefined
   let othersLive = () => true
   let liveBeats: () => ReadonlyArray<readonly [string, Pick<HostBeat, 'can'>]> = () => []
@@ -181,6 +182,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     hostId,
     settings,
     serves: (kind, p) => serving(kind, p),
+    whenServing: (kind, p, ms) => whenServing(kind, p, ms),
     holding: (kind, p) => holding(kind, p),
     sandboxHosts,
     alone: () => !othersLive(),
@@ -266,6 +268,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   })
   moves.suspect = (kind, p) => placement.suspect(kind, p)
   serving = (kind, p) => placement.serves(kind, p)
+  whenServing = (kind, p, ms) => placement.whenServing(kind, p, ms)
   holding = (kind, p) => placement.revision(kind, p)
   othersLive = () => placement.othersLive()
   liveBeats = () => placement.liveBeats()

@@ -59,7 +59,14 @@ export class KeyedActors<A extends Activatable> extends Activations<A> {
 
   /** The mailbox settings of the actor of `id` on this host. `workMarked`: it was loaded with its marker present. */
   mailbox(id: string, workMarked = false): MailboxHome {
-    return { kind: this.k.kind, log: this.ctx.log, work: { kv: this.k.kv, key: workKey(id) }, workMarked, serves: () => this.serves(id) }
+    return {
+      kind: this.k.kind,
+      log: this.ctx.log,
+      work: { kv: this.k.kv, key: workKey(id) },
+      workMarked,
+      serves: () => this.serves(id),
+      whenServing: (ms) => this.ctx.whenServing(this.k.kind, partitionOf(id), ms),
+    }
   }
 
   /** Whether `id` has a work marker: known here without a round trip once its partition's markers were listed. */

@@ -5,6 +5,13 @@ import { fail } from '../../protocol/errors/fail.js'
 import { isTransientNatsError } from './nats-errors.js'
 import type { WorkMarks } from './work-marks.js'
 
+/**
+ * How long a write waits for a lapsed heartbeat to settle (see `MailboxOptions.whenServing`). The host claims its
+ * partitions back as soon as a beat lands, and another host takes one over only after the beat's TTL (2 s) has
+ * passed, so either outcome is known well within this.
+ */
+export const SERVING_WAIT_MS = 5000
+
 /** Another writer got in first (a fenced append or record write was refused): this host no longer owns the actor. */
 export class FenceLost extends Error {}
 
@@ -28,6 +35,13 @@ export interface MailboxOptions {
    * before every write: a host whose heartbeat lapsed steps the actor down instead of writing. Default: always.
    */
   serves?: () => boolean
+  /**
+   * Resolves true once this host serves the actor's partition again after its heartbeat lapsed (it claimed it back at
+   * the revision it held: nobody served it meanwhile), false once it gave the partition up or `ms` passed. A write
+   * waits for it rather than stepping the actor down at once, so that a host busy for a moment (a slow heartbeat
+   * under load, no other host taking over) keeps its actors and their work in flight. Default: none (step down).
+   */
+  whenServing?: (ms: number) => Promise<boolean>
   /**
    * Called once, when a write failed and the actor stopped. `own`: the failure was the actor's own (a bug, bad
    * data), which would recur; not the store being unavailable, a lost fence or a lapsed heartbeat.
@@ -64,9 +78,10 @@ export class Mailbox {
 
   /** Writes one at a time, in order; the first failure stops the actor. */
   write<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(() => {
+    const run = this.chain.then(async () => {
       this.alive()
-      this.checkServing()
+      await this.untilServing()
+      this.alive()
       return fn()
     })
     this.chain = run.then(
@@ -128,6 +143,15 @@ export class Mailbox {
    */
   checkServing(then = 'it writes nothing until it re-reads its partitions'): void {
     if (this.o.serves && !this.o.serves()) throw new NotServing(`${this.o.kind} ${this.o.id}: this host's heartbeat lapsed; ${then}`)
+  }
+
+  /**
+   * As `checkServing`, but a lapsed heartbeat is first waited out (up to SERVING_WAIT_MS): the actor steps down only
+   * if this host gave the partition up, or did not learn whether it still holds it in time.
+   */
+  async untilServing(then?: string): Promise<void> {
+    if (this.o.serves && !this.o.serves() && this.o.whenServing) await this.o.whenServing(SERVING_WAIT_MS)
+    this.checkServing(then)
   }
 
   /** Throws the retryable 503 a stopped actor answers: its replacement (here or on another host) will serve. */

@@ -31,6 +31,12 @@ export interface HostContext {
    */
   serves(kind: string, p: number): boolean
   /**
+   * Resolves once this host serves partition p of a kind again after its heartbeat lapsed (true: it claimed the
+   * partition back at the revision it held it at, so no other host served it meanwhile), or once it gave it up or
+   * `ms` passed (false). At once with `serves` when that is already true.
+   */
+  whenServing(kind: string, p: number, ms: number): Promise<boolean>
+  /**
    * The revision of the placement record under which this host holds partition p of a kind (undefined: it does not).
    * A later holder's is always higher, so an actor made while its host holds p can fence what it asks of others
    * with it (a sandbox host refuses calls of an earlier activation once a later one called).

@@ -84,6 +84,7 @@ async function host(name: string, opts: { on?: string; idleMs?: number; failStep
     hostId: name,
     settings: { dataDir: '' },
     serves: (_kind: string, p: number) => serving.has(p),
+    whenServing: async (_kind: string, p: number) => serving.has(p),
   } as unknown as HostContext
   const bucketName = opts.on ?? `troupe_test_jobs_${++bucket}`
   const view = (s: Job, self: Self) => ({ n: s.n, todo: s.todo, done: s.done, activation: self.activation, host: self.host, ...(s.why ? { why: s.why } : {}) })

@@ -1,7 +1,7 @@
 import t from 'tap'
 import pino from 'pino'
 import { isApiError } from '../../protocol/errors/api-error.js'
-import { FenceLost, Mailbox } from '../../actors/kit/mailbox.js'
+import { FenceLost, Mailbox, SERVING_WAIT_MS } from '../../actors/kit/mailbox.js'
 
 const log = pino({ level: 'silent' })
 
@@ -152,5 +152,45 @@ t.test('a host that may no longer serve writes nothing: the actor steps down', a
     /heartbeat lapsed/,
   )
   t.notOk(wrote)
+  t.same(fails, [false], "stepping down is not the actor's own failure")
+})
+
+t.test('a lapsed heartbeat is waited out: the write goes on if the host claims the partition back, else it steps down', async (t) => {
+  const fails: boolean[] = []
+  let serving = false
+  let settle!: (kept: boolean) => void
+  const asked: number[] = []
+  const mb = new Mailbox({
+    kind: 'counter',
+    id: 'c1',
+    log,
+    work: { kv: markers().kv, key: 'work.c1' },
+    serves: () => serving,
+    whenServing: (ms) => {
+      asked.push(ms)
+      return new Promise<boolean>((r) => {
+        settle = (kept) => {
+          serving = kept
+          r(kept)
+        }
+      })
+    },
+    onFail: (own) => fails.push(own),
+  })
+  // Kept: the write waits, then runs.
+  let wrote = 0
+  const first = mb.write(async () => ++wrote)
+  await new Promise((r) => setImmediate(r))
+  t.equal(wrote, 0, 'nothing written while the host does not know')
+  settle(true)
+  t.equal(await first, 1, 'written once the partition is claimed back')
+  t.same(asked, [SERVING_WAIT_MS], 'waited at most SERVING_WAIT_MS')
+  // Lost: it steps down without writing.
+  serving = false
+  const second = mb.write(async () => ++wrote)
+  await new Promise((r) => setImmediate(r))
+  settle(false)
+  await t.rejects(second, /heartbeat lapsed/)
+  t.equal(wrote, 1, 'nothing written for a partition given up')
   t.same(fails, [false], "stepping down is not the actor's own failure")
 })

@@ -106,8 +106,9 @@ export class ToolRunner {
           return 'failed'
         }
         // A host whose heartbeat lapsed (a pause) may have lost the session meanwhile: its new owner closes this
-        // tool use with an error result, so running it here could make it run after all. Step down instead.
-        this.mb.checkServing('it starts no tool until it knows the session is still its own')
+        // tool use with an error result, so running it here could make it run after all. Wait until it knows; step
+        // down if the session is no longer its own.
+        await this.mb.untilServing('it starts no tool until it knows the session is still its own')
         const result = ready.kind === 'refused' ? ready.result : await this.sandbox.runTool(t.name, t.input, signal)
         // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
         this.answer(t, result)
