@@ -17,12 +17,13 @@ import { substream } from './rng.js'
 /** The driver's client name (its calls retry as a patient client's). */
 export const WORKERS_CLIENT = 'workers'
 /**
- * The lease the workers ask for: a killed worker's item is taken again once it ends. Longer than the store can be away
- * under a fault (a NATS node cut off: up to 25 s, NATS_STOP_FAILOVER_MS): the official client's worker retries a tool
- * result it could not send for one lease TTL only, then drops it while its lease keeper goes on beating, which leaves
- * the tool use unanswered and the item held for good (seen with 5 s leases across a meta leader's 10 s election).
+ * The lease the workers ask for: the server's default, what a user gets without asking; a killed worker's item is
+ * taken again once it ends. The official client's worker retries a tool result it could not send for one lease TTL
+ * only, then drops it while its lease keeper goes on beating, which leaves the tool use unanswered and the item held
+ * for good: seen with 5 s leases across a meta leader's election (10 s) and with 30 s leases across a NATS node cut
+ * off (the sessions on a host connected to it answered 503 for about 30 s).
  */
-const TTL_S = 30
+const TTL_S = 60
 /** Self-hosted sessions doing turns (the workers share them). */
 const MAX_SESSIONS = 10
 /**
