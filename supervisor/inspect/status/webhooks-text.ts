@@ -1,0 +1,43 @@
+import { Buckets } from '../../../protocol/subjects.js'
+import type { EndpointView, FanOutView, WebhooksView } from './webhooks.js'
+import { emptyHeading, gapLines, when } from './text.js'
+
+/** The webhooks section, as lines. */
+export function webhookLines(w: WebhooksView, now: number): string[] {
+  const queue = w.queued === null ? 'no deliveries stream yet' : `${w.queued} deliveries queued, ${w.in_flight ?? '?'} in flight`
+  const lines = [
+    w.total === 0
+      ? emptyHeading('webhooks', Buckets.webhooks, w.gaps)
+      : `webhooks: ${w.total} endpoints (${w.enabled} enabled, ${w.disabled} disabled); ${queue}; ${w.failing} failing`,
+  ]
+  for (const e of w.listed) lines.push(`  ${endpointLine(e, now)}`)
+  if (w.more) lines.push(`  … and ${w.more} more`)
+  if (w.fan_out.length === 0) {
+    lines.push(
+      `  fan-out: ${w.gaps.missing.includes(Buckets.webhookFanOut) ? `no ${Buckets.webhookFanOut} bucket yet (no host with a keyring has started)` : 'no positions yet'}`,
+    )
+  } else {
+    for (const reading of ['source', 'audit'] as const) {
+      const of = w.fan_out.filter((f) => f.reading === reading)
+      if (of.length) lines.push(`  ${reading === 'source' ? 'fan-out' : 'audit (a minute behind by design)'}: ${lagLine(of)}`)
+    }
+  }
+  lines.push(...gapLines(w.gaps, [Buckets.webhooks, Buckets.webhookFanOut]))
+  return lines
+}
+
+function endpointLine(e: EndpointView, now: number): string {
+  const parts = [e.id, e.status === 'enabled' ? 'enabled' : `DISABLED (${e.disabled_reason ?? 'by its owner'})`, e.url, `backlog ${e.backlog}`]
+  const f = e.failing
+  parts.push(f ? `FAILING since ${when(f.since, now)}: ${f.failures} failed attempt${f.failures > 1 ? 's' : ''}, last ${f.last}` : 'not failing')
+  return parts.join('  ')
+}
+
+/** "lag 0 TROUPE_EVENTS, 3 TROUPE_OUTBOX, …; read by orch_…" */
+function lagLine(of: FanOutView[]): string {
+  const lags = of.map((f) => `${f.stream} ${f.last_seq === null ? '(no stream yet)' : f.lag}`).join(', ')
+  const holders = [...new Set(of.flatMap((f) => (f.holder ? [f.holder] : [])))]
+  const unread = of.filter((f) => !f.holder).map((f) => f.stream)
+  const who = holders.length ? `read by ${holders.join(', ')}` : 'NO READER (no `troupe orchestrate` or `troupe start` with a keyring holds a lease)'
+  return `lag ${lags}; ${who}${holders.length && unread.length ? `; no reader of ${unread.join(', ')}` : ''}`
+}
