@@ -27,7 +27,7 @@ export function webhookLines(w: WebhooksView, now: number): string[] {
 }
 
 function endpointLine(e: EndpointView, now: number): string {
-  const parts = [e.id, e.status === 'enabled' ? 'enabled' : `DISABLED (${e.disabled_reason ?? 'by its owner'})`, e.url, `backlog ${e.backlog}`]
+  const parts = [e.id, e.status === 'enabled' ? 'enabled' : e.disabled_reason ? `DISABLED (${e.disabled_reason})` : 'DISABLED', e.url, `backlog ${e.backlog}`]
   const f = e.failing
   parts.push(f ? `FAILING since ${when(f.since, now)}: ${f.failures} failed attempt${f.failures > 1 ? 's' : ''}, last ${f.last}` : 'not failing')
   return parts.join('  ')
