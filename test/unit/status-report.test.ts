@@ -47,7 +47,10 @@ t.test('a read still going when the time runs out ends with nothing, recorded as
   time.abort()
   t.equal(await hanging, undefined)
   t.equal(await reads.inTime('after', async () => 1), undefined, 'nothing starts once the time is out')
-  t.same(reads.gaps, { missing: [], cut: ['KV_troupe_big', 'after'] })
+  t.same(reads.gaps, { missing: [], cut: ['out of time reading KV_troupe_big', 'out of time before reading after'] })
+  const failing = new Reads(undefined as never, undefined as never, new AbortController().signal)
+  t.equal(await failing.inTime('KV_troupe_x', () => Promise.reject(new Error('TIMEOUT'))), undefined, 'a failed read is a gap, not a crash')
+  t.same(failing.gaps.cut, ['KV_troupe_x failed: TIMEOUT'])
   const fresh = new Reads(undefined as never, undefined as never, new AbortController().signal)
   t.equal(await fresh.inTime('quick', async () => 7), 7)
   t.same(fresh.gaps.cut, [])
@@ -110,7 +113,7 @@ t.test('an empty cluster: each section says none yet, and which bucket does not 
   t.notMatch(text, /PARTIAL/)
 
   report.deployments.gaps = gaps()
-  report.deployments.gaps.cut.push('troupe_deployments deployment.*: read 10 of 90000 keys')
+  report.deployments.gaps.cut.push('out of time reading troupe_deployments deployment.*: read 10 of 90000 keys')
   t.match(
     render(report, NOW).join('\n'),
     /^deployments: none yet$\n[\s\S]*^ {2}PARTIAL: out of time reading troupe_deployments deployment\.\*: read 10 of 90000 keys$/m,

@@ -1,11 +1,19 @@
-import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream'
-import { readStream } from '../read-stream.js'
+import {
+  type ConsumerInfo,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type StreamInfo,
+} from '@nats-io/jetstream'
+import { readStream, type StreamRead } from '../read-stream.js'
 
-/** What a section could not read: buckets and streams that do not exist yet, and reads the time budget cut short. */
+/** What a section could not read: buckets and streams that do not exist yet, and reads left unfinished. */
 export interface Gaps {
-  /** Buckets (`troupe_…`) and streams (`TROUPE_…`) that do not exist yet. */
+  /** Buckets (`troupe_…`) and streams (`TROUPE_…`, `KV_…`) that do not exist yet. */
   missing: string[]
-  /** Reads left unfinished when the command's time ran out, each saying how far it got. */
+  /** Reads the time budget cut short (saying how far each got) or that failed (saying why). */
   cut: string[]
 }
 
@@ -17,9 +25,15 @@ export interface BucketValues {
   complete: boolean
 }
 
+const isDelete = (m: JsMsg) => {
+  const op = m.headers?.get('KV-Operation')
+  return op === 'DEL' || op === 'PURGE'
+}
+
 /**
  * The reads of one section of `troupe status`, all ending when `signal` aborts (the command's time budget): each
- * records in `gaps` what does not exist and what it could not finish, and gives what it has.
+ * records in `gaps` what does not exist and what it could not finish, and gives what it has. None throws: a read that
+ * fails is a gap too, so one broken stream leaves the other sections shown.
  */
 export class Reads {
   readonly gaps: Gaps = { missing: [], cut: [] }
@@ -33,25 +47,18 @@ export class Reads {
   /** The current values of `bucket`'s keys under `prefix`, by key (the prefix kept); null when the bucket does not exist. */
   async bucket(bucket: string, prefix = ''): Promise<BucketValues | null> {
     const subjects = `$KV.${bucket}.`
-    const read = await this.inTime(`${bucket} (not opened)`, () =>
-      readStream(this.js, { stream: `KV_${bucket}`, filter: `${subjects}${prefix}>`, deliver: 'last_per_subject', signal: this.signal }),
-    )
-    if (read === undefined) return { values: new Map(), stored: 0, complete: false }
+    const values = new Map<string, Uint8Array>()
+    const read = await this.messages(`${bucket}${prefix ? ` ${prefix}*` : ''}`, 'keys', {
+      stream: `KV_${bucket}`,
+      filter: `${subjects}${prefix}>`,
+      deliver: 'last_per_subject',
+      each: (m) => void (isDelete(m) || values.set(m.subject.slice(subjects.length), m.data)),
+    })
     if (read === null) {
       this.missing(bucket)
       return null
     }
-    const values = new Map<string, Uint8Array>()
-    let seen = 0
-    for await (const m of read) {
-      seen++
-      const op = m.headers?.get('KV-Operation')
-      if (op === 'DEL' || op === 'PURGE') continue
-      values.set(m.subject.slice(subjects.length), m.data)
-    }
-    const complete = seen >= read.stored
-    if (!complete) this.gaps.cut.push(`${bucket}${prefix ? ` ${prefix}*` : ''}: read ${seen} of ${read.stored} keys`)
-    return { values, stored: read.stored, complete }
+    return { values, stored: read.stored, complete: read.complete }
   }
 
   /**
@@ -61,17 +68,15 @@ export class Reads {
   async newest(stream: string, filter: string, count: number): Promise<Uint8Array[] | null> {
     const info = await this.stream(stream)
     if (!info) return info === null ? null : []
-    const from = Math.max(info.state.first_seq, info.state.last_seq - count + 1)
-    const read = await this.inTime(`${stream} (not opened)`, () => readStream(this.js, { stream, filter, deliver: { from }, signal: this.signal }))
-    if (!read) return []
+    if (info.state.messages === 0) return []
     const out: Uint8Array[] = []
-    let seen = 0
-    for await (const m of read) {
-      seen++
-      const op = m.headers?.get('KV-Operation')
-      if (op !== 'DEL' && op !== 'PURGE') out.push(m.data)
-    }
-    if (seen < read.stored) this.gaps.cut.push(`${stream}: read ${seen} of its newest ${read.stored} messages`)
+    const from = Math.max(1, info.state.first_seq, info.state.last_seq - count + 1)
+    await this.messages(`${stream} (its newest ${count})`, 'messages', {
+      stream,
+      filter,
+      deliver: { from },
+      each: (m) => void (isDelete(m) || out.push(m.data)),
+    })
     return out
   }
 
@@ -99,30 +104,59 @@ export class Reads {
     return info
   }
 
-  /** `read()`'s answer, or undefined (recorded as cut) when the time runs out first. */
+  /**
+   * `read()`'s answer; undefined, recorded as cut, when the time runs out first or it fails. What it ends in after the
+   * time ran out is not waited for.
+   */
   async inTime<T>(what: string, read: () => Promise<T>): Promise<T | undefined> {
     if (this.signal.aborted) {
-      this.gaps.cut.push(what)
+      this.gaps.cut.push(`out of time before reading ${what}`)
       return undefined
     }
     let onAbort = () => {}
-    const ended = new Promise<undefined>((resolve) => {
-      onAbort = () => resolve(undefined)
+    const ended = new Promise<typeof OUT_OF_TIME>((resolve) => {
+      onAbort = () => resolve(OUT_OF_TIME)
       this.signal.addEventListener('abort', onAbort, { once: true })
     })
-    const p = read()
-    // Whatever it ends in after the time ran out is not waited for.
-    p.catch(() => undefined)
     try {
-      const out = await Promise.race([p, ended])
-      if (out === undefined && this.signal.aborted) this.gaps.cut.push(what)
-      return out
+      const out = await Promise.race([read(), ended])
+      if (out !== OUT_OF_TIME) return out
+      this.gaps.cut.push(`out of time reading ${what}`)
+    } catch (err) {
+      this.gaps.cut.push(`${what} failed: ${(err as Error).message}`)
     } finally {
       this.signal.removeEventListener('abort', onAbort)
     }
+    return undefined
+  }
+
+  /** Reads a stream's messages into `each`; null when the stream does not exist, else how far it got. */
+  private async messages(
+    what: string,
+    unit: string,
+    o: Pick<StreamRead, 'stream' | 'filter' | 'deliver'> & { each(m: JsMsg): void },
+  ): Promise<{ stored: number; complete: boolean } | null> {
+    const read = await this.inTime(what, () => readStream(this.js, { ...o, signal: this.signal }))
+    if (read === null) return null
+    if (read === undefined) return { stored: 0, complete: false }
+    let seen = 0
+    try {
+      for await (const m of read) {
+        seen++
+        o.each(m)
+      }
+    } catch (err) {
+      this.gaps.cut.push(`${what}: read ${seen} of ${read.stored} ${unit}, then it failed: ${(err as Error).message}`)
+      return { stored: read.stored, complete: false }
+    }
+    const complete = seen >= read.stored
+    if (!complete) this.gaps.cut.push(`out of time reading ${what}: read ${seen} of ${read.stored} ${unit}`)
+    return { stored: read.stored, complete }
   }
 
   private missing(name: string): void {
     if (!this.gaps.missing.includes(name)) this.gaps.missing.push(name)
   }
 }
+
+const OUT_OF_TIME = Symbol('out of time')

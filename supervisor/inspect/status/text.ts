@@ -23,5 +23,5 @@ export function emptyHeading(name: string, bucket: string, gaps: Gaps): string {
 /** What a section could not read, as lines under it. */
 export function gapLines(gaps: Gaps, shown: readonly string[] = []): string[] {
   const missing = gaps.missing.filter((m) => !shown.includes(m))
-  return [...(missing.length ? [`  not there yet: ${missing.join(', ')}`] : []), ...gaps.cut.map((c) => `  PARTIAL: out of time reading ${c}`)]
+  return [...(missing.length ? [`  not there yet: ${missing.join(', ')}`] : []), ...gaps.cut.map((c) => `  PARTIAL: ${c}`)]
 }
