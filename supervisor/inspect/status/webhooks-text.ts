@@ -33,11 +33,16 @@ function endpointLine(e: EndpointView, now: number): string {
   return parts.join('  ')
 }
 
-/** "lag 0 TROUPE_EVENTS, 3 TROUPE_OUTBOX, …; read by orch_…" */
+/** "lag TROUPE_EVENTS 0, TROUPE_OUTBOX 3, …; each read under a live lease" */
 function lagLine(of: FanOutView[]): string {
   const lags = of.map((f) => `${f.stream} ${f.last_seq === null ? '(no stream yet)' : f.lag}`).join(', ')
-  const holders = [...new Set(of.flatMap((f) => (f.holder ? [f.holder] : [])))]
-  const unread = of.filter((f) => !f.holder).map((f) => f.stream)
-  const who = holders.length ? `read by ${holders.join(', ')}` : 'NO READER (no `troupe orchestrate` or `troupe start` with a keyring holds a lease)'
-  return `lag ${lags}; ${who}${holders.length && unread.length ? `; no reader of ${unread.join(', ')}` : ''}`
+  // Holders are readers' own ids (one per source and orchestrator), which name no process: whether one holds is what tells.
+  const unread = of.filter((f) => f.lease !== 'live').map((f) => f.stream)
+  const who =
+    unread.length === 0
+      ? 'each read under a live lease'
+      : unread.length === of.length
+        ? 'NO READER (no `troupe orchestrate` or `troupe start` with a keyring holds a lease)'
+        : `no reader of ${unread.join(', ')}`
+  return `lag ${lags}; ${who}`
 }

@@ -37,7 +37,7 @@ export interface FanOutView {
   last_seq: number | null
   /** Messages stored and not yet fanned out: `last_seq - seq`. */
   lag: number | null
-  /** The orchestrator reading it, while its lease lasts. */
+  /** The reader holding its lease (a reader's own id, one per source in each orchestrator), while the lease lasts. */
   holder: string | null
   lease: 'live' | 'lapsed' | 'none'
 }
