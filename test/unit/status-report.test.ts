@@ -1,8 +1,9 @@
 import t from 'tap'
 import { encode } from '../../protocol/codec.js'
-import type { OrchestratorBeat } from '../../actors/deployment/index.js'
+import type { DeploymentState, OrchestratorBeat } from '../../actors/deployment/index.js'
 import type { StatusReport } from '../../supervisor/inspect/status/index.js'
 import { scheduleClock } from '../../supervisor/inspect/status/clock.js'
+import { deploymentOf } from '../../supervisor/inspect/status/deployments.js'
 import { Reads } from '../../supervisor/inspect/status/reads.js'
 import { render } from '../../supervisor/inspect/status/render.js'
 
@@ -38,6 +39,74 @@ t.test('the schedule clock comes from a live scheduler, else TROUPE_SCHEDULE_CLO
 
   const same = scheduleClock(beats({ orch_D: { at: NOW - 100, clock: NOW - 100, rate: 1 } }), NOW, {})
   t.match(same.clock, { source: 'scheduler', wall: true }, 'a scheduler on wall time says so')
+})
+
+t.test("a deployment's next fire is the scheduler's: after its last scheduled run and fires_from, five minutes of catch-up", async (t) => {
+  const at = Date.parse('2030-01-01T10:30:00Z')
+  const state = (o: Partial<DeploymentState> & { paused?: boolean; expression?: string | null } = {}): DeploymentState => ({
+    deployment: {
+      id: 'depl_1',
+      type: 'deployment',
+      name: 'd',
+      description: null,
+      agent: { type: 'agent', id: 'agent_1', version: 1 },
+      environment_id: 'env_1',
+      initial_events: [],
+      resources: [],
+      vault_ids: [],
+      metadata: {},
+      schedule: o.expression === null ? null : { type: 'cron', expression: o.expression ?? '0 * * * *', timezone: 'UTC', last_run_at: null },
+      status: o.paused ? 'paused' : 'active',
+      paused_reason: o.paused ? { type: 'error', error: { type: 'agent_archived_error' } } : null,
+      budget: null,
+      created_at: '2030-01-01T00:00:00Z',
+      updated_at: '2030-01-01T00:00:00Z',
+      archived_at: null,
+    } as DeploymentState['deployment'],
+    fires_from: o.fires_from ?? '2030-01-01T00:00:00.000Z',
+    last_scheduled_at: o.last_scheduled_at ?? null,
+    runs: o.runs ?? [],
+  })
+  t.match(deploymentOf(state({ last_scheduled_at: '2030-01-01T10:00:00.000Z' }), undefined, undefined, at), {
+    next_fire_at: '2030-01-01T11:00:00.000Z',
+    due: false,
+    schedule: '0 * * * * UTC',
+    last_run: null,
+    claim: null,
+  })
+  const missed = deploymentOf(state({ expression: '28 * * * *', last_scheduled_at: '2030-01-01T09:28:00.000Z' }), undefined, undefined, at)
+  t.match(missed, { next_fire_at: '2030-01-01T10:28:00.000Z', due: true }, 'an occurrence two minutes past and not fired is due (catch-up)')
+  const old = deploymentOf(state({ expression: '20 * * * *', last_scheduled_at: '2030-01-01T09:20:00.000Z' }), undefined, undefined, at)
+  t.equal(old.next_fire_at, '2030-01-01T11:20:00.000Z', 'one ten minutes past never fires: the next after it')
+  t.equal(
+    deploymentOf(state({ fires_from: '2030-01-01T12:00:00.000Z' }), undefined, undefined, at).next_fire_at,
+    '2030-01-01T12:00:00.000Z',
+    'nothing before fires_from',
+  )
+  t.match(deploymentOf(state({ paused: true }), undefined, undefined, at), {
+    status: 'paused',
+    paused_reason: 'agent_archived_error',
+    next_fire_at: null,
+    due: false,
+  })
+  t.match(deploymentOf(state({ expression: null }), undefined, undefined, at), { schedule: null, next_fire_at: null })
+
+  const run = {
+    id: 'drun_1',
+    type: 'deployment_run',
+    deployment_id: 'depl_1',
+    agent: { type: 'agent', id: 'agent_1', version: 1 },
+    session_id: null,
+    error: { type: 'agent_archived_error', message: 'gone' },
+    trigger_type: 'schedule',
+    trigger_context: { type: 'schedule', scheduled_at: '2030-01-01T10:00:00.000Z' },
+    created_at: '2030-01-01T10:00:00.100Z',
+  } as const
+  const held = deploymentOf(state(), run as never, { at: Date.parse('2030-01-01T11:00:00Z'), value: { holder: 'orch_A', until: at + 1000 } }, at)
+  t.same(held.last_run, { id: 'drun_1', created_at: '2030-01-01T10:00:00.100Z', trigger: 'schedule', session_id: null, error: 'agent_archived_error' })
+  t.same(held.claim, { occurrence: '2030-01-01T11:00:00.000Z', holder: 'orch_A', state: 'held' })
+  t.match(deploymentOf(state(), undefined, { at, value: { holder: 'orch_A', until: at - 1 } }, at).claim, { state: 'lapsed' })
+  t.match(deploymentOf(state(), undefined, { at, value: { done: 'queued' } }, at).claim, { state: 'done', holder: null, outcome: 'queued' })
 })
 
 t.test('a read still going when the time runs out ends with nothing, recorded as cut', async (t) => {

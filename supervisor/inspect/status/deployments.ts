@@ -98,33 +98,42 @@ export async function readDeployments(reads: Reads, now: number, env: NodeJS.Pro
       continue
     }
     view[d.status]++
-    const scheduled = scheduledOf(s)
-    const next = scheduled ? nextToFire(scheduled, Number.NEGATIVE_INFINITY, at) : undefined
-    const run = lastRun.get(d.id)
-    const claim = lastClaim.get(d.id)
-    all.push({
-      id: d.id,
-      name: d.name,
-      status: d.status,
-      paused_reason: d.paused_reason === null ? null : d.paused_reason.type === 'manual' ? 'manual' : d.paused_reason.error.type,
-      schedule: d.schedule ? `${d.schedule.expression} ${d.schedule.timezone}` : null,
-      next_fire_at: next === undefined ? null : new Date(next).toISOString(),
-      due: next !== undefined && next <= at,
-      last_scheduled_at: s.last_scheduled_at,
-      pending_runs: s.runs.length,
-      last_run: run
-        ? { id: run.id, created_at: run.created_at, trigger: run.trigger_context.type, session_id: run.session_id, error: run.error?.type ?? null }
-        : null,
-      claim: claim
-        ? 'done' in claim.value
-          ? { occurrence: new Date(claim.at).toISOString(), holder: null, state: 'done', outcome: String(claim.value.done) }
-          : { occurrence: new Date(claim.at).toISOString(), holder: claim.value.holder, state: claim.value.until > at ? 'held' : 'lapsed' }
-        : null,
-    })
+    all.push(deploymentOf(s, lastRun.get(d.id), lastClaim.get(d.id), at))
   }
   // The next to fire first; the paused and those without a schedule after, newest first.
   all.sort((a, b) => (a.next_fire_at ?? '~').localeCompare(b.next_fire_at ?? '~') || b.id.localeCompare(a.id))
   view.listed = all.slice(0, DEPLOYMENTS_SHOWN)
   view.more = all.length - view.listed.length
   return view
+}
+
+/** One deployment as listed, `at` the schedule clock's now: when the scheduler fires it next, its last run and claim. */
+export function deploymentOf(
+  s: DeploymentState,
+  run: DeploymentRun | undefined,
+  claim: { at: number; value: ClaimValue } | undefined,
+  at: number,
+): DeploymentView {
+  const d = s.deployment
+  const scheduled = scheduledOf(s)
+  const next = scheduled ? nextToFire(scheduled, Number.NEGATIVE_INFINITY, at) : undefined
+  return {
+    id: d.id,
+    name: d.name,
+    status: d.status,
+    paused_reason: d.paused_reason === null ? null : d.paused_reason.type === 'manual' ? 'manual' : d.paused_reason.error.type,
+    schedule: d.schedule ? `${d.schedule.expression} ${d.schedule.timezone}` : null,
+    next_fire_at: next === undefined ? null : new Date(next).toISOString(),
+    due: next !== undefined && next <= at,
+    last_scheduled_at: s.last_scheduled_at,
+    pending_runs: s.runs.length,
+    last_run: run
+      ? { id: run.id, created_at: run.created_at, trigger: run.trigger_context.type, session_id: run.session_id, error: run.error?.type ?? null }
+      : null,
+    claim: claim
+      ? 'done' in claim.value
+        ? { occurrence: new Date(claim.at).toISOString(), holder: null, state: 'done', outcome: String(claim.value.done) }
+        : { occurrence: new Date(claim.at).toISOString(), holder: claim.value.holder, state: claim.value.until > at ? 'held' : 'lapsed' }
+      : null,
+  }
 }
