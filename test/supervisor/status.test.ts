@@ -218,7 +218,10 @@ t.test('deployments, webhook endpoints and work queues as the cluster stores the
     ),
   )
   t.notMatch(out, new RegExp(gone.id), 'the archived deployment is counted, not listed')
-  t.match(out, /^webhooks: 2 endpoints \(1 enabled, 1 disabled\); \d+ deliveries queued, \d+ in flight; 1 failing$/m)
+  t.match(
+    out,
+    /^webhooks: 2 endpoints \(1 enabled, 1 disabled\); \d+ deliveries stored, \d+ of them claimed \(attempting or waiting for a retry\); 1 failing$/m,
+  )
   t.match(
     out,
     new RegExp(

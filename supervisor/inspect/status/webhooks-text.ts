@@ -4,7 +4,8 @@ import { emptyHeading, gapLines, when } from './text.js'
 
 /** The webhooks section, as lines. */
 export function webhookLines(w: WebhooksView, now: number): string[] {
-  const queue = w.queued === null ? 'no deliveries stream yet' : `${w.queued} deliveries queued, ${w.in_flight ?? '?'} in flight`
+  const queue =
+    w.queued === null ? 'no deliveries stream yet' : `${w.queued} deliveries stored, ${w.in_flight ?? '?'} of them claimed (attempting or waiting for a retry)`
   const lines = [
     w.total === 0
       ? emptyHeading('webhooks', Buckets.webhooks, w.gaps)

@@ -49,7 +49,10 @@ export interface WebhooksView {
   /** Failing (an open failure window) first, then by backlog. */
   listed: EndpointView[]
   more: number
-  /** Deliveries stored in TROUPE_WEBHOOK_DELIVERIES (null without the stream), and claimed by a worker right now. */
+  /**
+   * Deliveries stored in TROUPE_WEBHOOK_DELIVERIES (null without the stream), and those of them a worker claimed and
+   * has not acknowledged: attempts in progress, and failed ones waiting for their retry (a nak with a delay stays claimed).
+   */
   queued: number | null
   in_flight: number | null
   /** Endpoints with an open failure window. */
