@@ -199,6 +199,7 @@ t.test('deployments, webhook endpoints and work queues as the cluster stores the
   // The same as a person reads it.
   const text = await status()
   t.equal(text.code, 0, text.stderr)
+  t.equal(text.stderr, '', 'nothing on stderr')
   const out = text.stdout
   t.match(out, /^deployments: 3 \(1 active, 1 paused, 1 archived\)$/m)
   t.match(out, /^ {2}schedule clock: 2026-03-\S+, 10× wall time, from scheduler orch_\w+'s beat; times below are on this clock$/m)
@@ -220,7 +221,7 @@ t.test('deployments, webhook endpoints and work queues as the cluster stores the
   t.notMatch(out, new RegExp(gone.id), 'the archived deployment is counted, not listed')
   t.match(
     out,
-    /^webhooks: 2 endpoints \(1 enabled, 1 disabled\); \d+ deliveries stored, \d+ of them claimed \(attempting or waiting for a retry\); 1 failing$/m,
+    /^webhooks: 2 endpoints \(1 enabled, 1 disabled\); \d+ deliver(y|ies) stored, \d+ of them claimed \(attempting or waiting for a retry\); 1 failing$/m,
   )
   t.match(
     out,
@@ -232,7 +233,7 @@ t.test('deployments, webhook endpoints and work queues as the cluster stores the
   t.match(out, new RegExp(`^  ${off.json.id}  DISABLED  https://other\\.example\\.test/off  backlog 0  not failing$`, 'm'))
   t.match(out, /^ {2}fan-out: lag .*TROUPE_EVENTS \d+.*; each read under a live lease$/m)
   t.match(out, /^ {2}audit \(a minute behind by design\): lag /m)
-  t.match(out, /^work queues: 1 environments; 1 queued, 1 pending, 1 running, 0 stopping; 1 workers holding leases$/m)
+  t.match(out, /^work queues: 1 environment; 1 queued, 1 pending, 1 running, 0 stopping; 1 worker holding a lease$/m)
   t.match(out, new RegExp(`^  ${selfHosted.id}  queued 1  pending 1  running 1  stopping 0  workers 1  oldest queued \\S+ \\(\\S+ ago\\)`, 'm'))
   t.notMatch(out, /PARTIAL|not there yet/)
   t.comment(`troupe status answered in ${text.ms} ms (node's start included), its reads ${r.read_ms} ms`)

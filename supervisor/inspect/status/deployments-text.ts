@@ -1,6 +1,6 @@
 import { Buckets } from '../../../protocol/subjects.js'
 import type { ScheduleClockView } from './clock.js'
-import type { DeploymentView, DeploymentsView } from './deployments.js'
+import { type DeploymentView, type DeploymentsView, RUNS_SCANNED } from './deployments.js'
 import { age, emptyHeading, gapLines, when } from './text.js'
 
 /** The deployments section, as lines. */
@@ -19,7 +19,7 @@ export function deploymentLines(d: DeploymentsView): string[] {
   )
   for (const x of d.listed) lines.push(`  ${deploymentLine(x, clockNow)}`)
   if (d.more) lines.push(`  … and ${d.more} more`)
-  if (d.listed.length) lines.push(`  (last runs from the newest ${d.runs_read} run records)`)
+  if (d.listed.length && d.runs_read >= RUNS_SCANNED) lines.push(`  (last runs looked for among the newest ${RUNS_SCANNED} run records only)`)
   lines.push(...gapLines(d.gaps, [Buckets.deployments]))
   return lines
 }

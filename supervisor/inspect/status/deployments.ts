@@ -12,11 +12,12 @@ import {
 } from '../../../actors/deployment/index.js'
 import { scheduleClock, type ScheduleClockView, type SchedulerView } from './clock.js'
 import type { Gaps, Reads } from './reads.js'
+import { byCodePoint } from './text.js'
 
 /** Deployments listed one by one; the rest are counted. */
 export const DEPLOYMENTS_SHOWN = 20
 /** Run records read, the newest: runs are never removed, so reading them all grows without bound. */
-const RUNS_SCANNED = 2000
+export const RUNS_SCANNED = 2000
 
 export interface DeploymentView {
   id: string
@@ -101,7 +102,10 @@ export async function readDeployments(reads: Reads, now: number, env: NodeJS.Pro
     all.push(deploymentOf(s, lastRun.get(d.id), lastClaim.get(d.id), at))
   }
   // The next to fire first; the paused and those without a schedule after, newest first.
-  all.sort((a, b) => (a.next_fire_at ?? '~').localeCompare(b.next_fire_at ?? '~') || b.id.localeCompare(a.id))
+  all.sort(
+    (a, b) =>
+      Number(a.next_fire_at === null) - Number(b.next_fire_at === null) || byCodePoint(a.next_fire_at ?? '', b.next_fire_at ?? '') || byCodePoint(b.id, a.id),
+  )
   view.listed = all.slice(0, DEPLOYMENTS_SHOWN)
   view.more = all.length - view.listed.length
   return view

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { needJetStream, parse, type Io } from '../io.js'
 import { readCluster } from './cluster.js'
@@ -32,6 +33,8 @@ export async function status(args: string[], io: Io): Promise<void> {
   const jsm = await jetstreamManager(conn.nc, { timeout: API_TIMEOUT_MS, checkAPI: false })
   const t0 = Date.now()
   const budget = AbortSignal.any([AbortSignal.timeout(STATUS_BUDGET_MS), io.signal])
+  // Every read in flight listens to it (dozens at once, one per batch of a stream read): not a leak.
+  setMaxListeners(0, budget)
   const reads = () => new Reads(js, jsm, budget)
   const cluster = reads()
   const [view, deployments, webhooks, work_queues] = await Promise.all([

@@ -25,3 +25,9 @@ export function gapLines(gaps: Gaps, shown: readonly string[] = []): string[] {
   const missing = gaps.missing.filter((m) => !shown.includes(m))
   return [...(missing.length ? [`  not there yet: ${missing.join(', ')}`] : []), ...gaps.cut.map((c) => `  PARTIAL: ${c}`)]
 }
+
+/** Strings by code point (ids, RFC 3339 times): `localeCompare` would put punctuation and case by the locale's rules. */
+export const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** 1 → "1 endpoint", 2 → "2 endpoints"; `many` for a plural not made with an s. */
+export const count = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`

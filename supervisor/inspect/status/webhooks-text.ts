@@ -1,15 +1,17 @@
 import { Buckets } from '../../../protocol/subjects.js'
 import type { EndpointView, FanOutView, WebhooksView } from './webhooks.js'
-import { emptyHeading, gapLines, when } from './text.js'
+import { count, emptyHeading, gapLines, when } from './text.js'
 
 /** The webhooks section, as lines. */
 export function webhookLines(w: WebhooksView, now: number): string[] {
   const queue =
-    w.queued === null ? 'no deliveries stream yet' : `${w.queued} deliveries stored, ${w.in_flight ?? '?'} of them claimed (attempting or waiting for a retry)`
+    w.queued === null
+      ? 'no deliveries stream yet'
+      : `${count(w.queued, 'delivery', 'deliveries')} stored, ${w.in_flight ?? '?'} of them claimed (attempting or waiting for a retry)`
   const lines = [
     w.total === 0
       ? emptyHeading('webhooks', Buckets.webhooks, w.gaps)
-      : `webhooks: ${w.total} endpoints (${w.enabled} enabled, ${w.disabled} disabled); ${queue}; ${w.failing} failing`,
+      : `webhooks: ${count(w.total, 'endpoint')} (${w.enabled} enabled, ${w.disabled} disabled); ${queue}; ${w.failing} failing`,
   ]
   for (const e of w.listed) lines.push(`  ${endpointLine(e, now)}`)
   if (w.more) lines.push(`  … and ${w.more} more`)

@@ -12,6 +12,7 @@ import {
   type WebhookState,
 } from '../../../actors/webhook/index.js'
 import type { Gaps, Reads } from './reads.js'
+import { byCodePoint } from './text.js'
 
 /** Endpoints listed one by one; the rest are counted. */
 export const ENDPOINTS_SHOWN = 20
@@ -103,7 +104,7 @@ export async function readWebhooks(reads: Reads, now: number): Promise<WebhooksV
       failing: window ? { since: new Date(window.failing_since).toISOString(), failures: window.failures, last: window.last } : null,
     })
   }
-  all.sort((a, b) => Number(!!b.failing) - Number(!!a.failing) || b.backlog - a.backlog || b.id.localeCompare(a.id))
+  all.sort((a, b) => Number(!!b.failing) - Number(!!a.failing) || b.backlog - a.backlog || byCodePoint(b.id, a.id))
   view.listed = all.slice(0, ENDPOINTS_SHOWN)
   view.more = all.length - view.listed.length
   return view
@@ -131,5 +132,5 @@ async function fanOut(reads: Reads, positions: Map<string, Uint8Array> | undefin
         lease: !p.holder ? 'none' : p.until > now ? 'live' : 'lapsed',
       } satisfies FanOutView
     })
-    .sort((a, b) => Number(a.reading === 'audit') - Number(b.reading === 'audit') || a.stream.localeCompare(b.stream))
+    .sort((a, b) => Number(a.reading === 'audit') - Number(b.reading === 'audit') || byCodePoint(a.stream, b.stream))
 }

@@ -1,6 +1,6 @@
 import { Buckets } from '../../../protocol/subjects.js'
 import type { WorkQueuesView } from './work.js'
-import { emptyHeading, gapLines, when } from './text.js'
+import { count, emptyHeading, gapLines, when } from './text.js'
 
 /** The work queues section, as lines. */
 export function workLines(w: WorkQueuesView, now: number): string[] {
@@ -8,7 +8,7 @@ export function workLines(w: WorkQueuesView, now: number): string[] {
   const lines = [
     w.total === 0
       ? emptyHeading('work queues', Buckets.workQueues, w.gaps)
-      : `work queues: ${w.total} environments; ${t.depth} queued, ${t.pending} pending, ${t.running} running, ${t.stopping} stopping; ${t.workers} workers holding leases`,
+      : `work queues: ${count(w.total, 'environment')}; ${t.depth} queued, ${t.pending} pending, ${t.running} running, ${t.stopping} stopping; ${count(t.workers, 'worker')} holding a lease`,
   ]
   for (const q of w.listed) {
     lines.push(

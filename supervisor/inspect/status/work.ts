@@ -3,6 +3,7 @@ import { WorkKind } from '../../../protocol/ops/work.js'
 import { Buckets } from '../../../protocol/subjects.js'
 import type { Queue } from '../../../actors/work/index.js'
 import type { Gaps, Reads } from './reads.js'
+import { byCodePoint } from './text.js'
 
 /** Queues listed one by one; the rest are counted. */
 export const QUEUES_SHOWN = 20
@@ -61,7 +62,7 @@ export async function readWorkQueues(reads: Reads, now: number): Promise<WorkQue
     if (q.depth + q.pending + q.running + q.stopping === 0) view.idle++
     else live.push(q)
   }
-  live.sort((a, b) => b.depth + b.pending - (a.depth + a.pending) || b.running - a.running || a.environment_id.localeCompare(b.environment_id))
+  live.sort((a, b) => b.depth + b.pending - (a.depth + a.pending) || b.running - a.running || byCodePoint(a.environment_id, b.environment_id))
   view.listed = live.slice(0, QUEUES_SHOWN)
   view.more = live.length - view.listed.length
   return view
