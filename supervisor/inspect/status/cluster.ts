@@ -57,11 +57,22 @@ export interface ClusterView {
 
 /** From the hosts, placement and sessions buckets. */
 export async function readCluster(reads: Reads, now: number): Promise<ClusterView> {
-  const [hosts, sandboxHosts, placement, sessions] = await Promise.all([
+  const counts: SessionsView = { total: 0, by_status: {}, running: [], running_more: 0 }
+  const running: Array<{ id: string; rec: SessionRecord }> = []
+  const [hosts, sandboxHosts, placement] = await Promise.all([
     reads.bucket(Buckets.hosts, 'host.'),
     reads.bucket(Buckets.hosts, SANDBOX_HOST_PREFIX),
     reads.bucket(Buckets.placement),
-    reads.bucket(Buckets.sessions, SESSION_PREFIX),
+    // Sessions are the most numerous records: each is counted as it is read, and only the running ones listed are kept.
+    reads.bucket(Buckets.sessions, SESSION_PREFIX, (key, v) => {
+      const rec = decode<SessionRecord>(v)
+      const st = rec.session?.status ?? 'unknown'
+      counts.total++
+      counts.by_status[st] = (counts.by_status[st] ?? 0) + 1
+      if (st !== 'running') return
+      if (running.length === RUNNING_SHOWN) counts.running_more++
+      else running.push({ id: key.slice(SESSION_PREFIX.length), rec })
+    }),
   ])
   const view: ClusterView = {
     hosts: [...(hosts?.values ?? [])]
@@ -77,22 +88,12 @@ export async function readCluster(reads: Reads, now: number): Promise<ClusterVie
       })
       .sort((a, b) => a.started_at - b.started_at),
     partitions: placement ? placementView(placement.values) : null,
-    sessions: { total: 0, by_status: {}, running: [], running_more: 0 },
+    sessions: counts,
   }
-  for (const [key, v] of sessions?.values ?? []) {
-    const rec = decode<SessionRecord>(v)
-    const st = rec.session?.status ?? 'unknown'
-    view.sessions.total++
-    view.sessions.by_status[st] = (view.sessions.by_status[st] ?? 0) + 1
-    if (st !== 'running') continue
-    if (view.sessions.running.length === RUNNING_SHOWN) {
-      view.sessions.running_more++
-      continue
-    }
-    const id = key.slice(SESSION_PREFIX.length)
+  for (const { id, rec } of running) {
     const p = partitionOf(id)
     const holder = Object.entries(view.partitions?.session.held ?? {}).find(([, ps]) => ps.includes(p))?.[0]
-    view.sessions.running.push({ id, agent_id: rec.session.agent?.id, running_since: rec.running_since, partition: partitionToken(p), host: holder })
+    counts.running.push({ id, agent_id: rec.session.agent?.id, running_since: rec.running_since, partition: partitionToken(p), host: holder })
   }
   return view
 }

@@ -5,9 +5,12 @@ import {
   type ClaimValue,
   DEPLOYMENT_PREFIX,
   type DeploymentState,
+  type FiringFields,
+  fireAfter,
   nextToFire,
   parseClaimKey,
   RUN_PREFIX,
+  type Scheduled,
   scheduledOf,
 } from '../../../actors/deployment/index.js'
 import { scheduleClock, type ScheduleClockView, type SchedulerView } from './clock.js'
@@ -59,13 +62,40 @@ export interface DeploymentsView {
 
 /** From troupe_deployments, troupe_orchestrators, troupe_schedule_claims and the newest of troupe_deployment_runs. */
 export async function readDeployments(reads: Reads, now: number, env: NodeJS.ProcessEnv): Promise<DeploymentsView> {
-  const [states, beats, claims, runs] = await Promise.all([
-    reads.bucket(Buckets.deployments, DEPLOYMENT_PREFIX),
-    reads.bucket(Buckets.orchestrators, 'orch.'),
+  const view: DeploymentsView = {
+    total: 0,
+    active: 0,
+    paused: 0,
+    archived: 0,
+    clock: { source: 'wall', now: new Date(now).toISOString(), rate: 1, wall: true },
+    schedulers: [],
+    listed: [],
+    more: 0,
+    runs_read: 0,
+    gaps: reads.gaps,
+  }
+  // The schedulers' beats first: they tell the clock each deployment's next fire is worked out on, as it is read.
+  const beats = await reads.bucket(Buckets.orchestrators, 'orch.')
+  const { clock, schedulers, at } = scheduleClock(beats?.values, now, env)
+  view.clock = clock
+  view.schedulers = schedulers
+  const nextFire = rememberedNextFire(at)
+  const kept: Array<{ s: ListedState; next: number | undefined }> = []
+  const [, claims, runs] = await Promise.all([
+    reads.bucket(Buckets.deployments, DEPLOYMENT_PREFIX, (_, v) => {
+      const s = decode<DeploymentState>(v)
+      view.total++
+      if (s.deployment.archived_at !== null) {
+        view.archived++
+        return
+      }
+      view[s.deployment.status]++
+      const scheduled = scheduledOf(s)
+      kept.push({ s: listedState(s), next: scheduled && nextFire(scheduled) })
+    }),
     reads.bucket(Buckets.scheduleClaims, 'claim.'),
     reads.newest(`KV_${Buckets.deploymentRuns}`, `$KV.${Buckets.deploymentRuns}.${RUN_PREFIX}>`, RUNS_SCANNED),
   ])
-  const { clock, schedulers, at } = scheduleClock(beats?.values, now, env)
   const lastRun = new Map<string, DeploymentRun>()
   for (const data of runs ?? []) {
     const r = decode<DeploymentRun>(data)
@@ -77,31 +107,9 @@ export async function readDeployments(reads: Reads, now: number, env: NodeJS.Pro
     const k = parseClaimKey(key)
     if (k && (lastClaim.get(k.id)?.at ?? Number.NEGATIVE_INFINITY) < k.at) lastClaim.set(k.id, { at: k.at, value: decode<ClaimValue>(v) })
   }
-  const view: DeploymentsView = {
-    total: 0,
-    active: 0,
-    paused: 0,
-    archived: 0,
-    clock,
-    schedulers,
-    listed: [],
-    more: 0,
-    runs_read: runs?.length ?? 0,
-    gaps: reads.gaps,
-  }
-  const all: DeploymentView[] = []
-  for (const v of states?.values.values() ?? []) {
-    const s = decode<DeploymentState>(v)
-    const d = s.deployment
-    view.total++
-    if (d.archived_at !== null) {
-      view.archived++
-      continue
-    }
-    view[d.status]++
-    all.push(deploymentOf(s, lastRun.get(d.id), lastClaim.get(d.id), at))
-  }
-  // The next to fire first; the paused and those without a schedule after, newest first.
+  view.runs_read = runs?.length ?? 0
+  const all = kept.map(({ s, next }) => deploymentOf(s, lastRun.get(s.deployment.id), lastClaim.get(s.deployment.id), at, () => next))
+  // The next to fire first; then the paused and those without a schedule, newest first.
   all.sort(
     (a, b) =>
       Number(a.next_fire_at === null) - Number(b.next_fire_at === null) || byCodePoint(a.next_fire_at ?? '', b.next_fire_at ?? '') || byCodePoint(b.id, a.id),
@@ -111,16 +119,47 @@ export async function readDeployments(reads: Reads, now: number, env: NodeJS.Pro
   return view
 }
 
+/** A deployment's state as kept for listing: what it shows and what says when it fires, without its runs' inputs. */
+export type ListedState = FiringFields & {
+  deployment: Pick<DeploymentState['deployment'], 'id' | 'name' | 'status' | 'paused_reason' | 'schedule' | 'archived_at'>
+  runs: { length: number }
+}
+
+const listedState = (s: DeploymentState): ListedState => {
+  const { id, name, status, paused_reason, schedule, archived_at } = s.deployment
+  return {
+    deployment: { id, name, status, paused_reason, schedule, archived_at },
+    fires_from: s.fires_from,
+    last_scheduled_at: s.last_scheduled_at,
+    runs: { length: s.runs.length },
+  }
+}
+
+/**
+ * `nextToFire` at `at`, remembered by schedule and the minute it looks after: occurrences fall on whole minutes, so all
+ * instants of one minute share the next. Cron evaluation costs 0.4 ms (UTC) to 1.2 ms (another zone) here; most
+ * deployments of a cluster share a few schedules and count from the same minute, so few are evaluated.
+ */
+function rememberedNextFire(at: number): (s: Scheduled) => number | undefined {
+  const seen = new Map<string, number | undefined>()
+  return (s) => {
+    const key = `${s.schedule.expression}\n${s.schedule.timezone}\n${Math.floor(fireAfter(s, Number.NEGATIVE_INFINITY, at) / 60_000)}`
+    if (!seen.has(key)) seen.set(key, nextToFire(s, Number.NEGATIVE_INFINITY, at))
+    return seen.get(key)
+  }
+}
+
 /** One deployment as listed, `at` the schedule clock's now: when the scheduler fires it next, its last run and claim. */
 export function deploymentOf(
-  s: DeploymentState,
+  s: ListedState,
   run: DeploymentRun | undefined,
   claim: { at: number; value: ClaimValue } | undefined,
   at: number,
+  nextFire: (s: Scheduled) => number | undefined = (x) => nextToFire(x, Number.NEGATIVE_INFINITY, at),
 ): DeploymentView {
   const d = s.deployment
   const scheduled = scheduledOf(s)
-  const next = scheduled ? nextToFire(scheduled, Number.NEGATIVE_INFINITY, at) : undefined
+  const next = scheduled ? nextFire(scheduled) : undefined
   return {
     id: d.id,
     name: d.name,

@@ -32,7 +32,13 @@ export async function status(args: string[], io: Io): Promise<void> {
   const js = jetstream(conn.nc, { timeout: API_TIMEOUT_MS })
   const jsm = await jetstreamManager(conn.nc, { timeout: API_TIMEOUT_MS, checkAPI: false })
   const t0 = Date.now()
-  const budget = AbortSignal.any([AbortSignal.timeout(STATUS_BUDGET_MS), io.signal])
+  // Not AbortSignal.any over AbortSignal.timeout: node 20 holds the sources of `any` weakly, and a timeout signal that a
+  // collection takes never fires (measured: 3.5 s of reads with 50,000 sessions, nothing cut).
+  const time = new AbortController()
+  const budget = time.signal
+  const timer = setTimeout(() => time.abort(), STATUS_BUDGET_MS)
+  const interrupted = () => time.abort()
+  io.signal.addEventListener('abort', interrupted, { once: true })
   // Every read in flight listens to it (dozens at once, one per batch of a stream read): not a leak.
   setMaxListeners(0, budget)
   const reads = () => new Reads(js, jsm, budget)
@@ -43,6 +49,8 @@ export async function status(args: string[], io: Io): Promise<void> {
     readWebhooks(reads(), t0),
     readWorkQueues(reads(), t0),
   ])
+  clearTimeout(timer)
+  io.signal.removeEventListener('abort', interrupted)
   const report: StatusReport = {
     nats: { url: conn.url, server: conn.nc.info?.version ?? '?' },
     ...view,

@@ -44,15 +44,28 @@ export class Reads {
     readonly signal: AbortSignal,
   ) {}
 
-  /** The current values of `bucket`'s keys under `prefix`, by key (the prefix kept); null when the bucket does not exist. */
-  async bucket(bucket: string, prefix = ''): Promise<BucketValues | null> {
+  /**
+   * The current values of `bucket`'s keys under `prefix`, by key (the prefix kept); null when the bucket does not exist.
+   * With `each`, each value goes there as it is read instead (what it does with it counts against the time, and the
+   * values need not all be held at once), and `values` stays empty.
+   */
+  async bucket(bucket: string, prefix = '', each?: (key: string, value: Uint8Array) => void): Promise<BucketValues | null> {
     const subjects = `$KV.${bucket}.`
     const values = new Map<string, Uint8Array>()
+    const keep = each ?? ((key: string, value: Uint8Array) => void values.set(key, value))
+    const info = await this.inTime(`${bucket} info`, () => this.jsm.streams.info(`KV_${bucket}`).catch(notFound))
+    if (info === null) {
+      this.missing(bucket)
+      return null
+    }
     const read = await this.messages(`${bucket}${prefix ? ` ${prefix}*` : ''}`, 'keys', {
       stream: `KV_${bucket}`,
       filter: `${subjects}${prefix}>`,
-      deliver: 'last_per_subject',
-      each: (m) => void (isDelete(m) || values.set(m.subject.slice(subjects.length), m.data)),
+      // A bucket that keeps one value a key (ours all do) holds only current values: read in stored order, a scan for
+      // the server, rather than the last of each subject, a search per key (measured here with 150,000 sessions: about
+      // half again as many keys read within the time).
+      deliver: info?.config.max_msgs_per_subject === 1 ? 'all' : 'last_per_subject',
+      each: (m) => void (isDelete(m) || keep(m.subject.slice(subjects.length), m.data)),
     })
     if (read === null) {
       this.missing(bucket)
@@ -160,3 +173,9 @@ export class Reads {
 }
 
 const OUT_OF_TIME = Symbol('out of time')
+
+/** Null for a stream that does not exist; other errors thrown on. */
+function notFound(err: unknown): null {
+  if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null
+  throw err
+}
