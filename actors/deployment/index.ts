@@ -72,3 +72,11 @@ export const deploymentRunKind: ActorKindDef = {
 
 // The orchestrating roles' scheduler of deployments.
 export { type RunningScheduler, startScheduler } from './scheduler/index.js'
+
+// What `troupe status` reads of deployments where they are stored, and how it tells when each fires next as the
+// scheduler does.
+export { DEPLOYMENT_PREFIX, RUN_PREFIX, deploymentView, type DeploymentState } from './state.js'
+export { type OrchestratorBeat, ORCHESTRATOR_TTL_MS } from './scheduler/index.js'
+export { type ClaimValue, parseClaimKey } from './scheduler/claims.js'
+export { fireAfter, nextToFire } from './scheduler/occurrences.js'
+export { type FiringFields, type Scheduled, scheduledOf } from './scheduler/schedules.js'

@@ -27,6 +27,8 @@ import { secretAad, WEBHOOK_PREFIX, type WebhookState } from './state.js'
  */
 export const DELIVERIES_STREAM = 'TROUPE_WEBHOOK_DELIVERIES'
 const SUBJECT_PREFIX = 'troupe.webhook.delivery'
+/** Every endpoint's deliveries. */
+export const DELIVERY_SUBJECTS = `${SUBJECT_PREFIX}.>`
 /** The one consumer every orchestrator pulls from: deliveries are shared, each attempt claimed by one. */
 export const DELIVERIES_CONSUMER = 'deliveries'
 /**
@@ -51,7 +53,7 @@ export function deliverySubject(endpoint: string): string {
 export async function ensureDeliveriesStream(storage: Storage): Promise<void> {
   await ensureStream(storage, 'webhook deliveries stream', {
     name: DELIVERIES_STREAM,
-    subjects: [`${SUBJECT_PREFIX}.>`],
+    subjects: [DELIVERY_SUBJECTS],
     retention: RetentionPolicy.Workqueue,
     duplicate_window: 120_000_000_000,
   })
@@ -178,7 +180,7 @@ export class DeliveryWorker {
     this.sweeper = new OrphanSweeper({
       js: this.o.js,
       jsm: storage.jsm,
-      queue: { stream: DELIVERIES_STREAM, consumer: DELIVERIES_CONSUMER, subjects: `${SUBJECT_PREFIX}.>`, eventHeader: EVENT_HEADER },
+      queue: { stream: DELIVERIES_STREAM, consumer: DELIVERIES_CONSUMER, subjects: DELIVERY_SUBJECTS, eventHeader: EVENT_HEADER },
       log: this.o.log,
     })
     this.sweeper.start()

@@ -26,3 +26,17 @@ export const webhookKind = listedKind({
 
 // The orchestrating roles' fan-out and delivery of webhook events.
 export { type DeliveriesOptions, startDeliveries } from './orchestrate.js'
+
+// What `troupe status` reads of webhooks where they are stored: endpoints, their queued deliveries and failure windows,
+// and where the fan-out of each source stands.
+export { WEBHOOK_PREFIX, type WebhookState } from './state.js'
+export {
+  DELIVERIES_CONSUMER,
+  DELIVERIES_STREAM,
+  DELIVERY_SUBJECTS,
+  deliverySubject,
+  type EndpointHealth,
+  healthKey,
+  RECORDS_BUCKET,
+} from './deliveries.js'
+export type { Position } from './source-reader.js'

@@ -22,3 +22,6 @@ export const workKind: ActorKindDef = {
 
 // The gateway checks session tokens with this key (the supervisor hands it over).
 export { loadTokenKey } from './token-key.js'
+
+// What `troupe status` reads of the queues where they are stored.
+export type { Item, Queue } from './state.js'

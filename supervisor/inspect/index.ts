@@ -1,6 +1,6 @@
 import type { Connected, Command, Io } from './io.js'
 import { connectForInspect, UsageError } from './io.js'
-import { status, STATUS_USAGE } from './status.js'
+import { status, STATUS_USAGE } from './status/index.js'
 import { sub, SUB_USAGE } from './sub.js'
 import { tail, TAIL_USAGE } from './tail.js'
 

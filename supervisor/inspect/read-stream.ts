@@ -3,8 +3,8 @@ import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, typ
 export interface StreamRead {
   stream: string
   filter: string
-  /** Every stored message, or the last one of each subject (a KV bucket's current values). */
-  deliver: 'all' | 'last_per_subject'
+  /** Every stored message, the last one of each subject (a KV bucket's current values), or those from a sequence on. */
+  deliver: 'all' | 'last_per_subject' | { from: number }
   /** Keep delivering messages stored later, until the signal aborts. Default false: end at what was stored. */
   follow?: boolean
   /** Called once, when everything stored at the start has been delivered. */
@@ -15,16 +15,23 @@ export interface StreamRead {
 /** A read that says messages are pending but delivers none for this long (purged under it) ends. */
 const STALL_MS = 2000
 
+/** The messages read, and how many were stored for this read when it began. */
+export type StreamReading = AsyncGenerator<JsMsg> & { stored: number }
+
 /**
  * Reads a stream through an ordered consumer (ephemeral, unacknowledged, removed by the server once idle).
  * Null when the stream does not exist.
  */
-export async function readStream(js: JetStreamClient, o: StreamRead): Promise<AsyncGenerator<JsMsg> | null> {
+export async function readStream(js: JetStreamClient, o: StreamRead): Promise<StreamReading | null> {
   let consumer: Consumer
   try {
     consumer = await js.consumers.get(o.stream, {
       filter_subjects: o.filter,
-      deliver_policy: o.deliver === 'all' ? DeliverPolicy.All : DeliverPolicy.LastPerSubject,
+      ...(o.deliver === 'all'
+        ? { deliver_policy: DeliverPolicy.All }
+        : o.deliver === 'last_per_subject'
+          ? { deliver_policy: DeliverPolicy.LastPerSubject }
+          : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: o.deliver.from }),
       inactive_threshold: 30_000,
     })
   } catch (err) {
@@ -32,7 +39,7 @@ export async function readStream(js: JetStreamClient, o: StreamRead): Promise<As
     throw err
   }
   const stored = (await consumer.info(true)).num_pending
-  return (async function* () {
+  const messages = (async function* () {
     let behind = stored > 0
     if (!behind) o.caughtUp?.()
     if (!o.follow && !behind) return
@@ -59,4 +66,5 @@ export async function readStream(js: JetStreamClient, o: StreamRead): Promise<As
       if (o.follow || !got || o.signal?.aborted) return
     }
   })()
+  return Object.assign(messages, { stored })
 }

@@ -32,6 +32,18 @@ export interface RunningScheduler {
   stop(): Promise<void>
 }
 
+/**
+ * What a scheduler says at each beat, `orch.<id>` in `troupe_orchestrators`: when (epoch ms, real), and what its schedule
+ * clock read then and how fast it runs, so a reader elsewhere (`troupe status`) tells the time schedules see.
+ */
+export interface OrchestratorBeat {
+  at: number
+  /** The schedule clock's reading at `at` (absent in beats of earlier versions). */
+  clock?: number
+  /** Schedule-clock ms per real ms. */
+  rate?: number
+}
+
 /** How often a scheduler says it is alive (real ms). */
 export const ORCHESTRATOR_BEAT_MS = 1000
 /** A scheduler not heard for this long (real ms) is left out of the split; also the bucket's max age. */
@@ -52,7 +64,7 @@ export async function startScheduler(o: SchedulerSettings): Promise<RunningSched
     prefix: 'orch.',
     beatMs: ORCHESTRATOR_BEAT_MS,
     ttlMs: ORCHESTRATOR_TTL_MS,
-    self: { id, value: () => ({ at: Date.now() }) },
+    self: { id, value: (): OrchestratorBeat => ({ at: Date.now(), clock: o.clock(), rate: o.clock.rate ?? 1 }) },
     log,
   })
   await roster.start()

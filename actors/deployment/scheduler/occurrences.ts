@@ -16,8 +16,11 @@ export const CATCH_UP_MS = 5 * 60_000
  */
 export function nextToFire(s: Scheduled, after: number, now: number): number | undefined {
   try {
-    return nextOccurrence(s.schedule, Math.max(after, s.lastScheduled, s.firesFrom - 1, now - CATCH_UP_MS))
+    return nextOccurrence(s.schedule, fireAfter(s, after, now))
   } catch {
     return undefined
   }
 }
+
+/** The instant (exclusive) after which `nextToFire` looks for the occurrence. */
+export const fireAfter = (s: Scheduled, after: number, now: number): number => Math.max(after, s.lastScheduled, s.firesFrom - 1, now - CATCH_UP_MS)

@@ -17,8 +17,13 @@ export interface Scheduled {
 
 const msOf = (t: string | null) => (t === null ? Number.NEGATIVE_INFINITY : Date.parse(t))
 
+/** What of a deployment's state says whether and from when it fires. */
+export type FiringFields = Pick<DeploymentState, 'fires_from' | 'last_scheduled_at'> & {
+  deployment: Pick<DeploymentState['deployment'], 'schedule' | 'archived_at' | 'paused_reason'>
+}
+
 /** The schedule of a deployment that fires: one with a schedule, neither paused nor archived. Undefined otherwise. */
-export function scheduledOf(state: DeploymentState): Scheduled | undefined {
+export function scheduledOf(state: FiringFields): Scheduled | undefined {
   const d = state.deployment
   if (!d.schedule || d.archived_at !== null || d.paused_reason !== null) return undefined
   const { expression, timezone } = d.schedule
