@@ -1,0 +1,189 @@
+import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream'
+import type { KV } from '@nats-io/kv'
+import { TimeoutError } from '@nats-io/nats-core'
+import { decode, encode } from '../../protocol/codec.js'
+import type { MemoryActor, MemoryOperation } from '../../protocol/schemas/memory.js'
+import { FenceLost, isCasConflict, NotServing } from '../kit/index.js'
+
+/**
+ * How a store's memories sit in the `troupe_memories` bucket. Every key begins with the store's id, so all of one store
+ * is the one subject wildcard `$KV.troupe_memories.<store>.>` (a store's delete removes it by sequence). No request
+ * string is part of a key: memories and versions are keyed by their ids (minted here), paths live in the values.
+ *
+ *   <store>.m.<memory id>   the memory's head (HeadRecord): its path and times, and its current version's record
+ *                           (metadata, no content). Written only by the store's owner, each write at the revision it
+ *                           replaces. The head is the commit: one message holds the memory's new state and the version
+ *                           that made it, so no crash leaves one without the other.
+ *   <store>.c.<version id>  that version's content, raw UTF-8, written (KV create) before the head names it: a crash in
+ *                           between leaves bytes nothing names, which are never read (and go with the store).
+ *   <store>.v.<version id>  a version the head has moved past (VersionRecord), written (KV create, so a repeat is a
+ *                           no-op) just before the head moves, as agents keep theirs; rewritten only by a redaction.
+ *
+ * A delete writes the head once more as a tombstone (`deleted`, holding the `deleted` version: the commit), then that
+ * version's record, then deletes the head (a delete marker). A load that meets a tombstone (a crash in between)
+ * finishes those two steps. So every version is either a `v.` record or a head's current version, or both for a moment
+ * (the same bytes; readers take either).
+ */
+
+export interface VersionRecord {
+  id: string
+  memory_id: string
+  operation: MemoryOperation
+  created_at: string
+  created_by: MemoryActor
+  /** The memory's path as of this version; null once redacted. */
+  path: string | null
+  /** null on a `deleted` version and once redacted. */
+  content_sha256: string | null
+  content_size_bytes: number | null
+  redacted_at: string | null
+  redacted_by: MemoryActor | null
+}
+
+export interface HeadRecord {
+  id: string
+  path: string
+  created_at: string
+  updated_at: string
+  /** The version that made this state. */
+  version: VersionRecord
+  /** A tombstone: the memory is deleted and `version` is its `deleted` version. */
+  deleted?: true
+}
+
+/** A head as its owner holds it: the record and the revision its next write must name. */
+export interface Head {
+  head: HeadRecord
+  revision: number
+}
+
+const headKey = (store: string, id: string) => `${store}.m.${id}`
+const contentKey = (store: string, version: string) => `${store}.c.${version}`
+const versionKey = (store: string, version: string) => `${store}.v.${version}`
+
+/** How long a load of a store's records may take before it is given up (a leader moving under the read). */
+const LOAD_TIMEOUT_MS = 30_000
+
+/** The store's memory records, read and written by its owner; `serving` is this host's heartbeat fence. */
+export class MemoryRecords {
+  constructor(
+    readonly kv: KV,
+    /** The bucket's name (its stream is `KV_<name>`). */
+    private readonly bucket: string,
+    private readonly js: JetStreamClient,
+    private readonly serving: (store: string) => boolean,
+  ) {}
+
+  /** A version's content; undefined when it has none (deleted, redacted). Any host may read it: it never changes. */
+  async content(store: string, version: string): Promise<string | undefined> {
+    const e = await this.kv.get(contentKey(store, version))
+    return e?.operation === 'PUT' ? e.string() : undefined
+  }
+
+  async putContent(store: string, version: string, content: string): Promise<void> {
+    this.fence(store)
+    await this.kv.create(contentKey(store, version), Buffer.from(content, 'utf8')).catch(ignoreExisting)
+  }
+
+  /** Stores a version record, unless it is stored already (a write repeated after a crash). */
+  async keepVersion(store: string, v: VersionRecord): Promise<void> {
+    this.fence(store)
+    await this.kv.create(versionKey(store, v.id), encode(v)).catch(ignoreExisting)
+  }
+
+  /** The head's new state, at the revision it replaces (0: a new memory); the new revision. */
+  async commit(store: string, head: HeadRecord, revision: number): Promise<number> {
+    this.fence(store)
+    const bytes = encode(head)
+    const key = headKey(store, head.id)
+    try {
+      return revision === 0 ? await this.kv.create(key, bytes) : await this.kv.update(key, bytes, revision)
+    } catch (err) {
+      if (isCasConflict(err)) throw new FenceLost(`${key} was written by another host`)
+      throw err
+    }
+  }
+
+  /** Removes a tombstone once its version has its record (a delete marker: the bucket keeps one message per key). */
+  async dropHead(store: string, id: string, revision: number): Promise<void> {
+    this.fence(store)
+    await this.kv.delete(headKey(store, id), { previousSeq: revision }).catch((err) => {
+      if (!isCasConflict(err)) throw err
+    })
+  }
+
+  /** Clears a version: its record rewritten as given (redacted), its content removed. */
+  async redact(store: string, v: VersionRecord, hadContent: boolean): Promise<void> {
+    this.fence(store)
+    await this.keepVersion(store, v)
+    const e = await this.kv.get(versionKey(store, v.id))
+    if (e?.operation !== 'PUT') throw new Error(`${versionKey(store, v.id)} is missing after it was written`)
+    await this.kv.update(versionKey(store, v.id), encode(v), e.revision).catch((err) => {
+      if (isCasConflict(err)) throw new FenceLost(`${versionKey(store, v.id)} was written by another host`)
+      throw err
+    })
+    // A delete marker: with one message kept per key, the content's message is gone from the stream with it.
+    if (hadContent) await this.kv.delete(contentKey(store, v.id))
+  }
+
+  /** Every head of the store (tombstones finished on the way: their version recorded, the head deleted). */
+  async loadHeads(store: string): Promise<Head[]> {
+    const heads: Head[] = []
+    for (const { value, seq } of await this.latest(`${store}.m.>`)) {
+      const head = decode<HeadRecord>(value)
+      if (!head.deleted) {
+        heads.push({ head, revision: seq })
+        continue
+      }
+      await this.keepVersion(store, head.version)
+      await this.dropHead(store, head.id, seq)
+    }
+    return heads
+  }
+
+  /** Every version record of the store. */
+  async loadVersions(store: string): Promise<VersionRecord[]> {
+    return (await this.latest(`${store}.v.>`)).map((m) => decode<VersionRecord>(m.value))
+  }
+
+  private fence(store: string): void {
+    if (!this.serving(store)) throw new NotServing(`memory_store ${store}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
+  }
+
+  /**
+   * The current value of every key under `filter`, through one ordered consumer (last per subject), read to what the
+   * stream held when it began. Delete markers are skipped.
+   */
+  private async latest(filter: string): Promise<Array<{ value: Uint8Array; seq: number }>> {
+    const stream = `KV_${this.bucket}`
+    const consumer = await this.js.consumers.get(stream, {
+      filter_subjects: `$KV.${this.bucket}.${filter}`,
+      deliver_policy: DeliverPolicy.LastPerSubject,
+      inactive_threshold: 30_000,
+    })
+    const out: Array<{ value: Uint8Array; seq: number }> = []
+    let pending = (await consumer.info(true)).num_pending
+    const deadline = Date.now() + LOAD_TIMEOUT_MS
+    while (pending > 0) {
+      if (Date.now() > deadline) throw new TimeoutError()
+      const batch = await consumer.fetch({ max_messages: Math.min(pending, 1024), expires: 5000 })
+      let got = 0
+      for await (const m of batch) {
+        got++
+        pending = m.info.pending
+        const op = m.headers?.get('KV-Operation')
+        if (op === 'DEL' || op === 'PURGE') continue
+        out.push({ value: m.data, seq: m.seq })
+        if (pending === 0) break
+      }
+      batch.stop()
+      // Said to be pending, yet nothing came: a replica behind ended the read early. A short list would hide memories.
+      if (!got) throw new TimeoutError()
+    }
+    return out
+  }
+}
+
+const ignoreExisting = (err: unknown) => {
+  if (!isCasConflict(err)) throw err
+}
