@@ -1,4 +1,4 @@
-import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream'
+import { type Consumer, DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream'
 import type { KV } from '@nats-io/kv'
 import { TimeoutError } from '@nats-io/nats-core'
 import { decode, encode } from '../../protocol/codec.js'
@@ -162,8 +162,18 @@ export class MemoryRecords {
       inactive_threshold: 30_000,
     })
     const out: Array<{ value: Uint8Array; seq: number }> = []
-    let pending = (await consumer.info(true)).num_pending
+    const pending = (await consumer.info(true)).num_pending
     const deadline = Date.now() + LOAD_TIMEOUT_MS
+    try {
+      await this.drain(consumer, pending, deadline, out)
+    } finally {
+      // Not left to the server's inactivity sweep: a host loading many stores would hold a consumer per store meanwhile.
+      consumer.delete().catch(() => undefined)
+    }
+    return out
+  }
+
+  private async drain(consumer: Consumer, pending: number, deadline: number, out: Array<{ value: Uint8Array; seq: number }>): Promise<void> {
     while (pending > 0) {
       if (Date.now() > deadline) throw new TimeoutError()
       const batch = await consumer.fetch({ max_messages: Math.min(pending, 1024), expires: 5000 })
@@ -180,7 +190,6 @@ export class MemoryRecords {
       // Said to be pending, yet nothing came: a replica behind ended the read early. A short list would hide memories.
       if (!got) throw new TimeoutError()
     }
-    return out
   }
 }
 
