@@ -47,13 +47,25 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   webhook_id: 'webhooks',
   skill_id: 'skills',
   work_id: 'work',
+  memory_store_id: 'memory_stores',
+  memory_id: 'memories',
+  memory_version_id: 'memory_versions',
 }
 
 /**
- * Path parameters whose victims go in pairs (a credential lives in one vault, a thread in one session): the first
+ * Path parameters whose victims go in pairs (a credential lives in one vault, a thread in one session, a memory and a
+ * version in one store): the first
  * named picks the pair.
  */
-const PAIRED: Record<string, keyof Victims> = { vault_id: 'vaults', credential_id: 'credentials', session_id: 'sessions', thread_id: 'session_threads' }
+const PAIRED: Record<string, keyof Victims> = {
+  vault_id: 'vaults',
+  credential_id: 'credentials',
+  session_id: 'sessions',
+  thread_id: 'session_threads',
+  memory_store_id: 'memory_stores',
+  memory_id: 'memories',
+  memory_version_id: 'memory_versions',
+}
 
 /**
  * Live ids for the parameters of one path: each from its victims, but a credential and its vault from the same

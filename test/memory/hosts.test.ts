@@ -1,5 +1,9 @@
 import { createHash } from 'node:crypto'
+import { Kvm } from '@nats-io/kv'
+import { connect } from '@nats-io/transport-node'
 import t from 'tap'
+import { decode } from '../../protocol/codec.js'
+import { Buckets, partitionOf, partitionToken } from '../../protocol/subjects.js'
 import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { clientFor, startTroupe } from '../helpers/troupe.js'
@@ -16,7 +20,8 @@ t.teardown(() => {
   for (const h of hosts) h.killNow()
   nats.stopNow()
 })
-const [a, b] = hosts.map((h) => clientFor(h.url, { maxRetries: 4 }).beta.memoryStores)
+const stores = hosts.map((h) => clientFor(h.url, { maxRetries: 4 }).beta.memoryStores)
+const [a, b] = stores
 const sha = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex')
 const outcome = (p: Promise<unknown>) =>
   p.then(
@@ -84,7 +89,14 @@ t.test("the store's owner SIGKILLed amid writes: each memory is as its latest ve
   const store = (await a!.create({ name: 'crash' })).id
   const ids: string[] = []
   for (let i = 0; i < 10; i++) ids.push((await a!.memories.create(store, { path: `/k/${i}`, content: 'start' })).id)
-  // Writers through the host that survives; the other is killed while they write.
+  // The store's owner is killed while writers write through the other host.
+  const nc = await connect({ servers: nats.url })
+  t.teardown(() => nc.close())
+  const placement = await new Kvm(nc).open(Buckets.placement)
+  const holder = decode<{ host: string }>((await placement.get(`memory_store.${partitionToken(partitionOf(store))}`))!.value).host
+  const owner = hosts.findIndex((h) => h.stdout().includes(holder))
+  t.ok(owner >= 0, `the owner ${holder} is one of the two hosts`)
+  const b = owner === 0 ? (stores[1] as typeof a) : a
   const acked = new Map<string, string[]>()
   let stop = false
   const writers = ids.map(async (id, i) => {
@@ -97,7 +109,7 @@ t.test("the store's owner SIGKILLed amid writes: each memory is as its latest ve
     }
   })
   await until('writes under way', () => [...acked.values()].flat().length >= 20, 20_000, 20)
-  await hosts[0]!.kill()
+  await hosts[owner]!.kill()
   await until('writes go on after the kill', () => [...acked.values()].flat().length >= 80, 30_000, 50)
   stop = true
   await Promise.all(writers)
