@@ -70,12 +70,11 @@ export interface MemoryVersion {
   redacted_by: MemoryActor | null
 }
 
+/** A string checked by one of the rules: arktype's message is the field's name, then the rule it breaks. */
 const checked = (why: (s: string) => string | undefined) =>
   type('string').narrow((s, ctx) => {
     const problem = why(s)
-    return (
-      problem === undefined || ctx.reject({ expected: problem.replace(/^must (be )?/, ''), actual: JSON.stringify(s.length > 64 ? `${s.slice(0, 64)}…` : s) })
-    )
+    return problem === undefined || ctx.reject({ problem })
   })
 
 /** A memory's path: `/`-rooted, 1–20 segments, at most 1,024 bytes, NFC, no control or format characters. */
@@ -83,12 +82,7 @@ export const MemoryPath = lazy(() => checked(memoryPathProblem))
 /** A list's `path_prefix`: a path's leading segments and a trailing `/`. */
 export const MemoryPathPrefix = lazy(() => checked(memoryPrefixProblem))
 /** A memory's content: at most 100 kB of UTF-8. */
-export const MemoryContent = lazy(() =>
-  type('string').narrow((s, ctx) => {
-    const problem = memoryContentProblem(s)
-    return problem === undefined || ctx.reject({ expected: problem.replace(/^must (be )?/, ''), actual: `${Buffer.byteLength(s)} bytes` })
-  }),
-)
+export const MemoryContent = lazy(() => checked(memoryContentProblem))
 export const ContentSha256 = lazy(() => type(/^[0-9a-f]{64}$/).describe('64 lowercase hexadecimal characters (a SHA-256)'))
 const StoreName = lazy(() =>
   type('1 <= string <= 255').narrow(

@@ -60,14 +60,21 @@ t.test('list: newest first, paging, include_archived, created_at bounds', async 
   t.same(mine, made.map((m) => m.id).reverse(), 'newest first, one at a time')
   t.notOk(ids.includes(archived.id), 'archived stores are left out by default')
   t.ok((await stores.list({ include_archived: true, limit: 100 })).data.some((x) => x.id === archived.id))
-  const after = await stores.list({ 'created_at[gte]': made[1]!.created_at, include_archived: true, limit: 100 })
+  // Bounds are inclusive, compared with each store's own time (two may share a millisecond).
+  const mineOf = (page: { data: Array<{ id: string }> }) => page.data.map((x) => x.id).filter((id) => made.some((m) => m.id === id))
+  const bound = made[1]!.created_at
+  const newestFirst = [...made].reverse()
   t.same(
-    after.data.map((x) => x.id).filter((id) => made.some((m) => m.id === id)),
-    [made[2]!.id, made[1]!.id],
-    'created_at[gte] is inclusive',
+    mineOf(await stores.list({ 'created_at[gte]': bound, limit: 100 })),
+    newestFirst.filter((m) => m.created_at >= bound).map((m) => m.id),
+    'created_at[gte]',
   )
-  const before = await stores.list({ 'created_at[lte]': made[0]!.created_at, limit: 100 })
-  t.ok(before.data.some((x) => x.id === made[0]!.id) && !before.data.some((x) => x.id === made[1]!.id), 'created_at[lte] is inclusive')
+  t.same(
+    mineOf(await stores.list({ 'created_at[lte]': bound, limit: 100 })),
+    newestFirst.filter((m) => m.created_at <= bound).map((m) => m.id),
+    'created_at[lte]',
+  )
+  t.ok(mineOf(await stores.list({ 'created_at[lte]': bound, limit: 100 })).includes(made[1]!.id), 'the store at the bound itself')
   const r = await raw(s.url, 'GET', `/v1/memory_stores?limit=1&page=${(await stores.list({ limit: 1 })).next_page}&include_archived=true`)
   t.equal(r.status, 400, 'a cursor with other filters is refused')
 })

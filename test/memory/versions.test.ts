@@ -68,13 +68,17 @@ t.test('list filters: memory_id, operation, session_id, created_at bounds; pagin
   await memories.update(a.id, { memory_store_id: store, content: 'a2' })
   const mid = (await versions.list(store)).data[0]!.created_at
   await memories.delete(b.id, { memory_store_id: store })
-  const ops = async (q: Record<string, unknown>) => (await versions.list(store, q as any)).data.map((v) => `${v.operation}:${v.memory_id === a.id ? 'a' : 'b'}`)
-  t.same(await ops({}), ['deleted:b', 'modified:a', 'created:b', 'created:a'])
+  const label = (v: { operation: string; memory_id: string }) => `${v.operation}:${v.memory_id === a.id ? 'a' : 'b'}`
+  const ops = async (q: Record<string, unknown>) => (await versions.list(store, q as any)).data.map(label)
+  const all = (await versions.list(store)).data
+  t.same(all.map(label), ['deleted:b', 'modified:a', 'created:b', 'created:a'])
   t.same(await ops({ memory_id: a.id }), ['modified:a', 'created:a'])
   t.same(await ops({ operation: 'created' }), ['created:b', 'created:a'])
   t.same(await ops({ operation: 'deleted', memory_id: b.id }), ['deleted:b'])
-  t.same(await ops({ 'created_at[lte]': mid }), ['modified:a', 'created:b', 'created:a'])
-  t.same(await ops({ 'created_at[gte]': mid }), ['deleted:b', 'modified:a'])
+  // Bounds are inclusive, compared with each version's own time (two may share a millisecond).
+  t.same(await ops({ 'created_at[lte]': mid }), all.filter((v) => v.created_at <= mid).map(label))
+  t.same(await ops({ 'created_at[gte]': mid }), all.filter((v) => v.created_at >= mid).map(label))
+  t.ok((await ops({ 'created_at[gte]': mid })).includes('modified:a'), 'the version at the bound itself')
   t.same(await ops({ api_key_id: 'apikey_troupe' }), ['deleted:b', 'modified:a', 'created:b', 'created:a'])
   t.same(await ops({ session_id: 'sesn_01NONE0000000000000000000' }), [])
   const paged: string[] = []
