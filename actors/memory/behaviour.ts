@@ -9,6 +9,7 @@ import { live, memoryOps } from './memory-ops.js'
 import type { MemoryRecords } from './records.js'
 import type { StoreState } from './state.js'
 import { versionOps } from './version-ops.js'
+import { Staging } from './staging.js'
 import { MemoryWrites } from './writes.js'
 
 export interface MemoryStoreDeps {
@@ -112,7 +113,7 @@ export function memoryStoreOps({ states, projection, loaded, records }: MemorySt
     },
 
     ...ops,
-    ...memoryOps(states, loaded, records, new MemoryWrites(records)),
+    ...memoryOps(states, loaded, records, new MemoryWrites(records), new Staging(records, states)),
     ...versionOps(states, loaded, records),
   }
 }

@@ -11,6 +11,7 @@ import type { Head, MemoryRecords } from './records.js'
 import { API_ACTOR, memoryView, sessionActor, type StoreState } from './state.js'
 import type { TreePosition } from './tree.js'
 import type { MemoryWrites } from './writes.js'
+import type { Staging } from './staging.js'
 
 /** A page of `view=full` holds at most this many (the vendor's cap). */
 export const FULL_PAGE = 20
@@ -34,7 +35,13 @@ const isTreePosition = (a: unknown): a is TreePosition =>
   [0, 1].includes((a as TreePosition).k)
 
 /** The memory ops of a store, on its owner: writes exclusive (one at a time per store), reads beside them. */
-export function memoryOps(states: DurableState<StoreState, typeof MemoryStoreKind>, loaded: LoadedStores, records: MemoryRecords, writes: MemoryWrites) {
+export function memoryOps(
+  states: DurableState<StoreState, typeof MemoryStoreKind>,
+  loaded: LoadedStores,
+  records: MemoryRecords,
+  writes: MemoryWrites,
+  staging: Staging,
+) {
   const at = (s: StoreState, self: { activation: number }) => loaded.get(s.store.id, self.activation)
   const find = (store: LoadedStore, id: string): Head => {
     const h = store.tree.get(id)
@@ -44,17 +51,19 @@ export function memoryOps(states: DurableState<StoreState, typeof MemoryStoreKin
   const view = async (store: string, h: Head, full: boolean): Promise<Memory> =>
     memoryView(store, h.head, full ? ((await records.content(store, h.head.version.id)) ?? '') : null)
 
-  return states.ops({
-    'memories.create': async (s, { body, query, key }, self) => {
+  const ops = states.ops({
+    'memories.create': async (s, input, self) => {
+      const { body, query, key } = input
       writable(s)
       const store = await at(s, self)
       // A retry of a create with the same Idempotency-Key answers the memory its first attempt made.
       const id = key === undefined ? undefined : idFromKey('mem', 'memory_stores.memories.create', `${s.store.id}\n${key}`)
-      const made = (id && store.tree.get(id)) || (await writes.create(store, body.path, body.content ?? '', API_ACTOR, 'path', id))
+      const made = (id && store.tree.get(id)) || (await writes.create(store, body.path, body.content ?? '', API_ACTOR, { id, staged: staging.of(input) }))
       return { reply: await view(s.store.id, made, query.view === 'full') }
     },
 
-    'memories.update': async (s, { sub, body, query }, self) => {
+    'memories.update': async (s, input, self) => {
+      const { sub, body, query } = input
       writable(s)
       const store = await at(s, self)
       const cur = find(store, sub)
@@ -67,7 +76,7 @@ export function memoryOps(states: DurableState<StoreState, typeof MemoryStoreKin
           (change.content === undefined || contentSha256(change.content) === cur.head.version.content_sha256)
         if (!same) throw fail('memory_precondition_failed', 'precondition.content_sha256', cur.head.id)
       }
-      const next = await writes.modify(store, cur, change, API_ACTOR)
+      const next = await writes.modify(store, cur, change, API_ACTOR, { staged: staging.of(input) })
       return { reply: await view(s.store.id, next, query.view === 'full') }
     },
 
@@ -139,6 +148,13 @@ export function memoryOps(states: DurableState<StoreState, typeof MemoryStoreKin
       },
     },
   })
+
+  return {
+    ...ops,
+    'memories.create': (input: Parameters<(typeof ops)['memories.create']>[0]) => staging.around(input, input.body.content ?? '', ops['memories.create']),
+    'memories.update': (input: Parameters<(typeof ops)['memories.update']>[0]) =>
+      input.body.content == null ? ops['memories.update'](input) : staging.around(input, input.body.content, ops['memories.update']),
+  }
 
   /** One change of a session's tool call: stored as a version by the session, or refused with why (never thrown). */
   async function applyOne(store: LoadedStore, c: MemoryChange, by: MemoryActor): Promise<MemoryApplied> {

@@ -85,6 +85,12 @@ export class MemoryRecords {
     await this.kv.create(contentKey(store, version), Buffer.from(content, 'utf8')).catch(ignoreExisting)
   }
 
+  /** Removes content no version names (a staged content its write did not use). */
+  async dropContent(store: string, version: string): Promise<void> {
+    this.fence(store)
+    await this.kv.delete(contentKey(store, version))
+  }
+
   /** Stores a version record, unless it is stored already (a write repeated after a crash). */
   async keepVersion(store: string, v: VersionRecord): Promise<void> {
     this.fence(store)

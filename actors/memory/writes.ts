@@ -15,12 +15,16 @@ import type { Head, HeadRecord, MemoryRecords, VersionRecord } from './records.j
 export class MemoryWrites {
   constructor(private readonly records: MemoryRecords) {}
 
-  /** A new memory at `path` (free: checked here); `id` when the create's Idempotency-Key chose it. */
-  async create(store: LoadedStore, path: string, content: string, by: MemoryActor, field = 'path', id = newId('mem')): Promise<Head> {
-    this.free(store, path, undefined, field)
+  /**
+   * A new memory at `path` (free: checked here); `id` when the create's Idempotency-Key chose it, `staged` when its
+   * content was stored already under that version id (staging.ts).
+   */
+  async create(store: LoadedStore, path: string, content: string, by: MemoryActor, o: { field?: string; id?: string; staged?: string } = {}): Promise<Head> {
+    const id = o.id ?? newId('mem')
+    this.free(store, path, undefined, o.field ?? 'path')
     const t = now()
-    const version = this.version(id, 'created', path, content, by, t)
-    await this.records.putContent(store.id, version.id, content)
+    const version = this.version(id, 'created', path, content, by, t, o.staged)
+    if (!o.staged) await this.records.putContent(store.id, version.id, content)
     const head: HeadRecord = { id, path, created_at: t, updated_at: t, version }
     return this.committed(store, head, await this.records.commit(store.id, head, 0))
   }
@@ -29,17 +33,26 @@ export class MemoryWrites {
    * A memory's new content and/or path; the head as it is when neither changes (no version: nothing changed). The
    * content of a rename alone is copied to the new version, which owns its bytes (a redaction of either leaves the other).
    */
-  async modify(store: LoadedStore, cur: Head, change: { content?: string; path?: string }, by: MemoryActor, field = 'path'): Promise<Head> {
+  async modify(
+    store: LoadedStore,
+    cur: Head,
+    change: { content?: string; path?: string },
+    by: MemoryActor,
+    o: { field?: string; staged?: string } = {},
+  ): Promise<Head> {
     const path = change.path ?? cur.head.path
     const sha = change.content === undefined ? cur.head.version.content_sha256 : contentSha256(change.content)
     if (path === cur.head.path && sha === cur.head.version.content_sha256) return cur
-    if (path !== cur.head.path) this.free(store, path, cur.head.id, field)
+    if (path !== cur.head.path) this.free(store, path, cur.head.id, o.field ?? 'path')
     const content = change.content ?? (await this.records.content(store.id, cur.head.version.id))
     if (content === undefined) throw new Error(`memory ${cur.head.id}: the content of its current version ${cur.head.version.id} is missing`)
     const t = now()
-    const version = this.version(cur.head.id, 'modified', path, content, by, t)
-    await this.records.putContent(store.id, version.id, content)
-    await this.records.keepVersion(store.id, cur.head.version)
+    const version = this.version(cur.head.id, 'modified', path, content, by, t, change.content === undefined ? undefined : o.staged)
+    // Both before the head names the new version and moves past the old one; neither depends on the other.
+    await Promise.all([
+      version.id === o.staged ? undefined : this.records.putContent(store.id, version.id, content),
+      this.records.keepVersion(store.id, cur.head.version),
+    ])
     const head: HeadRecord = { ...cur.head, path, updated_at: t, version }
     return this.committed(store, head, await this.records.commit(store.id, head, cur.revision))
   }
@@ -77,9 +90,9 @@ export class MemoryWrites {
     if (other) throw fail('memory_path_conflict', field, path, other.head.path, other.head.id)
   }
 
-  private version(memory: string, operation: 'created' | 'modified', path: string, content: string, by: MemoryActor, t: string): VersionRecord {
+  private version(memory: string, operation: 'created' | 'modified', path: string, content: string, by: MemoryActor, t: string, id?: string): VersionRecord {
     return {
-      id: newId('memver'),
+      id: id ?? newId('memver'),
       memory_id: memory,
       operation,
       created_at: t,
