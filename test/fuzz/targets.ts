@@ -14,7 +14,8 @@ export interface Target {
 
 const paramsOf = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
 
-export const TARGETS: readonly Target[] = [
+/** Every route of the table and the operational paths. */
+export const ALL_TARGETS: readonly Target[] = [
   ...ROUTES.map((r) => ({
     method: r.method,
     path: r.path,
@@ -26,6 +27,12 @@ export const TARGETS: readonly Target[] = [
   })),
   ...['/healthz', '/readyz', '/openapi.yaml'].map((p) => ({ method: 'GET', path: p, operationId: p, hasBody: false, hasQuery: false, params: [] })),
 ]
+
+/** `--routes` (FUZZ_ROUTES): path prefixes, comma-separated; only the routes under one of them are aimed at. */
+const ONLY = process.env.FUZZ_ROUTES?.split(',').filter(Boolean)
+
+/** The routes this run aims at: all of them, or those `--routes` names. */
+export const TARGETS: readonly Target[] = ONLY ? ALL_TARGETS.filter((t) => ONLY.some((p) => t.path.startsWith(p))) : ALL_TARGETS
 
 export const WITH_BODY = TARGETS.filter((t) => t.hasBody)
 export const WITH_PARAMS = TARGETS.filter((t) => t.params.length > 0)
