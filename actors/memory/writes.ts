@@ -54,7 +54,7 @@ export class MemoryWrites {
       this.records.keepVersion(store.id, cur.head.version),
     ])
     const head: HeadRecord = { ...cur.head, path, updated_at: t, version }
-    return this.committed(store, head, await this.records.commit(store.id, head, cur.revision))
+    return this.committed(store, head, await this.records.commit(store.id, head, cur.revision), cur.head.version)
   }
 
   /** Deletes a memory: its tombstone is the commit; its `deleted` version's record and the head's removal follow. */
@@ -76,7 +76,9 @@ export class MemoryWrites {
     const tomb: HeadRecord = { ...cur.head, updated_at: t, version, deleted: true }
     const revision = await this.records.commit(store.id, tomb, cur.revision)
     store.tree.remove(cur.head.id)
-    ;(await store.ifLoaded())?.put(version)
+    const history = await store.ifLoaded()
+    history?.put(cur.head.version)
+    history?.put(version)
     // Done: the memory is deleted. What follows only tidies, and a load finishes it if it fails or a crash cuts it short.
     try {
       await this.records.keepVersion(store.id, version)
@@ -105,10 +107,16 @@ export class MemoryWrites {
     }
   }
 
-  private async committed(store: LoadedStore, head: HeadRecord, revision: number): Promise<Head> {
+  /**
+   * The tree and, when loaded, the history after a commit. The version moved past goes into the history too: a history
+   * loading meanwhile may have read the store's version records before its record was written.
+   */
+  private async committed(store: LoadedStore, head: HeadRecord, revision: number, movedPast?: VersionRecord): Promise<Head> {
     const h = { head, revision }
     store.tree.put(h)
-    ;(await store.ifLoaded())?.put(head.version)
+    const history = await store.ifLoaded()
+    if (movedPast) history?.put(movedPast)
+    history?.put(head.version)
     return h
   }
 }
