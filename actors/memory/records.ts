@@ -3,7 +3,7 @@ import type { KV } from '@nats-io/kv'
 import { TimeoutError } from '@nats-io/nats-core'
 import { decode, encode } from '../../protocol/codec.js'
 import type { MemoryActor, MemoryOperation } from '../../protocol/schemas/memory.js'
-import { FenceLost, isCasConflict, NotServing } from '../kit/index.js'
+import { FenceLost, isCasConflict, NotServing, readAtLeader } from '../kit/index.js'
 
 /**
  * How a store's memories sit in the `troupe_memories` bucket. Every key begins with the store's id, so all of one store
@@ -18,6 +18,8 @@ import { FenceLost, isCasConflict, NotServing } from '../kit/index.js'
  *                           between leaves bytes nothing names, which are never read (and go with the store).
  *   <store>.v.<version id>  a version the head has moved past (VersionRecord), written (KV create, so a repeat is a
  *                           no-op) just before the head moves, as agents keep theirs; rewritten only by a redaction.
+ *
+ *   <store>.m.load, <store>.v.load   a mark written before each load of the heads or versions (`latest` says why).
  *
  * A delete writes the head once more as a tombstone (`deleted`, holding the `deleted` version: the commit), then that
  * version's record, then deletes the head (a delete marker). A load that meets a tombstone (a crash in between)
@@ -76,7 +78,9 @@ export class MemoryRecords {
 
   /** A version's content; undefined when it has none (deleted, redacted). Any host may read it: it never changes. */
   async content(store: string, version: string): Promise<string | undefined> {
-    const e = await this.kv.get(contentKey(store, version))
+    let e = await this.kv.get(contentKey(store, version))
+    // Any replica answers a get, and one behind says "no such key" for one just written: absence is asked of the leader.
+    if (e?.operation !== 'PUT') e = await readAtLeader(this.kv, contentKey(store, version))
     return e?.operation === 'PUT' ? e.string() : undefined
   }
 
@@ -122,7 +126,7 @@ export class MemoryRecords {
   async redact(store: string, v: VersionRecord, hadContent: boolean): Promise<void> {
     this.fence(store)
     await this.keepVersion(store, v)
-    const e = await this.kv.get(versionKey(store, v.id))
+    const e = await readAtLeader(this.kv, versionKey(store, v.id))
     if (e?.operation !== 'PUT') throw new Error(`${versionKey(store, v.id)} is missing after it was written`)
     await this.kv.update(versionKey(store, v.id), encode(v), e.revision).catch((err) => {
       if (isCasConflict(err)) throw new FenceLost(`${versionKey(store, v.id)} was written by another host`)
@@ -135,7 +139,7 @@ export class MemoryRecords {
   /** Every head of the store (tombstones finished on the way: their version recorded, the head deleted). */
   async loadHeads(store: string): Promise<Head[]> {
     const heads: Head[] = []
-    for (const { value, seq } of await this.latest(`${store}.m.>`)) {
+    for (const { value, seq } of await this.latest(store, 'm')) {
       const head = decode<HeadRecord>(value)
       if (!head.deleted) {
         heads.push({ head, revision: seq })
@@ -149,7 +153,7 @@ export class MemoryRecords {
 
   /** Every version record of the store. */
   async loadVersions(store: string): Promise<VersionRecord[]> {
-    return (await this.latest(`${store}.v.>`)).map((m) => decode<VersionRecord>(m.value))
+    return (await this.latest(store, 'v')).map((m) => decode<VersionRecord>(m.value))
   }
 
   private fence(store: string): void {
@@ -157,29 +161,44 @@ export class MemoryRecords {
   }
 
   /**
-   * The current value of every key under `filter`, through one ordered consumer (last per subject), read to what the
-   * stream held when it began. Delete markers are skipped.
+   * The current value of every key under `<store>.<kind>.`, through one ordered consumer (last per subject). nats-server
+   * 2.9 may place that consumer on a replica that is behind, which would hide the newest heads (and a path in use with
+   * them), so a mark is written under the same prefix first (`<store>.<kind>.load`, never a memory's or a version's
+   * id) and the read counts only once it delivered that write: a replica applies the stream in order, so one that has
+   * it has everything written before. Delete markers and the mark are left out.
    */
-  private async latest(filter: string): Promise<Array<{ value: Uint8Array; seq: number }>> {
-    const stream = `KV_${this.bucket}`
-    const consumer = await this.js.consumers.get(stream, {
-      filter_subjects: `$KV.${this.bucket}.${filter}`,
+  private async latest(store: string, kind: 'm' | 'v'): Promise<Array<{ value: Uint8Array; seq: number }>> {
+    this.fence(store)
+    const mark = `${store}.${kind}.load`
+    const seq = await this.kv.put(mark, new Uint8Array(0))
+    const deadline = Date.now() + LOAD_TIMEOUT_MS
+    for (let attempt = 0; ; attempt++) {
+      const out = await this.read(`$KV.${this.bucket}.${store}.${kind}.>`, `$KV.${this.bucket}.${mark}`, seq, deadline)
+      if (out) return out
+      if (Date.now() > deadline) throw new TimeoutError()
+      await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** attempt, 1000)))
+    }
+  }
+
+  /** One read of `filter`'s last values; undefined when it did not reach `markSubject`'s message `markSeq`. */
+  private async read(filter: string, markSubject: string, markSeq: number, deadline: number): Promise<Array<{ value: Uint8Array; seq: number }> | undefined> {
+    const consumer = await this.js.consumers.get(`KV_${this.bucket}`, {
+      filter_subjects: filter,
       deliver_policy: DeliverPolicy.LastPerSubject,
       inactive_threshold: 30_000,
     })
-    const out: Array<{ value: Uint8Array; seq: number }> = []
-    const pending = (await consumer.info(true)).num_pending
-    const deadline = Date.now() + LOAD_TIMEOUT_MS
+    const out: Array<{ value: Uint8Array; seq: number; subject: string }> = []
     try {
-      await this.drain(consumer, pending, deadline, out)
+      await this.drain(consumer, (await consumer.info(true)).num_pending, deadline, out)
     } finally {
       // Not left to the server's inactivity sweep: a host loading many stores would hold a consumer per store meanwhile.
       consumer.delete().catch(() => undefined)
     }
-    return out
+    if (!out.some((m) => m.subject === markSubject && m.seq >= markSeq)) return undefined
+    return out.filter((m) => m.subject !== markSubject)
   }
 
-  private async drain(consumer: Consumer, pending: number, deadline: number, out: Array<{ value: Uint8Array; seq: number }>): Promise<void> {
+  private async drain(consumer: Consumer, pending: number, deadline: number, out: Array<{ value: Uint8Array; seq: number; subject: string }>): Promise<void> {
     while (pending > 0) {
       if (Date.now() > deadline) throw new TimeoutError()
       const batch = await consumer.fetch({ max_messages: Math.min(pending, 1024), expires: 5000 })
@@ -189,7 +208,7 @@ export class MemoryRecords {
         pending = m.info.pending
         const op = m.headers?.get('KV-Operation')
         if (op === 'DEL' || op === 'PURGE') continue
-        out.push({ value: m.data, seq: m.seq })
+        out.push({ value: m.data, seq: m.seq, subject: m.subject })
         if (pending === 0) break
       }
       batch.stop()
