@@ -1,3 +1,5 @@
+import { fail } from '../../protocol/errors/fail.js'
+import { FenceLost, NotServing } from '../kit/index.js'
 import { VersionHistory } from './history.js'
 import type { MemoryRecords } from './records.js'
 import { MemoryTree } from './tree.js'
@@ -63,7 +65,13 @@ export class LoadedStores {
       e.used = Date.now()
       return e.store
     }
-    const loading = this.records.loadHeads(store).then((heads) => new LoadedStore(store, new MemoryTree(heads), this.records))
+    const loading = this.records.loadHeads(store).then(
+      (heads) => new LoadedStore(store, new MemoryTree(heads), this.records),
+      (err) => {
+        // A read op loads too, and its caller must see the retryable answer of an actor moving, not a failure.
+        throw err instanceof FenceLost || err instanceof NotServing ? fail('actor_moving', 'memory_store') : err
+      },
+    )
     const entry: Entry = { activation, store: loading, used: Date.now() }
     this.entries.set(store, entry)
     loading.catch(() => {
