@@ -20,7 +20,7 @@ export class LoadedStore {
       (recorded) => new VersionHistory([...recorded, ...this.tree.all().map((h) => h.head.version)]),
       (err) => {
         this.history = undefined
-        throw err
+        throw moving(err)
       },
     )
     return this.history
@@ -31,6 +31,9 @@ export class LoadedStore {
     return this.history ? await this.history.catch(() => undefined) : undefined
   }
 }
+
+/** A read op loads too, and its caller must see the retryable answer of an actor moving, not a failure. */
+const moving = (err: unknown) => (err instanceof FenceLost || err instanceof NotServing ? fail('actor_moving', 'memory_store') : err)
 
 interface Entry {
   activation: number
@@ -68,8 +71,7 @@ export class LoadedStores {
     const loading = this.records.loadHeads(store).then(
       (heads) => new LoadedStore(store, new MemoryTree(heads), this.records),
       (err) => {
-        // A read op loads too, and its caller must see the retryable answer of an actor moving, not a failure.
-        throw err instanceof FenceLost || err instanceof NotServing ? fail('actor_moving', 'memory_store') : err
+        throw moving(err)
       },
     )
     const entry: Entry = { activation, store: loading, used: Date.now() }
