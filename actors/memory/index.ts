@@ -2,14 +2,21 @@ import { fail } from '../../protocol/errors/fail.js'
 import { MemoryStoreKind } from '../../protocol/ops/memory.js'
 import type { MemoryStore } from '../../protocol/schemas/memory.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
-import { clearSubject, listedKind, openBucket, type Work } from '../kit/index.js'
+import { clearSubject, type HostContext, listedKind, openBucket, type Work } from '../kit/index.js'
 import { memoryStoreOps } from './behaviour.js'
 import { LoadedStores } from './loaded.js'
 import { memoryStoreMarks } from './marks.js'
 import { MemoryRecords } from './records.js'
 import { STORE_PREFIX, type StoreState } from './state.js'
 
-export { MemoryRecords } from './records.js'
+/**
+ * What a session's host reads of a store without asking its owner (issue 42 point 4's materialisation): a version's
+ * content, which never changes once written. It writes nothing.
+ */
+export async function memoryContents(ctx: HostContext): Promise<{ content(store: string, version: string): Promise<string | undefined> }> {
+  const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.memories)
+  return new MemoryRecords(kv, Buckets.memories, ctx.js, () => false)
+}
 
 /**
  * Memory stores (kit/listed-kind.ts): each store a durable-state actor on the owner of its partition, its state the
