@@ -57,7 +57,9 @@ try {
     })
   const skip = flag('skip')?.split(',')
   for (const c of skip ?? []) if (!(CLASSES as readonly string[]).includes(c)) throw new Error(`--skip: no class ${c} (classes: ${CLASSES.join(', ')})`)
-  console.log(`fuzz seed ${seed} (replay: npm run fuzz -- --seed ${seed} --requests ${requests}${http ? ` --http ${http}` : ''})`)
+  console.log(
+    `fuzz seed ${seed} (replay: npm run fuzz -- --seed ${seed} --requests ${requests}${http ? ` --http ${http}` : ''}${routes ? ` --routes ${routes}` : ''})`,
+  )
   const result = await runFuzz({
     seed,
     requests,
