@@ -1,9 +1,9 @@
-import { type Consumer, DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream'
+import { type Consumer, DeliverPolicy, type JetStreamClient, PubHeaders } from '@nats-io/jetstream'
 import type { KV } from '@nats-io/kv'
-import { TimeoutError } from '@nats-io/nats-core'
+import { headers, type NatsConnection, TimeoutError } from '@nats-io/nats-core'
 import { decode, encode } from '../../protocol/codec.js'
 import type { MemoryActor, MemoryOperation } from '../../protocol/schemas/memory.js'
-import { FenceLost, isCasConflict, NotServing, readAtLeader } from '../kit/index.js'
+import { FenceLost, isCasConflict, jsPublisher, NotServing, readAtLeader } from '../kit/index.js'
 
 /**
  * How a store's memories sit in the `troupe_memories` bucket. Every key begins with the store's id, so all of one store
@@ -63,6 +63,9 @@ const headKey = (store: string, id: string) => `${store}.m.${id}`
 const contentKey = (store: string, version: string) => `${store}.c.${version}`
 const versionKey = (store: string, version: string) => `${store}.v.${version}`
 
+/** How long a write waits for its acknowledgement (nats.js's JetStream default). */
+const WRITE_TIMEOUT_MS = 5000
+
 /** How long a load of a store's records may take before it is given up (a leader moving under the read). */
 const LOAD_TIMEOUT_MS = 30_000
 
@@ -86,7 +89,7 @@ export class MemoryRecords {
 
   async putContent(store: string, version: string, content: string): Promise<void> {
     this.fence(store)
-    await this.kv.create(contentKey(store, version), Buffer.from(content, 'utf8')).catch(ignoreExisting)
+    await this.write(contentKey(store, version), Buffer.from(content, 'utf8'), 0).catch(ignoreExisting)
   }
 
   /** Removes content no version names (a staged content its write did not use). */
@@ -98,7 +101,7 @@ export class MemoryRecords {
   /** Stores a version record, unless it is stored already (a write repeated after a crash). */
   async keepVersion(store: string, v: VersionRecord): Promise<void> {
     this.fence(store)
-    await this.kv.create(versionKey(store, v.id), encode(v)).catch(ignoreExisting)
+    await this.write(versionKey(store, v.id), encode(v), 0).catch(ignoreExisting)
   }
 
   /** The head's new state, at the revision it replaces (0: a new memory); the new revision. */
@@ -107,11 +110,26 @@ export class MemoryRecords {
     const bytes = encode(head)
     const key = headKey(store, head.id)
     try {
-      return revision === 0 ? await this.kv.create(key, bytes) : await this.kv.update(key, bytes, revision)
+      return await this.write(key, bytes, revision)
     } catch (err) {
-      if (isCasConflict(err)) throw new FenceLost(`${key} was written by another host`)
-      throw err
+      if (!isCasConflict(err)) throw err
+      // A create over a delete marker (a keyed create's id, made again after that memory's delete) names the marker.
+      const e = revision === 0 ? await readAtLeader(this.kv, key) : null
+      if (e && e.operation !== 'PUT') return this.write(key, bytes, e.revision)
+      throw new FenceLost(`${key} was written by another host`)
     }
+  }
+
+  /**
+   * A KV write as nats.js's bucket makes it (its subject, the compare-and-set header: `expected` is the revision the key
+   * must be at, 0 absent), sent through the kit's hot-path publisher: every memory write is one or more of these, one at
+   * a time per store. The new revision.
+   */
+  private async write(key: string, bytes: Uint8Array, expected: number): Promise<number> {
+    const h = headers()
+    h.set(PubHeaders.ExpectedLastSubjectSequenceHdr, String(expected))
+    const nc = (this.kv as unknown as { js: { nc: NatsConnection } }).js.nc
+    return (await jsPublisher(nc).publish(`$KV.${this.bucket}.${key}`, bytes, h, WRITE_TIMEOUT_MS)).seq
   }
 
   /** Removes a tombstone once its version has its record (a delete marker: the bucket keeps one message per key). */
