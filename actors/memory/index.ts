@@ -2,7 +2,7 @@ import { fail } from '../../protocol/errors/fail.js'
 import { MemoryStoreKind } from '../../protocol/ops/memory.js'
 import type { MemoryStore } from '../../protocol/schemas/memory.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
-import { clearSubject, type HostContext, listedKind, openBucket, type Work } from '../kit/index.js'
+import { clearSubject, type HostContext, listedKind, openBucket, SERVING_WAIT_MS, type Work } from '../kit/index.js'
 import { memoryStoreOps } from './behaviour.js'
 import { LoadedStores } from './loaded.js'
 import { memoryStoreMarks } from './marks.js'
@@ -42,7 +42,10 @@ export const memoryStoreKind = listedKind({
   }),
   async ops(ctx, states, projection) {
     const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.memories)
-    const records = new MemoryRecords(kv, Buckets.memories, ctx.js, (store) => ctx.serves(MemoryStoreKind.kind, partitionOf(store)))
+    const records = new MemoryRecords(kv, Buckets.memories, ctx.js, (store) => {
+      const p = partitionOf(store)
+      return ctx.serves(MemoryStoreKind.kind, p) || ctx.whenServing(MemoryStoreKind.kind, p, SERVING_WAIT_MS)
+    })
     const loaded = new LoadedStores(records)
     return memoryStoreOps({ states, projection, loaded, records })
   },

@@ -76,7 +76,11 @@ export class MemoryRecords {
     /** The bucket's name (its stream is `KV_<name>`). */
     private readonly bucket: string,
     private readonly js: JetStreamClient,
-    private readonly serving: (store: string) => boolean,
+    /**
+     * Whether this host may write for `store` now: it serves the store's partition, a lapsed heartbeat waited out first
+     * (the kit's `whenServing`), as the actor's own writes are.
+     */
+    private readonly serving: (store: string) => boolean | Promise<boolean>,
   ) {}
 
   /** A version's content; undefined when it has none (deleted, redacted). Any host may read it: it never changes. */
@@ -88,25 +92,25 @@ export class MemoryRecords {
   }
 
   async putContent(store: string, version: string, content: string): Promise<void> {
-    this.fence(store)
+    await this.fence(store)
     await this.write(contentKey(store, version), Buffer.from(content, 'utf8'), 0).catch(ignoreExisting)
   }
 
   /** Removes content no version names (a staged content its write did not use). */
   async dropContent(store: string, version: string): Promise<void> {
-    this.fence(store)
+    await this.fence(store)
     await this.kv.delete(contentKey(store, version))
   }
 
   /** Stores a version record, unless it is stored already (a write repeated after a crash). */
   async keepVersion(store: string, v: VersionRecord): Promise<void> {
-    this.fence(store)
+    await this.fence(store)
     await this.write(versionKey(store, v.id), encode(v), 0).catch(ignoreExisting)
   }
 
   /** The head's new state, at the revision it replaces (0: a new memory); the new revision. */
   async commit(store: string, head: HeadRecord, revision: number): Promise<number> {
-    this.fence(store)
+    await this.fence(store)
     const bytes = encode(head)
     const key = headKey(store, head.id)
     try {
@@ -134,7 +138,7 @@ export class MemoryRecords {
 
   /** Removes a tombstone once its version has its record (a delete marker: the bucket keeps one message per key). */
   async dropHead(store: string, id: string, revision: number): Promise<void> {
-    this.fence(store)
+    await this.fence(store)
     await this.kv.delete(headKey(store, id), { previousSeq: revision }).catch((err) => {
       if (!isCasConflict(err)) throw err
     })
@@ -142,7 +146,7 @@ export class MemoryRecords {
 
   /** Clears a version: its record rewritten as given (redacted), its content removed. */
   async redact(store: string, v: VersionRecord, hadContent: boolean): Promise<void> {
-    this.fence(store)
+    await this.fence(store)
     await this.keepVersion(store, v)
     const e = await readAtLeader(this.kv, versionKey(store, v.id))
     if (e?.operation !== 'PUT') throw new Error(`${versionKey(store, v.id)} is missing after it was written`)
@@ -174,8 +178,9 @@ export class MemoryRecords {
     return (await this.latest(store, 'v')).map((m) => decode<VersionRecord>(m.value))
   }
 
-  private fence(store: string): void {
-    if (!this.serving(store)) throw new NotServing(`memory_store ${store}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
+  private async fence(store: string): Promise<void> {
+    if (!(await this.serving(store)))
+      throw new NotServing(`memory_store ${store}: this host's heartbeat lapsed; it writes nothing until it re-reads its partitions`)
   }
 
   /**
@@ -186,7 +191,7 @@ export class MemoryRecords {
    * it has everything written before. Delete markers and the mark are left out.
    */
   private async latest(store: string, kind: 'm' | 'v'): Promise<Array<{ value: Uint8Array; seq: number }>> {
-    this.fence(store)
+    await this.fence(store)
     const mark = `${store}.${kind}.load`
     const seq = await this.kv.put(mark, new Uint8Array(0))
     const deadline = Date.now() + LOAD_TIMEOUT_MS
