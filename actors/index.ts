@@ -3,6 +3,7 @@ import { agentKind } from './agent/index.js'
 import { deploymentKind, deploymentRunKind } from './deployment/index.js'
 import { environmentKind } from './environment/index.js'
 import { fileKind } from './file/index.js'
+import { memoryStoreKind } from './memory/index.js'
 import { sessionKind } from './session/index.js'
 import { skillKind } from './skill/index.js'
 import { vaultKind } from './vault/index.js'
@@ -21,4 +22,5 @@ export const ACTOR_KINDS: readonly ActorKindDef[] = [
   skillKind,
   webhookKind,
   workKind,
+  memoryStoreKind,
 ]

@@ -5,10 +5,11 @@ import type { BetaGroup } from '../protocol/routes/index.js'
 /** Version header values accepted in strict mode: the spec's, and the one the official client sends. */
 export const ACCEPTED_VERSIONS = ['2023-06-01', '2026-10-21']
 
-const BETA_FOR: Record<BetaGroup, string | undefined> = {
-  'managed-agents': 'managed-agents-2026-04-01',
-  skills: 'skills-2025-10-02',
-  memory: 'agent-memory-2026-07-22',
+const BETA_FOR: Record<BetaGroup, readonly string[] | undefined> = {
+  'managed-agents': ['managed-agents-2026-04-01'],
+  skills: ['skills-2025-10-02'],
+  // The official client sends the first; its docs say the routes take either.
+  memory: ['agent-memory-2026-07-22', 'managed-agents-2026-04-01'],
   // The official client sends none on files (WIRE §10): asking for one would refuse it.
   files: undefined,
 }
@@ -25,7 +26,7 @@ export function strictProblem(headers: Record<string, string>, beta: BetaGroup, 
   if (!ACCEPTED_VERSIONS.includes(version)) return fail('version_header_unsupported', version, ACCEPTED_VERSIONS)
   const betas = `${headers['vendor-beta'] ?? ''},${headers['anthropic-beta'] ?? ''}`.split(',').map((b) => b.trim())
   const need = BETA_FOR[beta]
-  if (need && !betas.includes(need)) return fail('beta_header_missing', need)
+  if (need && !need.some((b) => betas.includes(b))) return fail('beta_header_missing', need.join(' or '))
   if (hasBody) {
     const ct = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
     if (ct !== 'application/json') return fail('content_type_unsupported')

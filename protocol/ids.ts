@@ -35,6 +35,8 @@ export type IdPrefix =
   | 'sesrsc'
   | 'host'
   | 'memstore'
+  | 'mem'
+  | 'memver'
   | 'work'
 
 /** A prefixed, time-ordered id: `agent_01JX…`. */

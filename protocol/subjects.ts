@@ -98,6 +98,14 @@ export const Buckets = {
   sessionOutputs: 'troupe_session_outputs',
   /** `work_queue.<env id>` → an environment's self-hosted work items and their leases (actors/work/state.ts); `token-key` → the sessions tokens' HMAC key. */
   workQueues: 'troupe_work_queues',
+  /** `memory_store.<id>` → a memory store's state (actors/memory/state.ts); `work.<id>` while a deleted store's memories are being removed. */
+  memoryStores: 'troupe_memory_stores',
+  /**
+   * A store's memories, each key beginning with the store's id (one subject wildcard per store): `<store>.m.<memory
+   * id>` its head, `<store>.v.<version id>` a version the head moved past, `<store>.c.<version id>` a version's content
+   * (actors/memory/records.ts).
+   */
+  memories: 'troupe_memories',
 } as const
 
 /** JetStream object stores (their streams are `OBJ_<name>`). */

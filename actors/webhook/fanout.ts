@@ -57,7 +57,9 @@ const LEGACY_CONSUMER = 'webhook-fanout'
  * WEBHOOK_MARK_HEADER): agents, environments, vaults and their credentials, deployments and their scheduled runs
  * starting, sessions created. Their streams are sources as the histories are.
  */
-export const RECORD_SOURCES = [Buckets.agents, Buckets.environments, Buckets.vaults, Buckets.deployments, Buckets.sessions].map((b) => `KV_${b}`)
+export const RECORD_SOURCES = [Buckets.agents, Buckets.environments, Buckets.vaults, Buckets.deployments, Buckets.sessions, Buckets.memoryStores].map(
+  (b) => `KV_${b}`,
+)
 
 /** Where the fan-out of each source stands (source-reader.ts), in `troupe_webhook_fanout`. */
 export const openPositions = (kvm: Kvm, storage: Storage) => openBucket(kvm, storage, Buckets.webhookFanOut)

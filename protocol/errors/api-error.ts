@@ -17,6 +17,8 @@ export interface ErrorData {
   retryAfterMs?: number
   /** More of `details` beside `error_code`, for codes that carry some (a 412's `current_state`). */
   details?: Record<string, unknown>
+  /** Fields of the error object beside `type` and `message` (a memory path conflict's `conflicting_path`). */
+  fields?: Record<string, unknown>
   /**
    * Between actor and gateway only, never on the wire: a write of the request got no answer, so it may be stored.
    * A request that stores something new without an Idempotency-Key then answers 504 (`outcome_uncertain`), not 503.
@@ -32,6 +34,7 @@ export class ApiError extends Error {
   readonly reason: ErrorCode | undefined
   readonly retryAfterMs: number | undefined
   readonly details: Record<string, unknown> | undefined
+  readonly fields: Record<string, unknown> | undefined
 
   constructor(data: ErrorData) {
     super(data.message)
@@ -42,6 +45,7 @@ export class ApiError extends Error {
     this.reason = data.reason
     this.retryAfterMs = data.retryAfterMs
     this.details = data.details
+    this.fields = data.fields
   }
 
   toData(): ErrorData {
@@ -50,6 +54,7 @@ export class ApiError extends Error {
     if (this.reason !== undefined) d.reason = this.reason
     if (this.retryAfterMs !== undefined) d.retryAfterMs = this.retryAfterMs
     if (this.details !== undefined) d.details = this.details
+    if (this.fields !== undefined) d.fields = this.fields
     return d
   }
 }

@@ -19,6 +19,8 @@ export interface CatalogEntry<P extends unknown[] = never[]> {
   readonly message: (...params: P) => string
   /** More of `details` beside `error_code`, made from the same params (a 412's `current_state`). */
   readonly details?: (...params: P) => Record<string, unknown>
+  /** Fields of the error object itself beside `type` and `message` (a memory path conflict's `conflicting_path`). */
+  readonly fields?: (...params: P) => Record<string, unknown>
 }
 
 /** The error types of the wire (`error.type`); each status has one (`TYPE_OF`). */
@@ -28,6 +30,8 @@ export type ErrorType =
   | 'permission_error'
   | 'not_found_error'
   | 'conflict_error'
+  | 'memory_path_conflict_error'
+  | 'memory_precondition_failed_error'
   | 'request_too_large'
   | 'api_error'
   | 'overloaded_error'
@@ -56,14 +60,19 @@ interface Options {
   wire?: boolean
   /** 503 only: the retry hint. */
   retryAfterMs?: number
+  /** A type of its own rather than its status's: the memory 409s the official client tells apart (WIRE §1.5). */
+  type?: ErrorType
 }
 
 /** An entry whose `details` carry more than its code (made from the same params as its message). */
 const withDetails = <P extends unknown[]>(e: CatalogEntry<P>, details: (...params: P) => Record<string, unknown>): CatalogEntry<P> => ({ ...e, details })
 
+/** An entry whose error object carries fields of its own (made from the same params as its message). */
+const withFields = <P extends unknown[]>(e: CatalogEntry<P>, fields: (...params: P) => Record<string, unknown>): CatalogEntry<P> => ({ ...e, fields })
+
 const entry = <P extends unknown[]>(status: keyof typeof TYPE_OF, message: (...params: P) => string, o: Options = {}): CatalogEntry<P> => ({
   status,
-  type: TYPE_OF[status]!,
+  type: o.type ?? TYPE_OF[status]!,
   wire: o.wire ?? false,
   ...(o.retryAfterMs === undefined ? {} : { retryAfterMs: o.retryAfterMs }),
   message,
@@ -134,6 +143,7 @@ export const catalog = {
   agent_archived: entry(400, (id: string) => `Agent ${id} is archived and read-only: it cannot be updated nor used for new sessions`, WIRE),
   environment_archived: entry(400, (id: string) => `Environment ${id} is archived and cannot be changed or used`, WIRE),
   vault_archived: entry(400, (id: string) => `Vault ${id} is archived and cannot be used for new sessions or runs`, WIRE),
+  memory_store_archived: entry(400, (id: string) => `Memory store ${id} is archived and cannot be attached to new sessions`, WIRE),
   credential_type_mismatch: entry(
     400,
     (id: string, stored: string, given: string) => `auth.type: credential ${id} is ${stored}; an update's auth must be of the same type (was ${given})`,
@@ -201,6 +211,9 @@ export const catalog = {
   session_thread_not_found: entry(404, (field: string, session: string, thread: string) => `${field}: session ${session} has no thread ${thread}`, WIRE),
   skill_version_not_found: entry(404, (id: string, version: string) => `Skill ${id} has no version ${version}`, WIRE),
   credential_not_found: entry(404, (id: string, vault: string) => `Credential ${id} not found in vault ${vault}`, WIRE),
+  memory_store_not_found: entry(404, (id: string) => `Memory store ${id} not found`, WIRE),
+  memory_not_found: entry(404, (id: string, store: string) => `Memory ${id} not found in memory store ${store}`, WIRE),
+  memory_version_not_found: entry(404, (id: string, store: string) => `Memory version ${id} not found in memory store ${store}`, WIRE),
   session_resource_not_found: entry(404, (id: string, sessionId: string) => `Session resource ${id} not found in session ${sessionId}`, WIRE),
 
   // 405: the path exists under other methods (listed in `Allow`).
@@ -252,6 +265,37 @@ export const catalog = {
   session_exists: entry(409, (id: string) => `Session ${id} already exists`),
   environment_in_use: entry(409, (id: string, sessions: number) => `Environment ${id} is referenced by ${sessions} session(s); delete them first`, WIRE),
   agent_version_conflict: entry(409, (current: number) => `version: stale (current version is ${current})`, WIRE),
+  memory_path_conflict: withFields(
+    entry(
+      409,
+      (field: string, path: string, conflictingPath: string, conflictingId: string) =>
+        conflictingPath === path
+          ? `${field}: ${JSON.stringify(path)} is the path of memory ${conflictingId}; rename or delete it first, or update it instead`
+          : `${field}: ${JSON.stringify(path)} overlaps ${JSON.stringify(conflictingPath)}, the path of memory ${conflictingId} (one path may not be an ancestor of another); rename or delete it first`,
+      { wire: true, type: 'memory_path_conflict_error' },
+    ),
+    (_field, _path, conflictingPath, conflictingId) => ({ conflicting_path: conflictingPath, conflicting_memory_id: conflictingId }),
+  ),
+  memory_precondition_failed: entry(
+    409,
+    (field: string, id: string) => `${field}: memory ${id} no longer has that content_sha256; nothing was changed (retrieve the memory and retry)`,
+    { wire: true, type: 'memory_precondition_failed_error' },
+  ),
+  memory_store_read_only: entry(
+    409,
+    (id: string) => `Memory store ${id} is archived; its memories cannot be created or changed, nor the store updated (they can still be read and deleted)`,
+    WIRE,
+  ),
+  memory_store_in_use: entry(
+    409,
+    (id: string, sessions: number) => `Memory store ${id} is attached to ${sessions} session(s) that are not deleted; delete them first`,
+    WIRE,
+  ),
+  memory_version_current: entry(
+    409,
+    (id: string, memory: string) => `Memory version ${id} holds the current content of memory ${memory}; update or delete the memory first, then redact it`,
+    WIRE,
+  ),
 
   work_stopped: entry(409, (id: string) => `Work ${id} is stopped`, WIRE),
   work_not_queued: entry(409, (id: string, state: string) => `Work ${id} is ${state}; only a queued item is acknowledged`, WIRE),

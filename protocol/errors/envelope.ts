@@ -5,7 +5,11 @@ import { fail } from './fail.js'
 export interface Envelope {
   status: number
   headers: Record<string, string>
-  body: { type: 'error'; error: { type: ErrorType; message: string; details?: { error_code: string; [more: string]: unknown } }; request_id: string }
+  body: {
+    type: 'error'
+    error: { type: ErrorType; message: string; details?: { error_code: string; [more: string]: unknown }; [field: string]: unknown }
+    request_id: string
+  }
 }
 
 /** The one place errors become wire envelopes. Anything that is not an ApiError is a 500 that says nothing more. */
@@ -16,7 +20,7 @@ export function toEnvelope(err: unknown, requestId: string): Envelope {
   // a blind retry could store the request twice.
   if (e.status === 409 || e.status === 504) headers['x-should-retry'] = 'false'
   if (e.retryAfterMs !== undefined) headers['retry-after-ms'] = String(e.retryAfterMs)
-  const error: Envelope['body']['error'] = { type: e.type, message: e.message }
+  const error: Envelope['body']['error'] = { ...e.fields, type: e.type, message: e.message }
   if (e.code) error.details = { error_code: e.code, ...e.details }
   return { status: e.status, headers, body: { type: 'error', error, request_id: requestId } }
 }

@@ -16,6 +16,7 @@ export function fail<C extends ErrorCode>(code: C, ...params: ErrorParams<C>): A
   if (e.wire) data.code = code
   if (e.retryAfterMs !== undefined) data.retryAfterMs = e.retryAfterMs
   if (e.details) data.details = (e.details as (...p: unknown[]) => Record<string, unknown>)(...params)
+  if (e.fields) data.fields = (e.fields as (...p: unknown[]) => Record<string, unknown>)(...params)
   return new ApiError(data)
 }
 

@@ -3,13 +3,14 @@ import { DeploymentKind, DeploymentRunKind } from './deployment.js'
 import { EnvironmentKind } from './environment.js'
 import { SkillKind } from './skill.js'
 import { FileKind } from './file.js'
+import { MemoryStoreKind } from './memory.js'
 import { SessionKind } from './session.js'
 import { VaultKind } from './vault.js'
 import { WebhookKind } from './webhook.js'
 import { WorkKind } from './work.js'
 
 export * from './define.js'
-export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, SessionKind, SkillKind, VaultKind, WebhookKind, WorkKind }
+export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, MemoryStoreKind, SessionKind, SkillKind, VaultKind, WebhookKind, WorkKind }
 
 /** Every kind's contract, by name. */
 export const KINDS = {
@@ -23,4 +24,5 @@ export const KINDS = {
   vault: VaultKind,
   webhook: WebhookKind,
   work_queue: WorkKind,
+  memory_store: MemoryStoreKind,
 } as const

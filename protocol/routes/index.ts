@@ -3,6 +3,7 @@ import { agentRoutes } from './agents.js'
 import { deploymentRoutes } from './deployments.js'
 import { environmentRoutes } from './environments.js'
 import { fileRoutes } from './files.js'
+import { memoryRoutes } from './memory.js'
 import { sessionRoutes } from './sessions.js'
 import { skillRoutes } from './skills.js'
 import { vaultRoutes } from './vaults.js'
@@ -24,6 +25,7 @@ export const ROUTES: readonly Route[] = [
   ...vaultRoutes,
   ...webhookRoutes,
   ...workRoutes,
+  ...memoryRoutes,
 ]
 
 /**

@@ -29,8 +29,7 @@ export const SPEC_WEBHOOK_EVENT_TYPES = [
 
 /**
  * The managed-agents events the official client knows (`BetaWebhookEventData`) beyond the spec's: accepted, and each
- * delivered at its moment (docs/ARCHITECTURE.md "Webhook endpoints" says which; memory stores' fire once memory stores
- * are served).
+ * delivered at its moment (docs/ARCHITECTURE.md "Webhook endpoints" says which).
  */
 export const CLIENT_WEBHOOK_EVENT_TYPES = [
   'session.created',

@@ -15,7 +15,8 @@
 // then two, against raw HTTPS POSTs and a raw JetStream hop: webhooks.ts), or `skills` (a 25 MB, 1,000-file skill
 // bundle: `skills.pool` validates it on the pool in-process, skill-bundle.ts; `skills.server` uploads it to the server
 // while GETs run, skill-server.ts; `skills` both), or `work` (the self-hosted work queue: claims, queue-to-claim, CPU of
-// idle pollers: work.ts); none runs everything.
+// idle pollers: work.ts), or `memory` (10,000 memories in one store: creates per second, listings by folder, against raw
+// KV: memory.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -30,6 +31,7 @@ import { runHardeningBench } from './hardening.js'
 import { runWebhookBench } from './webhooks.js'
 import { runWorkspaceBench } from './workspace.js'
 import { runWorkBench } from './work.js'
+import { runMemoryBench } from './memory.js'
 import { runThreadBench } from './threads.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
@@ -196,6 +198,7 @@ const known = [
   'webhooks',
   'work',
   'threads',
+  'memory',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -220,3 +223,4 @@ if (!args.length || args.includes('skill-mounts')) await runSkillMountBench()
 if (!args.length || args.includes('webhooks')) await runWebhookBench()
 if (!args.length || args.includes('work')) await runWorkBench()
 if (!args.length || args.includes('threads')) await runThreadBench()
+if (!args.length || args.includes('memory')) await runMemoryBench()

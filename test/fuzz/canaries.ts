@@ -63,6 +63,8 @@ export async function createCanaries(url: string): Promise<Canaries> {
   })
   const webhook = await create(url, '/v1/webhooks', { url: 'https://canary.example.com/hook', event_types: ['session.archived'] })
   const skill = await uploadSkill(url, 'canary')
+  const store = await create(url, '/v1/memory_stores', { name: 'canary', metadata: { canary: 'yes' } })
+  const memory = await create(url, `/v1/memory_stores/${store}/memories`, { path: '/canary/notes.md', content: 'canary' })
   // A self-hosted session and its queued item: no hostile token, worker id or poll may reach them.
   const workEnv = await create(url, '/v1/environments', { name: 'canary work', config: { type: 'self_hosted' }, metadata: { canary: 'yes' } })
   const workSession = await create(url, '/v1/sessions', { agent, environment_id: workEnv, title: 'canary work' })
@@ -83,6 +85,10 @@ export async function createCanaries(url: string): Promise<Canaries> {
     `/v1/skills/${skill}`,
     `/v1/skills/${skill}/versions/1`,
     `/v1/skills/${skill}/versions/1/content`,
+    `/v1/memory_stores/${store}`,
+    `/v1/memory_stores/${store}/memories/${memory}`,
+    `/v1/memory_stores/${store}/memories`,
+    `/v1/memory_stores/${store}/memory_versions`,
     `/v1/environments/${workEnv}/work`,
     `/v1/sessions/${workSession}`,
   ]
@@ -123,6 +129,9 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     work: [],
     work_sessions: [],
     work_tokens: [],
+    memory_stores: [],
+    memories: [],
+    memory_versions: [],
   }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
@@ -159,6 +168,14 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     v.work_environments.push(env)
     v.work.push(polled.json.id)
     v.work_tokens.push(JSON.parse(Buffer.from(secret, 'base64url').toString()).sessions_token)
+  }
+  for (let i = 0; i < n; i++) {
+    const store = await create(url, '/v1/memory_stores', { name: `victim ${i}` })
+    const made = await raw(url, 'POST', `/v1/memory_stores/${store}/memories`, { path: `/victim/${i}/notes.md`, content: `victim ${i}` })
+    if (made.status !== 200) throw new Error(`setup: a victim memory answered ${made.status}: ${made.text}`)
+    v.memory_stores.push(store)
+    v.memories.push(made.json.id)
+    v.memory_versions.push(made.json.memory_version_id)
   }
   for (let i = 0; i < n; i++) {
     v.webhooks.push(await create(url, '/v1/webhooks', { url: `https://victim${i}.example.com/hook`, event_types: ['session.status_idled'] }))

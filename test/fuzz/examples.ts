@@ -35,6 +35,18 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
       return { display_name: 'fuzz vault', metadata: { team: 'fuzz' } }
     case 'vaults.update':
       return { display_name: 'renamed vault', metadata: { team: null, k: 'v' } }
+    case 'memoryStores.create':
+      return { name: 'fuzz store', description: 'made by the fuzzer', metadata: { team: 'fuzz' } }
+    case 'memoryStores.update':
+      return rng.pick<Json>([{ name: 'renamed store', description: '', metadata: { team: null, k: 'v' } }, { description: null }])
+    case 'memoryStores.memories.create':
+      return { path: `/fuzz/${rng.int(1000)}/notes.md`, content: 'made by the fuzzer' }
+    case 'memoryStores.memories.update':
+      return rng.pick<Json>([
+        { content: 'changed by the fuzzer' },
+        { path: `/fuzz/moved/${rng.int(1000)}.md` },
+        { content: 'x', precondition: { type: 'content_sha256', content_sha256: '0'.repeat(64) } },
+      ])
     case 'vaults.credentials.create':
       return {
         display_name: 'fuzz credential',
@@ -279,6 +291,31 @@ export function exampleQuery(operationId: string, v: Victims): Array<[string, st
       return [
         ['limit', '10'],
         ['scope_id', v.sessions[0]!],
+      ]
+    case 'memoryStores.list':
+      return [
+        ['limit', '10'],
+        ['include_archived', 'true'],
+        ['created_at[gte]', '2020-01-01T00:00:00Z'],
+      ]
+    case 'memoryStores.memories.list':
+      return [
+        ['limit', '10'],
+        ['path_prefix', '/victim/'],
+        ['depth', '1'],
+        ['view', 'full'],
+      ]
+    case 'memoryStores.memories.retrieve':
+      return [['view', 'basic']]
+    case 'memoryStores.memories.delete':
+      return [['expected_content_sha256', '0'.repeat(64)]]
+    case 'memoryStores.memoryVersions.list':
+      return [
+        ['limit', '10'],
+        ['memory_id', v.memories[0]!],
+        ['operation', 'created'],
+        ['view', 'full'],
+        ['created_at[lte]', '2100-01-01T00:00:00Z'],
       ]
     default:
       return []

@@ -1,7 +1,7 @@
 import { type SessionsTokenClaims, tokenReaches } from '../../protocol/sessions-token.js'
 import { exampleBody, exampleQuery } from './examples.js'
 import type { Rng } from './rng.js'
-import { fillPath, TARGETS, victimPicker, type Target } from './targets.js'
+import { ALL_TARGETS, fillPath, victimPicker, type Target } from './targets.js'
 import type { HttpSpec, Victims } from './types.js'
 
 /**
@@ -14,7 +14,8 @@ import type { HttpSpec, Victims } from './types.js'
 
 /** The work routes, the session routes a token reaches, and two it never reaches. */
 const REACHABLE = new Set(['sessions.retrieve', 'sessions.events.list', 'sessions.events.send', 'sessions.events.stream'])
-export const HEADER_TARGETS: readonly Target[] = TARGETS.filter(
+// From every route, whatever `--routes` picks: these are the routes a sessions token concerns.
+export const HEADER_TARGETS: readonly Target[] = ALL_TARGETS.filter(
   (t) =>
     t.operationId.startsWith('environments.work.') || REACHABLE.has(t.operationId) || t.operationId === 'agents.list' || t.operationId === 'sessions.archive',
 )

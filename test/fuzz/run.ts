@@ -1,9 +1,21 @@
 // `npm run fuzz -- [--seed N] [--requests N] [--concurrency N] [--http uws|node] [--only i,j] [--skip class,…]
-//   [--verbose] [--timeout-ms N] [--settle-seconds N]`
+//   [--routes /v1/x,/v1/y] [--verbose] [--timeout-ms N] [--settle-seconds N]` (`--help` prints this)
 // Starts a server of its own (its own nats-server, free ports), sends a seeded sequence of hostile requests and
 // exits 1 on any failure, printing the seed and each offending request so it can be replayed with --only.
-import { runFuzz } from './runner.js'
 import { CLASSES, type HttpTransport } from './types.js'
+
+const USAGE = `npm run fuzz -- [options]
+  --seed N            the run's seed (default: a fresh one, printed first)
+  --requests N        requests in the run (default 2000)
+  --concurrency N     requests in flight (default 8)
+  --http uws|node     the server's HTTP transport (default uws)
+  --only i,j          only these requests of the run (replays a finding)
+  --skip class,...    leave classes out (${CLASSES.join(', ')})
+  --routes p,q        only the routes whose path starts with one of these (/v1/memory_stores); sessions-token
+                      headers still go to the routes a token concerns
+  --verbose           every request and answer
+  --timeout-ms N      a request answered later fails (default 20000)
+  --settle-seconds N  how long the server may take to settle after the run (default 30)`
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`)
@@ -20,7 +32,16 @@ function intFlag(name: string, dflt: number): number {
   return v
 }
 
+if (process.argv.includes('--help')) {
+  console.log(USAGE)
+  process.exit(0)
+}
+
 try {
+  const routes = flag('routes')
+  if (routes !== undefined) process.env.FUZZ_ROUTES = routes
+  // Imported once FUZZ_ROUTES is set: the targets are chosen when the module loads.
+  const { runFuzz } = await import('./runner.js')
   // Without --seed, a fresh one: printed first, so a failing run can always be replayed.
   const seed = intFlag('seed', Math.floor(Math.random() * 2 ** 31))
   const requests = intFlag('requests', 2000)
@@ -36,7 +57,9 @@ try {
     })
   const skip = flag('skip')?.split(',')
   for (const c of skip ?? []) if (!(CLASSES as readonly string[]).includes(c)) throw new Error(`--skip: no class ${c} (classes: ${CLASSES.join(', ')})`)
-  console.log(`fuzz seed ${seed} (replay: npm run fuzz -- --seed ${seed} --requests ${requests}${http ? ` --http ${http}` : ''})`)
+  console.log(
+    `fuzz seed ${seed} (replay: npm run fuzz -- --seed ${seed} --requests ${requests}${http ? ` --http ${http}` : ''}${routes ? ` --routes ${routes}` : ''})`,
+  )
   const result = await runFuzz({
     seed,
     requests,

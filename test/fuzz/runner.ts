@@ -60,7 +60,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzResult> {
   const log = opts.log ?? ((l: string) => console.log(l))
   const concurrency = opts.concurrency ?? 8
   const transport: HttpTransport = opts.http ?? ((process.env.TROUPE_HTTP as HttpTransport | undefined) === 'node' ? 'node' : 'uws')
-  const replay = `npm run fuzz -- --seed ${opts.seed} --requests ${opts.requests}${opts.http ? ` --http ${opts.http}` : ''}${opts.skip?.length ? ` --skip ${opts.skip.join(',')}` : ''}`
+  const replay = `npm run fuzz -- --seed ${opts.seed} --requests ${opts.requests}${opts.http ? ` --http ${opts.http}` : ''}${opts.skip?.length ? ` --skip ${opts.skip.join(',')}` : ''}${process.env.FUZZ_ROUTES ? ` --routes ${process.env.FUZZ_ROUTES}` : ''}`
   const t0 = performance.now()
 
   const server = await startServer(opts.http)

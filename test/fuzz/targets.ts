@@ -14,7 +14,8 @@ export interface Target {
 
 const paramsOf = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
 
-export const TARGETS: readonly Target[] = [
+/** Every route of the table and the operational paths. */
+export const ALL_TARGETS: readonly Target[] = [
   ...ROUTES.map((r) => ({
     method: r.method,
     path: r.path,
@@ -26,6 +27,12 @@ export const TARGETS: readonly Target[] = [
   })),
   ...['/healthz', '/readyz', '/openapi.yaml'].map((p) => ({ method: 'GET', path: p, operationId: p, hasBody: false, hasQuery: false, params: [] })),
 ]
+
+/** `--routes` (FUZZ_ROUTES): path prefixes, comma-separated; only the routes under one of them are aimed at. */
+const ONLY = process.env.FUZZ_ROUTES?.split(',').filter(Boolean)
+
+/** The routes this run aims at: all of them, or those `--routes` names. */
+export const TARGETS: readonly Target[] = ONLY ? ALL_TARGETS.filter((t) => ONLY.some((p) => t.path.startsWith(p))) : ALL_TARGETS
 
 export const WITH_BODY = TARGETS.filter((t) => t.hasBody)
 export const WITH_PARAMS = TARGETS.filter((t) => t.params.length > 0)
@@ -47,13 +54,25 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   webhook_id: 'webhooks',
   skill_id: 'skills',
   work_id: 'work',
+  memory_store_id: 'memory_stores',
+  memory_id: 'memories',
+  memory_version_id: 'memory_versions',
 }
 
 /**
- * Path parameters whose victims go in pairs (a credential lives in one vault, a thread in one session): the first
+ * Path parameters whose victims go in pairs (a credential lives in one vault, a thread in one session, a memory and a
+ * version in one store): the first
  * named picks the pair.
  */
-const PAIRED: Record<string, keyof Victims> = { vault_id: 'vaults', credential_id: 'credentials', session_id: 'sessions', thread_id: 'session_threads' }
+const PAIRED: Record<string, keyof Victims> = {
+  vault_id: 'vaults',
+  credential_id: 'credentials',
+  session_id: 'sessions',
+  thread_id: 'session_threads',
+  memory_store_id: 'memory_stores',
+  memory_id: 'memories',
+  memory_version_id: 'memory_versions',
+}
 
 /**
  * Live ids for the parameters of one path: each from its victims, but a credential and its vault from the same

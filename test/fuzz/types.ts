@@ -43,6 +43,10 @@ export interface Victims {
   /** The session of each item, and the sessions token a poll handed it out with (at setup), at the same index. */
   work_sessions: string[]
   work_tokens: string[]
+  /** Memory stores, each with one memory at the same index, and that memory's first version. */
+  memory_stores: string[]
+  memories: string[]
+  memory_versions: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */

@@ -80,6 +80,11 @@ const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
   session_exists: ['sesn_1'],
   environment_in_use: ['env_1', 2],
   agent_version_conflict: [3],
+  memory_path_conflict: ['path', '/a/b', '/a', 'mem_1'],
+  memory_precondition_failed: ['precondition.content_sha256', 'mem_1'],
+  memory_store_read_only: ['memstore_1'],
+  memory_store_in_use: ['memstore_1', 2],
+  memory_version_current: ['memver_1', 'mem_1'],
   body_too_large: [1024],
   encoded_too_large: [2048, 1024],
   event_too_large: [0, 'user.message', 2048, 1024],
@@ -99,9 +104,13 @@ const SAMPLES: { [C in ErrorCode]: ErrorParams<C> } = {
   vaults_unavailable: [],
   keyring_unavailable: [],
   vault_archived: ['vlt_1'],
+  memory_store_archived: ['memstore_1'],
   credential_type_mismatch: ['vcrd_1', 'static_bearer', 'mcp_oauth'],
   vault_credentials_full: ['vlt_1', 20, 'active credentials'],
   vault_not_found: ['vlt_1'],
+  memory_store_not_found: ['memstore_1'],
+  memory_not_found: ['mem_1', 'memstore_1'],
+  memory_version_not_found: ['memver_1', 'memstore_1'],
   webhook_not_found: ['whep_1'],
   webhooks_unavailable: [],
   credential_not_found: ['vcrd_1', 'vlt_1'],
@@ -200,6 +209,11 @@ const STATUS: { [C in ErrorCode]: number } = {
   session_exists: 409,
   environment_in_use: 409,
   agent_version_conflict: 409,
+  memory_path_conflict: 409,
+  memory_precondition_failed: 409,
+  memory_store_read_only: 409,
+  memory_store_in_use: 409,
+  memory_version_current: 409,
   body_too_large: 413,
   encoded_too_large: 413,
   event_too_large: 413,
@@ -222,9 +236,13 @@ const STATUS: { [C in ErrorCode]: number } = {
   vaults_unavailable: 422,
   keyring_unavailable: 422,
   vault_archived: 400,
+  memory_store_archived: 400,
   credential_type_mismatch: 400,
   vault_credentials_full: 400,
   vault_not_found: 404,
+  memory_store_not_found: 404,
+  memory_not_found: 404,
+  memory_version_not_found: 404,
   webhook_not_found: 404,
   webhooks_unavailable: 422,
   credential_not_found: 404,
@@ -289,6 +307,15 @@ const SENT: readonly ErrorCode[] = [
   'session_running',
   'environment_in_use',
   'agent_version_conflict',
+  'memory_store_not_found',
+  'memory_not_found',
+  'memory_version_not_found',
+  'memory_store_archived',
+  'memory_path_conflict',
+  'memory_precondition_failed',
+  'memory_store_read_only',
+  'memory_store_in_use',
+  'memory_version_current',
   'idempotency_key_reused',
   'vendor_skills_unsupported',
   'skills_unavailable',
@@ -350,6 +377,13 @@ const TYPE_OF_STATUS: Record<number, string> = {
   504: 'timeout_error',
 }
 
+/** Codes whose `error.type` is their own rather than their status's (the memory 409s the official client tells apart). */
+const OWN_TYPE: Partial<Record<ErrorCode, string>> = {
+  memory_path_conflict: 'memory_path_conflict_error',
+  memory_precondition_failed: 'memory_precondition_failed_error',
+}
+const typeOf = (code: ErrorCode) => OWN_TYPE[code] ?? TYPE_OF_STATUS[STATUS[code]]
+
 const make = <C extends ErrorCode>(code: C) => fail(code, ...SAMPLES[code])
 const CODES = Object.keys(STATUS) as ErrorCode[]
 
@@ -363,7 +397,7 @@ t.test('every code: its status, type, retry hint and wire form as listed here', 
     const e = make(code)
     t.ok(e instanceof ApiError, code)
     t.equal(e.status, STATUS[code], `${code}: ${STATUS[code]}`)
-    t.equal(e.type, TYPE_OF_STATUS[STATUS[code]], `${code}: a ${TYPE_OF_STATUS[STATUS[code]]}`)
+    t.equal(e.type, typeOf(code), `${code}: a ${typeOf(code)}`)
     t.equal(e.reason, code, `${code}: the catalog code travels as reason`)
     t.equal(e.code, SENT.includes(code) ? code : undefined, `${code}: details.error_code ${SENT.includes(code) ? 'sent' : 'not sent'}`)
     t.ok(e.message.length > 0 && !e.message.includes('undefined'), `${code}: "${e.message}"`)
@@ -435,12 +469,23 @@ t.test('toEnvelope: headers and details by status and code', async (t) => {
     const env = toEnvelope(make(code), 'r')
     const status = STATUS[code]
     t.equal(env.status, status, code)
-    t.equal(env.body.error.type, TYPE_OF_STATUS[status], `${code}: type`)
+    t.equal(env.body.error.type, typeOf(code), `${code}: type`)
     t.equal(env.headers['x-should-retry'], status === 409 || status === 504 ? 'false' : undefined, `${code}: x-should-retry`)
     t.equal(env.headers['retry-after-ms'], RETRY_AFTER_MS[code]?.toString(), `${code}: retry-after-ms`)
     const more = code === 'heartbeat_precondition_failed' ? { current_state: SAMPLES.heartbeat_precondition_failed[1] } : {}
     t.same(env.body.error.details, SENT.includes(code) ? { error_code: code, ...more } : undefined, `${code}: details`)
   }
+})
+
+t.test('a memory path conflict names the path and memory that blocked it on the error object', async (t) => {
+  const env = toEnvelope(fail('memory_path_conflict', 'path', '/notes/todo.md', '/notes', 'mem_1'), 'r')
+  t.equal(env.status, 409)
+  t.equal(env.body.error.type, 'memory_path_conflict_error')
+  t.equal(env.body.error.conflicting_path, '/notes')
+  t.equal(env.body.error.conflicting_memory_id, 'mem_1')
+  t.match(env.body.error.message, /^path: "\/notes\/todo.md" overlaps "\/notes"/)
+  const back = new ApiError(structuredClone(fail('memory_path_conflict', 'path', '/a', '/a', 'mem_2').toData()))
+  t.same(toEnvelope(back, 'r').body.error.conflicting_path, '/a', 'the fields survive the hop between actor and gateway')
 })
 
 t.test('an error survives the hop between actor and gateway', async (t) => {

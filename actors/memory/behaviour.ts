@@ -1,0 +1,119 @@
+import { fail } from '../../protocol/errors/fail.js'
+import type { MemoryStoreKind } from '../../protocol/ops/memory.js'
+import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
+import type { MemoryStore } from '../../protocol/schemas/memory.js'
+import { now } from '../../protocol/time.js'
+import { type DurableState, type Handlers, keyedCreate, pageOf, type Projection } from '../kit/index.js'
+import type { LoadedStores } from './loaded.js'
+import { live, memoryOps } from './memory-ops.js'
+import type { MemoryRecords } from './records.js'
+import type { StoreState } from './state.js'
+import { versionOps } from './version-ops.js'
+import { Staging } from './staging.js'
+import { MemoryWrites } from './writes.js'
+
+export interface MemoryStoreDeps {
+  states: DurableState<StoreState, typeof MemoryStoreKind>
+  projection: Projection<MemoryStore, StoreState>
+  loaded: LoadedStores
+  records: MemoryRecords
+}
+
+export function memoryStoreOps({ states, projection, loaded, records }: MemoryStoreDeps): Handlers<typeof MemoryStoreKind> {
+  const ops = states.ops({
+    get: {
+      shared: (s) => {
+        live(s)
+        return s.store
+      },
+    },
+
+    update(s, { body: b }) {
+      live(s)
+      if (s.store.archived_at) throw fail('memory_store_read_only', s.store.id)
+      const cur = s.store
+      const next: MemoryStore = {
+        ...cur,
+        name: b.name ?? cur.name,
+        // "" clears it; null and absent keep it.
+        description: b.description ?? cur.description,
+        metadata: b.metadata == null ? cur.metadata : patchMetadata(cur.metadata, b.metadata),
+      }
+      if (sameJson(next, cur)) return { reply: cur }
+      const store = { ...next, updated_at: now() }
+      return { state: { ...s, store }, reply: store }
+    },
+
+    archive(s) {
+      live(s)
+      if (s.store.archived_at) return { reply: s.store }
+      const t = now()
+      const store = { ...s.store, archived_at: t, updated_at: t }
+      return { state: { ...s, store }, reply: store }
+    },
+
+    delete(s) {
+      live(s)
+      if (s.sessions.length) throw fail('memory_store_in_use', s.store.id, s.sessions.length)
+      loaded.drop(s.store.id)
+      // The record says deleted at once (404 from here, `memory_store.deleted` with it); its memories go as work.
+      return { state: { ...s, deleted_at: now() }, reply: { id: s.store.id, type: 'memory_store_deleted' as const } }
+    },
+
+    attach(s, { body }) {
+      live(s)
+      if (s.store.archived_at) throw fail('memory_store_archived', s.store.id)
+      if (s.sessions.includes(body.session_id)) return { reply: s.store }
+      return { state: { ...s, sessions: [...s.sessions, body.session_id] }, reply: s.store }
+    },
+
+    detach(s, { body }) {
+      if (!s.sessions.includes(body.session_id)) return { reply: { attached: s.sessions.length } }
+      const sessions = s.sessions.filter((x) => x !== body.session_id)
+      return { state: { ...s, sessions }, reply: { attached: sessions.length } }
+    },
+  })
+
+  return {
+    // Placed on any host: the id is new, and the create of its state is the fence against a second one.
+    async create(req) {
+      const b = req.body
+      return keyedCreate('memstore', 'memory_stores.create', req, {
+        stored: (id) => states.read(id),
+        answer: (s) => s.store,
+        async make(id, createdBy) {
+          const t = now()
+          const store: MemoryStore = {
+            id,
+            type: 'memory_store',
+            name: b.name,
+            description: b.description ?? '',
+            metadata: b.metadata ?? {},
+            created_at: t,
+            updated_at: t,
+            archived_at: null,
+          }
+          const state: StoreState = { store, ...(createdBy ? { created_by: createdBy } : {}), sessions: [] }
+          return (await states.create(id, state)) && store
+        },
+      })
+    },
+
+    async list({ query: q }) {
+      await projection.fresh()
+      const includeArchived = q.include_archived ?? false
+      const gte = q['created_at[gte]']?.getTime()
+      const lte = q['created_at[lte]']?.getTime()
+      const filters = { include_archived: includeArchived, gte, lte }
+      return pageOf(projection, 'memory_stores', filters, q.page, q.limit ?? 20, (m) => {
+        if (!includeArchived && m.archived_at !== null) return false
+        const t = Date.parse(m.created_at)
+        return (gte === undefined || t >= gte) && (lte === undefined || t <= lte)
+      })
+    },
+
+    ...ops,
+    ...memoryOps(states, loaded, records, new MemoryWrites(records), new Staging(records, states)),
+    ...versionOps(states, loaded, records),
+  }
+}
