@@ -143,6 +143,8 @@ const defaultPause = (failures: number) => jitteredAfter(webhookRetry, failures,
 const ATTEMPT_TIMEOUT_MS = 15_000
 /** A delivery whose endpoint already has `perEndpoint` attempts in flight comes back after this. */
 const BUSY_DELAY_MS = 1000
+/** A delivery this process's keyring cannot open waits this long before it is offered again. */
+const UNOPENABLE_DELAY_MS = 5000
 
 /**
  * Attempts deliveries (the `orchestrate` role): claims each from the shared consumer, reads its endpoint, signs afresh
@@ -152,6 +154,8 @@ const BUSY_DELAY_MS = 1000
  */
 export class DeliveryWorker {
   private readonly inFlight = new Map<string, number>()
+  /** Endpoints whose secret this keyring could not open, said once each (until one opens again). */
+  private readonly unopenable = new Set<string>()
   private running = 0
   /** Waiting for an attempt to end so the next may start (at most `concurrency` run). */
   private freed: (() => void) | undefined
@@ -261,10 +265,26 @@ export class DeliveryWorker {
       m.nak(BUSY_DELAY_MS)
       return
     }
+    // A secret this process's keyring cannot open (the cluster's keyrings differ): no attempt is made or counted, and
+    // the delivery goes back for a process whose keyring holds the key.
+    let secret: string
+    try {
+      secret = this.o.keyring.open(state.secret, secretAad(endpoint))
+    } catch (err) {
+      if (!this.unopenable.has(endpoint)) {
+        this.unopenable.add(endpoint)
+        this.o.log.error(
+          { endpoint, key: state.secret.kid, err: (err as Error).message },
+          `keyring_mismatch: this process cannot open the signing secret of webhook endpoint ${endpoint} (sealed with key ${state.secret.kid}): the cluster's keyrings differ; its deliveries are left to a process whose keyring holds that key`,
+        )
+      }
+      m.nak(UNOPENABLE_DELAY_MS)
+      return
+    }
+    this.unopenable.delete(endpoint)
     this.inFlight.set(endpoint, held + 1)
     let outcome: Outcome
     try {
-      const secret = this.o.keyring.open(state.secret, secretAad(endpoint))
       outcome = await post(state.endpoint.url, m.data, attemptHeaders(secret, event, body), { timeoutMs: ATTEMPT_TIMEOUT_MS, ...this.o.post })
     } finally {
       const left = (this.inFlight.get(endpoint) ?? 1) - 1
