@@ -13,8 +13,7 @@ import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { asUserRuns, clientFor, raw, startTroupe } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
-import { keyringFile, newKey } from '../vaults/_helpers.js'
-import { startReceiver } from '../webhooks/_helpers.js'
+import { deliveringEnv, startReceiver } from '../webhooks/_helpers.js'
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/troupe.mjs')
 const nats = await startNats()
@@ -77,14 +76,7 @@ t.test('deployments, webhook endpoints and work queues as the cluster stores the
   const troupe = await startTroupe({
     role: 'start',
     natsUrl: nats.url,
-    env: {
-      TROUPE_VAULT_KEYRING_FILE: keyringFile([{ id: 'k1', key: newKey() }]),
-      ...receiver.env,
-      TROUPE_MODEL_BASE_URL: model.url,
-      ANTHROPIC_API_KEY: 'fake-key',
-      TROUPE_MODEL_RETRY_BASE_MS: '20',
-      TROUPE_SCHEDULE_CLOCK: `start=2026-03-01T00:00:00Z,rate=10,since=${Date.now()}`,
-    },
+    env: deliveringEnv(receiver, model, { TROUPE_SCHEDULE_CLOCK: `start=2026-03-01T00:00:00Z,rate=10,since=${Date.now()}` }),
   })
   t.teardown(() => troupe.killNow())
   const client = clientFor(troupe.url, { maxRetries: 3 })

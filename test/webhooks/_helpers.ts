@@ -3,6 +3,7 @@ import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { newId } from '../../protocol/ids.js'
+import { keyringFile, newKey } from '../vaults/_helpers.js'
 
 /** A webhook event as a delivery carries it: a fresh `whe_` id and the exact JSON bytes of its thin payload. */
 export function eventOf(type = 'session.status_idled'): { id: string; body: string; bytes: Uint8Array } {
@@ -76,5 +77,20 @@ export async function startReceiver(answer: (r: Received) => number | 'hang' | P
         server.close()
       }
     },
+  }
+}
+
+/**
+ * The environment of a host that delivers webhooks to `receiver` (a fresh keyring, the receiver's dev host mapping)
+ * and runs turns on the fake `model` (retried quickly), with `extra` on top.
+ */
+export function deliveringEnv(receiver: { env: Record<string, string> }, model: { url: string }, extra: Record<string, string> = {}) {
+  return {
+    TROUPE_VAULT_KEYRING_FILE: keyringFile([{ id: 'k1', key: newKey() }]),
+    ...receiver.env,
+    TROUPE_MODEL_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: 'fake-key',
+    TROUPE_MODEL_RETRY_BASE_MS: '20',
+    ...extra,
   }
 }

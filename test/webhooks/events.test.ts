@@ -13,8 +13,7 @@ import { startNats } from '../helpers/nats.js'
 import { clientFor, raw, startTroupe } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
 import { agentAndEnv, collect, isIdle } from '../sessions/_helpers.js'
-import { keyringFile, newKey } from '../vaults/_helpers.js'
-import { startReceiver } from './_helpers.js'
+import { deliveringEnv, startReceiver } from './_helpers.js'
 
 /**
  * Lifecycle events reach endpoints (issue 26 point 3): each moment of a session makes its thin event, delivered signed
@@ -30,13 +29,7 @@ const nats = await startNats()
 const troupe = await startTroupe({
   role: 'start',
   natsUrl: nats.url,
-  env: {
-    TROUPE_VAULT_KEYRING_FILE: keyringFile([{ id: 'k1', key: newKey() }]),
-    ...receiver.env,
-    TROUPE_MODEL_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: 'fake-key',
-    TROUPE_MODEL_RETRY_BASE_MS: '20',
-  },
+  env: deliveringEnv(receiver, model),
 })
 const nc = await connect({ servers: nats.url })
 t.teardown(async () => {

@@ -11,8 +11,8 @@ import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { clientFor, raw, startTroupe } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
-import { keyringFile, newKey, staticBearer } from '../vaults/_helpers.js'
-import { startReceiver } from './_helpers.js'
+import { staticBearer } from '../vaults/_helpers.js'
+import { deliveringEnv, startReceiver } from './_helpers.js'
 
 const receiver = await startReceiver()
 const model = await startFakeModelServer()
@@ -20,15 +20,10 @@ const nats = await startNats()
 const troupe = await startTroupe({
   role: 'start',
   natsUrl: nats.url,
-  env: {
-    TROUPE_VAULT_KEYRING_FILE: keyringFile([{ id: 'k1', key: newKey() }]),
-    ...receiver.env,
-    TROUPE_MODEL_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: 'fake-key',
-    TROUPE_MODEL_RETRY_BASE_MS: '20',
+  env: deliveringEnv(receiver, model, {
     // A schedule clock 30 times as fast, 20 s before a minute: a scheduled run starts within a second or so.
     TROUPE_SCHEDULE_CLOCK: `start=2026-03-01T00:00:40Z,rate=30,since=${Date.now()}`,
-  },
+  }),
 })
 t.teardown(async () => {
   troupe.killNow()
