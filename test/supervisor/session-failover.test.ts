@@ -10,6 +10,7 @@ import { Buckets, PARTITIONS, eventsSubject } from '../../protocol/subjects.js'
 import { EventHeaders } from '../../protocol/events.js'
 import { newId } from '../../protocol/ids.js'
 import { workKey } from '../../actors/kit/work-marks.js'
+import { childThreadId } from '../../actors/session/turn/index.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import { startNats } from '../helpers/nats.js'
 import { hostOf, placementOf } from '../helpers/placement.js'
@@ -218,6 +219,78 @@ t.test('the owner dies after storing a tool use but before closing its model req
   t.same(all.at(-1).stop_reason, { type: 'end_turn' })
 })
 
+t.test('the owner dies between storing its sends and their children: the new owner starts each child with its task', async (t) => {
+  const { owner, session, client } = await setup(t, [], async (c) => {
+    const member = await c.beta.agents.create({ name: 'member', model: 'claude-sonnet-4-5', system: 'MEMBER' } as any)
+    return { system: 'LEAD', multiagent: { type: 'coordinator', agents: [member.id] } }
+  })
+  await owner.kill()
+  // What the owner had stored when it died: two sends of one response; the first one's thread (on the primary) but
+  // not its input (on the thread's own subject), nothing of the second's. The child's model request went out beside
+  // those appends, so it may well have been made: a model request is no side effect.
+  const js = jetstream(nc)
+  const at = new Date().toISOString()
+  const send = (message: string) => ({
+    type: 'agent.tool_use',
+    id: newId('sevt'),
+    name: 'send_to_agent',
+    input: { agent: 'member', message },
+    evaluated_permission: 'allow',
+    processed_at: at,
+  })
+  const [a, b] = [send('task a'), send('task b')]
+  const msg = { type: 'user.message', id: newId('sevt'), content: [{ type: 'text', text: 'delegate' }], processed_at: null }
+  const span = { type: 'span.model_request_start', id: newId('sevt'), processed_at: at }
+  const usage = { input_tokens: 1, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, speed: null }
+  const spanEnd = { type: 'span.model_request_end', id: newId('sevt'), model_request_start_id: span.id, is_error: false, model_usage: usage, processed_at: at }
+  const running = { type: 'session.status_running', id: newId('sevt'), processed_at: at }
+  const threadA = childThreadId(a.id)
+  const created = {
+    type: 'session.thread_created',
+    id: newId('sevt'),
+    session_thread_id: threadA,
+    agent_name: 'member',
+    workflow_run_id: null,
+    processed_at: at,
+  }
+  for (const [ev, processed] of [[msg], [running, msg.id], [span], [a], [b], [spanEnd], [created]] as Array<[{ type: string; id: string }, string?]>) {
+    const h = headers()
+    h.set(EventHeaders.type, ev.type)
+    h.set(EventHeaders.id, ev.id)
+    if (processed) h.set(EventHeaders.processed, processed)
+    await js.publish(eventsSubject(session.id), JSON.stringify(ev), { headers: h })
+  }
+  model.setHandler((req) => {
+    const body = req.body as { system?: string; messages: Array<{ content: string | Array<{ type: string; text?: string }> }> }
+    if (body.system === 'LEAD') return { steps: [{ type: 'text', text: 'done' }] }
+    if (body.system !== 'MEMBER') return undefined
+    const first = body.messages[0]!.content
+    const task = typeof first === 'string' ? first : first.map((c) => c.text ?? '').join('')
+    return { steps: [{ type: 'text', text: `did ${task}` }] }
+  })
+  t.teardown(() => model.setHandler(undefined))
+  await (await new Kvm(nc).open(Buckets.sessions)).put(workKey(session.id), new Uint8Array())
+  await until('the turn ends on the new owner', async () => (await history(client, session.id)).at(-1)?.type === 'session.status_idle', 30_000, 100)
+  const all = await history(client, session.id)
+  t.same(
+    all.filter((e) => e.type === 'agent.tool_result').map((r) => [r.tool_use_id, r.is_error, r.content[0].text]),
+    [
+      [a.id, false, 'did task a'],
+      [b.id, false, 'did task b'],
+    ],
+    "each send answered with its child's reply",
+  )
+  const threads = (await client.beta.sessions.threads.list(session.id)).data
+  t.equal(threads.length, 3, 'the primary and one child per send')
+  t.equal(threads[1]!.id, threadA, 'the stored child, resumed')
+  for (const th of threads.slice(1)) {
+    const evs: any[] = []
+    for await (const e of client.beta.sessions.threads.events.list(th.id, { session_id: session.id })) evs.push(e)
+    t.equal(evs.filter((e) => e.type === 'agent.thread_message_received').length, 1, `${th.id} got its task once`)
+  }
+  t.same(all.at(-1).stop_reason, { type: 'end_turn' })
+})
+
 t.test('the owner is paused (SIGSTOP) past its heartbeat while a tool runs: the new owner finishes, the resumed host writes nothing', async (t) => {
   const { owner, survivor, session, client } = await setup(t, [{ type: 'agent_toolset_20260401' }])
   const tmp = sharedTmp(owner.proc.pid!, session.id)
@@ -270,10 +343,13 @@ t.test('the owner is paused past its heartbeat while a child thread waits on the
   let lead = 0
   model.setHandler((req) => {
     // The paused owner's request is answered while it sleeps; the new owner's at once.
-    if (req.body.system === 'MEMBER')
-      return ++member === 1
-        ? { delayMs: 1500, steps: [{ type: 'text', text: 'from the paused host' }] }
-        : { steps: [{ type: 'text', text: 'from the new owner' }] }
+    if (req.body.system === 'MEMBER') {
+      if (++member > 1) return { steps: [{ type: 'text', text: 'from the new owner' }] }
+      // Paused the moment its request arrives: what it queued beside the request (the child's thread, its input)
+      // may or may not be stored, and the new owner must carry the send on either way.
+      process.kill(owner.proc.pid!, 'SIGSTOP')
+      return { delayMs: 1500, steps: [{ type: 'text', text: 'from the paused host' }] }
+    }
     if (req.body.system !== 'LEAD') return undefined
     return ++lead === 1
       ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'member', message: 'work' } }] }
@@ -284,7 +360,6 @@ t.test('the owner is paused past its heartbeat while a child thread waits on the
   const before = model.requests.length
   await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'delegate' }] }] } as any)
   await until('the child asked the model', () => model.requests.slice(before).some((r) => r.body.system === 'MEMBER'), 20_000)
-  process.kill(owner.proc.pid!, 'SIGSTOP')
   let resumed = false
   const resume = () => {
     if (!resumed) process.kill(owner.proc.pid!, 'SIGCONT')

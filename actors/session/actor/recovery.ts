@@ -1,6 +1,6 @@
 import type { History, OpenTool } from '../history/index.js'
 import type { ChildThread } from '../threads/index.js'
-import { ADVISOR_TOOL, advisorThreadId, childThreadId, SEND_TO_AGENT } from '../turn/index.js'
+import { ADVISOR_TOOL, SEND_TO_AGENT } from '../turn/index.js'
 import type { ToolRunner } from '../turn/index.js'
 import { ZERO_USAGE, type TurnLoop } from '../turn/index.js'
 import type { Emitter } from '../turn/index.js'
@@ -19,7 +19,7 @@ export class Recovery {
 
   /**
    * `children`: the session's child threads (threads.ts). One that was running is rescheduled and closed like the
-   * primary; its send, left open on the primary, resumes it (a send whose child is stored never starts another).
+   * primary; its send, left open on the primary, resumes it (or starts it, when the child was never stored).
    */
   constructor(
     private readonly h: History,
@@ -61,12 +61,11 @@ export class Recovery {
    * never run again, so none runs twice). Tools still waiting for a confirmation stay parked.
    */
   private closeLeftOpen(): void {
-    // A send whose child is stored resumes it (its turn runs it again): only those that never started are closed.
-    const started = (t: OpenTool) =>
-      (t.name === SEND_TO_AGENT && this.h.children.has(childThreadId(t.eventId))) ||
-      (t.name === ADVISOR_TOOL && this.h.children.has(advisorThreadId(t.eventId)))
+    // A send resumes its child, or starts it if it was never stored: a child runs no side effect before its thread and
+    // input are stored (a tool waits for what precedes it; a model request is no side effect), so nothing runs twice.
+    const delegated = (t: OpenTool) => t.name === SEND_TO_AGENT || t.name === ADVISOR_TOOL
     closeLeftOpen(this.h, this.events, (t) => {
-      if (!started(t)) this.tools.error(t, NOT_RERUN)
+      if (!delegated(t)) this.tools.error(t, NOT_RERUN)
     })
   }
 }

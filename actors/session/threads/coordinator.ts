@@ -34,17 +34,17 @@ export class ThreadCoordinator implements Coordinator {
   /** Runs (or, after a park or a takeover, resumes) the child of send `t` until it answers, parks or is stopped. */
   send(t: OpenTool, signal: AbortSignal): Promise<SendOutcome> {
     const id = childThreadId(t.eventId)
-    if (this.host.child(id)) return this.delegate(id, undefined, signal)
     const input = t.input as { agent?: unknown; message?: unknown }
     const member = this.host.members.find((m) => m.name === input.agent)
+    const message = typeof input.message === 'string' && input.message.trim() ? input.message : undefined
+    const start = member && message !== undefined ? { member, message } : undefined
+    if (this.host.child(id)) return this.delegate(id, start, signal)
     if (!member) {
       const names = this.host.members.map((m) => JSON.stringify(m.name)).join(', ')
       return Promise.resolve({ result: errorResult(`No agent is named ${JSON.stringify(input.agent)}; send_to_agent takes one of: ${names}.`) })
     }
-    if (typeof input.message !== 'string' || !input.message.trim()) {
-      return Promise.resolve({ result: errorResult('send_to_agent needs a message: the task for the agent, complete in itself.') })
-    }
-    return this.delegate(id, { member, message: input.message }, signal)
+    if (!start) return Promise.resolve({ result: errorResult('send_to_agent needs a message: the task for the agent, complete in itself.') })
+    return this.delegate(id, start, signal)
   }
 
   /**
@@ -54,27 +54,34 @@ export class ThreadCoordinator implements Coordinator {
   advise(t: OpenTool, signal: AbortSignal): Promise<SendOutcome> {
     const { advisor } = this.host
     const id = advisorThreadId(t.eventId)
-    if (this.host.child(id) || !advisor) return this.delegate(id, undefined, signal)
-    return this.delegate(id, { member: advisor, message: transcript(this.host.h.messages) }, signal)
+    return this.delegate(id, advisor && { member: advisor, message: transcript(this.host.h.messages) }, signal)
   }
 
-  /** Starts thread `id` with `start` (unless it exists: then it resumes), runs it, and answers with its reply. */
+  /**
+   * Starts thread `id` with `start` (unless it exists: then it resumes), runs it, and answers with its reply. A child
+   * whose input was never stored (its host stopped after storing the thread but before its first message) is given
+   * it again: the child had run nothing, as no side effect starts before what leads to it is stored.
+   */
   private async delegate(id: string, start: { member: Member; message: string } | undefined, signal: AbortSignal): Promise<SendOutcome> {
     const { host } = this
     let child = host.child(id)
     if (!child) {
       if (!start) return { result: errorResult('Not run: the thread this call would run in was never started.') }
-      const { member, message } = start
       if (countChildren(host) >= MAX_CHILD_THREADS) {
         return { result: errorResult(`This session has started ${MAX_CHILD_THREADS} agent threads, the most it may; no more can be started.`) }
       }
-      const content: TextBlock[] = [{ type: 'text', text: message }]
-      child = host.spawn(id, member)
-      host.events.emit('agent.thread_message_sent', { to_session_thread_id: id, to_agent_name: member.name, content })
+      child = host.spawn(id, start.member)
+      host.events.emit('agent.thread_message_sent', {
+        to_session_thread_id: id,
+        to_agent_name: start.member.name,
+        content: [{ type: 'text', text: start.message }],
+      })
+    }
+    if (!child.h.messages.length && start) {
       child.events.emit('agent.thread_message_received', {
         from_session_thread_id: primaryThreadId(host.h.session.id),
         from_agent_name: host.h.session.agent.name,
-        content,
+        content: [{ type: 'text', text: start.message }],
       })
     }
     await child.run(signal)
