@@ -4,7 +4,10 @@
 // which .ci/run reads. Arguments go to tap (`npm test -- test/agents/crud.test.ts`). TAP_RAW=1 prints it all.
 import { spawn, spawnSync } from 'node:child_process'
 import { createInterface } from 'node:readline'
+import { readdirSync } from 'node:fs'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { compiled } from './test-loader-hooks.mjs'
 
 // tap's package exports no bin path; its CLI sits where npm links `tap` from.
 const tapBin = fileURLToPath(new URL('../node_modules/tap/dist/esm/run.mjs', import.meta.url))
@@ -25,6 +28,9 @@ if (!(await tapIsBuilt())) {
   const build = spawnSync(process.execPath, [tapBin, 'build'], { stdio: ['ignore', 2, 2] })
   if (build.status !== 0) process.exit(build.status ?? 1)
 }
+// Every TypeScript module compiled into the test loader's cache first (bin/test-loader.mjs): once, in one process, rather than
+// in each of the first test processes at once.
+await warmTestLoader()
 const child = spawn(process.execPath, [tapBin, '--reporter=tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'] })
 
 const raw = !!process.env.TAP_RAW
@@ -82,3 +88,13 @@ child.on('exit', (code, signal) => {
   if (!raw) out(`${files} test files, ${failedFiles} failed`)
   process.exit(code ?? (signal ? 1 : 0))
 })
+
+async function warmTestLoader() {
+  const root = fileURLToPath(new URL('..', import.meta.url))
+  const files = ['protocol', 'gateway', 'actors', 'sandbox', 'supervisor', 'test'].flatMap((dir) =>
+    readdirSync(path.join(root, dir), { recursive: true })
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => path.join(root, dir, f)),
+  )
+  await Promise.all(files.map((f) => compiled(f)))
+}
