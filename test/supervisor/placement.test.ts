@@ -124,8 +124,10 @@ t.test('a slow store never drops a lease: writes slower than the beat interval d
   const delay = { ms: 0 }
   const h = await host('host_slow1', delay)
   t.equal(h.held.size, PARTITIONS * 2)
-  // Slower than the beat interval: passes would overlap if the loop let them.
-  delay.ms = 700
+  // Slower than the beat interval: passes would overlap if the loop let them. Each beat then follows the last at
+  // once, and its ack lands 2 × 550 ms after the one before was sent, inside that one's serving window (TTL − margin,
+  // 1,500 ms) with 400 ms to spare for a loaded machine's event-loop lag; 700 ms left 100, which CI's load ate.
+  delay.ms = 550
   let gaps = 0
   for (let end = Date.now() + 5000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) if (!h.p.serves('session', 0)) gaps++
   t.equal(gaps, 0, 'served throughout')

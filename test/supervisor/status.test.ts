@@ -188,8 +188,19 @@ t.test('deployments, webhook endpoints and work queues as the cluster stores the
   for (const g of [r.gaps, r.deployments.gaps, r.webhooks.gaps, r.work_queues.gaps]) t.same(g.cut, [], 'every read finished')
   t.ok(r.read_ms < STATUS_BUDGET_MS + 500, `read in ${r.read_ms} ms`)
 
-  // The same as a person reads it.
-  const text = await status()
+  // The same as a person reads it. On a loaded machine a fan-out reader's late lease renewal reads as a lapse, and a
+  // read past the budget as PARTIAL, both true at that moment: the text is read again until it is whole and every
+  // source shows a live reader, as the report above did.
+  const fanOutLive = /^ {2}fan-out: lag .*TROUPE_EVENTS \d+.*; each read under a live lease$/m
+  const text = await until(
+    'the text shows every source read under a live lease',
+    async () => {
+      const x = await status()
+      return (x.code !== 0 || (fanOutLive.test(x.stdout) && !/PARTIAL|not there yet/.test(x.stdout))) && x
+    },
+    30_000,
+    200,
+  )
   t.equal(text.code, 0, text.stderr)
   t.equal(text.stderr, '', 'nothing on stderr')
   const out = text.stdout
@@ -223,7 +234,7 @@ t.test('deployments, webhook endpoints and work queues as the cluster stores the
     ),
   )
   t.match(out, new RegExp(`^  ${off.json.id}  DISABLED  https://other\\.example\\.test/off  backlog 0  not failing$`, 'm'))
-  t.match(out, /^ {2}fan-out: lag .*TROUPE_EVENTS \d+.*; each read under a live lease$/m)
+  t.match(out, fanOutLive)
   t.match(out, /^ {2}audit \(a minute behind by design\): lag /m)
   t.match(out, /^work queues: 1 environment; 1 queued, 1 pending, 1 running, 0 stopping; 1 worker holding a lease$/m)
   t.match(out, new RegExp(`^  ${selfHosted.id}  queued 1  pending 1  running 1  stopping 0  workers 1  oldest queued \\S+ \\(\\S+ ago\\)`, 'm'))
