@@ -1,3 +1,4 @@
+import { systemWithMemory } from './memory-context.js'
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
 import type { StopReason } from '../../../protocol/events.js'
 import type { RefusalStopDetails, SpanModelUsage } from '../../../protocol/session-events.js'
@@ -275,7 +276,7 @@ export class TurnLoop {
     const skills = h.skills
     const contextWindow = deps.settings.contextWindow
     const tools = toolDefinitions(agent, skills, contextWindow, this.p.roster)
-    const system = this.p.sandbox.system(agent.system, h.session.resources)
+    const system = systemWithMemory(this.p.sandbox.system(agent.system, h.session.resources), h.session.resources)
     let messages = h.messages
     if (h.activations.length) {
       const texts = new Map<string, string | undefined>()
