@@ -74,7 +74,7 @@ t.test('a session writes a memory with the write tool; a second reads it with ba
   t.equal((two.resources[0] as any).access, 'read_only')
   s.model.enqueue(
     tool('bash', { command: 'cat /mnt/memory/team-notes/notes.md' }),
-    tool('bash', { command: 'echo x > /mnt/memory/team-notes/other.md 2>&1; echo rc=$?' }),
+    tool('bash', { command: 'touch /mnt/memory/team-notes/other.md 2>&1; echo rc=$?' }),
     tool('write', { file_path: '/mnt/memory/team-notes/notes.md', content: 'overwritten' }),
     done,
   )
@@ -178,4 +178,31 @@ t.test('creation refuses what cannot be attached, naming the resource', isolated
     both.resources.map((r: any) => r.mount_path),
     ['/mnt/memory/same', '/mnt/memory/same-2'],
   )
+})
+
+t.test('a store of 1,000 memories is in place at the first tool; the next tool costs one index request', isolated, async (t) => {
+  const store = await memoryStores.create({ name: 'Big' })
+  const body = 'x'.repeat(1024)
+  for (let i = 0; i < 1000; i += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, j) => memories.create(store.id, { path: `/f${(i + j) % 20}/m${i + j}.md`, content: body })))
+  }
+  const session = await withStores([{ type: 'memory_store', memory_store_id: store.id, access: 'read_only' }])
+  const count = tool('bash', { command: 'find /mnt/memory/big -type f | wc -l' })
+  s.model.enqueue(count, count, done)
+  const events = await step(session.id, [say('count')])
+  const at = (e: any) => Date.parse(e.processed_at)
+  const uses = events.filter((e) => e.type === 'agent.tool_use')
+  const res = results(events)
+  t.equal(text(res[0]).trim(), '1000', 'every memory a file at the first tool')
+  t.equal(text(res[1]).trim(), '1000')
+  const first = at(res[0]) - at(uses[0])
+  const second = at(res[1]) - at(uses[1])
+  // The same first tool of a session without stores: the sandbox's start and bash alone.
+  const plain = await sessions.create({ agent: agent.id, environment_id: env.id } as any)
+  s.model.enqueue(tool('bash', { command: 'true' }), done)
+  const bare = await step(plain.id, [say('nothing')])
+  const baseline = at(results(bare)[0]) - at(bare.find((e) => e.type === 'agent.tool_use'))
+  t.comment(`1,000 memories of 1 KiB: first tool ${first} ms (a session without stores: ${baseline} ms); next tool ${second} ms`)
+  await sessions.delete(session.id)
+  await sessions.delete(plain.id)
 })

@@ -1,4 +1,3 @@
-import { systemWithMemory } from './memory-context.js'
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
 import type { StopReason } from '../../../protocol/events.js'
 import type { RefusalStopDetails, SpanModelUsage } from '../../../protocol/session-events.js'
@@ -21,6 +20,7 @@ import type { Emitter, RecordPort, TurnDeps } from './types.js'
 import { estimateTokens } from '../../../protocol/skill-rules.js'
 import type { Policy } from '../../../protocol/schemas/agent.js'
 import { ToolUseCount } from './tool-limits.js'
+import { systemWithMemory } from './memory-context.js'
 
 /** The service's own tools (a skill launch, a coordinator's list and send) run nothing in the sandbox: nothing to confirm. */
 const SERVICE_TOOL_POLICY: Policy = { type: 'always_allow' }

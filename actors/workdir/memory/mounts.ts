@@ -2,7 +2,8 @@ import type { FileHandle } from 'node:fs/promises'
 import path from 'node:path'
 import type { Logger } from 'pino'
 import { contentSha256, MAX_CONTENT_BYTES, MAX_PATH_SEGMENTS, memoryContentProblem, memoryPathProblem } from '../../../protocol/memory-rules.js'
-import type { MemoryEntry } from '../../../protocol/ops/memory.js'
+import { ApiError } from '../../../protocol/errors/api-error.js'
+import type { MemoryApplied, MemoryEntry } from '../../../protocol/ops/memory.js'
 import { MEMORY_ROOT } from '../../../protocol/schemas/resource.js'
 import type { MemoryChange } from '../../../protocol/schemas/memory.js'
 import { errorResult, type ToolResult } from '../../../sandbox/types.js'
@@ -183,6 +184,8 @@ export class MemoryMounts {
     if (known?.key === key) return { sha: known.sha }
     if (f.stat.size > MAX_CONTENT_BYTES) return { why: `it is ${f.stat.size} bytes; a memory holds at most ${MAX_CONTENT_BYTES}` }
     const read = await readAt(root, f.rel, MAX_CONTENT_BYTES)
+    // Gone since the walk (removed by something still running): nothing to say; the next pass finds it gone.
+    if ('why' in read && read.why === 'gone') return { why: '' }
     if ('why' in read) return { why: read.size === undefined ? `it is ${read.why}` : `it is ${read.size} bytes; a memory holds at most ${MAX_CONTENT_BYTES}` }
     let content: string
     try {
@@ -218,7 +221,7 @@ export class MemoryMounts {
         if (st.refused.get(f.rel) === key) continue
         const hashed = await this.hashOf(root, st, f)
         if ('why' in hashed) {
-          refuse(f.rel, key, hashed.why)
+          if (hashed.why) refuse(f.rel, key, hashed.why)
           continue
         }
         if (st.base.get(f.rel) === hashed.sha) continue
@@ -240,11 +243,18 @@ export class MemoryMounts {
       const changes = pairRenames(gone, puts, st.base)
       if (!changes.length) return notes
       for (const batch of batches(changes)) {
-        const res = await this.access.apply(
-          m.store,
-          this.session,
-          batch.map((c) => c.change),
-        )
+        const res = await this.access
+          .apply(
+            m.store,
+            this.session,
+            batch.map((c) => c.change),
+          )
+          .catch((err: unknown) => {
+            // The store refuses the whole batch (archived since: its memories are read-only): each change is refused
+            // with that, said once, rather than sent again after every tool.
+            if (!(err instanceof ApiError) || err.status >= 500) throw err
+            return { results: batch.map((c): MemoryApplied => ({ ok: false, path: `/${c.rel}`, code: err.reason ?? 'refused', message: err.message })) }
+          })
         for (const [i, r] of res.results.entries()) {
           const c = batch[i]!
           if (r.ok) {
@@ -253,11 +263,12 @@ export class MemoryMounts {
             else st.base.delete(c.rel)
             continue
           }
-          if (c.from !== undefined) st.base.delete(c.from)
+          // A refused rename leaves its old path in `base`: the memory there is deleted by the next tool's pass, as a
+          // file removed (the new file stays refused until it changes).
           refuse(c.rel, c.key ?? '', r.message)
         }
         // Nobody else wrote in between: the mount is in step with the store's newest state, no index needed.
-        if (res.before === st.token) st.token = res.after
+        if ('before' in res && res.before === st.token) st.token = res.after
       }
       return notes
     } finally {
