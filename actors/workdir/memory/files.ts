@@ -1,5 +1,5 @@
 import { constants, type Stats } from 'node:fs'
-import { chown, type FileHandle, lstat, mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises'
+import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises'
 import path from 'node:path'
 
 /**
@@ -23,9 +23,15 @@ export type Owner = number | null
 
 /** Opens the mount's own directory (made, and handed to `owner`, when missing). The caller closes it. */
 export async function openMount(dir: string, owner: Owner): Promise<FileHandle> {
+  // Its parent (the session's memory/) is the server's, so the name is not the agent's to swap: a path is fine here.
   await mkdir(dir, { recursive: true, mode: 0o755 })
-  if (owner !== null) await chown(dir, owner, owner)
-  return open(dir, DIR_FLAGS)
+  const fh = await open(dir, DIR_FLAGS)
+  if (owner !== null)
+    await fh.chown(owner, owner).catch(async (err: unknown) => {
+      await fh.close()
+      throw err
+    })
+  return fh
 }
 
 /**
@@ -61,12 +67,40 @@ async function openOne(dir: FileHandle, name: string, create: boolean, owner: Ow
       if (c === 'ENOENT' || c === 'ENOTDIR' || c === 'ELOOP') return undefined
       throw err
     }
-    if (c === 'ENOTDIR' || c === 'ELOOP') await rm(at(dir, name), { force: true, recursive: true })
+    // Not a directory (a file, a link): unlinked, never followed.
+    if (c === 'ENOTDIR' || c === 'ELOOP') await rm(at(dir, name), { force: true })
     else if (c !== 'ENOENT') throw err
     await mkdir(at(dir, name), { mode: 0o755 })
-    if (owner !== null) await chown(at(dir, name), owner, owner)
-    return open(at(dir, name), DIR_FLAGS)
+    // Handed over through the handle opened without following: whatever the name holds by then, no link is chowned.
+    const made = await open(at(dir, name), DIR_FLAGS)
+    if (owner !== null)
+      await made.chown(owner, owner).catch(async (e: unknown) => {
+        await made.close()
+        throw e
+      })
+    return made
   }
+}
+
+/**
+ * Removes `name` in `dir` whatever it is: a file or a link unlinked, a directory emptied first, each of its entries
+ * through a handle opened without following (a recursive `rm` by path would follow a directory the agent swapped for
+ * a link between its checks).
+ */
+async function removeEntry(dir: FileHandle, name: string): Promise<void> {
+  const sub = await openOne(dir, name, false, null)
+  if (!sub) {
+    await rm(at(dir, name), { force: true })
+    return
+  }
+  try {
+    for (const e of await readdir(`/proc/self/fd/${sub.fd}`)) await removeEntry(sub, e)
+  } finally {
+    await sub.close()
+  }
+  await rmdir(at(dir, name)).catch((err: unknown) => {
+    if (code(err) !== 'ENOENT') throw err
+  })
 }
 
 /** One regular file found by `walk`: its path beneath the mount (`/`-separated) and what `lstat` said of it. */
@@ -176,7 +210,7 @@ export async function writeAt(root: FileHandle, rel: string, content: string, o:
         await rm(tmp, { force: true })
         throw err
       }
-      await rm(dest, { force: true, recursive: true })
+      await removeEntry(dir, segments.at(-1)!)
       await rename(tmp, dest)
     }
   } finally {
@@ -190,7 +224,7 @@ export async function removeAt(root: FileHandle, rel: string): Promise<void> {
   const dir = await openDirAt(root, segments.slice(0, -1), false)
   if (!dir) return
   try {
-    await rm(at(dir, segments.at(-1)!), { force: true, recursive: true })
+    await removeEntry(dir, segments.at(-1)!)
   } finally {
     await dir.close()
   }
