@@ -69,5 +69,20 @@ export function comparePaths(a: string, b: string): number {
 // Surrogates (astral code points) above U+E000–U+FFFF, keeping each group's own order.
 const rank = (u: number) => (u >= 0xe000 ? u - 0x800 : u >= 0xd800 ? u + 0x2000 : u)
 
-/** The directory a store mounts at under /mnt/memory: its name lowercased, each run of other than [a-z0-9] one hyphen. */
-export const memoryStoreSlug = (name: string): string => name.toLowerCase().replace(/[^a-z0-9]+/g, '-')
+/** The longest slug, in characters: a mount's directory name stays far below NAME_MAX. */
+const MAX_SLUG = 64
+
+/**
+ * The directory a store mounts at under /mnt/memory: its name lowercased, each run of other than [a-z0-9] one hyphen,
+ * none at either end, at most 64 characters; `memory` when nothing is left. Only [a-z0-9-], so it is safe as a path
+ * segment wherever it goes (the sandbox's bind, the host directory).
+ */
+export const memoryStoreSlug = (name: string): string =>
+  name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .slice(0, MAX_SLUG)
+    .replace(/^-+|-+$/g, '') || 'memory'
+
+/** Whether `s` is a slug `memoryStoreSlug` (or a session's de-duplication of two, `<slug>-2`) can make. */
+export const isMemorySlug = (s: string): boolean => /^[a-z0-9](?:[a-z0-9-]{0,70}[a-z0-9])?$/.test(s)

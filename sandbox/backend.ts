@@ -24,6 +24,11 @@ export interface SandboxBackend {
   why: string
   /** Sandboxes reach the network only through an egress proxy that applies `SandboxOptions.network`. */
   enforcesNetwork: boolean
+  /**
+   * The host uid sandboxes write files as, when not the server's own (a root server's `TROUPE_SANDBOX_UID`): what the
+   * server writes where a sandbox must be able to change it (a `read_write` memory mount) is handed to it.
+   */
+  writerUid?: number | null
   create(opts: SandboxOptions): Sandbox
 }
 
@@ -93,6 +98,7 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
   return {
     kind: 'isolated',
     enforcesNetwork: rt.egress !== null,
+    writerUid: rt.hostUid,
     why: `${setting.kind ? 'TROUPE_SANDBOX=isolated' : 'bubblewrap starts here'}: one bubblewrap sandbox per session, ${uid}, ${network}; ${limits}; ${syscalls}`,
     create: (opts) => createIsolatedSandbox(opts, rt),
   }

@@ -35,6 +35,12 @@ export interface SandboxOptions {
    * there). Default false.
    */
   skills?: boolean
+  /**
+   * The session's memory stores, materialised by the server into the directory's `memory/<slug>/`: the isolated backend
+   * binds each at /mnt/memory/<slug>, read-only when `readOnly` (isolated/layout.ts). The local backend ignores them
+   * (sessions with memory stores do not run there).
+   */
+  memory?: ReadonlyArray<{ slug: string; readOnly: boolean }>
 }
 
 export interface Sandbox {

@@ -3,7 +3,8 @@ import type { MemoryStoreKind } from '../../protocol/ops/memory.js'
 import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
 import type { MemoryStore } from '../../protocol/schemas/memory.js'
 import { now } from '../../protocol/time.js'
-import { type DurableState, type Handlers, keyedCreate, pageOf, type Projection } from '../kit/index.js'
+import { SessionKind } from '../../protocol/ops/session.js'
+import { type ActorClient, type DurableState, type Handlers, keyedCreate, pageOf, type Projection } from '../kit/index.js'
 import type { LoadedStores } from './loaded.js'
 import { live, memoryOps } from './memory-ops.js'
 import type { MemoryRecords } from './records.js'
@@ -17,9 +18,17 @@ export interface MemoryStoreDeps {
   projection: Projection<MemoryStore, StoreState>
   loaded: LoadedStores
   records: MemoryRecords
+  /** Asks sessions whether they still exist (a stale attachment, below). */
+  client: ActorClient
 }
 
-export function memoryStoreOps({ states, projection, loaded, records }: MemoryStoreDeps): Handlers<typeof MemoryStoreKind> {
+/**
+ * An attachment younger than this is never taken for stale: its session's create may still be under way (the attach
+ * comes before the session's record is stored).
+ */
+const ATTACH_GRACE_MS = 60_000
+
+export function memoryStoreOps({ states, projection, loaded, records, client }: MemoryStoreDeps): Handlers<typeof MemoryStoreKind> {
   const ops = states.ops({
     get: {
       shared: (s) => {
@@ -64,17 +73,44 @@ export function memoryStoreOps({ states, projection, loaded, records }: MemorySt
       live(s)
       if (s.store.archived_at) throw fail('memory_store_archived', s.store.id)
       if (s.sessions.includes(body.session_id)) return { reply: s.store }
-      return { state: { ...s, sessions: [...s.sessions, body.session_id] }, reply: s.store }
+      const attached_at = { ...s.attached_at, [body.session_id]: now() }
+      return { state: { ...s, sessions: [...s.sessions, body.session_id], attached_at }, reply: s.store }
     },
 
     detach(s, { body }) {
       if (!s.sessions.includes(body.session_id)) return { reply: { attached: s.sessions.length } }
       const sessions = s.sessions.filter((x) => x !== body.session_id)
-      return { state: { ...s, sessions }, reply: { attached: sessions.length } }
+      const { [body.session_id]: _, ...attached_at } = s.attached_at ?? {}
+      return { state: { ...s, sessions, attached_at }, reply: { attached: sessions.length } }
     },
   })
 
+  /**
+   * Whether a session that attached the store is gone: asked of the session's owner (404: deleted, or never stored, a
+   * create whose host died between the attach and the record). Anything else, or a young attachment, holds.
+   */
+  const gone = async (s: StoreState, session: string): Promise<boolean> => {
+    const at = s.attached_at?.[session]
+    if (at !== undefined && Date.now() - Date.parse(at) < ATTACH_GRACE_MS) return false
+    return client.call(SessionKind.ops.get, { id: session }).then(
+      () => false,
+      (err: unknown) => (err as { status?: number }).status === 404,
+    )
+  }
+
   return {
+    /**
+     * A store attached to sessions first lets go of those that no longer exist (a session delete whose detach was
+     * cut short, a create that never stored its session), then decides as its state op does.
+     */
+    async delete(input) {
+      const s = await states.read(input.id)
+      for (const session of s && !s.deleted_at ? s.sessions : []) {
+        if (await gone(s!, session)) await ops.detach({ ...input, body: { session_id: session } } as Parameters<typeof ops.detach>[0])
+      }
+      return ops.delete(input)
+    },
+
     // Placed on any host: the id is new, and the create of its state is the fence against a second one.
     async create(req) {
       const b = req.body
@@ -112,8 +148,14 @@ export function memoryStoreOps({ states, projection, loaded, records }: MemorySt
       })
     },
 
-    ...ops,
+    ...withoutDelete(ops),
     ...memoryOps(states, loaded, records, new MemoryWrites(records), new Staging(records, states)),
     ...versionOps(states, loaded, records),
   }
+}
+
+/** The state ops but `delete`, which the kind wraps. */
+function withoutDelete<T extends { delete: unknown }>(ops: T): Omit<T, 'delete'> {
+  const { delete: _, ...rest } = ops
+  return rest
 }

@@ -13,7 +13,9 @@ import { STORE_PREFIX, type StoreState } from './state.js'
  * What a session's host reads of a store without asking its owner (issue 42 point 4's materialisation): a version's
  * content, which never changes once written. It writes nothing.
  */
-export async function memoryContents(ctx: HostContext): Promise<{ content(store: string, version: string): Promise<string | undefined> }> {
+export async function memoryContents(
+  ctx: Pick<HostContext, 'kvm' | 'storage' | 'js'>,
+): Promise<{ content(store: string, version: string): Promise<string | undefined> }> {
   const kv = await openBucket(ctx.kvm, ctx.storage, Buckets.memories)
   return new MemoryRecords(kv, Buckets.memories, ctx.js, () => false)
 }
@@ -47,6 +49,6 @@ export const memoryStoreKind = listedKind({
       return ctx.serves(MemoryStoreKind.kind, p) || ctx.whenServing(MemoryStoreKind.kind, p, SERVING_WAIT_MS)
     })
     const loaded = new LoadedStores(records)
-    return memoryStoreOps({ states, projection, loaded, records })
+    return memoryStoreOps({ states, projection, loaded, records, client: ctx.client })
   },
 })

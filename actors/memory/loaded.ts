@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { fail } from '../../protocol/errors/fail.js'
 import { FenceLost, NotServing } from '../kit/index.js'
 import { VersionHistory } from './history.js'
@@ -7,12 +8,22 @@ import { MemoryTree } from './tree.js'
 /** One store's memories in memory on its owner: the tree, loaded with the store's actor, and its history on demand. */
 export class LoadedStore {
   private history?: Promise<VersionHistory>
+  /** Names this load: a tree loaded afresh (another activation, another owner) never answers an older load's token. */
+  private readonly stamp = randomBytes(6).toString('hex')
 
   constructor(
     readonly id: string,
     readonly tree: MemoryTree,
     private readonly records: MemoryRecords,
   ) {}
+
+  /**
+   * Names the tree as it is now: equal tokens, the same memories at the same versions. What a session's mount passes
+   * back to `memories.index` to learn cheaply that nothing changed since it last looked.
+   */
+  get token(): string {
+    return `${this.stamp}.${this.tree.changes}`
+  }
 
   /** The store's versions: its `v.` records and its live heads' current versions. */
   versions(): Promise<VersionHistory> {

@@ -95,9 +95,10 @@ export function memoryOps(
       writable(s)
       const store = await at(s, self)
       const by = sessionActor(body.session_id)
+      const before = store.token
       const results: MemoryApplied[] = []
       for (const c of body.changes) results.push(await applyOne(store, c, by))
-      return { reply: { results } }
+      return { reply: { results, before, after: store.token } }
     },
 
     'memories.get': {
@@ -133,10 +134,13 @@ export function memoryOps(
     },
 
     'memories.index': {
-      shared: async (s, _input, self) => {
+      shared: async (s, { body }, self) => {
         live(s)
         const store = await at(s, self)
+        const token = store.token
+        if (body.since === token) return { token }
         return {
+          token,
           memories: store.tree.all().map(({ head: h }) => ({
             id: h.id,
             path: h.path,

@@ -18,6 +18,8 @@ export interface StoreState {
   created_by?: string
   /** Sessions that attached the store and are not deleted (issue 42 point 4 registers them): a delete waits for them. */
   sessions: string[]
+  /** When each of `sessions` attached (absent for attachments older than this field): a stale one is found by asking. */
+  attached_at?: Record<string, string>
   /** Deleted: the store answers 404 from here; its memories are removed as work, then `cleared`. */
   deleted_at?: string
   cleared?: true

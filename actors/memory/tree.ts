@@ -19,6 +19,8 @@ export class MemoryTree {
   private readonly byId = new Map<string, Head>()
   private readonly byPath = new Map<string, string>()
   private readonly sorted: string[] = []
+  /** Writes since it was made: a session's mount asks whether anything changed since it last looked (`memories.index`). */
+  private writes = 0
 
   constructor(heads: Head[]) {
     for (const h of heads) {
@@ -31,6 +33,11 @@ export class MemoryTree {
 
   get size(): number {
     return this.byId.size
+  }
+
+  /** How many puts and removes it has had. */
+  get changes(): number {
+    return this.writes
   }
 
   get(id: string): Head | undefined {
@@ -68,6 +75,7 @@ export class MemoryTree {
 
   /** Adds a new memory or replaces one's head (its path may have changed). */
   put(h: Head): void {
+    this.writes++
     const old = this.byId.get(h.head.id)
     if (old && old.head.path !== h.head.path) this.unlink(old.head.path)
     if (!old || old.head.path !== h.head.path) {
@@ -80,6 +88,7 @@ export class MemoryTree {
   remove(id: string): void {
     const old = this.byId.get(id)
     if (!old) return
+    this.writes++
     this.byId.delete(id)
     this.unlink(old.head.path)
   }

@@ -7,6 +7,8 @@ import { Buckets, ObjectStores } from '../../protocol/subjects.js'
 import type { SandboxBackend } from '../../sandbox/index.js'
 import { fileBytes, type FileReader, fileReader } from '../file/index.js'
 import { type ActorClient, openBucket, openObjectStore, type Storage } from '../kit/index.js'
+import { memoryContents } from '../memory/index.js'
+import { type MemoryAccess, memoryAccess } from './memory/index.js'
 import { SessionOutputs } from './outputs/index.js'
 import type { SkillBundles } from './skills/index.js'
 import { DEFAULT_WORKSPACE_BOUNDS, WorkspaceStore } from './workspace/index.js'
@@ -43,13 +45,15 @@ export interface WorkdirDeps {
   outputs: SessionOutputs
   /** Where workspaces are saved for a move to another host. */
   workspaces: WorkspaceStore
+  /** The memory stores sessions mount (memory/mounts.ts): their indexes, their contents, and the sessions' writes. */
+  memory: MemoryAccess
 }
 
 export interface WorkdirDepsOptions {
   js: JetStreamClient
   kvm: Kvm
   storage: Storage
-  /** Calls the file kind: outputs are published as Files, resource copies read. */
+  /** Calls the file kind (outputs are published as Files, resource copies read) and memory stores' owners. */
   client: ActorClient
   log: Logger
   dataDir: string
@@ -79,5 +83,6 @@ export async function workdirDeps(o: WorkdirDepsOptions): Promise<WorkdirDeps> {
       maxFileBytes: o.fileMaxBytes ?? DEFAULT_FILE_MAX_BYTES,
     }),
     workspaces: new WorkspaceStore(o.js, o.storage.jsm, await openObjectStore(new Objm(o.js), o.storage, ObjectStores.workspaces)),
+    memory: memoryAccess(o.client, await memoryContents({ kvm: o.kvm, storage: o.storage, js: o.js })),
   }
 }

@@ -3,6 +3,7 @@ import type { SessionResource } from '../../protocol/schemas/resource.js'
 import { localBackend, type Sandbox, type SandboxBackend, type SandboxKind, type ToolResult } from '../../sandbox/index.js'
 import { errorResult } from '../../sandbox/types.js'
 import type { WorkdirDeps } from './deps.js'
+import { MemoryMounts } from './memory/index.js'
 import { Mounts, sessionDir, systemWithFiles } from './mounts.js'
 import type { OutputPublisher } from './outputs/index.js'
 import type { Prepared, SandboxOwner, SandboxSpec, SessionSandbox } from './port.js'
@@ -12,6 +13,11 @@ import { WorkspaceSync, workspaceOf } from './workspace/index.js'
 /** The answer to a tool of a session with skills on a host whose tools run on the local backend. */
 const LOCAL_SKILLS = errorResult(
   "This session's custom skills run only in isolated sandboxes (TROUPE_SANDBOX=isolated), and this host runs tools on the local backend; the tool did not run.",
+)
+
+/** The answer to a tool of a session with memory stores on such a host. */
+const LOCAL_MEMORY = errorResult(
+  "This session's memory stores are mounted only in isolated sandboxes (TROUPE_SANDBOX=isolated), and this host runs tools on the local backend; the tool did not run.",
 )
 
 /**
@@ -28,6 +34,7 @@ export class InProcessSandbox implements SessionSandbox {
   private readonly backend: SandboxBackend
   private readonly mounts: Mounts
   private readonly skills: SkillMounts
+  private readonly memory: MemoryMounts
   private readonly outputs: OutputPublisher
   private readonly shellIdleMs: number
 
@@ -42,6 +49,7 @@ export class InProcessSandbox implements SessionSandbox {
     this.shellIdleMs = deps.settings.shellIdleMs
     this.mounts = new Mounts(id, this.workdir, deps.files, deps.log)
     this.skills = new SkillMounts(id, this.workdir, deps.bundles, deps.log)
+    this.memory = new MemoryMounts(id, this.workdir, deps.memory, deps.log, this.backend.writerUid ?? null)
     this.outputs = deps.outputs.publisher(id, owner)
     const bounds = { maxEntries: deps.settings.workspaceMaxEntries, maxBytes: deps.settings.workspaceMaxBytes }
     this.workspace = new WorkspaceSync(id, workspaceOf(this.backend.kind, this.workdir), `${this.workdir}.workspace-gen`, owner, {
@@ -64,7 +72,10 @@ export class InProcessSandbox implements SessionSandbox {
     const skills = spec.skills ?? []
     // Admission refuses such sessions on a local host, but one may move to such a host from an isolated one.
     if (skills.length && this.backend.kind !== 'isolated') return { kind: 'refused', result: LOCAL_SKILLS }
-    const unmounted = (await this.mounts.ready(spec.resources, signal)) ?? (await this.skills.ready(skills, signal))
+    const memory = spec.memory ?? []
+    if (memory.length && this.backend.kind !== 'isolated') return { kind: 'refused', result: LOCAL_MEMORY }
+    const unmounted =
+      (await this.mounts.ready(spec.resources, signal)) ?? (await this.skills.ready(skills, signal)) ?? (await this.memory.ready(memory, signal))
     const sandbox = this.shell(spec, skills.length > 0)
     if (!sandbox) return { kind: 'unenforceable' }
     if (!this.provisioned) {
@@ -76,11 +87,16 @@ export class InProcessSandbox implements SessionSandbox {
     return unmounted ? { kind: 'refused', result: unmounted } : { kind: 'ready' }
   }
 
-  /** The workspace is brought here before the first tool of this activation, and saved after each (workspace/sync.ts). */
-  runTool(name: string, input: unknown, signal: AbortSignal): Promise<ToolResult> {
+  /**
+   * The workspace is brought here before the first tool of this activation, and saved after each (workspace/sync.ts);
+   * what the tool changed in a `read_write` memory mount is stored after it (memory/mounts.ts).
+   */
+  async runTool(name: string, input: unknown, signal: AbortSignal): Promise<ToolResult> {
     const sandbox = this.sandbox
     if (!sandbox) throw new Error('runTool before prepare')
-    return this.workspace.around(signal, () => sandbox.run(name, input, signal))
+    const result = await this.workspace.around(signal, () => sandbox.run(name, input, signal))
+    const memory = this.spec().memory ?? []
+    return memory.length ? this.memory.after(memory, result) : result
   }
 
   hasOutputs(): boolean {
@@ -111,9 +127,11 @@ export class InProcessSandbox implements SessionSandbox {
    * a session update may have changed the MCP servers). Undefined when this host's backend cannot enforce a limited
    * policy: admission refuses such sessions on such a host, but one may move to it from a host that can.
    */
-  private shell({ network }: SandboxSpec, skills: boolean): Sandbox | undefined {
+  private shell(spec: SandboxSpec, skills: boolean): Sandbox | undefined {
+    const { network } = spec
     if (network?.type === 'limited' && !this.backend.enforcesNetwork) return undefined
     if (this.sandbox && network) this.sandbox.setNetwork(network)
-    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network, skills }))
+    const memory = (spec.memory ?? []).map((m) => ({ slug: m.slug, readOnly: m.access === 'read_only' }))
+    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network, skills, ...(memory.length ? { memory } : {}) }))
   }
 }

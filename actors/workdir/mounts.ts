@@ -1,7 +1,7 @@
 import { mkdir, open, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Logger } from 'pino'
-import { type SessionResource, UPLOADS_ROOT } from '../../protocol/schemas/resource.js'
+import { fileResources, type SessionResource, UPLOADS_ROOT } from '../../protocol/schemas/resource.js'
 import type { SandboxKind } from '../../sandbox/index.js'
 import { Placed } from './placed.js'
 import { copyIdOf, type FileReader } from '../file/index.js'
@@ -45,7 +45,7 @@ export class Mounts {
    */
   async ready(resources: readonly SessionResource[], signal?: AbortSignal): Promise<ToolResult | undefined> {
     const id = this.session
-    const want = new Map(resources.map((r) => [r.mount_path.slice(UPLOADS_ROOT.length + 1), copyIdOf(id, r.id)]))
+    const want = new Map(fileResources(resources).map((r) => [r.mount_path.slice(UPLOADS_ROOT.length + 1), copyIdOf(id, r.id)]))
     return this.placed.ready(want, signal, () => this.sync(want, signal))
   }
 
@@ -122,8 +122,9 @@ async function pruneEmpty(base: string, rel: string): Promise<void> {
  * backend mounts them where their mount paths say, and the prompt is the agent's.
  */
 export function systemWithFiles(system: string | null, resources: readonly SessionResource[], sandbox: SandboxKind, root: string): string | null {
-  if (sandbox !== 'local' || resources.length === 0) return system
-  const lines = resources.map((r) => `- ${r.mount_path}: ${hostPath(root, r.mount_path)}`)
+  const files = fileResources(resources)
+  if (sandbox !== 'local' || files.length === 0) return system
+  const lines = files.map((r) => `- ${r.mount_path}: ${hostPath(root, r.mount_path)}`)
   const note = `This session's files (copies, not to be changed) are not under ${UPLOADS_ROOT} here but in ${path.join(root, 'uploads')}:\n${lines.join('\n')}`
   return system ? `${system}\n\n${note}` : note
 }

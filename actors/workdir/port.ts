@@ -1,5 +1,6 @@
 import type { SessionResource } from '../../protocol/schemas/resource.js'
 import type { EgressPolicy, PackageLists, ToolResult } from '../../sandbox/index.js'
+import type { MemoryMount } from './memory/index.js'
 import type { SkillMount } from './skills/index.js'
 
 /**
@@ -13,13 +14,16 @@ import type { SkillMount } from './skills/index.js'
  */
 export interface SessionSandbox {
   /**
-   * Readies the sandbox for the next tool: the session's files and skills in place (mounts.ts, skills/mounts.ts; a
-   * session with skills is refused on the local backend), the sandbox made or given the network policy of the
+   * Readies the sandbox for the next tool: the session's files, skills and memory stores in place (mounts.ts,
+   * skills/mounts.ts, memory/mounts.ts; a session with skills or memory stores is refused on the local backend), the sandbox made or given the network policy of the
    * session's environment and current agent, and the environment's packages installed (once per sandbox). Slow at
    * times (a mount, an install).
    */
   prepare(signal: AbortSignal): Promise<Prepared>
-  /** Runs one built-in tool between the workspace's restore and its save (workspace/sync.ts). */
+  /**
+   * Runs one built-in tool between the workspace's restore and its save (workspace/sync.ts); then what it changed in
+   * a `read_write` memory mount is stored, and what was not is said at the end of its result (memory/mounts.ts).
+   */
   runTool(name: string, input: unknown, signal: AbortSignal): Promise<ToolResult>
   /**
    * Whether there is an outputs folder to pass over: a session that never ran a tool on this host has none.
@@ -81,8 +85,13 @@ export interface SandboxSpec {
   network: EgressPolicy | undefined
   /** The environment's package lists, installed before the first tool of each sandbox. */
   packages: PackageLists
-  /** The session's file resources, mounted read-only beneath /mnt/session/uploads (mounts.ts). */
+  /** The session's resources: its files mounted read-only beneath /mnt/session/uploads (mounts.ts). */
   resources: SessionResource[]
+  /**
+   * The session's memory stores (fixed for its life), each at /mnt/memory/<slug> (memory/mounts.ts). A caller that
+   * predates them sends none: read as `?? []`.
+   */
+  memory?: MemoryMount[]
   /**
    * The session's custom skills (fixed for its life), unpacked read-only beneath /workspace/skills (skills/mounts.ts).
    * A caller that predates them sends none: read as `?? []`.

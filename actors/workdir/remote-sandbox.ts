@@ -157,8 +157,9 @@ export class RemoteSandbox implements SessionSandbox {
   /** The sandbox host the session prefers among those that can run it, waiting a little for one to be heard. */
   private async choose(spec: SandboxSpec, signal: AbortSignal): Promise<string | undefined> {
     const limited = spec.network?.type === 'limited'
-    // Custom skills run only in isolated sandboxes: a host on the local backend would refuse every tool.
-    const skills = (spec.skills ?? []).length > 0
+    // Custom skills and memory stores are mounted only in isolated sandboxes: a host on the local backend would refuse
+    // every tool.
+    const skills = (spec.skills ?? []).length > 0 || (spec.memory ?? []).length > 0
     const fit = (h: string) => {
       const beat = this.o.roster.value(h)
       return (this.shunned.get(h) ?? 0) <= Date.now() && (!limited || !!beat?.enforces_network) && (!skills || beat?.kind === 'isolated')

@@ -1,6 +1,6 @@
 import type { SessionAgent } from '../../protocol/session.js'
 import type { EnvironmentConfig } from '../../protocol/schemas/environment.js'
-import type { SessionResource } from '../../protocol/schemas/resource.js'
+import { MEMORY_ROOT, memoryResources, type SessionResource } from '../../protocol/schemas/resource.js'
 import { type EgressPolicy, PACKAGE_REGISTRY_HOSTS, type PackageLists } from '../../sandbox/index.js'
 import type { SandboxSpec } from './port.js'
 import type { SkillMount } from './skills/index.js'
@@ -50,6 +50,12 @@ export function sandboxSpec(s: { env: EnvironmentConfig; agent: SessionAgent; re
     network: egressPolicy(s.env, s.agent),
     packages: packagesOf(s.env),
     resources: s.resources,
+    memory: memoryResources(s.resources).map((r) => ({
+      store: r.memory_store_id,
+      slug: r.mount_path.slice(MEMORY_ROOT.length + 1),
+      access: r.access,
+      name: r.name,
+    })),
     skills: s.skills.map((k) => ({ name: k.name, object: k.object, ...(k.dir ? { dir: k.dir } : {}) })),
   }
 }

@@ -171,6 +171,7 @@ export const catalog = {
       `${field}: ${path} overlaps the mount path of ${other} (${otherPath}); two resources may not share a mount path, nor may one lie beneath the other`,
   ),
   too_many_resources: entry(400, (max: number) => `resources: a session holds at most ${max} resources; delete one first`),
+  too_many_memory_stores: entry(400, (index: number, max: number) => `resources[${index}]: a session attaches at most ${max} memory stores`),
   resource_token_unsupported: entry(
     400,
     (id: string, kind: string) => `authorization_token: only github_repository resources take a token; ${id} is a ${kind} resource`,
@@ -347,7 +348,14 @@ export const catalog = {
   ),
   resource_unavailable: entry(
     422,
-    (index: number, kind: 'memory_store') => `resources[${index}]: ${kind} resources are not available on this server yet (memory stores are not built)`,
+    (index: number, kind: 'memory_store') =>
+      `resources[${index}]: ${kind} resources are not available on deployments yet (sessions attach memory stores; deployments' runs do not)`,
+    WIRE,
+  ),
+  memory_stores_not_mounted: entry(
+    422,
+    (index: number, why: string) =>
+      `resources[${index}]: memory stores are mounted only in sessions whose tools run in an isolated (container-backed) sandbox, and ${why}; create the session without memory_store resources`,
     WIRE,
   ),
   resource_unsupported: entry(

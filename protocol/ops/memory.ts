@@ -4,6 +4,7 @@ import {
   MemoryApplyInput,
   MemoryCreate,
   MemoryDeleteQuery,
+  MemoryIndexInput,
   MemoryListQuery,
   type MemoryPrefix,
   type MemoryStore,
@@ -30,6 +31,15 @@ export interface MemoryEntry {
   content_sha256: string
   content_size_bytes: number
   memory_version_id: string
+}
+
+/**
+ * A store's memories for a session's mount, and the token naming them (`LoadedStore.token`): `memories` is absent
+ * when the token is the one the mount sent (nothing changed since).
+ */
+export interface MemoryIndex {
+  token: string
+  memories?: MemoryEntry[]
 }
 
 /** What each change of `memories.apply` did: the memory as it now is (basic view), or why it was not stored. */
@@ -61,9 +71,17 @@ export const MemoryStoreKind = defineKind(
     'memories.update': { placement: 'owner', sub: MemoryIdSpec, body: MemoryUpdate, query: MemoryViewQuery, reply: returns<Memory>() },
     'memories.delete': { placement: 'owner', sub: MemoryIdSpec, query: MemoryDeleteQuery, reply: returns<{ id: string; type: 'memory_deleted' }>() },
     /** Internal (sessions): the changes of one tool call, each a version by `session_actor`. */
-    'memories.apply': { placement: 'owner', body: MemoryApplyInput, reply: returns<{ results: MemoryApplied[] }>() },
-    /** Internal (sessions): every memory of the store, without content, to materialise it. */
-    'memories.index': { placement: 'owner', reply: returns<{ memories: MemoryEntry[] }>() },
+    /**
+     * Internal (sessions): the changes of one tool call, each a version by `session_actor`; with the store's index token
+     * before and after them (equal `before` and the mount's own token: no one else wrote in between).
+     */
+    'memories.apply': {
+      placement: 'owner',
+      body: MemoryApplyInput,
+      reply: returns<{ results: MemoryApplied[]; before: string; after: string }>(),
+    },
+    /** Internal (sessions): every memory of the store, without content, to materialise it; nothing when unchanged `since`. */
+    'memories.index': { placement: 'owner', body: MemoryIndexInput, reply: returns<MemoryIndex>() },
     'versions.list': { placement: 'owner', query: MemoryVersionListQuery, reply: returns<Page<MemoryVersion>>() },
     'versions.get': { placement: 'owner', sub: VersionIdSpec, query: MemoryViewQuery, reply: returns<MemoryVersion>() },
     'versions.redact': { placement: 'owner', sub: VersionIdSpec, reply: returns<MemoryVersion>() },

@@ -169,6 +169,9 @@ export const MemoryApplyInput = lazy(() =>
   }),
 )
 
+/** Internal (sessions): `since`, the token of the index a mount holds; the same token back means nothing changed. */
+export const MemoryIndexInput = lazy(() => type({ '+': 'reject', 'since?': 'string <= 64' }))
+
 export type MemoryStoreListInput = typeof MemoryStoreListQuery.infer
 export type MemoryListInput = typeof MemoryListQuery.infer
 export type MemoryVersionListInput = typeof MemoryVersionListQuery.infer

@@ -45,8 +45,31 @@ export const MountPath = lazy(() =>
   }),
 )
 
-/** `{type: "file", file_id, mount_path?}`: the one resource kind sessions mount today. */
+/** `{type: "file", file_id, mount_path?}`: a file, copied for the session and mounted read-only. */
 export const FileResourceParams = lazy(() => type({ '+': 'reject', type: "'file'", file_id: FileId, 'mount_path?': MountPath.or('null') }))
+
+/** Where memory stores are mounted inside a session's sandbox, each in a directory named by its slug. */
+export const MEMORY_ROOT = '/mnt/memory'
+
+/** A memory store resource's `instructions`, in characters (the official client's docs). */
+export const MAX_MEMORY_INSTRUCTIONS = 4096
+
+/** How many memory stores one session attaches (SPEC limits table). */
+export const MAX_SESSION_MEMORY_STORES = 8
+
+/**
+ * `{type: "memory_store", memory_store_id, access?, instructions?}` (WIRE §6, SPEC session resource inputs): attached
+ * at creation only, mounted at `/mnt/memory/<slug>`.
+ */
+export const MemoryStoreResourceParams = lazy(() =>
+  type({
+    '+': 'reject',
+    type: "'memory_store'",
+    memory_store_id: MemoryStoreId,
+    'access?': "'read_write' | 'read_only' | null",
+    'instructions?': type(`string <= ${MAX_MEMORY_INSTRUCTIONS}`).or('null'),
+  }),
+)
 
 /**
  * Any other `type` passes here: the actor answers 422 for kinds it cannot provide, which a shape error would hide.
@@ -55,14 +78,20 @@ export const FileResourceParams = lazy(() => type({ '+': 'reject', type: "'file'
 const OtherResourceParams = lazy(() => type({ '[string]': 'unknown', type: 'string > 0', 'memory_store_id?': MemoryStoreId }))
 
 export type FileResourceParamsT = typeof FileResourceParams.infer
+export type MemoryStoreResourceParamsT = typeof MemoryStoreResourceParams.infer
 type OtherResourceParamsT = typeof OtherResourceParams.infer
-export type ResourceParamsT = FileResourceParamsT | OtherResourceParamsT
+export type ResourceParamsT = FileResourceParamsT | MemoryStoreResourceParamsT | OtherResourceParamsT
 
-/** One resource of a session's or a deployment's `resources`: a file is checked whole, other kinds by their ids. */
+/** One resource of a session's or a deployment's `resources`: a file or a memory store is checked whole, other kinds by their ids. */
 export const ResourceParams = lazy(() =>
   type('object')
     .narrow((v, ctx) => !Array.isArray(v) || ctx.mustBe('an object'))
-    .pipe((v): ResourceParamsT | type.errors => ((v as { type?: unknown }).type === 'file' ? FileResourceParams(v) : OtherResourceParams(v))),
+    .pipe((v): ResourceParamsT | type.errors => {
+      const kind = (v as { type?: unknown }).type
+      if (kind === 'file') return FileResourceParams(v)
+      if (kind === 'memory_store') return MemoryStoreResourceParams(v)
+      return OtherResourceParams(v)
+    }),
 )
 
 /** `POST /v1/sessions/{id}/resources`: files only (WIRE §9). */
@@ -85,14 +114,38 @@ export interface FileResource {
   updated_at: string
 }
 
-/** What a session's `resources` holds: file resources only, until memory stores land. */
-export type SessionResource = FileResource
+/**
+ * WIRE §9 MemoryStoreResource: no id and no timestamps (it is attached at creation and never changed); `name` and
+ * `description` are snapshots of the store's when it was attached.
+ */
+export interface MemoryStoreResource {
+  type: 'memory_store'
+  memory_store_id: string
+  access: 'read_write' | 'read_only'
+  instructions: string | null
+  name: string
+  description: string
+  mount_path: string
+}
+
+/** What a session's `resources` holds. */
+export type SessionResource = FileResource | MemoryStoreResource
+
+/** A session's file resources (those with ids, copies and a place beneath /mnt/session/uploads). */
+export const fileResources = (all: readonly SessionResource[]): FileResource[] => all.filter((r): r is FileResource => r.type === 'file')
+
+/** A session's memory store resources, in the order they were given. */
+export const memoryResources = (all: readonly SessionResource[]): MemoryStoreResource[] =>
+  all.filter((r): r is MemoryStoreResource => r.type === 'memory_store')
 
 /** The most resources one session holds: as many as a deployment may give its runs' sessions. */
 export const MAX_SESSION_RESOURCES = 500
 
 /** Narrows a resource param to a file's (a union on `type` whose other branch takes any string cannot narrow itself). */
 export const isFileParams = (r: ResourceParamsT): r is FileResourceParamsT => r.type === 'file'
+
+/** Narrows a resource param to a memory store's. */
+export const isMemoryStoreParams = (r: ResourceParamsT): r is MemoryStoreResourceParamsT => r.type === 'memory_store'
 
 /** Where a file resource is mounted: its `mount_path`, or the default for its file. */
 export const mountPathOf = (r: Pick<FileResourceParamsT, 'file_id' | 'mount_path'>) => r.mount_path ?? defaultMountPath(r.file_id)

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { shellQuote } from '../host/shell.js'
-import { bwrapArgs, EGRESS_SOCKET, INSIDE, PROXY_PORT, type SandboxDirs, type SessionMount, sessionMounts } from './layout.js'
+import { bwrapArgs, EGRESS_SOCKET, INSIDE, type MemoryBind, PROXY_PORT, type SandboxDirs, type SessionMount, sessionMounts } from './layout.js'
 import type { LimitGroup } from './limits.js'
 
 /** A program to spawn: the file and its arguments. */
@@ -22,6 +22,8 @@ export interface LaunchContext {
   egressDir?: string
   /** The session's skills are bound read-only at /workspace/skills (layout.ts). */
   skills?: boolean
+  /** The session's memory stores, each bound at /mnt/memory/<slug> (layout.ts). */
+  memory?: readonly MemoryBind[]
 }
 
 /** The environment of the launching shell, setpriv and bwrap: only what finds them. */
@@ -59,7 +61,7 @@ export interface LaunchOptions {
  */
 export function sandboxed(ctx: LaunchContext, command: readonly string[], { addressSpaceLimit = true, terminal = false }: LaunchOptions = {}): Program {
   const inner = ['/usr/bin/prlimit', ...ctx.limits.prlimitArgs(addressSpaceLimit), ...command]
-  const mounts = sessionMounts(ctx.dirs, { egressDir: ctx.egressDir, skills: ctx.skills })
+  const mounts = sessionMounts(ctx.dirs, { egressDir: ctx.egressDir, skills: ctx.skills, memory: ctx.memory })
   const joins = ctx.limits.procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`)
   const filter = existsSync(ctx.dirs.seccomp) ? ctx.dirs.seccomp : undefined
   const extra = [...(filter ? ['--seccomp', String(SECCOMP_FD)] : []), ...(terminal ? [] : ['--new-session'])]

@@ -1,5 +1,6 @@
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { isMemorySlug } from '../../protocol/memory-rules.js'
 import { PACKAGES_PREFIX } from '../packages.js'
 import { seccompFilter } from './seccomp.js'
 
@@ -10,6 +11,8 @@ export const INSIDE = {
   /** Read-only: the session's custom skills, one directory each (`<name>/SKILL.md` and its files). */
   skills: '/workspace/skills',
   outputs: '/mnt/session/outputs',
+  /** The session's memory stores, one directory each (`<slug>/`), read-only or not as attached. */
+  memory: '/mnt/memory',
   tmp: '/tmp',
   /** Read-only: the shell's command files and the file-tool server. */
   run: '/run/troupe',
@@ -40,6 +43,8 @@ export interface SandboxDirs {
    * a real empty directory before each sandbox starts (`skillsMountPoint`).
    */
   skillsMountPoint: string
+  /** Its memory stores, one directory each, materialised by the server (actors/workdir/memory/), each bound at /mnt/memory/<slug>. */
+  memory: string
   outputs: string
   tmp: string
   /** Bound at /opt/packages: what the environment's package lists installed. */
@@ -62,6 +67,7 @@ export function sandboxDirs(root: string): SandboxDirs {
     uploads: d('uploads'),
     skills: d('skills'),
     skillsMountPoint: path.join(root, 'workspace', SKILLS_DIR),
+    memory: d('memory'),
     outputs: d('outputs'),
     tmp: d('tmp'),
     packages: d('packages'),
@@ -113,6 +119,28 @@ export function prepareSkillsMountPoint(dirs: SandboxDirs): void {
   mkdirSync(p, { mode: 0o755 })
 }
 
+/** One memory store's mount: its directory beneath `memory/` and /mnt/memory, and whether the sandbox may write it. */
+export interface MemoryBind {
+  slug: string
+  readOnly: boolean
+}
+
+/**
+ * Makes each memory mount's directory (the server's for a read-only one, `hostUid`'s for one the sandbox writes), so
+ * that bwrap has something to bind even before the server's first pass. A slug is a single safe name (protocol's
+ * memory rules), never a path: anything else is refused.
+ */
+export function prepareMemoryDirs(dirs: SandboxDirs, memory: readonly MemoryBind[], hostUid: number | null): void {
+  mkdirSync(dirs.memory, { recursive: true, mode: 0o755 })
+  chmodSync(dirs.memory, 0o755)
+  for (const m of memory) {
+    if (!isMemorySlug(m.slug)) throw new Error(`${JSON.stringify(m.slug)} is not a memory mount's name`)
+    const dir = path.join(dirs.memory, m.slug)
+    mkdirSync(dir, { recursive: true, mode: 0o755 })
+    if (!m.readOnly && hostUid !== null) chownSync(dir, hostUid, hostUid)
+  }
+}
+
 /**
  * Host files under /etc the toolset needs (dynamic linker cache, `alternatives` links, certificates, time zone, and
  * apt's sources, for apt package lists).
@@ -134,9 +162,10 @@ export interface SessionMount {
 
 /**
  * The session's own directories, as they appear inside; its skills when it has some (bound after /workspace, which
- * holds their mount point); and the egress proxy's socket directory when it has one.
+ * holds their mount point); its memory stores, each at /mnt/memory/<slug> (read-only as attached); and the egress
+ * proxy's socket directory when it has one.
  */
-export function sessionMounts(dirs: SandboxDirs, o: { egressDir?: string; skills?: boolean } = {}): SessionMount[] {
+export function sessionMounts(dirs: SandboxDirs, o: { egressDir?: string; skills?: boolean; memory?: readonly MemoryBind[] } = {}): SessionMount[] {
   const mounts: SessionMount[] = [
     { source: dirs.tmp, dest: INSIDE.tmp, readOnly: false },
     { source: dirs.workspace, dest: INSIDE.workspace, readOnly: false },
@@ -148,6 +177,10 @@ export function sessionMounts(dirs: SandboxDirs, o: { egressDir?: string; skills
     { source: dirs.packages, dest: INSIDE.packages, readOnly: false },
     { source: dirs.run, dest: INSIDE.run, readOnly: true },
   )
+  for (const m of o.memory ?? []) {
+    if (!isMemorySlug(m.slug)) throw new Error(`${JSON.stringify(m.slug)} is not a memory mount's name`)
+    mounts.push({ source: path.join(dirs.memory, m.slug), dest: `${INSIDE.memory}/${m.slug}`, readOnly: m.readOnly })
+  }
   if (o.egressDir) mounts.push({ source: o.egressDir, dest: INSIDE.egress, readOnly: true })
   return mounts
 }

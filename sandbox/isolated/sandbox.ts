@@ -14,7 +14,7 @@ import { toolServerBundle } from './bundle.js'
 import { DiskQuota } from './disk.js'
 import { LAUNCH_ENV, type LaunchContext, sandboxed, withForwarder } from './launch.js'
 import { egressDirectory } from './egress-dirs.js'
-import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, prepareSkillsMountPoint, sandboxDirs } from './layout.js'
+import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, prepareMemoryDirs, prepareSkillsMountPoint, sandboxDirs } from './layout.js'
 import { provision } from './provision.js'
 import type { CgroupRoot } from './budget.js'
 import { LimitGroup, type SandboxLimits } from './limits.js'
@@ -67,7 +67,8 @@ const TOOL_SERVER = 'tool-server.mjs'
 /**
  * Built-in tools inside a bubblewrap sandbox (`TROUPE_SANDBOX=isolated`). `opts.workdir` is the session's own host
  * directory; the sandbox sees its `workspace/` as /workspace (the working directory), `uploads/` read-only as
- * /mnt/session/uploads, `skills/` read-only as /workspace/skills (when the session has skills),
+ * /mnt/session/uploads, `skills/` read-only as /workspace/skills (when the session has skills), `memory/<slug>/` as
+ * /mnt/memory/<slug> (each memory store, read-only as attached),
  * `outputs/` as /mnt/session/outputs and `tmp/` as /tmp (layout.ts). The persistent shell is
  * bash inside one sandbox; the file tools run in a node process inside a second one over the same directories, so
  * both see the same files and neither resolves a path on the host. Both share one set of limits (limits.ts).
@@ -76,6 +77,8 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   const dirs = sandboxDirs(path.resolve(opts.workdir))
   prepareDirs(dirs, rt.hostUid, { seccomp: rt.guards?.seccomp !== false })
   if (opts.skills) prepareSkillsMountPoint(dirs)
+  const memory = opts.memory ?? []
+  if (memory.length) prepareMemoryDirs(dirs, memory, rt.hostUid)
   const limits = new LimitGroup(rt.limits, rt.cgroups, `sandbox-${randomBytes(6).toString('hex')}`)
   limits.create()
   // A node outside /usr (nvm, a tarball) is bound where it is, read-only.
@@ -84,7 +87,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   // The proxy's socket gets a short directory of its own (a socket path may not exceed 107 bytes; a data directory's
   // may), bound into the shell's sandbox only: the file tools have no network.
   const egressDir = network ? egressDirectory() : undefined
-  const toolCtx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly, skills: opts.skills }
+  const toolCtx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly, skills: opts.skills, memory }
   const ctx: LaunchContext = { ...toolCtx, env: shellEnv(opts.env ?? insideEnv(network !== null)), egressDir }
   const egress = network && egressDir ? openProxy(network.settings, path.join(egressDir, EGRESS_SOCKET), network.policy) : undefined
   // Awaited before the shell first starts; a failure then is that command's error result.
@@ -111,7 +114,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   const writeBundle = () => (bundleWritten ??= toolServerBundle().then((text) => writeFileSync(path.join(dirs.run, TOOL_SERVER), text, { mode: 0o644 })))
 
   const quota = new DiskQuota(
-    rt.guards?.diskQuota === false ? [] : [dirs.workspace, dirs.outputs, dirs.tmp, dirs.packages],
+    rt.guards?.diskQuota === false ? [] : [dirs.workspace, dirs.outputs, dirs.tmp, dirs.packages, ...(memory.length ? [dirs.memory] : [])],
     rt.limits.diskMib * 1024 * 1024,
     () => {
       // Something keeps writing past the quota: everything the sandbox runs ends (the PID namespace dies with bwrap).

@@ -128,7 +128,13 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
         title: 'fuzz session',
         metadata: { team: 'fuzz' },
         vault_ids: [],
-        resources: [{ type: 'file', file_id: rng.pick(v.files), mount_path: '/mnt/session/uploads/fuzz/in.txt' }],
+        resources: [
+          { type: 'file', file_id: rng.pick(v.files), mount_path: '/mnt/session/uploads/fuzz/in.txt' },
+          // A memory store resource's every field (the fuzzer's server may refuse mounting it: a 422, after the shape).
+          ...(v.memory_stores.length
+            ? [{ type: 'memory_store', memory_store_id: rng.pick(v.memory_stores), access: rng.pick(['read_write', 'read_only']), instructions: 'fuzz notes' }]
+            : []),
+        ],
         budget: { type: 'limit', max_list_cost: { amount: '100', currency: 'USD' } },
       }
     case 'sessions.resources.add':

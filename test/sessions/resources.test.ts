@@ -196,7 +196,8 @@ t.test('bad resources at create: a 4xx naming the field, and nothing left behind
     ],
     [[file({ mount_path: `${UP}/a/b` }), file({ mount_path: `${UP}/a` })], 400, /resources\[1\]\.mount_path/],
     [[file(), { type: 'file', file_id: 'file_01NOSUCHFILE' }], 404, /^resources\[1\]\.file_id: File file_01NOSUCHFILE not found/, 'file_not_found'],
-    [[{ type: 'memory_store', memory_store_id: 'memstore_01ABC' }], 422, /resources\[0\]: memory_store resources are not available/, 'resource_unavailable'],
+    // Memory stores are checked whole (their attach and mounts: test/memory/sessions.test.ts).
+    [[{ type: 'memory_store', memory_store_id: 'memstore_01ABC', access: 'sometimes' }], 400, /^resources\[0\]\.access must be/],
     [
       [{ type: 'github_repository', url: 'https://github.com/o/r' }],
       422,

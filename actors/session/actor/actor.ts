@@ -199,12 +199,12 @@ export class SessionActor extends MailboxActor {
   }
 
   /** Adds resource `r` once `copy.make` has made its file's copy (changes.ts). */
-  addResource(r: FileResource, copy: { make(): Promise<unknown>; drop(): Promise<void> }): Promise<SessionResource> {
+  addResource(r: FileResource, copy: { make(): Promise<unknown>; drop(): Promise<void> }): Promise<FileResource> {
     return this.changes.addResource(r, copy)
   }
 
   /** Removes resource `id` from the session's record. */
-  removeResource(id: string): Promise<SessionResource> {
+  removeResource(id: string): Promise<FileResource> {
     return this.changes.removeResource(id)
   }
 

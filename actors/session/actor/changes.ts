@@ -1,11 +1,11 @@
 import { fail } from '../../../protocol/errors/fail.js'
 import type { EventOf, PayloadOf, ServiceEventType } from '../../../protocol/session-events.js'
-import type { FileResource, SessionResource } from '../../../protocol/schemas/resource.js'
+import { type FileResource, fileResources } from '../../../protocol/schemas/resource.js'
 import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
 import type { Session } from '../../../protocol/session.js'
 import type { Mailbox } from '../../kit/index.js'
 import { checkAddable, checkChangeable, updateChanges } from '../admission/index.js'
-import { dropCopies } from '../admission/index.js'
+import { detachMemoryStores, dropCopies } from '../admission/index.js'
 import { selfHostedOf, stopWork } from '../admission/index.js'
 import { unpinSessionSkills } from '../admission/index.js'
 import type { History } from '../history/index.js'
@@ -98,9 +98,9 @@ export class Changes {
    * a while: the session may have started a turn or been archived meanwhile, and then the copy goes). A retry of an
    * add that was stored (the same id) answers as the first did, whatever the session does now.
    */
-  addResource(r: FileResource, copy: { make(): Promise<unknown>; drop(): Promise<void> }): Promise<SessionResource> {
+  addResource(r: FileResource, copy: { make(): Promise<unknown>; drop(): Promise<void> }): Promise<FileResource> {
     return this.exclusive(async () => {
-      const prior = this.a.h.session.resources.find((x) => x.id === r.id)
+      const prior = fileResources(this.a.h.session.resources).find((x) => x.id === r.id)
       if (prior) {
         if (prior.file_id !== r.file_id || prior.mount_path !== r.mount_path) throw fail('idempotency_key_reused')
         return prior
@@ -121,12 +121,13 @@ export class Changes {
   }
 
   /** Removes resource `id` from the session's record (its copy is the caller's to drop once this answers). */
-  removeResource(id: string): Promise<SessionResource> {
+  removeResource(id: string): Promise<FileResource> {
     return this.exclusive(async () => {
       checkChangeable(this.a.h.session, this.a.hasWork())
-      const r = this.a.h.session.resources.find((x) => x.id === id)
+      // Only files have ids: a memory store stays attached for the session's life.
+      const r = fileResources(this.a.h.session.resources).find((x) => x.id === id)
       if (!r) throw fail('session_resource_not_found', id, this.a.id)
-      this.a.h.session.resources = this.a.h.session.resources.filter((x) => x.id !== r.id)
+      this.a.h.session.resources = this.a.h.session.resources.filter((x) => x !== r)
       await this.a.save()
       return r
     })
@@ -142,6 +143,7 @@ export class Changes {
       const { ctx } = this.a.deps
       await stopWork(ctx, selfHostedOf(this.a.h.rec), true, rid)
       await dropCopies(ctx, this.a.id, this.a.h.session.resources, rid)
+      await detachMemoryStores(ctx, this.a.id, this.a.h.session.resources, rid)
       await unpinSessionSkills(ctx.client, this.a.id, this.a.h.rec.skills ?? [], ctx.log)
     })
   }

@@ -2,7 +2,14 @@ import { fail, inField } from '../../../protocol/errors/fail.js'
 import { VaultKind } from '../../../protocol/ops/vault.js'
 import type { Agent, AgentReference, AgentsLevel, Tool } from '../../../protocol/schemas/agent.js'
 import type { Environment } from '../../../protocol/schemas/environment.js'
-import { isFileParams, mountPathOf, mountsOverlap, type ResourceParamsT } from '../../../protocol/schemas/resource.js'
+import {
+  isFileParams,
+  isMemoryStoreParams,
+  MAX_SESSION_MEMORY_STORES,
+  mountPathOf,
+  mountsOverlap,
+  type ResourceParamsT,
+} from '../../../protocol/schemas/resource.js'
 import { listedManagers, localBackend, type SandboxBackend } from '../../../sandbox/index.js'
 import type { ActorClient, HostContext } from '../../kit/index.js'
 import type { BudgetParams, SessionCreateInput } from '../../../protocol/schemas/session.js'
@@ -164,12 +171,22 @@ export function checkCreateInput(b: CreateInput, agent: SessionAgent, on: 'sessi
 }
 
 /**
- * Files only (whether each exists is for the copy to find out, actors/session/handlers/resources.ts): no two may share a mount
- * path, nor may one lie beneath another. Memory stores are not built yet; the other kinds never will be here.
+ * Files (whether each exists is for the copy to find out, actors/session/handlers/resources.ts): no two may share a mount
+ * path, nor may one lie beneath another. Memory stores (sessions only): at most 8, each named once (whether each
+ * exists and is not archived is for its attach to find out, memory.ts). The other kinds never will be here.
  */
 export function checkResources(resources: readonly ResourceParamsT[], on: 'sessions' | 'deployments'): void {
   const mounts: Array<{ at: number; path: string }> = []
+  const stores = new Map<string, number>()
   for (const [i, r] of resources.entries()) {
+    if (isMemoryStoreParams(r) && on === 'sessions') {
+      const first = stores.get(r.memory_store_id)
+      if (first !== undefined)
+        throw fail('invalid_request', `resources[${i}].memory_store_id: ${r.memory_store_id} is attached twice (also at resources[${first}])`)
+      if (stores.size === MAX_SESSION_MEMORY_STORES) throw fail('too_many_memory_stores', i, MAX_SESSION_MEMORY_STORES)
+      stores.set(r.memory_store_id, i)
+      continue
+    }
     if (isFileParams(r)) {
       const path = mountPathOf(r)
       const clash = mounts.find((m) => mountsOverlap(m.path, path))

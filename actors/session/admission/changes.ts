@@ -1,6 +1,6 @@
 import { fail } from '../../../protocol/errors/fail.js'
 import type { PayloadOf } from '../../../protocol/session-events.js'
-import { MAX_SESSION_RESOURCES, mountsOverlap } from '../../../protocol/schemas/resource.js'
+import { fileResources, MAX_SESSION_RESOURCES, mountsOverlap } from '../../../protocol/schemas/resource.js'
 import { patchMetadata, sameJson } from '../../../protocol/schemas/common.js'
 import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
 import type { Session } from '../../../protocol/session.js'
@@ -70,7 +70,8 @@ export function checkAddable(session: Session, busy: boolean, mountPath: string)
   checkChangeable(session, busy)
   const all = session.resources
   if (all.length >= MAX_SESSION_RESOURCES) throw fail('too_many_resources', MAX_SESSION_RESOURCES)
-  const clash = all.find((r) => mountsOverlap(r.mount_path, mountPath))
+  // Memory stores mount beneath /mnt/memory, files beneath /mnt/session/uploads: only files can clash.
+  const clash = fileResources(all).find((r) => mountsOverlap(r.mount_path, mountPath))
   if (clash) throw fail('mount_path_conflict', 'mount_path', mountPath, clash.id, clash.mount_path)
 }
 

@@ -1,7 +1,7 @@
 import { inField } from '../../../protocol/errors/fail.js'
 import { idFromKey } from '../../../protocol/ids.js'
 import { FileKind } from '../../../protocol/ops/file.js'
-import { type FileResource, isFileParams, mountPathOf, type ResourceParamsT, type SessionResource } from '../../../protocol/schemas/resource.js'
+import { type FileResource, fileResources, isFileParams, mountPathOf, type ResourceParamsT, type SessionResource } from '../../../protocol/schemas/resource.js'
 import { copyIdOf } from '../../file/index.js'
 import type { ActorClient, HostContext } from '../../kit/index.js'
 
@@ -30,7 +30,7 @@ export async function dropCopies(
   resources: readonly SessionResource[],
   rid: string,
 ): Promise<void> {
-  for (const r of resources) {
+  for (const r of fileResources(resources)) {
     await ctx.client.call(FileKind.ops.delete, { id: copyIdOf(sessionId, r.id), rid }).catch((err: unknown) => {
       if ((err as { status?: number }).status !== 404)
         ctx.log.warn({ session: sessionId, resource: r.id, err, rid }, 'a resource copy was not deleted; it is swept later')
@@ -39,7 +39,7 @@ export async function dropCopies(
 }
 
 /**
- * The file resources of a new session, each file copied (admission: a file that does not exist is a 404 naming
+ * The file resources of a new session by their index in `resources`, each file copied (admission: a file that does not exist is a 404 naming
  * `resources[i].file_id`, as the environment's is). The checks that need no stored state (kinds, mount paths) ran
  * before. A copy that fails takes back the copies made before it.
  */
@@ -49,8 +49,8 @@ export async function attachFiles(
   params: readonly ResourceParamsT[],
   at: string,
   rid: string,
-): Promise<FileResource[]> {
-  const made: FileResource[] = []
+): Promise<Map<number, FileResource>> {
+  const made = new Map<number, FileResource>()
   for (const [i, p] of params.entries()) {
     if (!isFileParams(p)) continue
     const r: FileResource = {
@@ -64,10 +64,10 @@ export async function attachFiles(
     try {
       await copyFor(ctx.client, sessionId, r, `resources[${i}].file_id`, rid)
     } catch (err) {
-      await dropCopies(ctx, sessionId, made, rid)
+      await dropCopies(ctx, sessionId, [...made.values()], rid)
       throw err
     }
-    made.push(r)
+    made.set(i, r)
   }
   return made
 }

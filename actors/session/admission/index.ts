@@ -12,6 +12,7 @@ export {
 } from './admission.js'
 export { checkAddable, checkChangeable, updateChanges } from './changes.js'
 export { attachFiles, copyFor, dropCopies } from './copies.js'
+export { attachMemoryStores, checkMemoryMounted, detachMemoryStores } from './memory.js'
 export { EnvironmentRefs } from './references.js'
 export { resolveRubrics } from './rubrics.js'
 export { checkClientEvents } from './rules.js'

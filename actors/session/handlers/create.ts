@@ -10,7 +10,7 @@ import { capturedAgents, checkCreateInput, checkEnvironment, checkSkillsRun, che
 import { SessionActor } from '../actor/index.js'
 import { emptyUsage } from '../billing/index.js'
 import { toWireUsage } from '../billing/index.js'
-import { attachFiles, dropCopies } from '../admission/index.js'
+import { attachFiles, attachMemoryStores, checkMemoryMounted, detachMemoryStores, dropCopies } from '../admission/index.js'
 import type { ActorDeps } from '../actor/index.js'
 import { checkFits } from '../log/index.js'
 import { resolveRubrics } from '../admission/index.js'
@@ -72,20 +72,37 @@ export function sessionCreate(deps: ActorDeps, actors: Actors, live: (id: string
     const env = await deps.environments.acquire(b.environment_id).catch(inField('environment_id'))
     const release = () => deps.environments.release(env.id, id, req.rid)
     const t = now()
-    let resources: SessionResource[]
+    let resources: SessionResource[] = []
     let skills: SessionSkill[] = []
     const wanted = requestedSkills(b.agent, agent)
+    const params = b.resources ?? []
+    // What a failure after the copies takes back: the copies, and the stores attached.
+    const undo = async () => {
+      await dropCopies(ctx, id, resources, req.rid)
+      await detachMemoryStores(ctx, id, resources, req.rid)
+    }
     try {
       const traits = sandboxTraits(ctx)
       checkEnvironment(env, traits)
       if (wanted.length) checkSkillsRun(env, traits)
+      checkMemoryMounted(params, env, traits)
       // Copies made here and not listed by a record (this host killed before it) are swept (actors/file/copies.ts).
-      resources = await attachFiles(ctx, id, b.resources ?? [], t, req.rid)
+      const files = await attachFiles(ctx, id, params, t, req.rid)
+      // Attached after the copies: a store attached stays refused to delete until its session is (see
+      // docs/ARCHITECTURE.md "Memory mounts" for a host killed before the record).
+      const stores = await attachMemoryStores(ctx, id, params, req.rid).catch(async (err) => {
+        await dropCopies(ctx, id, [...files.values()], req.rid)
+        throw err
+      })
+      resources = params.flatMap((_, i) => {
+        const r = files.get(i) ?? stores.get(i)
+        return r ? [r] : []
+      })
       // Pinned last, just before the record: a version's delete holds a pin this young without asking (the record
       // may not be stored yet), so the pins must not wait on slow copies.
       if (wanted.length) {
         skills = await pinSessionSkills(ctx.client, id, wanted).catch(async (err) => {
-          await dropCopies(ctx, id, resources, req.rid)
+          await undo()
           throw err
         })
         agent.skills = skillRefs(skills.filter((s) => s.member === undefined))
@@ -126,13 +143,15 @@ export function sessionCreate(deps: ActorDeps, actors: Actors, live: (id: string
       ...(req.key === undefined ? {} : { created_by: fingerprint(b) }),
       ...(skills.length ? { skills } : {}),
     }
-    // A write whose outcome is unknown may have stored the session: its pins stay (a version's delete asks).
+    // A write whose outcome is unknown may have stored the session: its pins stay (a version's delete asks), and its
+    // stores stay attached.
     const record = await FencedRecord.create(store, sessionKey(id), rec).catch(async (err) => {
       await release()
       throw err
     })
     if (!record) {
       await release()
+      // The record that won is another create of this id: its stores (the same, by the same session id) stay attached.
       // Another create of this id stored its record first: it pinned the same versions under the same id, so they stay.
       const raced = req.key === undefined ? undefined : await retriedCreate(id, req)
       if (raced) return raced

@@ -45,8 +45,9 @@ export function listSessions(projection: Projection<Session>, q: SessionListInpu
     if (filters.agent_version !== undefined && s.agent.version !== filters.agent_version) return false
     if (statuses && !statuses.has(view(s).status)) return false
     if (filters.deployment_id !== undefined && s.deployment_id !== filters.deployment_id) return false
-    // Memory stores cannot be attached yet, so no session matches one.
-    if (filters.memory_store_id !== undefined) return false
+    // A store is attached at creation only, so the resources the session was created with say it all.
+    if (filters.memory_store_id !== undefined && !s.resources.some((r) => r.type === 'memory_store' && r.memory_store_id === filters.memory_store_id))
+      return false
     const t = s.created_at
     return (!filters.gt || t > filters.gt) && (!filters.gte || t >= filters.gte) && (!filters.lt || t < filters.lt) && (!filters.lte || t <= filters.lte)
   }

@@ -3,7 +3,7 @@ import { fail } from '../../../protocol/errors/fail.js'
 import { idFromKey, newId } from '../../../protocol/ids.js'
 import type { SessionKind } from '../../../protocol/ops/session.js'
 import type { Page } from '../../../protocol/page.js'
-import { type FileResource, mountPathOf, type ResourceListInput, type SessionResource } from '../../../protocol/schemas/resource.js'
+import { type FileResource, fileResources, mountPathOf, type ResourceListInput, type SessionResource } from '../../../protocol/schemas/resource.js'
 import { now } from '../../../protocol/time.js'
 import type { Handlers } from '../../kit/index.js'
 import type { SessionActor } from '../actor/index.js'
@@ -11,21 +11,29 @@ import type { ActorDeps } from '../actor/index.js'
 import { copyFor, dropCopies } from '../admission/index.js'
 import { sessionKey } from '../history/index.js'
 
+/**
+ * Where a resource stands in its session's list, for a cursor: a file by its id and time; a memory store (no id, no
+ * time on the wire, attached at creation and never removed) by its store's id, which is unique in the session, and
+ * the session's own time.
+ */
+const positionOf = (r: SessionResource, createdAt: string) =>
+  r.type === 'file' ? { id: r.id, created_at: r.created_at } : { id: r.memory_store_id, created_at: createdAt }
+
 /** One page of a session's resources, in the order they were attached. */
-function pageOfResources(sessionId: string, all: readonly SessionResource[], q: ResourceListInput): Page<SessionResource> {
+function pageOfResources(sessionId: string, createdAt: string, all: readonly SessionResource[], q: ResourceListInput): Page<SessionResource> {
   const filters = { session_id: sessionId }
   const after = decodeCursor('session_resources', filters, q.page, isRecordPosition)
   let start = 0
   if (after) {
-    const i = all.findIndex((r) => r.id === after.id)
+    const i = all.findIndex((r) => positionOf(r, createdAt).id === after.id)
     // The last one shown is gone since: carry on from the first attached after it.
-    start = i >= 0 ? i + 1 : all.findIndex((r) => r.created_at > after.created_at)
+    start = i >= 0 ? i + 1 : all.findIndex((r) => positionOf(r, createdAt).created_at > after.created_at)
     if (start < 0) start = all.length
   }
   const data = all.slice(start, start + (q.limit ?? 20))
   const last = data.at(-1)
   const more = start + data.length < all.length
-  return { data, next_page: more && last ? encodeCursor('session_resources', filters, { id: last.id, created_at: last.created_at }) : null }
+  return { data, next_page: more && last ? encodeCursor('session_resources', filters, positionOf(last, createdAt)) : null }
 }
 
 type ResourceOps = Pick<Handlers<typeof SessionKind>, 'resources.list' | 'resources.add' | 'resources.get' | 'resources.update' | 'resources.delete'>
@@ -42,18 +50,21 @@ const addedResourceId = (sessionId: string, key: string | undefined) =>
  * (actors/workdir/mounts.ts).
  */
 export function resourceOps(deps: ActorDeps, peek: (id: string) => SessionActor | undefined, live: (id: string) => Promise<SessionActor>): ResourceOps {
-  const resourcesOf = async (id: string): Promise<readonly SessionResource[]> => {
+  const sessionOf = async (id: string): Promise<{ resources: readonly SessionResource[]; created_at: string }> => {
     const a = peek(id)
-    if (a) return a.resources
+    if (a) return a.view()
     const cur = await deps.store.peek(sessionKey(id))
     if (!cur) throw fail('session_not_found', id)
-    return cur.value.session.resources
+    return cur.value.session
   }
-  const find = (id: string, all: readonly SessionResource[], rid: string) => all.find((r) => r.id === rid) ?? notFound(rid, id)
+  const resourcesOf = async (id: string) => (await sessionOf(id)).resources
+  // Only files have ids (WIRE §9: a memory store resource has none), so only they are found by one.
+  const find = (id: string, all: readonly SessionResource[], rid: string) => fileResources(all).find((r) => r.id === rid) ?? notFound(rid, id)
 
   return {
     async 'resources.list'({ id, query }) {
-      return pageOfResources(id, await resourcesOf(id), query)
+      const s = await sessionOf(id)
+      return pageOfResources(id, s.created_at, s.resources, query)
     },
 
     async 'resources.get'({ id, sub }) {

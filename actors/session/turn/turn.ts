@@ -20,6 +20,7 @@ import type { Emitter, RecordPort, TurnDeps } from './types.js'
 import { estimateTokens } from '../../../protocol/skill-rules.js'
 import type { Policy } from '../../../protocol/schemas/agent.js'
 import { ToolUseCount } from './tool-limits.js'
+import { systemWithMemory } from './memory-context.js'
 
 /** The service's own tools (a skill launch, a coordinator's list and send) run nothing in the sandbox: nothing to confirm. */
 const SERVICE_TOOL_POLICY: Policy = { type: 'always_allow' }
@@ -275,7 +276,7 @@ export class TurnLoop {
     const skills = h.skills
     const contextWindow = deps.settings.contextWindow
     const tools = toolDefinitions(agent, skills, contextWindow, this.p.roster)
-    const system = this.p.sandbox.system(agent.system, h.session.resources)
+    const system = systemWithMemory(this.p.sandbox.system(agent.system, h.session.resources), h.session.resources)
     let messages = h.messages
     if (h.activations.length) {
       const texts = new Map<string, string | undefined>()
