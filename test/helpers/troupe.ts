@@ -102,7 +102,9 @@ export function startTroupe(opts: StartOptions = {}): Promise<TroupeProcess> {
     reaped.forget()
   })
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`troupe did not start in time:\n${stdout}\n${stderr}`)), 30_000)
+    // Generous: hosts started together on a forming cluster wait out its leader elections, and on a loaded two-core
+    // machine that alone has taken more than 30 s.
+    const timer = setTimeout(() => reject(new Error(`troupe did not start in time:\n${stdout}\n${stderr}`)), 60_000)
     const early = (code: number | null) => {
       clearTimeout(timer)
       reject(new Error(`troupe exited with ${code}:\n${stdout}\n${stderr}`))
