@@ -3,6 +3,8 @@ import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream'
 import { type ObjectStore, type ObjectStoreOptions, type Objm, setSha256Backend } from '@nats-io/obj'
 import { ensureReplicas, replicasRefused, type Storage, untilLed } from './replicas.js'
 import { retryWhileStarting } from './retry.js'
+import { isTransientNatsError } from './nats-errors.js'
+import { retry, retryPolicy } from './retry-policy.js'
 
 // nats.js hashes every object it puts, on the event loop, in pure JS by default (js-sha256, ~65 MB/s here): a 25 MB
 // skill bundle held the loop in stretches of 60–130 ms, ~400 ms per upload, and GETs meanwhile waited behind it
@@ -30,6 +32,13 @@ export async function openObjectStore(objm: Objm, storage: Storage, name: string
 }
 
 /**
+ * A chunk the leader did not answer for (a server too loaded to answer within the request timeout, an election):
+ * 3 attempts, 200 ms then 400 ms apart, each a direct get and then the leader, before the read fails and a download
+ * is cut short.
+ */
+const chunkRetry = retryPolicy({ initialIntervalMs: 200, maximumAttempts: 3 })
+
+/**
  * The chunks of one object, each fetched by direct get (the next message on the object's chunk subject), one ahead of
  * the reader: a reader that stops taking them stops the reading (nats.js's own `get` pushes the whole object into
  * memory as fast as the server sends it), and an object deleted midway ends the read at once rather than leaving a
@@ -51,12 +60,13 @@ export async function* readChunks(
   digest: string,
   from: 'any replica' | 'leader if missing' = 'any replica',
 ): AsyncGenerator<Uint8Array> {
-  const fetchFrom = async (seq: number) => {
+  const fetchOnce = async (seq: number) => {
     const direct = await jsm.direct.getMessage(stream, { seq, next_by_subj: subject }).catch(() => null)
     if (direct || from === 'any replica') return direct
     // nats-server answers next_by_subj on the leader's message get too (2.9 and later); nats.js types only the direct one.
     return jsm.streams.getMessage(stream, { seq, next_by_subj: subject } as unknown as { seq: number })
   }
+  const fetchFrom = (seq: number) => retry(chunkRetry, () => fetchOnce(seq), { retryable: isTransientNatsError })
   const sha = createHash('sha256')
   let next = chunks > 0 ? fetchFrom(1) : undefined
   for (let i = 0; i < chunks; i++) {

@@ -46,8 +46,16 @@ const FORMING_CODES = {
    * stream a moment before; the next attempt finds it. Only a few times: a real mismatch is a misconfiguration.
    */
   StreamNameInUse: 10058,
+  /**
+   * JSStreamNotFoundErr for a stream made a moment ago (a bucket opened, then watched): the server answering has not
+   * yet heard of it from the meta leader of a cluster that just formed. For STREAM_APPEARS_MS only: a stream that
+   * stays missing was deleted, and a caller that expects absence catches it inside its own step.
+   */
+  StreamNotFound: 10059,
 } as const
 const NAME_IN_USE_ATTEMPTS = 3
+/** How long start-up waits for a stream another step (or host) just made to be known to the server it asks. */
+export const STREAM_APPEARS_MS = 30_000
 
 /**
  * JetStream refuses or drops calls while it starts or a cluster forms (right after a server starts or restarts, while
@@ -59,6 +67,7 @@ const NAME_IN_USE_ATTEMPTS = 3
  */
 export async function retryWhileStarting<T>(what: string, fn: () => Promise<T>, opts: StartupRetryOptions = {}): Promise<T> {
   let nameInUse = 0
+  let missingSince: number | undefined
   const started = Date.now()
   let saidAt: number | undefined
   try {
@@ -67,6 +76,7 @@ export async function retryWhileStarting<T>(what: string, fn: () => Promise<T>, 
         if (isTransientNatsError(err) || err instanceof NotLedYet) return true
         if (!(err instanceof JetStreamApiError)) return false
         if (err.code === FORMING_CODES.StreamNameInUse) return ++nameInUse < NAME_IN_USE_ATTEMPTS
+        if (err.code === FORMING_CODES.StreamNotFound) return Date.now() - (missingSince ??= Date.now()) < STREAM_APPEARS_MS
         return err.code === FORMING_CODES.InsufficientResources && opts.waitForServers !== false
       },
       onRetry: (err, attempts) => {

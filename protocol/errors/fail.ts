@@ -22,11 +22,13 @@ export function fail<C extends ErrorCode>(code: C, ...params: ErrorParams<C>): A
 
 /**
  * For `.catch`: a 404 about an id the request named in a body field says which field
- * ("environment_id: Environment env_… not found"); anything else passes through unchanged.
+ * ("environment_id: Environment env_… not found"); with `every4xx`, any refusal of the callee does (an archived memory
+ * store, one attached twice). Anything else passes through unchanged. Default: 404s only.
  */
 export const inField =
-  (field: string) =>
+  (field: string, opts: { every4xx?: boolean } = {}) =>
   (err: unknown): never => {
-    if (err instanceof ApiError && err.status === 404) throw new ApiError({ ...err.toData(), message: `${field}: ${err.message}` })
+    if (err instanceof ApiError && (err.status === 404 || (opts.every4xx && err.status < 500)))
+      throw new ApiError({ ...err.toData(), message: `${field}: ${err.message}` })
     throw err
   }

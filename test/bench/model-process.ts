@@ -3,6 +3,8 @@
 // BENCH_MODEL_SCRIPT=threads (threads.ts): every reply after BENCH_MODEL_DELAY_MS (default 200), by the agent's system
 // prompt: LEAD sends three tasks to its member at once, then answers; ADVISED asks its advisor, then answers; the
 // member, SOLO, the advisor and the grader answer (the grader: satisfied).
+// BENCH_MODEL_SCRIPT=commands (memory.ts): a user message `run: <command>` is answered with one `bash` tool use of that
+// command; its result, with the text "done".
 import { startFakeModelServer, type ScriptedReply } from '../fakes/model-server.js'
 
 const model = await startFakeModelServer()
@@ -22,6 +24,15 @@ if (process.env.BENCH_MODEL_SCRIPT === 'threads') {
     if (system === 'ADVISED' && !answered(req.body)) return { delayMs, steps: [{ type: 'tool_use', name: 'advisor', input: {} }] }
     if (system.startsWith('You grade the work')) return text('{"result":"satisfied","explanation":"fine"}')
     return text('done')
+  })
+}
+if (process.env.BENCH_MODEL_SCRIPT === 'commands') {
+  model.setHandler((req): ScriptedReply => {
+    const last = req.body?.messages?.at(-1)
+    const blocks = Array.isArray(last?.content) ? last.content : [{ type: 'text', text: String(last?.content ?? '') }]
+    const command = /^run: ([\s\S]*)$/.exec(blocks.find((c: any) => c.type === 'text')?.text ?? '')?.[1]
+    if (command && !blocks.some((c: any) => c.type === 'tool_result')) return { steps: [{ type: 'tool_use', name: 'bash', input: { command } }] }
+    return { steps: [{ type: 'text', text: 'done' }] }
   })
 }
 // Nothing reads what it records: keep a long run from growing without bound.

@@ -41,10 +41,11 @@ const add = (id: string, by = 1) => client.call(CounterKind.ops.add, { id, body:
 
 t.test('both hosts serve counters: the partitions split evenly between them', async (t) => {
   const placement = await new Kvm(callerNc).open(Buckets.placement)
+  let counts = new Map<string, number>()
   await until(
     'partitions split evenly',
     async () => {
-      const counts = new Map<string, number>()
+      counts = new Map<string, number>()
       for await (const k of await placement.keys('counter.>')) {
         const e = await placement.get(k)
         const host = e?.operation === 'PUT' ? decode<{ host: string }>(e.value).host : undefined
@@ -53,8 +54,10 @@ t.test('both hosts serve counters: the partitions split evenly between them', as
       return hosts.every((h) => counts.get(h.id) === PARTITIONS / 2)
     },
     30_000,
-    50,
-  )
+    200,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}: held ${JSON.stringify(Object.fromEntries(counts))}`)
+  })
   const served = new Set<string>()
   for (let i = 0; i < 16; i++) served.add((await add(`ctr_spread${i}`)).host)
   t.same([...served].sort(), hosts.map((h) => h.id).sort())

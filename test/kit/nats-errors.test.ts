@@ -165,3 +165,14 @@ t.test('retryWhileStarting repeats transient failures only, and names what faile
   t.match(late?.message, /^slow: /)
   t.type(late?.cause, TimeoutError)
 })
+
+t.test('retryWhileStarting waits for a stream just made to be known: "stream not found" is retried for a while', async (t) => {
+  // A host opened a bucket, then watched it, on a cluster just formed: the server asked had not heard of it yet.
+  let calls = 0
+  const found = await retryWhileStarting('skill.* projection', async () => {
+    if (++calls < 3) throw apiError(JetStreamApiCodes.StreamNotFound, 404, 'stream not found')
+    return 'watching'
+  })
+  t.equal(found, 'watching')
+  t.equal(calls, 3, 'retried twice')
+})

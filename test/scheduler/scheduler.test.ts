@@ -30,8 +30,10 @@ const kvm = new Kvm(jetstream(nc))
 const log = pino({ level: process.env.TROUPE_TEST_LOG ?? 'silent' }, pino.destination(2))
 const storage = { jsm: await jetstreamManager(nc), replicas: 1, log }
 const kv = await openBucket(kvm, storage, Buckets.deployments)
-// A minute every 500 real ms.
-const clock = parseClock('start=2026-03-01T00:00:00Z,rate=120')
+// A minute every real second: the catch-up window (5 minutes) is then 5 real seconds, longer than any stall of this
+// process on a loaded two-core machine. At 120× a 2.5 s stall skips an occurrence, as designed, which failed the
+// "none skipped" checks below.
+const clock = parseClock('start=2026-03-01T00:00:00Z,rate=60')
 const owner = fireOwner(nc, kv)
 t.teardown(() => owner.stop())
 
@@ -86,7 +88,7 @@ t.test('pause stops firing; unpause resumes at the next occurrence, no backfill;
   const before = owner.queued.get('depl_p')!.length
   // Three minutes of the clock pass paused.
   const pausedAt = clock()
-  await until('three minutes', () => clock() > pausedAt + 3 * MIN, 5000)
+  await until('three minutes', () => clock() > pausedAt + 3 * MIN, 10_000)
   // A fire in flight when the pause was written may still land once.
   t.ok(owner.queued.get('depl_p')!.length <= before + 1, 'nothing fires while paused')
   const resumedAt = clock()

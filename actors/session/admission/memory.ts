@@ -1,5 +1,4 @@
-import { ApiError } from '../../../protocol/errors/api-error.js'
-import { fail } from '../../../protocol/errors/fail.js'
+import { fail, inField } from '../../../protocol/errors/fail.js'
 import { memoryStoreSlug } from '../../../protocol/memory-rules.js'
 import { MemoryStoreKind } from '../../../protocol/ops/memory.js'
 import type { Environment } from '../../../protocol/schemas/environment.js'
@@ -40,12 +39,6 @@ export function checkMemoryMounted(params: readonly ResourceParamsT[], env: Envi
   }
 }
 
-/** An error of the store's owner, its message led by the resource's field (`resources[i].memory_store_id: …`). */
-const named = (field: string) => (err: unknown) => {
-  if (err instanceof ApiError && err.status < 500) throw new ApiError({ ...err.toData(), message: `${field}: ${err.message}` })
-  throw err
-}
-
 /**
  * Attaches each memory store of a new session's `resources` (in order) and makes its resource: the store's name and
  * description as they are now, its mount path from its name (`/mnt/memory/<slug>`; a slug already taken by an earlier
@@ -66,7 +59,7 @@ export async function attachMemoryStores(
     try {
       store = await ctx.client
         .call(MemoryStoreKind.ops.attach, { id: p.memory_store_id, body: { session_id: sessionId }, rid })
-        .catch(named(`resources[${i}].memory_store_id`))
+        .catch(inField(`resources[${i}].memory_store_id`, { every4xx: true }))
     } catch (err) {
       await detachMemoryStores(ctx, sessionId, [...made.values()], rid)
       throw err
