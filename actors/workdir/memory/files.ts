@@ -70,7 +70,10 @@ async function openOne(dir: FileHandle, name: string, create: boolean, owner: Ow
     // Not a directory (a file, a link): unlinked, never followed.
     if (c === 'ENOTDIR' || c === 'ELOOP') await rm(at(dir, name), { force: true })
     else if (c !== 'ENOENT') throw err
-    await mkdir(at(dir, name), { mode: 0o755 })
+    // EEXIST: a write beside this one (a mount's files are written several at once) made it first.
+    await mkdir(at(dir, name), { mode: 0o755 }).catch((e: unknown) => {
+      if (code(e) !== 'EEXIST') throw e
+    })
     // Handed over through the handle opened without following: whatever the name holds by then, no link is chowned.
     const made = await open(at(dir, name), DIR_FLAGS)
     if (owner !== null)

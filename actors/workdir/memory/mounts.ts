@@ -24,8 +24,8 @@ export interface MemoryMount {
 const STAGING = '.memory-partial'
 /** Entries a walk of one mount looks at, at most (a store holds what its files hold; this bounds a runaway tool). */
 const MAX_ENTRIES = 100_000
-/** Contents read from the store at once while a mount is materialised. */
-const READS_AT_ONCE = 16
+/** Memories read from the store and written at once while a mount is materialised. */
+const READS_AT_ONCE = 32
 /** The most content one `memories.apply` carries, and the most changes: larger batches go as several. */
 const BATCH_BYTES = 1 << 20
 const BATCH_CHANGES = 200
@@ -141,17 +141,21 @@ export class MemoryMounts {
       for (let i = 0; i < missing.length; i += READS_AT_ONCE) {
         signal?.throwIfAborted()
         const batch = missing.slice(i, i + READS_AT_ONCE)
-        const contents = await Promise.all(batch.map((e) => this.contentOf(m.store, e)))
-        for (const [j, e] of batch.entries()) {
-          const rel = e.path.slice(1)
-          await writeAt(root, rel, contents[j]!, {
-            staging: path.join(this.root, STAGING),
-            owner: this.owner(m),
-            mode: m.access === 'read_write' ? 0o644 : 0o444,
-          })
-          st.hashed.delete(rel)
-          st.refused.delete(rel)
-        }
+        // Each file read and written on its own: one after the other, the writes' syscalls (a walk to the folder,
+        // a staged file, a rename) made 1,000 memories take 1.2 s to put in place.
+        await Promise.all(
+          batch.map(async (e) => {
+            const content = await this.contentOf(m.store, e)
+            const rel = e.path.slice(1)
+            await writeAt(root, rel, content, {
+              staging: path.join(this.root, STAGING),
+              owner: this.owner(m),
+              mode: m.access === 'read_write' ? 0o644 : 0o444,
+            })
+            st.hashed.delete(rel)
+            st.refused.delete(rel)
+          }),
+        )
       }
       st.base = new Map([...want].map(([rel, e]) => [rel, e.content_sha256]))
       st.token = index.token
