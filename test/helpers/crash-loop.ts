@@ -27,7 +27,7 @@ export async function startSupervised(t: Test, dir: string): Promise<TroupeProce
  * `rounds` starts in a row on one directory, each crashed by `crash` once it has made an agent: every start must
  * succeed, be ready, and find every agent made before it.
  */
-export async function crashLoop(t: Test, dir: string, crash: (p: TroupeProcess) => Promise<void>, rounds = 10): Promise<void> {
+export async function crashLoop(t: Test, dir: string, crash: (p: TroupeProcess) => Promise<void>, rounds = 20): Promise<void> {
   const made: string[] = []
   for (let round = 1; round <= rounds; round++) {
     const p = await startSupervised(t, dir).catch((err: Error) => {
