@@ -2,7 +2,8 @@ import { fail, inField } from '../../protocol/errors/fail.js'
 import { AgentKind } from '../../protocol/ops/agent.js'
 import { EnvironmentKind } from '../../protocol/ops/environment.js'
 import { FileKind } from '../../protocol/ops/file.js'
-import { isFileParams, type ResourceParamsT } from '../../protocol/schemas/resource.js'
+import { MemoryStoreKind } from '../../protocol/ops/memory.js'
+import { isFileParams, isMemoryStoreParams, type ResourceParamsT } from '../../protocol/schemas/resource.js'
 import type { AgentReference } from '../../protocol/schemas/agent.js'
 import type { DeploymentAgentParamsT } from '../../protocol/schemas/deployment.js'
 import type { SessionAgent } from '../../protocol/session.js'
@@ -41,10 +42,19 @@ export class DeploymentAdmission {
     return snapshotAgent(this.read, ref).catch(inField('agent'))
   }
 
-  /** Each file a resource names exists (each run's session copies them; one deleted since fails that run). */
-  async files(resources: readonly ResourceParamsT[]): Promise<void> {
+  /**
+   * Each file a resource names exists (each run's session copies them; one deleted since fails that run), and each
+   * memory store exists and is not archived (each run's session attaches it; one archived since fails that run with
+   * `memory_store_archived_error`, which pauses a schedule).
+   */
+  async resources(resources: readonly ResourceParamsT[]): Promise<void> {
     for (const [i, r] of resources.entries()) {
       if (isFileParams(r)) await this.client.call(FileKind.ops.get, { id: r.file_id }).catch(inField(`resources[${i}].file_id`))
+      if (isMemoryStoreParams(r)) {
+        const field = `resources[${i}].memory_store_id`
+        const store = await this.client.call(MemoryStoreKind.ops.get, { id: r.memory_store_id }).catch(inField(field))
+        if (store.archived_at) inField(field, { every4xx: true })(fail('memory_store_archived', store.id))
+      }
     }
   }
 

@@ -162,7 +162,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       },
       agent as SessionAgent,
     )
-    if (b.resources) await admission.files(b.resources)
+    if (b.resources) await admission.resources(b.resources)
     if (b.vault_ids) await admission.vaults(b.vault_ids)
     return next
   }
@@ -178,7 +178,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       const { ref, agent } = await admission.pin(b.agent)
       await admission.environment(b.environment_id)
       checkFields(b, agent)
-      await admission.files(b.resources ?? [])
+      await admission.resources(b.resources ?? [])
       await admission.vaults(b.vault_ids ?? [])
       const t = now()
       const at = clock()

@@ -31,6 +31,10 @@ function runError(err: ApiError): RunErrorType {
       return 'vault_not_found_error'
     case 'vault_archived':
       return 'vault_archived_error'
+    case 'memory_store_archived':
+      return 'memory_store_archived_error'
+    case 'memory_store_not_found':
+      return 'session_resource_not_found_error'
   }
   return err.status < 500 ? 'session_creation_rejected_error' : 'unknown_error'
 }

@@ -346,12 +346,6 @@ export const catalog = {
     (field: string, what: string) => `${field}: ${what} are not available on this server yet; send {"type":"disabled"} or omit it`,
     WIRE,
   ),
-  resource_unavailable: entry(
-    422,
-    (index: number, kind: 'memory_store') =>
-      `resources[${index}]: ${kind} resources are not available on deployments yet (sessions attach memory stores; deployments' runs do not)`,
-    WIRE,
-  ),
   memory_stores_not_mounted: entry(
     422,
     (index: number, why: string) =>

@@ -107,7 +107,12 @@ t.test('resources, vaults, outcomes and budgets get the errors sessions give', a
       'invalid_request',
       /^resources\[1\]\.mount_path: \/mnt\/session\/uploads\/file_01ABC overlaps/,
     ],
-    [{ resources: [{ type: 'memory_store', memory_store_id: 'memstore_01ABC' }] }, 422, 'resource_unavailable', /memory stores/],
+    [
+      { resources: [{ type: 'memory_store', memory_store_id: 'memstore_01JAAAAAAAAAAAAAAAAAAAAAAA' }] },
+      404,
+      'memory_store_not_found',
+      /^resources\[0\]\.memory_store_id: Memory store memstore_01JAAAAAAAAAAAAAAAAAAAAAAA not found/,
+    ],
     [{ vault_ids: ['vlt_01A', 'vlt_01A'] }, 400, 'invalid_request', /vault_ids\[1\]: vlt_01A appears twice/],
     [{ vault_ids: ['vlt_01A'] }, 422, 'vaults_unavailable', /vault_ids: vaults need the operator keyring/],
     [

@@ -1,5 +1,6 @@
 import { toFile } from '@anthropic-ai/sdk'
 import t from 'tap'
+import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
 import { deploy, deploymentStack, failure } from './_helpers.js'
 
 // Deployments carry file resources (SPEC "Deployment": the same inputs as sessions'): the files are checked when the
@@ -73,4 +74,42 @@ t.test('the files a deployment names must exist, on create and on update', async
   const bad = await failure(deployments.update(d.id, { resources: [{ type: 'file', file_id: f.id, mount_path: '/etc/passwd' }] } as any))
   t.equal(bad.status, 400)
   t.match(bad.error.error.message, /^resources\[0\]\.mount_path must be an absolute path strictly beneath/)
+})
+
+t.test("a deployment's memory stores: checked when named, attached by each run's session; one archived since fails the run", isolatedOrSkip(), async (t) => {
+  const stores = s.client.beta.memoryStores
+  const store = await stores.create({ name: 'Run notes' })
+  const resources = [{ type: 'memory_store', memory_store_id: store.id, access: 'read_only' }]
+  const { deployment: d } = await deploy(s.client, { resources })
+  t.same(d.resources, resources, 'the config, echoed as given')
+  const run = await deployments.run(d.id)
+  t.equal(run.error, null)
+  const session = await s.client.beta.sessions.retrieve(run.session_id!)
+  t.match(session.resources, [{ type: 'memory_store', memory_store_id: store.id, access: 'read_only', mount_path: '/mnt/memory/run-notes', name: 'Run notes' }])
+  const listed = []
+  for await (const x of s.client.beta.sessions.list({ memory_store_id: store.id } as any)) listed.push(x.id)
+  t.same(listed, [session.id], "the run's session is listed by the store")
+
+  // Archived: no new deployment may name it, and the next run fails saying why (a manual run pauses nothing).
+  await stores.archive(store.id)
+  const refused = await failure(deploy(s.client, { resources }))
+  t.equal(refused.status, 400)
+  t.match(refused.error.error.message, /^resources\[0\]\.memory_store_id: Memory store memstore_\w+ is archived/)
+  const failed = await deployments.run(d.id)
+  t.equal(failed.session_id, null)
+  t.equal(failed.error?.type, 'memory_store_archived_error')
+  t.match(failed.error?.message, /resources\[0\]\.memory_store_id: Memory store memstore_\w+ is archived/)
+
+  const missing = await failure(
+    deployments.update(d.id, { resources: [{ type: 'memory_store', memory_store_id: 'memstore_01JAAAAAAAAAAAAAAAAAAAAAAA' }] } as any),
+  )
+  t.equal(missing.status, 404)
+  t.match(missing.error.error.message, /^resources\[0\]\.memory_store_id: Memory store memstore_01JAAAAAAAAAAAAAAAAAAAAAAA not found/)
+  const nine = await failure(
+    deployments.update(d.id, {
+      resources: Array.from({ length: 9 }, (_, i) => ({ type: 'memory_store', memory_store_id: `memstore_01JAAAAAAAAAAAAAAAAAAAAAA${i}` })),
+    } as any),
+  )
+  t.equal(nine.status, 400)
+  t.match(nine.error.error.message, /^resources\[8\]: a session attaches at most 8 memory stores/)
 })

@@ -172,14 +172,15 @@ export function checkCreateInput(b: CreateInput, agent: SessionAgent, on: 'sessi
 
 /**
  * Files (whether each exists is for the copy to find out, actors/session/handlers/resources.ts): no two may share a mount
- * path, nor may one lie beneath another. Memory stores (sessions only): at most 8, each named once (whether each
- * exists and is not archived is for its attach to find out, memory.ts). The other kinds never will be here.
+ * path, nor may one lie beneath another. Memory stores: at most 8, each named once (whether each exists and is not
+ * archived is for its attach to find out, memory.ts; a deployment's admission asks at its create and update). The
+ * other kinds never will be here.
  */
 export function checkResources(resources: readonly ResourceParamsT[], on: 'sessions' | 'deployments'): void {
   const mounts: Array<{ at: number; path: string }> = []
   const stores = new Map<string, number>()
   for (const [i, r] of resources.entries()) {
-    if (isMemoryStoreParams(r) && on === 'sessions') {
+    if (isMemoryStoreParams(r)) {
       const first = stores.get(r.memory_store_id)
       if (first !== undefined)
         throw fail('invalid_request', `resources[${i}].memory_store_id: ${r.memory_store_id} is attached twice (also at resources[${first}])`)
@@ -194,7 +195,6 @@ export function checkResources(resources: readonly ResourceParamsT[], on: 'sessi
       mounts.push({ at: i, path })
       continue
     }
-    if (r.type === 'memory_store') throw fail('resource_unavailable', i, 'memory_store')
     throw fail('resource_unsupported', i, String(r.type), on)
   }
 }
