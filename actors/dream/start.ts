@@ -135,21 +135,27 @@ async function launch(deps: StartDeps, s: DreamState, rid: string): Promise<Drea
   const ids = s.started!.transcripts!
   const resources = [...stores, ...files.map((f, i) => ({ type: 'file' as const, file_id: ids[i]!, mount_path: transcriptPath(f) }))]
   const text = dreamKickoff(d, files.map(transcriptPath))
-  const session = await client.call(SessionKind.ops.create, {
-    id: sessionOf(d.id),
-    key: keyOf(d.id),
-    rid,
-    body: {
-      agent: agent.id,
-      environment_id: env.id,
-      title: `Dream ${d.id}`,
-      metadata: { dream_id: d.id },
-      resources,
-      initial_events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
-    } as never,
-  })
-  // The agent is the dream's alone: archived, it leaves the default list (the session keeps its snapshot).
-  await client.call(AgentKind.ops.archive, { id: agent.id, rid }).catch(() => undefined)
+  // The agent is the dream's alone: archived once its session is made (the session keeps its snapshot), or refused.
+  const archive = () => client.call(AgentKind.ops.archive, { id: agent.id, rid }).catch(() => undefined)
+  const session = await client
+    .call(SessionKind.ops.create, {
+      id: sessionOf(d.id),
+      key: keyOf(d.id),
+      rid,
+      body: {
+        agent: agent.id,
+        environment_id: env.id,
+        title: `Dream ${d.id}`,
+        metadata: { dream_id: d.id },
+        resources,
+        initial_events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+      } as never,
+    })
+    .catch(async (err: unknown) => {
+      if (isApiError(err) && err.status < 500) await archive()
+      throw err
+    })
+  await archive()
   return { ...s, dream: { ...d, session_id: session.id } }
 }
 
