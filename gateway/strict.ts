@@ -10,6 +10,8 @@ const BETA_FOR: Record<BetaGroup, readonly string[] | undefined> = {
   skills: ['skills-2025-10-02'],
   // The official client sends the first; its docs say the routes take either.
   memory: ['agent-memory-2026-07-22', 'managed-agents-2026-04-01'],
+  // What the official client sends on every dreams route.
+  dreams: ['dreaming-2026-04-21'],
   // The official client sends none on files (WIRE §10): asking for one would refuse it.
   files: undefined,
 }

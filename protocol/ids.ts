@@ -37,6 +37,7 @@ export type IdPrefix =
   | 'memstore'
   | 'mem'
   | 'memver'
+  | 'drm'
   | 'work'
 
 /** A prefixed, time-ordered id: `agent_01JX…`. */

@@ -106,6 +106,8 @@ export const Buckets = {
    * (actors/memory/records.ts).
    */
   memories: 'troupe_memories',
+  /** `dream.<id>` → a dream's state (actors/dream/state.ts); `work.<id>` while it is pending, running or holding a store. */
+  dreams: 'troupe_dreams',
 } as const
 
 /** JetStream object stores (their streams are `OBJ_<name>`). */

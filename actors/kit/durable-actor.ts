@@ -27,7 +27,10 @@ export interface Outcome<S, R> {
 export interface Work<S> {
   /** Whether `state` has work to do. While it does, the actor keeps its work marker and stays in memory. */
   pending(state: S): boolean
-  /** One step of the work: the next state, stored like an op's. Steps run one at a time until `pending` is false. */
+  /**
+   * One step of the work: the next state, stored like an op's (the same state object back: nothing changed, nothing
+   * written). Steps run one at a time until `pending` is false; a step that waits holds the exclusive ops back meanwhile.
+   */
   step(state: S, self: Self): S | Promise<S>
   /** The state once the work is given up after the actor failed again and again (`pending` false on it); `why` says why. */
   abandon(state: S, why: string): S
@@ -124,7 +127,11 @@ export class DurableActor<S> extends MailboxActor {
     this.stepping = true
     // A step's failure stops the actor: activation rebuilds it and kicks it again, or has it abandon the work.
     this.write(async (s, self) => {
-      if (work.pending(s)) return { state: await work.step(s, self), reply: undefined }
+      if (work.pending(s)) {
+        // A step that changed nothing (it waited, and found nothing to do yet) writes nothing.
+        const next = await work.step(s, self)
+        return next === s ? { reply: undefined } : { state: next, reply: undefined }
+      }
       // Loaded with a marker and nothing to do (its host died after the work was done): nothing to resume.
       await this.mb.unmarkWork()
       return { reply: undefined }

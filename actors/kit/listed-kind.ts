@@ -11,6 +11,11 @@ export interface ListedKindSpec<S, C extends KindContract, V extends Sortable> {
   bucket: string
   /** What an op on an id without a state answers (the kind's `…_not_found`). */
   missing: (id: string) => Error
+  /**
+   * The state of an id without a record, for a kind whose create runs on the owner as an exclusive op (its ops then
+   * answer `missing` themselves for an empty state; its view shows none). Default: none, creates on any host.
+   */
+  initial?: (id: string) => S
   /** The key prefix of its states in the bucket (`<kind>.`): what the projection reads. */
   prefix: string
   /** What a list shows of a state. */
@@ -39,6 +44,7 @@ export function listedKind<S, C extends KindContract, V extends Sortable>(spec: 
         contract: spec.contract,
         bucket: spec.bucket,
         missing: spec.missing,
+        ...(spec.initial ? { initial: spec.initial } : {}),
         ...(work ? { work } : {}),
         ...(spec.marks ? { marks: spec.marks } : {}),
       })

@@ -4,6 +4,7 @@ import { patchMetadata, sameJson } from '../../protocol/schemas/common.js'
 import type { MemoryStore } from '../../protocol/schemas/memory.js'
 import { now } from '../../protocol/time.js'
 import { SessionKind } from '../../protocol/ops/session.js'
+import { DreamKind } from '../../protocol/ops/dream.js'
 import { type ActorClient, type DurableState, type Handlers, keyedCreate, pageOf, type Projection } from '../kit/index.js'
 import type { LoadedStores } from './loaded.js'
 import { live, memoryOps } from './memory-ops.js'
@@ -27,6 +28,9 @@ export interface MemoryStoreDeps {
  * comes before the session's record is stored).
  */
 const ATTACH_GRACE_MS = 60_000
+
+/** A hold younger than this is never taken for stale: its dream's create stores the dream just after the hold. */
+const HOLD_GRACE_MS = 60_000
 
 export function memoryStoreOps({ states, projection, loaded, records, client }: MemoryStoreDeps): Handlers<typeof MemoryStoreKind> {
   const ops = states.ops({
@@ -77,6 +81,22 @@ export function memoryStoreOps({ states, projection, loaded, records, client }: 
       return { state: { ...s, sessions: [...s.sessions, body.session_id], attached_at }, reply: s.store }
     },
 
+    hold(s, { body }) {
+      live(s)
+      if (s.store.archived_at) throw fail('dream_input_archived', 'output_behavior.memory_store_id', s.store.id)
+      const held = s.dream?.id
+      if (held === body.dream_id) return { reply: s.store }
+      // Decided here, one op at a time on the store's owner: of two dreams racing from any hosts, one holds it.
+      if (held !== undefined && held !== body.stale) throw fail('memory_store_held', s.store.id, held)
+      return { state: { ...s, dream: { id: body.dream_id, at: now() } }, reply: s.store }
+    },
+
+    release(s, { body }) {
+      if (s.dream?.id !== body.dream_id) return { reply: { held_by: s.dream?.id ?? null } }
+      const { dream: _, ...rest } = s
+      return { state: rest, reply: { held_by: null } }
+    },
+
     detach(s, { body }) {
       if (!s.sessions.includes(body.session_id)) return { reply: { attached: s.sessions.length } }
       const sessions = s.sessions.filter((x) => x !== body.session_id)
@@ -98,6 +118,20 @@ export function memoryStoreOps({ states, projection, loaded, records, client }: 
     )
   }
 
+  /**
+   * Whether the dream holding the store is gone: it says it no longer holds it (it ended and its release was cut
+   * short, or its work was given up), or it was never stored (its create's host died after the hold). A young hold, or
+   * a dream that cannot be asked, holds.
+   */
+  const staleHold = async (s: StoreState): Promise<boolean> => {
+    const held = s.dream
+    if (!held || Date.now() - Date.parse(held.at) < HOLD_GRACE_MS) return false
+    return client.call(DreamKind.ops.holding, { id: held.id, body: { memory_store_id: s.store.id } }).then(
+      (r) => !r.holding,
+      (err: unknown) => (err as { status?: number }).status === 404,
+    )
+  }
+
   return {
     /**
      * A store attached to sessions first lets go of those that no longer exist (a session delete whose detach was
@@ -109,6 +143,13 @@ export function memoryStoreOps({ states, projection, loaded, records, client }: 
         if (await gone(s!, session)) await ops.detach({ ...input, body: { session_id: session } } as Parameters<typeof ops.detach>[0])
       }
       return ops.delete(input)
+    },
+
+    /** A hold over a stale one replaces it (named as `stale`, so a holder that changed meanwhile still refuses). */
+    async hold(input) {
+      const s = await states.read(input.id)
+      if (s?.dream && s.dream.id !== input.body.dream_id && (await staleHold(s))) return ops.hold({ ...input, body: { ...input.body, stale: s.dream.id } })
+      return ops.hold(input)
     },
 
     // Placed on any host: the id is new, and the create of its state is the fence against a second one.
@@ -148,10 +189,16 @@ export function memoryStoreOps({ states, projection, loaded, records, client }: 
       })
     },
 
-    ...withoutDelete(ops),
+    ...withoutDelete(withoutHold(ops)),
     ...memoryOps(states, loaded, records, new MemoryWrites(records), new Staging(records, states)),
     ...versionOps(states, loaded, records),
   }
+}
+
+/** The state ops but `hold`, which the kind wraps. */
+function withoutHold<T extends { hold: unknown }>(ops: T): Omit<T, 'hold'> {
+  const { hold: _, ...rest } = ops
+  return rest
 }
 
 /** The state ops but `delete`, which the kind wraps. */

@@ -20,6 +20,11 @@ export interface StoreState {
   sessions: string[]
   /** When each of `sessions` attached (absent for attachments older than this field): a stale one is found by asking. */
   attached_at?: Record<string, string>
+  /**
+   * The `update_existing` dream that holds the store while it runs (issue 42 point 5), and since when: a second such
+   * dream is refused until the holder lets go. A holder found gone (never stored, or no longer holding) is replaced.
+   */
+  dream?: { id: string; at: string }
   /** Deleted: the store answers 404 from here; its memories are removed as work, then `cleared`. */
   deleted_at?: string
   cleared?: true

@@ -144,6 +144,17 @@ export const catalog = {
   environment_archived: entry(400, (id: string) => `Environment ${id} is archived and cannot be changed or used`, WIRE),
   vault_archived: entry(400, (id: string) => `Vault ${id} is archived and cannot be used for new sessions or runs`, WIRE),
   memory_store_archived: entry(400, (id: string) => `Memory store ${id} is archived and cannot be attached to new sessions`, WIRE),
+  dream_not_ended: entry(
+    400,
+    (id: string, status: string) => `Dream ${id} is ${status}; only a completed, failed or canceled dream can be archived (cancel it first)`,
+    WIRE,
+  ),
+  dream_ended: entry(400, (id: string, status: string) => `Dream ${id} is ${status} already; only a pending or running dream can be canceled`, WIRE),
+  dream_input_archived: entry(
+    400,
+    (field: string, id: string) => `${field}: memory store ${id} is archived; a dream reads and writes only stores that are not archived`,
+    WIRE,
+  ),
   credential_type_mismatch: entry(
     400,
     (id: string, stored: string, given: string) => `auth.type: credential ${id} is ${stored}; an update's auth must be of the same type (was ${given})`,
@@ -213,6 +224,7 @@ export const catalog = {
   skill_version_not_found: entry(404, (id: string, version: string) => `Skill ${id} has no version ${version}`, WIRE),
   credential_not_found: entry(404, (id: string, vault: string) => `Credential ${id} not found in vault ${vault}`, WIRE),
   memory_store_not_found: entry(404, (id: string) => `Memory store ${id} not found`, WIRE),
+  dream_not_found: entry(404, (id: string) => `Dream ${id} not found`, WIRE),
   memory_not_found: entry(404, (id: string, store: string) => `Memory ${id} not found in memory store ${store}`, WIRE),
   memory_version_not_found: entry(404, (id: string, store: string) => `Memory version ${id} not found in memory store ${store}`, WIRE),
   session_resource_not_found: entry(404, (id: string, sessionId: string) => `Session resource ${id} not found in session ${sessionId}`, WIRE),
@@ -285,6 +297,12 @@ export const catalog = {
   memory_store_read_only: entry(
     409,
     (id: string) => `Memory store ${id} is archived; its memories cannot be created or changed, nor the store updated (they can still be read and deleted)`,
+    WIRE,
+  ),
+  memory_store_held: entry(
+    409,
+    (id: string, dream: string) =>
+      `output_behavior.memory_store_id: memory store ${id} is being updated by dream ${dream}, which has not fully stopped; wait for it to end (or cancel it) and retry`,
     WIRE,
   ),
   memory_store_in_use: entry(

@@ -1,5 +1,6 @@
 import { AgentKind } from './agent.js'
 import { DeploymentKind, DeploymentRunKind } from './deployment.js'
+import { DreamKind } from './dream.js'
 import { EnvironmentKind } from './environment.js'
 import { SkillKind } from './skill.js'
 import { FileKind } from './file.js'
@@ -10,7 +11,20 @@ import { WebhookKind } from './webhook.js'
 import { WorkKind } from './work.js'
 
 export * from './define.js'
-export { AgentKind, DeploymentKind, DeploymentRunKind, EnvironmentKind, FileKind, MemoryStoreKind, SessionKind, SkillKind, VaultKind, WebhookKind, WorkKind }
+export {
+  AgentKind,
+  DeploymentKind,
+  DeploymentRunKind,
+  DreamKind,
+  EnvironmentKind,
+  FileKind,
+  MemoryStoreKind,
+  SessionKind,
+  SkillKind,
+  VaultKind,
+  WebhookKind,
+  WorkKind,
+}
 
 /** Every kind's contract, by name. */
 export const KINDS = {
@@ -25,4 +39,5 @@ export const KINDS = {
   webhook: WebhookKind,
   work_queue: WorkKind,
   memory_store: MemoryStoreKind,
+  dream: DreamKind,
 } as const

@@ -17,6 +17,7 @@ import {
   MemoryVersionListQuery,
   MemoryViewQuery,
 } from '../schemas/memory.js'
+import { MemoryStoreHoldInput } from '../schemas/dream.js'
 import { defineKind, type IdSpec, returns } from './define.js'
 
 /** A memory, named beside its store (WIRE §16). */
@@ -63,6 +64,13 @@ export const MemoryStoreKind = defineKind(
     delete: { placement: 'owner', reply: returns<{ id: string; type: 'memory_store_deleted' }>() },
     /** Internal (sessions): a session attaches the store at its creation (refused when archived); the store as it is. */
     attach: { placement: 'owner', body: MemoryStoreAttachInput, reply: returns<MemoryStore>() },
+    /**
+     * Internal (dreams): an `update_existing` dream holds the store while it runs; a second dream is 409 `conflict_error`.
+     * Decided in the store's actor, one op at a time, so of two dreams on any hosts exactly one holds it.
+     */
+    hold: { placement: 'owner', body: MemoryStoreHoldInput, reply: returns<MemoryStore>() },
+    /** Internal (dreams): the dream that held the store lets it go (nothing when another holds it). */
+    release: { placement: 'owner', body: MemoryStoreHoldInput, reply: returns<{ held_by: string | null }>() },
     /** Internal (sessions): a deleted session lets the store go. */
     detach: { placement: 'owner', body: MemoryStoreAttachInput, reply: returns<{ attached: number }>() },
     'memories.create': { placement: 'owner', body: MemoryCreate, query: MemoryViewQuery, reply: returns<Memory>() },

@@ -1,6 +1,7 @@
 import type { Route } from './types.js'
 import { agentRoutes } from './agents.js'
 import { deploymentRoutes } from './deployments.js'
+import { dreamRoutes } from './dreams.js'
 import { environmentRoutes } from './environments.js'
 import { fileRoutes } from './files.js'
 import { memoryRoutes } from './memory.js'
@@ -26,6 +27,7 @@ export const ROUTES: readonly Route[] = [
   ...webhookRoutes,
   ...workRoutes,
   ...memoryRoutes,
+  ...dreamRoutes,
 ]
 
 /**

@@ -4,7 +4,7 @@ export type Method = 'GET' | 'POST' | 'DELETE'
 
 /** Which beta a strict-mode request must claim on this route. */
 /** `files`: the official client sends no beta header on these (WIRE §10), so strict mode asks for none. */
-export type BetaGroup = 'managed-agents' | 'skills' | 'memory' | 'files'
+export type BetaGroup = 'managed-agents' | 'skills' | 'memory' | 'dreams' | 'files'
 
 export interface Route {
   method: Method

@@ -132,6 +132,7 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     memory_stores: [],
     memories: [],
     memory_versions: [],
+    dreams: [],
   }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
@@ -176,6 +177,9 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     v.memory_stores.push(store)
     v.memories.push(made.json.id)
     v.memory_versions.push(made.json.memory_version_id)
+  }
+  for (let i = 0; i < n; i++) {
+    v.dreams.push(await create(url, '/v1/dreams', { inputs: [{ type: 'memory_store', memory_store_id: v.memory_stores[i]! }], model: 'claude-sonnet-4-5' }))
   }
   for (let i = 0; i < n; i++) {
     v.webhooks.push(await create(url, '/v1/webhooks', { url: `https://victim${i}.example.com/hook`, event_types: ['session.status_idled'] }))

@@ -39,6 +39,18 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
       return { name: 'fuzz store', description: 'made by the fuzzer', metadata: { team: 'fuzz' } }
     case 'memoryStores.update':
       return rng.pick<Json>([{ name: 'renamed store', description: '', metadata: { team: null, k: 'v' } }, { description: null }])
+    case 'dreams.create': {
+      const store = rng.pick(v.memory_stores)
+      return {
+        inputs: [
+          { type: 'memory_store', memory_store_id: store },
+          { type: 'sessions', session_ids: [rng.pick(v.sessions)] },
+        ],
+        model: rng.chance(0.5) ? 'claude-sonnet-4-5' : { id: 'claude-sonnet-4-5', speed: 'standard' },
+        instructions: 'made by the fuzzer',
+        output_behavior: rng.pick<Json>([{ type: 'create_new' }, { type: 'update_existing', memory_store_id: store }]),
+      }
+    }
     case 'memoryStores.memories.create':
       return { path: `/fuzz/${rng.int(1000)}/notes.md`, content: 'made by the fuzzer' }
     case 'memoryStores.memories.update':
@@ -214,6 +226,8 @@ export const ID_FIELDS = new Set([
   'file_id',
   'skill_id',
   'mcp_server_name',
+  'memory_store_id',
+  'session_ids',
 ])
 
 /** The query parameters each list route knows, with a valid value, to mutate one at a time. */
@@ -303,6 +317,14 @@ export function exampleQuery(operationId: string, v: Victims): Array<[string, st
         ['limit', '10'],
         ['include_archived', 'true'],
         ['created_at[gte]', '2020-01-01T00:00:00Z'],
+      ]
+    case 'dreams.list':
+      return [
+        ['limit', '10'],
+        ['include_archived', 'true'],
+        ['statuses[]', 'pending'],
+        ['statuses[]', 'failed'],
+        ['created_at[gt]', '2020-01-01T00:00:00Z'],
       ]
     case 'memoryStores.memories.list':
       return [

@@ -57,6 +57,7 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   memory_store_id: 'memory_stores',
   memory_id: 'memories',
   memory_version_id: 'memory_versions',
+  dream_id: 'dreams',
 }
 
 /**

@@ -47,6 +47,8 @@ export interface Victims {
   memory_stores: string[]
   memories: string[]
   memory_versions: string[]
+  /** Dreams over the victim memory stores, at the same index (their status moves by itself: no canary is a dream). */
+  dreams: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */

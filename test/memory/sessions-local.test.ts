@@ -1,4 +1,5 @@
 import t from 'tap'
+import { until } from '../helpers/wait.js'
 import { failure, isError, sessionStack } from '../sessions/_helpers.js'
 
 /**
@@ -24,4 +25,42 @@ t.test('the local backend refuses sessions with memory stores at admission', asy
   )
   await memoryStores.delete(store.id)
   t.pass('nothing attached')
+})
+
+t.test('a dream on the local backend fails naming why, and lets its store go', async (t) => {
+  const { dreams } = s.client.beta
+  const store = await memoryStores.create({ name: 'dreamt locally' })
+  const updating = {
+    inputs: [{ type: 'memory_store' as const, memory_store_id: store.id }],
+    model: 'claude-sonnet-4-5',
+    output_behavior: { type: 'update_existing' as const, memory_store_id: store.id },
+  }
+  const dream = await dreams.create(updating)
+  const ended = await until(
+    'the dream ends',
+    async () => ((d) => d.status !== 'pending' && d.status !== 'running' && d)(await dreams.retrieve(dream.id)),
+    60_000,
+    100,
+  )
+  t.equal(ended.status, 'failed')
+  t.equal(ended.error?.type, 'invalid_input')
+  t.match(ended.error?.message, /memory stores are mounted only in sessions whose tools run in an isolated/)
+  t.equal(ended.session_id, null, 'no session was made')
+  t.ok(ended.ended_at)
+  t.notOk(
+    (await agents.list()).data.some((a: any) => a.name === `Dream ${dream.id}`),
+    "the dream's agent is archived",
+  )
+  // A failed dream lets its store go: the next update_existing dream holds it.
+  const next = await until(
+    'the store let go',
+    () =>
+      dreams.create(updating).catch((e: any) => {
+        if (e.status === 409) return undefined
+        throw e
+      }),
+    30_000,
+    100,
+  )
+  t.match(next.id, /^drm_/)
 })
