@@ -49,6 +49,8 @@ export const MAX_SERVER_TOOLS = 500
  */
 export class McpConnection {
   private client: Client | undefined
+  /** The open client's streamable HTTP transport, whose MCP session `close` ends on the server (none for SSE). */
+  private streamable: StreamableHTTPClientTransport | undefined
   private opening: Promise<Client> | undefined
   private cached: McpTool[] | undefined
   private closed = false
@@ -104,19 +106,30 @@ export class McpConnection {
     }
   }
 
-  /** Closes the connection; a later use opens it again, unless closed for good (`forGood`). */
+  /**
+   * Closes the connection; a later use opens it again, unless closed for good (`forGood`). A streamable HTTP session is
+   * ended on the server first (`DELETE`, at most 2 s), so a session leaving memory leaves nothing open there.
+   */
   async close(forGood = true): Promise<void> {
     if (forGood) this.closed = true
     const c = this.client
+    const st = this.streamable
     this.client = undefined
+    this.streamable = undefined
     this.opening = undefined
     this.cached = undefined
+    if (st) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([st.terminateSession().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 2000)))])
+      clearTimeout(timer)
+    }
     await c?.close().catch(() => undefined)
   }
 
   private drop(client: Client): void {
     if (this.client !== client) return
     this.client = undefined
+    this.streamable = undefined
     this.cached = undefined
     void client.close().catch(() => undefined)
   }
@@ -134,14 +147,16 @@ export class McpConnection {
     const headers = await this.auth.headers(this.url)
     const url = new URL(this.url)
     let client = this.newClient()
+    let streamable: StreamableHTTPClientTransport | undefined = new StreamableHTTPClientTransport(url, { requestInit: { headers } })
     try {
-      await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }), { signal, timeout: this.timings.connectMs })
+      await client.connect(streamable, { signal, timeout: this.timings.connectMs })
       this.transport = 'streamable_http'
     } catch (err) {
       await client.close().catch(() => undefined)
       const status = httpStatus(err)
       if (signal?.aborted || status === undefined || status === 401 || status === 403 || status < 400 || status >= 500) throw classify(this.server, err)
       // A server of the older HTTP+SSE transport answers the streamable POST with 404 or 405: try that one.
+      streamable = undefined
       client = this.newClient()
       try {
         // The SDK sends `requestInit`'s headers on the event stream's GET too.
@@ -160,6 +175,7 @@ export class McpConnection {
     client.onclose = () => this.drop(client)
     client.onerror = () => undefined
     this.client = client
+    this.streamable = streamable
     return client
   }
 

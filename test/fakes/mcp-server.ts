@@ -33,6 +33,8 @@ export interface FakeMcpServer {
   listings: number
   /** Connections (MCP sessions) opened by clients so far. */
   connections: number
+  /** Connections open now (a streamable session ends at the client's DELETE, an SSE one when its stream closes). */
+  readonly open: number
   /** Headers of the last request. */
   lastHeaders: IncomingMessage['headers'] | undefined
   /** Answers every HTTP request with this status instead (undefined: serve). */
@@ -65,6 +67,9 @@ export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[
     calls: [],
     listings: 0,
     connections: 0,
+    get open() {
+      return servers.size
+    },
     lastHeaders: undefined,
     status: undefined,
     addTool(name, description = `The ${name} tool.`) {
