@@ -1,5 +1,6 @@
+import { createServer, type Socket } from 'node:net'
 import t from 'tap'
-import { McpFailure, McpPool } from '../../actors/mcp/index.js'
+import { McpFailure, McpPool, NO_AUTH } from '../../actors/mcp/index.js'
 import { startFakeMcpServer } from '../fakes/mcp-server.js'
 import { until } from '../helpers/wait.js'
 
@@ -81,4 +82,28 @@ t.test('a closed pool opens nothing', async (t) => {
   await pool.get({ name: 'fake', url: server.url }).tools()
   await pool.close()
   await t.rejects(pool.get({ name: 'fake', url: server.url }).tools())
+})
+
+t.test('a server that accepts the connection and never answers counts as unreachable once the connect time is up', async (t) => {
+  const sockets = new Set<Socket>()
+  const silent = createServer((sock) => {
+    sockets.add(sock)
+    sock.on('error', () => undefined)
+  })
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const s of sockets) s.destroy()
+    silent.close()
+  })
+  const port = (silent.address() as { port: number }).port
+  const pool = new McpPool(NO_AUTH, { connectMs: 500, callMs: 1000 })
+  t.teardown(() => pool.close())
+  const started = Date.now()
+  const err = await pool
+    .get({ name: 'silent', url: `http://127.0.0.1:${port}/mcp` })
+    .tools()
+    .catch((e) => e)
+  t.ok(err instanceof McpFailure)
+  t.equal(err.kind, 'unreachable')
+  t.ok(Date.now() - started < 5000, `given up after ${Date.now() - started} ms`)
 })

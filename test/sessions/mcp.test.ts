@@ -205,3 +205,27 @@ t.test('a server that cannot be reached, or refuses, is reported and the turn go
   )
   t.ok(toolNames(s.model.requests[next]!).includes('refusing__echo'), 'the refusing server’s tools are back')
 })
+
+t.test('a server’s list_changed is honoured: the next request offers its new tool', async (t) => {
+  const changing = await startFakeMcpServer()
+  t.teardown(() => changing.close())
+  const session = await newSession({ mcp_servers: [server('changing', changing.url)], tools: [toolset('changing', { default_config: ALLOW })] })
+  const base = s.model.requests.length
+  s.model.enqueue({ steps: [{ type: 'text', text: 'first' }] })
+  await step(session.id, [say('one')])
+  t.notOk(toolNames(s.model.requests[base]!).includes('added'))
+  t.equal(changing.listings, 1)
+  changing.addTool('added')
+  await until(
+    'the list to be read again',
+    async () => {
+      s.model.enqueue({ steps: [{ type: 'text', text: 'again' }] })
+      const at = s.model.requests.length
+      await step(session.id, [say('again')])
+      return toolNames(s.model.requests[at]!).includes('added')
+    },
+    20_000,
+    100,
+  )
+  t.ok(changing.listings >= 2, 'listed again after the notification, not at every request')
+})
