@@ -229,3 +229,54 @@ t.test('a server’s list_changed is honoured: the next request offers its new t
   )
   t.ok(changing.listings >= 2, 'listed again after the notification, not at every request')
 })
+
+t.test('a member thread’s MCP tool: asked on the session’s stream, confirmed, called through the session’s connection', async (t) => {
+  const member = await s.client.beta.agents.create({
+    name: 'mcp-member',
+    model: 'claude-sonnet-4-5',
+    system: 'MCP_MEMBER',
+    description: 'Has the MCP tools.',
+    mcp_servers: [server('local', mcp.url)],
+    tools: [toolset('local')],
+  } as any)
+  const lead = await s.client.beta.agents.create({
+    name: 'mcp-lead',
+    model: 'claude-sonnet-4-5',
+    system: 'MCP_LEAD',
+    multiagent: { type: 'coordinator', agents: [member.id] },
+  } as any)
+  const env = await s.client.beta.environments.create({ name: 'mcp-threads' } as any)
+  const session = await s.client.beta.sessions.create({ agent: lead.id, environment_id: env.id } as any)
+  let leadTurns = 0
+  let memberTurns = 0
+  s.model.setHandler((req) => {
+    if (req.body.system === 'MCP_MEMBER') {
+      return ++memberTurns === 1
+        ? { steps: [{ type: 'tool_use', name: 'echo', input: { text: 'from the member' } }] }
+        : { steps: [{ type: 'text', text: 'member done' }] }
+    }
+    if (req.body.system === 'MCP_LEAD') {
+      return ++leadTurns === 1
+        ? { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'mcp-member', message: 'echo something' } }] }
+        : { steps: [{ type: 'text', text: 'lead done' }] }
+    }
+    return undefined
+  })
+  t.teardown(() => s.model.setHandler(undefined))
+  const parked = await step(session.id, [say('delegate')])
+  const asked = of(parked, 'agent.mcp_tool_use')[0]
+  t.match(asked, { mcp_server_name: 'local', name: 'echo', evaluated_permission: 'ask', session_thread_id: /^sthr_/ })
+  t.same(parked.at(-1).stop_reason, { type: 'requires_action', event_ids: [asked.id] })
+  const done = await step(
+    session.id,
+    [{ type: 'user.tool_confirmation', tool_use_id: asked.id, result: 'allow', session_thread_id: asked.session_thread_id }],
+    (e) => isIdle(e),
+  )
+  t.same(done.at(-1).stop_reason, { type: 'end_turn' })
+  t.ok(
+    mcp.calls.some((c) => c.args.text === 'from the member'),
+    'the member’s call reached the server',
+  )
+  const results = of(done, 'agent.tool_result').map((e) => e.content.map((c: any) => c.text).join(''))
+  t.ok(results.includes('member done'), 'the send answered with the member’s reply')
+})
