@@ -66,9 +66,10 @@ export class McpConnection {
   transport: 'streamable_http' | 'sse' | undefined
 
   /** The server's tools, listed once per connection and again after `list_changed`. Throws `McpFailure`. */
-  async tools(signal?: AbortSignal): Promise<McpTool[]> {
+  async tools(signal?: AbortSignal, again = true): Promise<McpTool[]> {
     if (this.cached) return this.cached
     const client = await this.open(signal)
+    const session = this.streamable?.sessionId
     try {
       const tools: McpTool[] = []
       let cursor: string | undefined
@@ -83,6 +84,8 @@ export class McpConnection {
       return tools
     } catch (err) {
       this.drop(client)
+      // The server forgot the MCP session (see `call`): listed again on a new one.
+      if (again && session !== undefined && httpStatus(err) === 404 && !signal?.aborted) return this.tools(signal, false)
       throw classify(this.server, err)
     }
   }
@@ -91,8 +94,9 @@ export class McpConnection {
    * Calls tool `name`. An abort of `signal` cancels it by the protocol (the SDK sends `notifications/cancelled`) and
    * rejects at once. A tool's own failure is an error result; a failure to reach the server throws `McpFailure`.
    */
-  async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpResult> {
+  async call(name: string, args: Record<string, unknown>, signal: AbortSignal, again = true): Promise<McpResult> {
     const client = await this.open(signal)
+    const session = this.streamable?.sessionId
     try {
       const r = await client.callTool({ name, arguments: args }, undefined, { signal, timeout: this.timings.callMs, resetTimeoutOnProgress: true })
       const content = toResultContent((r.content ?? []) as McpBlock[], r.structuredContent)
@@ -102,6 +106,9 @@ export class McpConnection {
       // The server answered with a JSON-RPC error (an unknown tool, bad arguments, its own timeout): the model reads it.
       if (err instanceof McpError) return { content: [{ type: 'text', text: `MCP error ${err.code}: ${err.message}` }], is_error: true }
       this.drop(client)
+      // A 404 to a request of an MCP session is the server saying it no longer knows the session (it restarted): the
+      // call never ran, and the protocol asks for a new session, so it is made once more on a new connection.
+      if (again && session !== undefined && httpStatus(err) === 404) return this.call(name, args, signal, false)
       throw classify(this.server, err)
     }
   }

@@ -40,6 +40,8 @@ export interface FakeMcpServer {
   /** Answers every HTTP request with this status instead (undefined: serve). */
   status: number | undefined
   addTool(name: string, description?: string): void
+  /** Forgets every streamable MCP session, as a restarted server would (its next requests are answered 404). */
+  forgetSessions(): void
   close(): Promise<void>
 }
 
@@ -75,6 +77,9 @@ export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[
     addTool(name, description = `The ${name} tool.`) {
       tools.push({ name, description, inputSchema: { type: 'object', properties: {} } })
       for (const s of servers) void s.sendToolListChanged().catch(() => undefined)
+    },
+    forgetSessions() {
+      streamable.clear()
     },
     close: async () => {
       for (const s of servers) await s.close().catch(() => undefined)

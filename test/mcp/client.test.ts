@@ -107,3 +107,17 @@ t.test('a server that accepts the connection and never answers counts as unreach
   t.equal(err.kind, 'unreachable')
   t.ok(Date.now() - started < 5000, `given up after ${Date.now() - started} ms`)
 })
+
+t.test('a server that forgot the MCP session (404) gets a new one, and the call is made once', async (t) => {
+  const server = await startFakeMcpServer()
+  t.teardown(() => server.close())
+  const pool = new McpPool()
+  t.teardown(() => pool.close())
+  const conn = pool.get({ name: 'fake', url: server.url })
+  await conn.tools()
+  server.forgetSessions()
+  const before = server.calls.length
+  t.same((await conn.call('echo', { text: 'after a restart' }, new AbortController().signal)).content, [{ type: 'text', text: 'after a restart' }])
+  t.equal(server.calls.length, before + 1, 'run once')
+  t.equal(server.connections, 2, 'on a new MCP session')
+})
