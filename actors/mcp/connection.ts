@@ -141,34 +141,39 @@ export class McpConnection {
     void client.close().catch(() => undefined)
   }
 
+  /**
+   * The open client, connecting first if need be. The connect is shared by every caller (the session's threads), so it
+   * runs on its own time bound, not on a caller's signal: a caller whose signal aborts stops waiting for it, the others
+   * go on.
+   */
   private open(signal?: AbortSignal): Promise<Client> {
     if (this.closed) return Promise.reject(new McpFailure('unreachable', this.server, `the connection to MCP server ${this.server} is closed`))
     if (this.client) return Promise.resolve(this.client)
-    this.opening ??= this.connect(signal).finally(() => {
+    this.opening ??= this.connect().finally(() => {
       this.opening = undefined
     })
-    return this.opening
+    return untilAborted(this.opening, signal)
   }
 
-  private async connect(signal?: AbortSignal): Promise<Client> {
+  private async connect(): Promise<Client> {
     const headers = await this.auth.headers(this.url)
     const url = new URL(this.url)
     let client = this.newClient()
     let streamable: StreamableHTTPClientTransport | undefined = new StreamableHTTPClientTransport(url, { requestInit: { headers } })
     try {
-      await client.connect(streamable, { signal, timeout: this.timings.connectMs })
+      await client.connect(streamable, { timeout: this.timings.connectMs })
       this.transport = 'streamable_http'
     } catch (err) {
       await client.close().catch(() => undefined)
       const status = httpStatus(err)
-      if (signal?.aborted || status === undefined || status === 401 || status === 403 || status < 400 || status >= 500) throw classify(this.server, err)
+      if (status === undefined || status === 401 || status === 403 || status < 400 || status >= 500) throw classify(this.server, err)
       // A server of the older HTTP+SSE transport answers the streamable POST with 404 or 405: try that one.
       streamable = undefined
       client = this.newClient()
       try {
         // The SDK sends `requestInit`'s headers on the event stream's GET too.
         const sse: Transport = new SSEClientTransport(url, { requestInit: { headers } })
-        await client.connect(sse, { signal, timeout: this.timings.connectMs })
+        await client.connect(sse, { timeout: this.timings.connectMs })
         this.transport = 'sse'
       } catch (err2) {
         await client.close().catch(() => undefined)
@@ -203,4 +208,24 @@ export class McpConnection {
       },
     )
   }
+}
+
+/** `p`, or a rejection as soon as `signal` aborts. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p
+  if (signal.aborted) return Promise.reject(signal.reason)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(v)
+      },
+      (err) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(err)
+      },
+    )
+  })
 }
