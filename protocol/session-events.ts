@@ -9,7 +9,7 @@ import type { SessionAgent } from './session.js'
  * - narrower where Troupe writes less than the client allows and a reader relies on it: the content blocks are the
  *   ones the event schemas accept (schemas/events.ts) and the service writes, shapes the Messages API takes as they are;
  * - wider where Troupe's bytes fall outside the client's type (test/unit/session-events-types.test.ts lists each).
- * The types the client knows and Troupe never stores (MCP tool uses, workflow runs, compaction) are not here: adding
+ * The types the client knows and Troupe never stores (workflow runs, compaction) are not here: adding
  * one to the union makes every exhaustive handler of it (actors/session/history.ts) say what it does with it.
  */
 
@@ -112,12 +112,14 @@ export interface RetryStatus {
   type: 'retrying' | 'exhausted' | 'terminal'
 }
 
-/** WIRE §7.5: the `error` of a `session.error`, as far as Troupe reports them. */
-export interface SessionError {
-  type: 'unknown_error' | 'model_overloaded_error' | 'model_rate_limited_error' | 'model_request_failed_error' | 'tool_use_limit_reached_error'
-  message: string
-  retry_status: RetryStatus
-}
+/** WIRE §7.5: the `error` of a `session.error`, as far as Troupe reports them; an MCP server's names it. */
+export type SessionError =
+  | {
+      type: 'unknown_error' | 'model_overloaded_error' | 'model_rate_limited_error' | 'model_request_failed_error' | 'tool_use_limit_reached_error'
+      message: string
+      retry_status: RetryStatus
+    }
+  | { type: 'mcp_connection_failed_error' | 'mcp_authentication_failed_error'; mcp_server_name: string; message: string; retry_status: RetryStatus }
 
 /** A grader pass's verdict (WIRE §7.2 `span.outcome_evaluation_end`). */
 export type GraderResult = 'satisfied' | 'needs_revision' | 'max_iterations_reached' | 'failed' | 'interrupted'
@@ -221,6 +223,23 @@ export interface AgentToolUseEvent extends ServiceStamp, CopiedFromThread {
   input: Record<string, unknown>
   evaluated_permission?: 'allow' | 'ask' | 'deny'
   evaluation?: ToolEvaluation
+}
+
+/** A tool of an MCP server (WIRE §7.2): `name` is the tool's name on its server, whatever name the model used. */
+export interface AgentMcpToolUseEvent extends ServiceStamp, CopiedFromThread {
+  type: 'agent.mcp_tool_use'
+  mcp_server_name: string
+  name: string
+  input: Record<string, unknown>
+  evaluated_permission?: 'allow' | 'ask' | 'deny'
+  evaluation?: ToolEvaluation
+}
+
+export interface AgentMcpToolResultEvent extends ServiceStamp {
+  type: 'agent.mcp_tool_result'
+  mcp_tool_use_id: string
+  content?: ToolResultContent[]
+  is_error?: boolean | null
 }
 
 export interface AgentCustomToolUseEvent extends ServiceStamp, CopiedFromThread {
@@ -362,6 +381,8 @@ export type ServiceEvent =
   | AgentToolUseEvent
   | AgentCustomToolUseEvent
   | AgentToolResultEvent
+  | AgentMcpToolUseEvent
+  | AgentMcpToolResultEvent
   | AgentThreadMessageSentEvent
   | AgentThreadMessageReceivedEvent
   | SessionStatusRunningEvent

@@ -14,6 +14,7 @@ import { EnvironmentRefs } from './admission/index.js'
 import { SESSION_PREFIX, type SessionRecord } from './history/index.js'
 import { SkillTexts } from './turn/index.js'
 import { DEFAULT_WORKDIR_SETTINGS, workdirDeps, Workdirs } from '../workdir/index.js'
+import { mcpClients } from '../mcp/index.js'
 
 // What other kinds and the supervisor use of sessions: a deployment's admission checks a run's session as a create
 // does; webhooks and the gateway read sessions' event logs; the inspect commands read their records.
@@ -91,6 +92,7 @@ export const sessionKind: ActorKindDef = {
       tails,
       workdirs: new Workdirs(workdir, remote),
       outbox: new Outbox(ctx.js),
+      mcp: mcpClients(),
       // SKILL.md read from the bundles the sandboxes unpack, for launches.
       skillTexts: new SkillTexts(workdir.bundles),
     }

@@ -37,7 +37,7 @@ export const VaultKind = defineKind(
     'credentials.update': { placement: 'owner', sub: CredentialId, body: CredentialUpdate, reply: returns<Credential>() },
     'credentials.archive': { placement: 'owner', sub: CredentialId, reply: returns<Credential>() },
     'credentials.delete': { placement: 'owner', sub: CredentialId, reply: returns<{ id: string; type: 'vault_credential_deleted' }>() },
-    /** No probe is made (MCP is not built): the verdict is `unknown`, with whether a refresh token is stored. */
+    /** No probe is made (sessions use no credential for MCP yet): the verdict is `unknown`, with whether a refresh token is stored. */
     'credentials.validate': { placement: 'owner', sub: CredentialId, reply: returns<CredentialValidation>() },
   },
 )

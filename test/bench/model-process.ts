@@ -5,6 +5,7 @@
 // member, SOLO, the advisor and the grader answer (the grader: satisfied).
 // BENCH_MODEL_SCRIPT=commands (memory.ts): a user message `run: <command>` is answered with one `bash` tool use of that
 // command; its result, with the text "done".
+// BENCH_MODEL_SCRIPT=mcp (mcp.ts): a user message `mcp: <text>` is answered with one `echo` MCP tool use; its result, "done".
 import { startFakeModelServer, type ScriptedReply } from '../fakes/model-server.js'
 
 const model = await startFakeModelServer()
@@ -32,6 +33,16 @@ if (process.env.BENCH_MODEL_SCRIPT === 'commands') {
     const blocks = Array.isArray(last?.content) ? last.content : [{ type: 'text', text: String(last?.content ?? '') }]
     const command = /^run: ([\s\S]*)$/.exec(blocks.find((c: any) => c.type === 'text')?.text ?? '')?.[1]
     if (command && !blocks.some((c: any) => c.type === 'tool_result')) return { steps: [{ type: 'tool_use', name: 'bash', input: { command } }] }
+    return { steps: [{ type: 'text', text: 'done' }] }
+  })
+}
+if (process.env.BENCH_MODEL_SCRIPT === 'mcp') {
+  // mcp.ts: a user message `mcp: <text>` is answered with one `echo` tool use of the agent's MCP server; its result, "done".
+  model.setHandler((req): ScriptedReply => {
+    const last = req.body?.messages?.at(-1)
+    const blocks = Array.isArray(last?.content) ? last.content : []
+    const text = /^mcp: ([\s\S]*)$/.exec(blocks.find((c: any) => c.type === 'text')?.text ?? '')?.[1]
+    if (text !== undefined && !blocks.some((c: any) => c.type === 'tool_result')) return { steps: [{ type: 'tool_use', name: 'echo', input: { text } }] }
     return { steps: [{ type: 'text', text: 'done' }] }
   })
 }

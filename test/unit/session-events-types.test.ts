@@ -26,7 +26,7 @@ type Outside = {
  * Where the union is wider than the client's, and why (each the bytes Troupe stores, but the last):
  * - user.define_outcome: `processed_at` is null while the event waits in the mailbox (the client types it a string);
  * - the tool results: a `search_result` block a client sent without `citations` is stored so (the client's type
- *   requires it; the event schemas do not), and agent.tool_result shares the block types;
+ *   requires it; the event schemas do not), and agent.tool_result and agent.mcp_tool_result share the block types;
  * - session.usage: `server_tool_use` is null until a server tool ran (the client's snapshot has it absent or set);
  * - span.outcome_evaluation_end: `usage` is the grader request's as the provider reported it (a count may be absent);
  * - session.updated: not the bytes but the agent snapshot's type (protocol/schemas/agent.ts), shaped unlike the
@@ -37,6 +37,7 @@ type Deviations =
   | 'user.tool_result'
   | 'user.custom_tool_result'
   | 'agent.tool_result'
+  | 'agent.mcp_tool_result'
   | 'session.usage'
   | 'span.outcome_evaluation_end'
   | 'session.updated'
@@ -49,7 +50,7 @@ function refused(events: Emitter) {
   // @ts-expect-error a field session.error needs
   events.emit('session.error', {})
   // @ts-expect-error a type nothing stores
-  events.emit('agent.mcp_tool_use', {})
+  events.emit('agent.thread_context_compacted', {})
   // @ts-expect-error a handler map without an entry for one of its types
   const partial: HandlerMap<{ a: { type: 'a' }; b: { type: 'b' } }> = { a: () => undefined }
   return partial

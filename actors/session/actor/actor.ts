@@ -20,11 +20,9 @@ import { Intake } from './intake.js'
 import { Changes } from './changes.js'
 import { type ReplayedThread, replaySession } from './replay.js'
 import { viewOf, type SessionRecord } from '../history/index.js'
-import { ToolLock, ToolRunner } from '../turn/index.js'
-import { TurnLoop } from '../turn/index.js'
-import type { Emitter } from '../turn/index.js'
-import { advisorOf, rosterOf } from '../turn/index.js'
+import { advisorOf, type Emitter, rosterOf, ToolLock, ToolRunner, TurnLoop } from '../turn/index.js'
 import { ThreadCoordinator } from '../threads/index.js'
+import type { McpPool } from '../../mcp/index.js'
 
 const isResult = (e: ClientEvent) => e.type === 'user.tool_result' || e.type === 'user.custom_tool_result' || e.type === 'user.tool_confirmation'
 
@@ -53,6 +51,8 @@ export class SessionActor extends MailboxActor {
   private readonly lock = new ToolLock()
   private readonly intake: Intake
   private readonly changes: Changes
+  /** The session's MCP connections: opened as its turns first need them, closed when it leaves memory. */
+  private readonly mcp: McpPool
 
   private constructor(
     private readonly deps: ActorDeps,
@@ -64,6 +64,7 @@ export class SessionActor extends MailboxActor {
   ) {
     super(h.session.id, deps.actors, deps.actors.mailbox(h.session.id, workMarked))
     const { mb } = this
+    this.mcp = deps.mcp.forSession(h.session.id, h.session.vault_ids)
     this.events = SessionEvents.primary(h, new EventLog(deps.ctx.nc, this.id, lastSeq, () => mb.checkServing(), deps.tails), mb)
     this.changes = new Changes({
       id: this.id,
@@ -82,10 +83,10 @@ export class SessionActor extends MailboxActor {
     this.sandbox = bindSandbox(h, this.events, mb, deps.workdirs)
     const members = rosterOf(h.session.agent)
     const advisor = advisorOf(h.session.agent)
-    const host = { id: this.id, h, mb, events: this.events, deps, sandbox: this.sandbox, lock: this.lock }
+    const host = { id: this.id, h, mb, events: this.events, deps, sandbox: this.sandbox, lock: this.lock, mcp: this.mcp }
     this.children = new Children({ ...host, turnParts: (ch, ev, tools) => this.turnParts(ch, ev, tools) }, members, advisor)
     const coordinator = members.length || advisor ? new ThreadCoordinator(this.children.threadHost()) : undefined
-    this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts, this.lock, coordinator)
+    this.tools = new ToolRunner(h, this.events, mb, this.sandbox, deps.skillTexts, this.lock, this.mcp, coordinator)
     const roster = coordinator ? { members, advisor } : undefined
     this.turns = new TurnLoop({ ...this.turnParts(h, this.events, this.tools), writer: this.writer, roster })
     for (const [id, t] of replayed) this.children.adopt(id, t.member, t.h, t.lastSeq)
@@ -107,7 +108,7 @@ export class SessionActor extends MailboxActor {
   private readonly spend = () => ({ totals: this.h.liveTotals(), budget: this.h.session.budget })
 
   private turnParts(h: History, events: Emitter, tools: ToolRunner) {
-    return { id: this.id, h, mb: this.mb, events, tools, sandbox: this.sandbox, deps: this.deps, spend: this.spend }
+    return { id: this.id, h, mb: this.mb, events, tools, mcp: this.mcp, sandbox: this.sandbox, deps: this.deps, spend: this.spend }
   }
 
   /** Stopped (failed, passivated or shut down): the turn stops at its next step, the shell goes. */
@@ -116,6 +117,7 @@ export class SessionActor extends MailboxActor {
     this.turns.abort()
     for (const c of this.children.values()) c.abort()
     void this.sandbox.close()
+    void this.mcp.close()
   }
 
   /** A session with a live shell stays in memory longer after its last work. */

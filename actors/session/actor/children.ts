@@ -12,6 +12,7 @@ import { TurnLoop, type TurnParts } from '../turn/index.js'
 import type { Emitter } from '../turn/index.js'
 import type { ActorDeps } from './deps.js'
 import type { SessionEvents } from './events.js'
+import type { McpPool } from '../../mcp/index.js'
 
 /** A child thread's turns write no record: its events are its state. */
 export const NO_RECORD = { running: () => undefined, persist: () => Promise.resolve() }
@@ -27,6 +28,8 @@ export interface ChildrenHost {
   readonly sandbox: SessionSandbox
   /** The session's threads share one sandbox: one tool at a time. */
   readonly lock: ToolLock
+  /** The session's MCP connections, shared by its threads. */
+  readonly mcp: McpPool
   /** What every thread's turn loop shares, for a thread's history, events and tools. */
   turnParts(h: History, events: Emitter, tools: ToolRunner): Omit<TurnParts, 'writer' | 'roster'>
 }
@@ -76,7 +79,7 @@ export class Children {
   adopt(id: string, member: Member, ch: History, lastSeq: number): ChildThread {
     const log = new EventLog(this.a.deps.ctx.nc, this.a.id, lastSeq, () => this.a.mb.checkServing(), undefined, id)
     const events = new ThreadEmitter(this.a.events.thread(ch, log), this.a.events, id, member.name)
-    const tools = new ToolRunner(ch, events, this.a.mb, this.a.sandbox, this.a.deps.skillTexts, this.a.lock)
+    const tools = new ToolRunner(ch, events, this.a.mb, this.a.sandbox, this.a.deps.skillTexts, this.a.lock, this.a.mcp)
     const turns = new TurnLoop({ ...this.a.turnParts(ch, events, tools), writer: NO_RECORD })
     const child: ChildThread = {
       id,

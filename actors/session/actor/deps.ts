@@ -6,6 +6,7 @@ import type { SessionRecord } from '../history/index.js'
 import type { FileReader } from '../../file/index.js'
 import type { Workdirs } from '../../workdir/index.js'
 import type { TurnDeps } from '../turn/index.js'
+import type { McpClients } from '../../mcp/index.js'
 
 /** A host's session tuning, every setting given (defaults in index.ts). */
 export type SessionSettings = SessionTuning
@@ -26,4 +27,6 @@ export interface ActorDeps extends TurnDeps {
   workdirs: Workdirs
   /** Lifecycle events no history holds (scheduled, deleted), for webhooks. */
   outbox: Outbox
+  /** Makes each session's MCP connections (actors/mcp/). */
+  mcp: McpClients
 }

@@ -57,8 +57,8 @@ export class Recovery {
   }
 
   /**
-   * Closes the model request span (as an error) and the built-in tool uses that may have started (an error result;
-   * never run again, so none runs twice). Tools still waiting for a confirmation stay parked.
+   * Closes the model request span (as an error) and the built-in and MCP tool uses that may have started (an error
+   * result, `agent.mcp_tool_result` for an MCP one; never run again, so none runs twice). Tools still waiting for a confirmation stay parked.
    */
   private closeLeftOpen(): void {
     // A send resumes its child, or starts it if it was never stored: a child runs no side effect before its thread and
@@ -73,6 +73,6 @@ export class Recovery {
 function closeLeftOpen(h: History, events: Emitter, close: (t: OpenTool) => void): void {
   if (h.openSpan) events.emit('span.model_request_end', { model_request_start_id: h.openSpan, is_error: true, model_usage: ZERO_USAGE })
   for (const t of [...h.open.values()]) {
-    if (t.kind === 'builtin' && (!t.ask || t.confirmation?.result === 'allow')) close(t)
+    if ((t.kind === 'builtin' || t.kind === 'mcp') && (!t.ask || t.confirmation?.result === 'allow')) close(t)
   }
 }

@@ -1,6 +1,6 @@
 import type { ContentBlockParam, MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages'
 import { PROCESSED, type ProcessedRecord, type RequestTag, type SessionStatus, type StopReason } from '../../../protocol/events.js'
-import type { ByType, ClientEvent, EventOf, IdleFields, SessionEvent, ToolResultContent } from '../../../protocol/session-events.js'
+import type { ByType, ClientEvent, EventOf, IdleFields, SessionEvent } from '../../../protocol/session-events.js'
 import { handle, type HandlerMap } from '../../kit/index.js'
 import { RequestLog } from './requests.js'
 import type { OutcomeEvaluation } from '../../../protocol/session.js'
@@ -8,28 +8,7 @@ import { DEFAULT_MAX_ITERATIONS, eventTime, evaluationOf, type OpenOutcome, outc
 import { SKILL_TOOL, type SkillActivation } from './skill-launches.js'
 import { addActiveMs, addModelUsage, combineUsage, type ModelUsage, type UsageTotals } from '../billing/index.js'
 import type { SessionRecord, SessionSkill } from './state.js'
-
-/** A tool use of the last model response that has no result yet. */
-export interface OpenTool {
-  eventId: string
-  /** builtin: the service runs it; custom: a custom tool; client: any tool of a self-hosted session. */
-  kind: 'builtin' | 'custom' | 'client'
-  name: string
-  input: Record<string, unknown>
-  /** Waits for a user.tool_confirmation before it may run (always_ask). */
-  ask: boolean
-  confirmation?: { result: 'allow' | 'deny'; deny_message?: string | null }
-  /**
-   * A `send_to_agent` parked on its child thread (threads.ts), set while the turn parks: the child's events the
-   * client must answer, or `budget` when the child stopped at the session's budget. Never stored.
-   */
-  parkedOn?: string[] | 'budget'
-}
-
-export interface ToolOutcome {
-  content?: ToolResultContent[]
-  is_error?: boolean | null
-}
+import type { OpenTool, ToolOutcome } from './open-tool.js'
 
 const INTERRUPTED = 'The tool use was abandoned: the session moved on before a result arrived.'
 
@@ -70,6 +49,8 @@ export class History {
   gradingSpan: string | null = null
   /** The session's successful `Skill` launches, in order (skill-context.ts injects their SKILL.md at request time). */
   readonly activations: SkillActivation[] = []
+  /** The conversation's MCP tool uses by id: each request names them as it offers their tools (turn/mcp-tools.ts). */
+  readonly mcpUses = new Map<string, { server: string; name: string }>()
   /** A span.model_request_start without its end (a request was in flight when its host died). */
   openSpan: string | null = null
   private draft: ContentBlockParam[] | null = null
@@ -133,6 +114,8 @@ export class History {
     'agent.tool_use': (ev) => this.toolUse(ev, this.rec.env.type === 'self_hosted' ? 'client' : 'builtin', ev.evaluated_permission === 'ask'),
     'agent.custom_tool_use': (ev) => this.toolUse(ev, 'custom', false),
     'agent.tool_result': (ev) => this.resolve(ev.tool_use_id, ev),
+    'agent.mcp_tool_use': (ev) => this.toolUse(ev, 'mcp', ev.evaluated_permission === 'ask'),
+    'agent.mcp_tool_result': (ev) => this.resolve(ev.mcp_tool_use_id, ev),
     'agent.thread_message_received': (ev) => {
       // A child's input: the message its parent sent. (On the primary, a child's reply: its send's result says it.)
       if (!this.thread) return
@@ -198,12 +181,14 @@ export class History {
     if (usage) this.rec.totals = addModelUsage(this.rec.totals, this.session.agent.model.id, usage)
   }
 
-  private toolUse(ev: EventOf<'agent.tool_use' | 'agent.custom_tool_use'>, kind: OpenTool['kind'], ask: boolean) {
+  private toolUse(ev: EventOf<'agent.tool_use' | 'agent.custom_tool_use' | 'agent.mcp_tool_use'>, kind: OpenTool['kind'], ask: boolean) {
     // A child thread's tool use copied to the primary's subject for the session's stream: its own history has it.
     if (!this.thread && 'session_thread_id' in ev) return
     const { id, name, input } = ev
+    const server = ev.type === 'agent.mcp_tool_use' ? ev.mcp_server_name : undefined
     this.draftBlocks().push({ type: 'tool_use', id, name, input })
-    this.open.set(id, { eventId: id, kind, name, input, ask })
+    if (server !== undefined) this.mcpUses.set(id, { server, name })
+    this.open.set(id, { eventId: id, kind, name, input, ask, ...(server !== undefined ? { server } : {}) })
   }
 
   /** A change of the session's (its status, an update): it is also when the session was last updated. */

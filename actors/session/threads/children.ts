@@ -36,7 +36,8 @@ export const childHistory = (rec: SessionRecord, id: string, member: ThreadAgent
  * Events of a child the session's own list and stream carry too (with `session_thread_id`): its statuses (`status`),
  * and tool uses the client must answer.
  */
-const crossPosted = (ev: ServiceEvent) => ev.type === 'agent.custom_tool_use' || (ev.type === 'agent.tool_use' && ev.evaluated_permission === 'ask')
+const crossPosted = (ev: ServiceEvent) =>
+  ev.type === 'agent.custom_tool_use' || ((ev.type === 'agent.tool_use' || ev.type === 'agent.mcp_tool_use') && ev.evaluated_permission === 'ask')
 
 /**
  * A child's events as its turn loop emits them: statuses become `session.thread_status_*` naming the thread, and what

@@ -2,7 +2,8 @@ import type { Mailbox } from '../../kit/index.js'
 import type { History, OpenTool } from '../history/index.js'
 import type { SessionSandbox } from '../../workdir/index.js'
 import type { SkillTexts } from './skill-texts.js'
-import type { ToolResult } from '../../../sandbox/types.js'
+import type { ToolResultContent } from '../../../protocol/session-events.js'
+import { McpFailure, type McpPool } from '../../mcp/index.js'
 import { ADVISOR_TOOL, LIST_AGENTS, SEND_TO_AGENT } from './roster.js'
 import type { Coordinator, Emitter } from './types.js'
 import { routeTool } from './tools.js'
@@ -27,6 +28,8 @@ export class ToolRunner {
     private readonly sandbox: SessionSandbox,
     private readonly skills: SkillTexts,
     private readonly lock: ToolLock,
+    /** The session's MCP connections (actors/mcp/), which every thread's calls share. */
+    private readonly mcp: McpPool,
     private readonly coordinator?: Coordinator,
   ) {}
 
@@ -73,6 +76,10 @@ export class ToolRunner {
       }
       // A self-hosted session's tool (allowed, or needing no confirmation) runs on its worker, which answers it.
       if (t.kind === 'client') continue
+      if (t.kind === 'mcp') {
+        if ((await this.callMcp(t, signal)) === 'stop') break
+        continue
+      }
       const route = this.route(t.name)
       if (route.kind === 'skill') {
         await this.launch(t)
@@ -121,6 +128,44 @@ export class ToolRunner {
   }
 
   /**
+   * An MCP tool use, called on its server through the session's connection once its intent is stored (the write-ahead
+   * rule of the built-in tools: a host that dies during the call leaves a use without a result, which the next owner
+   * answers as interrupted, never calling it again). An interrupt cancels the call by the protocol and stops the turn.
+   */
+  private async callMcp(t: OpenTool, signal: AbortSignal): Promise<'next' | 'stop'> {
+    await this.mb.settled()
+    if (signal.aborted || this.mb.dead) return 'stop'
+    const agent = this.h.session.agent
+    const server = agent.mcp_servers.find((s) => s.name === t.server)
+    if (!server || !agent.tools.some((x) => x.type === 'mcp_toolset' && x.mcp_server_name === t.server)) {
+      this.error(t, `MCP server ${JSON.stringify(t.server)} is no longer one of this agent's.`)
+      return 'next'
+    }
+    await this.mb.untilServing('it calls no MCP tool until it knows the session is still its own')
+    try {
+      this.answer(t, await this.mcp.get(server).call(t.name, t.input, signal))
+      return 'next'
+    } catch (err) {
+      if (this.mb.dead) return 'stop'
+      if (signal.aborted) {
+        this.error(t, 'The MCP tool call was cancelled: the session was interrupted.')
+        return 'stop'
+      }
+      const f = err instanceof McpFailure ? err : new McpFailure('unreachable', server.name, `MCP server ${server.name}: ${String(err)}`)
+      this.error(t, `The MCP tool call failed: ${f.message}`)
+      this.events.emit('session.error', {
+        error: {
+          type: f.kind === 'auth' ? 'mcp_authentication_failed_error' : 'mcp_connection_failed_error',
+          mcp_server_name: server.name,
+          message: f.message,
+          retry_status: { type: 'retrying' },
+        },
+      })
+      return 'next'
+    }
+  }
+
+  /**
    * SPEC environments rule 11: a package-manager error blocks tool execution. The turn's tool uses are answered
    * without running, the session says why, and the next turn that uses a tool installs again (the lists are stored
    * with the session; the sandbox's directory says what was installed).
@@ -160,14 +205,20 @@ export class ToolRunner {
     this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text: `Launching skill: ${skill.name}` }], is_error: false })
   }
 
-  private answer(t: OpenTool, result: ToolResult): void {
-    this.events.emit('agent.tool_result', { tool_use_id: t.eventId, content: result.content, is_error: result.is_error })
+  private answer(t: OpenTool, result: { content: ToolResultContent[]; is_error: boolean }): void {
+    resultOf(t, result.content, result.is_error, this.events)
   }
 
   /** Answers a tool use with an error result, without running it (`events`: its thread's, default this one's). */
   error(t: OpenTool, text: string, events: Emitter = this.events): void {
-    events.emit('agent.tool_result', { tool_use_id: t.eventId, content: [{ type: 'text', text }], is_error: true })
+    resultOf(t, [{ type: 'text', text }], true, events)
   }
+}
+
+/** A tool use's result event: `agent.mcp_tool_result` for an MCP tool's, `agent.tool_result` for the others'. */
+function resultOf(t: OpenTool, content: ToolResultContent[], is_error: boolean, events: Emitter): void {
+  if (t.kind === 'mcp') events.emit('agent.mcp_tool_result', { mcp_tool_use_id: t.eventId, content, is_error })
+  else events.emit('agent.tool_result', { tool_use_id: t.eventId, content, is_error })
 }
 
 /** One tool at a time in a session's sandbox, whichever thread asks (a chain of promises; a failure does not break it). */

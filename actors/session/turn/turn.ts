@@ -21,6 +21,8 @@ import { estimateTokens } from '../../../protocol/skill-rules.js'
 import type { Policy } from '../../../protocol/schemas/agent.js'
 import { ToolUseCount } from './tool-limits.js'
 import { systemWithMemory } from './memory-context.js'
+import type { McpPool } from '../../mcp/index.js'
+import { type McpCatalog, McpTurnTools, NO_MCP } from './mcp-tools.js'
 
 /** The service's own tools (a skill launch, a coordinator's list and send) run nothing in the sandbox: nothing to confirm. */
 const SERVICE_TOOL_POLICY: Policy = { type: 'always_allow' }
@@ -39,6 +41,8 @@ export interface TurnParts {
   /** A coordinator's primary thread: its roster and advisor, offered through its tools (threads.ts). */
   readonly roster?: Roster
   readonly tools: ToolRunner
+  /** The session's MCP connections, whose tools each model request offers (mcp-tools.ts). */
+  readonly mcp: McpPool
   readonly sandbox: Pick<SessionSandbox, 'hasOutputs' | 'publishOutputs' | 'system'>
   readonly deps: TurnDeps
 }
@@ -77,16 +81,20 @@ export class TurnLoop {
   private attempts = 0
   /** The turn's count toward its limits on tool use. */
   private readonly toolUses: ToolUseCount
+  /** The agent's MCP tools, listed for each model request. */
+  private readonly mcpTools: McpTurnTools
 
   constructor(private readonly p: TurnParts) {
     const settings = p.deps.settings
     this.toolUses = new ToolUseCount({ rounds: settings.maxToolRounds, cutOffCalls: settings.maxCutOffCalls })
+    this.mcpTools = new McpTurnTools(p.mcp, p.events)
   }
 
   /** A new turn: its input is the message the request `rid` stored. */
   begin(rid: string | undefined): void {
     this.rid = rid
     this.attempts = 0
+    this.mcpTools.reset()
   }
 
   /** The running turn stops at its next step. */
@@ -204,12 +212,18 @@ export class TurnLoop {
       await this.end({ type: 'retries_exhausted' })
       return false
     }
+    // The MCP servers are listed (or their connections opened) before the request's span starts.
+    const roster = this.p.roster
+    const offers = { skills: h.skills.length > 0, coordinator: roster && coordinatorToolNames(roster.members, roster.advisor) }
+    const builtins = toolDefinitions(h.session.agent, h.skills, deps.settings.contextWindow, roster)
+    const mcp = await this.mcpTools.catalog(h.session.agent, new Set(builtins.map((t) => t.name)), signal)
+    if (signal.aborted || this.p.mb.dead) return false
     // The request starts while its span event is still being stored: the chain keeps every event in order.
     const start = events.emit('span.model_request_start', {})
     let res: ModelResponse
     stats.modelRequests++
     try {
-      res = await streamModel(model, await this.params(), signal, events.preview, () => newId('sevt'))
+      res = await streamModel(model, await this.params([...builtins, ...mcp.defs], mcp), signal, events.preview, () => newId('sevt'))
     } catch (err) {
       const f = classifyFailure(err, model.endpoint)
       events.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
@@ -238,8 +252,6 @@ export class TurnLoop {
     stats.inputTokens += res.usage.input_tokens ?? 0
     stats.outputTokens += res.usage.output_tokens ?? 0
     const agent = h.session.agent
-    const roster = this.p.roster
-    const offers = { skills: h.skills.length > 0, coordinator: roster && coordinatorToolNames(roster.members, roster.advisor) }
     const verdict = this.toolUses.take(res.outputs, res.stopReason)
     const unrun: Array<{ id: string; text: string }> = []
     res.outputs.forEach((o, i) => {
@@ -249,8 +261,12 @@ export class TurnLoop {
         stats.toolUses++
         const route = routeTool(agent, o.name, offers)
         let use: { id: string }
+        const viaMcp = route.kind === 'unknown' ? mcp.route(o.name) : undefined
         if (route.kind === 'custom') use = events.emit('agent.custom_tool_use', { name: o.name, input: o.input })
-        else {
+        else if (viaMcp) {
+          const perm = permissionFields(viaMcp.policy)
+          use = events.emit('agent.mcp_tool_use', { mcp_server_name: viaMcp.server, name: viaMcp.tool, input: o.input, ...perm })
+        } else {
           const policy = route.kind === 'skill' || route.kind === 'coordinator' ? SERVICE_TOOL_POLICY : route.kind === 'builtin' ? route.policy : undefined
           const perm = policy ? permissionFields(policy) : {}
           use = events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm })
@@ -269,15 +285,15 @@ export class TurnLoop {
     return false
   }
 
-  private async params(): Promise<MessageCreateParamsStreaming> {
+  /** The request: `tools` offered (the built-in, service, custom and MCP tools), past MCP uses named as `mcp` offers them. */
+  private async params(tools: MessageCreateParamsStreaming['tools'] & object, mcp: McpCatalog = NO_MCP): Promise<MessageCreateParamsStreaming> {
     const { h, deps } = this.p
     const agent = h.session.agent
     const m = agent.model
     const skills = h.skills
     const contextWindow = deps.settings.contextWindow
-    const tools = toolDefinitions(agent, skills, contextWindow, this.p.roster)
     const system = systemWithMemory(this.p.sandbox.system(agent.system, h.session.resources), h.session.resources)
-    let messages = h.messages
+    let messages = mcp.rename(h.messages, h.mcpUses)
     if (h.activations.length) {
       const texts = new Map<string, string | undefined>()
       for (const a of h.activations) {

@@ -1,0 +1,196 @@
+/**
+ * A local MCP server for tests, built with the same SDK as Troupe's client (`@modelcontextprotocol/sdk`), over real
+ * HTTP: the streamable HTTP transport (stateful, one session per client), or (`sse: true`) only the older HTTP+SSE
+ * transport (GET /sse, POST /messages), as a server that never moved on would offer.
+ *
+ * Tools: `echo` {text} answers the text; `sleep` {ms} waits (or until the client cancels it, which it records);
+ * `fail` answers an error result. Every call is recorded, so a test can say a call ran once. `addTool` adds a tool
+ * and tells connected clients (`notifications/tools/list_changed`); `status` answers every request with that HTTP
+ * status (401, 403: a server refusing the credential).
+ */
+import { randomUUID } from 'node:crypto'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
+
+export interface McpCall {
+  tool: string
+  args: Record<string, unknown>
+  at: number
+  /** Set when the client cancelled it (`notifications/cancelled`). */
+  cancelledAt?: number
+  endedAt?: number
+}
+
+export interface FakeMcpServer {
+  /** The URL an agent's `mcp_servers[].url` names: `/mcp`, or `/sse` for the SSE-only server. */
+  url: string
+  calls: McpCall[]
+  /** How many times `tools/list` was answered. */
+  listings: number
+  /** Connections (MCP sessions) opened by clients so far. */
+  connections: number
+  /** Connections open now (a streamable session ends at the client's DELETE, an SSE one when its stream closes). */
+  readonly open: number
+  /** Headers of the last request. */
+  lastHeaders: IncomingMessage['headers'] | undefined
+  /** Answers every HTTP request with this status instead (undefined: serve). */
+  status: number | undefined
+  addTool(name: string, description?: string): void
+  /** Forgets every streamable MCP session, as a restarted server would (its next requests are answered 404). */
+  forgetSessions(): void
+  close(): Promise<void>
+}
+
+interface ToolDef {
+  name: string
+  description: string
+  inputSchema: { type: 'object'; properties: Record<string, unknown>; required?: string[] }
+}
+
+const BASE_TOOLS: ToolDef[] = [
+  { name: 'echo', description: 'Echoes text back.', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
+  { name: 'sleep', description: 'Waits ms milliseconds.', inputSchema: { type: 'object', properties: { ms: { type: 'number' } } } },
+  { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object', properties: {} } },
+]
+
+export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[] } = {}): Promise<FakeMcpServer> {
+  const tools = [...(opts.tools ?? BASE_TOOLS)]
+  const servers = new Set<Server>()
+  const streamable = new Map<string, StreamableHTTPServerTransport>()
+  const sse = new Map<string, SSEServerTransport>()
+  const sockets = new Set<Socket>()
+
+  const state: FakeMcpServer = {
+    url: '',
+    calls: [],
+    listings: 0,
+    connections: 0,
+    get open() {
+      return servers.size
+    },
+    lastHeaders: undefined,
+    status: undefined,
+    addTool(name, description = `The ${name} tool.`) {
+      tools.push({ name, description, inputSchema: { type: 'object', properties: {} } })
+      for (const s of servers) void s.sendToolListChanged().catch(() => undefined)
+    },
+    forgetSessions() {
+      streamable.clear()
+    },
+    close: async () => {
+      for (const s of servers) await s.close().catch(() => undefined)
+      for (const sock of sockets) sock.destroy()
+      await new Promise<void>((resolve) => http.close(() => resolve()))
+    },
+  }
+
+  function mcpServer(): Server {
+    const server = new Server({ name: 'fake-mcp', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } })
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      state.listings++
+      return { tools }
+    })
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+      const args = (req.params.arguments ?? {}) as Record<string, unknown>
+      const call: McpCall = { tool: req.params.name, args, at: Date.now() }
+      state.calls.push(call)
+      try {
+        switch (req.params.name) {
+          case 'echo':
+            return { content: [{ type: 'text', text: String(args.text ?? '') }] }
+          case 'sleep': {
+            const ms = Number(args.ms ?? 1000)
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, ms)
+              extra.signal.addEventListener('abort', () => {
+                call.cancelledAt = Date.now()
+                clearTimeout(timer)
+                resolve()
+              })
+            })
+            return { content: [{ type: 'text', text: `slept ${ms} ms` }] }
+          }
+          case 'fail':
+            return { content: [{ type: 'text', text: 'it failed, as it always does' }], isError: true }
+          default:
+            return { content: [{ type: 'text', text: `ran ${req.params.name}` }] }
+        }
+      } finally {
+        call.endedAt = Date.now()
+      }
+    })
+    servers.add(server)
+    server.onclose = () => servers.delete(server)
+    state.connections++
+    return server
+  }
+
+  async function body(req: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = []
+    for await (const c of req) chunks.push(c as Buffer)
+    const text = Buffer.concat(chunks).toString('utf8')
+    return text ? JSON.parse(text) : undefined
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    state.lastHeaders = req.headers
+    if (state.status !== undefined) {
+      res.writeHead(state.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'refused' }))
+      return
+    }
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    if (opts.sse) {
+      if (req.method === 'GET' && url.pathname === '/sse') {
+        const t = new SSEServerTransport('/messages', res)
+        sse.set(t.sessionId, t)
+        t.onclose = () => sse.delete(t.sessionId)
+        await mcpServer().connect(t)
+        return
+      }
+      if (req.method === 'POST' && url.pathname === '/messages') {
+        const t = sse.get(url.searchParams.get('sessionId') ?? '')
+        if (!t) return void res.writeHead(404).end('no such session')
+        await t.handlePostMessage(req, res, await body(req))
+        return
+      }
+      return void res.writeHead(404).end('not found')
+    }
+    if (url.pathname !== '/mcp') return void res.writeHead(404).end('not found')
+    const sid = req.headers['mcp-session-id']
+    const parsed = req.method === 'POST' ? await body(req) : undefined
+    let t = typeof sid === 'string' ? streamable.get(sid) : undefined
+    if (!t) {
+      if (typeof sid === 'string') return void res.writeHead(404).end('no such session')
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          streamable.set(id, transport)
+        },
+      })
+      transport.onclose = () => {
+        if (transport.sessionId) streamable.delete(transport.sessionId)
+      }
+      await mcpServer().connect(transport)
+      t = transport
+    }
+    await t.handleRequest(req, res, parsed)
+  }
+
+  const http = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      if (!res.headersSent) res.writeHead(500).end(String(err))
+    })
+  })
+  http.on('connection', (s) => {
+    sockets.add(s)
+    s.on('close', () => sockets.delete(s))
+  })
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+  const { port } = http.address() as AddressInfo
+  state.url = `http://127.0.0.1:${port}${opts.sse ? '/sse' : '/mcp'}`
+  return state
+}
