@@ -127,6 +127,9 @@ t.test('three orchestrators, one SIGKILLed while it holds claims: exactly one ru
 
 t.test('serve alone never fires; an orchestrator joining fires', async (t: Test) => {
   const lone = await deploymentStack(env)
+  // Read before the create: a minute of this clock is 3 real seconds, and on a loaded machine the create alone may
+  // take longer, so an occurrence after the deployment's creation may come before `from` below.
+  const beforeCreate = clock()
   const { deployment } = await deploy(lone.client, { schedule: { type: 'cron', expression: '* * * * *', timezone: 'UTC' } })
   // Three minutes of the clock (9 s) with nothing orchestrating.
   const from = clock()
@@ -140,7 +143,7 @@ t.test('serve alone never fires; an orchestrator joining fires', async (t: Test)
     20_000,
     250,
   )
-  t.ok(runs.at[0]! > from, 'it fires the occurrences of the catch-up window, none older than the deployment')
+  t.ok(runs.at[0]! > beforeCreate, 'it fires the occurrences of the catch-up window, none older than the deployment')
 })
 
 t.test('through the API: pause stops firing, unpause resumes without backfill, a fatal run error pauses', async (t: Test) => {
