@@ -232,7 +232,7 @@ export class MemoryChurn {
       const rec: MemWrite = { kind: 'session', store, path, tag, sha: sha256(`${tag}\n`), outcome: 'unknown', session: s.id, at: Date.now() }
       this.writes.push(rec)
       const out = await oneTurn(this.client, s.id, `memwrite ${tag} ${file}`, TURN_MS, `mem-${tag}`)
-      Object.assign(rec, sessionOutcome(out, path))
+      Object.assign(rec, sessionOutcome(out, tag, path))
       if (rec.outcome === 'unknown') await sleep(1000)
     }
   }
@@ -282,11 +282,15 @@ export class MemoryChurn {
   }
 }
 
-/** A session write's outcome from its turn: the bash result and the memory note appended to it, if any. */
-function sessionOutcome(out: TurnOutcome, path: string): { outcome: MemOutcome; why?: string } {
+/**
+ * A session write's outcome from its turn: the result of the bash call that wrote its tag (a turn may also hold the
+ * end of an earlier one, swept together with it) and the memory note appended to it, if any.
+ */
+function sessionOutcome(out: TurnOutcome, tag: string, path: string): { outcome: MemOutcome; why?: string } {
   if ('error' in out) return { outcome: 'unknown', why: out.error }
-  const results = toolResults(out.events)
-  if (results.length !== 1) return { outcome: 'unknown', why: `${results.length} tool results` }
+  const uses = out.events.filter((e) => e.type === 'agent.tool_use' && JSON.stringify(e.input ?? {}).includes(`echo ${tag} >`))
+  const results = toolResults(out.events.filter((e) => e.type === 'agent.tool_result' && uses.some((u) => u.id === e.tool_use_id)))
+  if (uses.length !== 1 || results.length !== 1) return { outcome: 'unknown', why: `${uses.length} tool uses, ${results.length} results` }
   const r = results[0]!
   if (r.isError) return { outcome: 'unknown', why: `error result: ${r.text.slice(0, 120)}` }
   if (r.text.includes('could not be stored now')) return { outcome: 'unknown', why: 'changes not stored yet' }
