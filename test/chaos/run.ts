@@ -198,12 +198,15 @@ for (let i = 0; i < args.sessions; i++) {
 say(`${sessions.length} sessions created`)
 await threads.start(environment.id, `t${args.seed}`)
 // Memory mounts need the isolated sandbox (on the local backend a session naming a store is refused 422).
-const memories = args.sandbox === 'isolated' ? new MemoryChurn(clientWith(MEMORY_CLIENT, 5, 10_000), clientWith(MEMORY_CLIENT, 0, 10_000)) : undefined
+const memories =
+  args.memories && args.sandbox === 'isolated' ? new MemoryChurn(clientWith(MEMORY_CLIENT, 5, 10_000), clientWith(MEMORY_CLIENT, 0, 10_000)) : undefined
 await memories?.start(agent.id, environment.id, `m${args.seed}-${Date.now().toString(36)}`, args.seed)
 say(
   memories
     ? `2 memory stores, ${memories.sessionIds.length} sessions mounting both read_write`
-    : 'no memory stores: sessions mount them only in the isolated sandbox',
+    : args.memories
+      ? 'no memory stores: sessions mount them only in the isolated sandbox'
+      : 'no memory stores (--no-memories)',
 )
 const workers = args.workers
   ? new WorkerFleet(clientWith(WORKERS_CLIENT, 5, 10_000), {
