@@ -23,6 +23,8 @@ export interface ChaosArgs {
   sandboxHosts: number
   /** Webhook endpoints, a receiver and their checks (default on; `--no-webhooks` leaves them out). */
   webhooks: boolean
+  /** Memory stores written by API writers and sessions, and their checks (default on where sessions can mount them). */
+  memories: boolean
   /**
    * The official client's workers on self-hosted sessions (workers.ts; default min(20, 2 × sessions)); 0 leaves the
    * self-hosted sessions, the workers and their checks out.
@@ -31,7 +33,7 @@ export interface ChaosArgs {
 }
 
 export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessions N] [--hosts N] [--readers N]
-                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--sandbox-hosts N] [--no-webhooks] [--workers N] [--keep]
+                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--sandbox-hosts N] [--no-webhooks] [--no-memories] [--workers N] [--keep]
 
   --seed N       fault schedule and load choices (default 1)
   --seconds S    load duration (default 60)
@@ -43,6 +45,7 @@ export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessio
   --sandbox K    the sandbox backend (default isolated where bubblewrap starts here, else local)
   --sandbox-hosts N  troupe sandbox processes running the sessions' sandboxes (default 0: the serve hosts run them)
   --no-webhooks  no webhook endpoints, receiver or webhook checks
+  --no-memories  no memory stores, their writers and sessions, or memory checks (none anyway with --sandbox local)
   --workers N    work.worker() processes on self-hosted sessions, some SIGKILLed (default min(20, 2 × sessions); 0: none)
   --keep         keep the run directory even when every check passes`
 
@@ -59,6 +62,7 @@ export function parseArgs(argv: string[]): ChaosArgs {
     '--sandbox-hosts',
     '--keep',
     '--no-webhooks',
+    '--no-memories',
     '--workers',
     '--help',
     '-h',
@@ -114,6 +118,7 @@ export function parseArgs(argv: string[]): ChaosArgs {
     faults,
     keep: argv.includes('--keep'),
     webhooks: !argv.includes('--no-webhooks'),
+    memories: !argv.includes('--no-memories'),
     workers: int('workers', Math.min(20, 2 * sessions), 0),
     sandboxHosts,
     sandbox: sandbox ?? openSandboxBackend(readSandboxSetting({ ...process.env, TROUPE_SANDBOX: '' })).kind,

@@ -7,6 +7,8 @@ import type { ScheduleData } from './schedules.js'
 import { toolResults, type TurnOutcome } from './turn.js'
 import type { UploadCheck } from './uploads.js'
 import { webhookChecks } from './webhook-checks.js'
+import { MEMORY_CLIENT, type MemoryData } from './memories.js'
+import { memoryProblems } from './memory-checks.js'
 import { SKILLS_CLIENT, type SkillData } from './skills.js'
 import { THREADS_CLIENT, type ThreadData } from './threads.js'
 import type { WebhookData } from './webhooks.js'
@@ -59,6 +61,8 @@ export interface RunData {
   /** Webhook endpoints, what the receiver got and what the histories imply (absent with `--no-webhooks`). */
   webhooks?: WebhookData
   skills?: SkillData
+  /** Memory stores written by API writers and sessions (memories.ts; absent where sessions cannot mount them). */
+  memories?: MemoryData
   threads?: ThreadData
   workers?: WorkerData
 }
@@ -346,7 +350,9 @@ export function noClientErrors(d: RunData): CheckResult {
         !(a.client === UPLOAD_CHECK_CLIENT && a.status === 404) &&
         !(a.client === SKILLS_CLIENT && a.status === 404 && a.method === 'DELETE') &&
         // An outcome still open after a turn cut by a fault refuses the next one: the driver expects it.
-        !(a.client === THREADS_CLIENT && a.status === 409),
+        !(a.client === THREADS_CLIENT && a.status === 409) &&
+        // A precondition race's loser (or an update that lost its base to another writer) is refused 409 by design.
+        !(a.client === MEMORY_CLIENT && a.status === 409),
     )
     .map((a) => `${a.status} at ${rel(d, a.at)} ${a.method} ${a.path} via ${a.backend}${a.key ? ` key ${a.key}` : ''}${a.requestId ? ` ${a.requestId}` : ''}`)
   return check('no 4xx (the driver sends only valid requests)', problems, 'none')
@@ -749,6 +755,7 @@ export function runChecks(d: RunData, faults: boolean, sandboxHosts = false): Ch
   if (faults && sandboxHosts) out.push(sandboxHostsLeaveNothing(d), inFlightCallsEnd(d), workspacesSurviveSandboxHosts(d))
   if (d.webhooks) out.push(...webhookChecks(d.webhooks))
   if (d.skills) out.push(...skillChecks(d.skills))
+  if (d.memories) out.push(...memoryChecks(d.memories))
   if (d.threads) out.push(...threadChecks(d.threads))
   if (d.workers) out.push(...workerChecks(d.workers))
   return out
@@ -779,5 +786,26 @@ export function skillChecks(d: SkillData): CheckResult[] {
   return [
     check('every listed skill version downloads whole', d.broken, `${d.versions} versions, ${d.uploads.ok} uploads, ${d.deletes.ok} deletes`),
     check('skill bundles: nothing left behind by killed uploads and deletes', d.leftovers, 'one object per listed version'),
+  ]
+}
+
+/** Memory stores under faults (memories.ts, memory-checks.ts): versions as the writes' outcomes say, states their latest. */
+export function memoryChecks(d: MemoryData): CheckResult[] {
+  const p = memoryProblems(d)
+  const acked = d.writes.filter((w) => w.outcome === 'acknowledged').length
+  const races = d.writes.filter((w) => w.kind === 'race')
+  return [
+    check(
+      'memories: every acknowledged write one version, none refused stored, none doubled',
+      p.versions,
+      `${acked} acknowledged writes, ${d.writes.filter((w) => w.outcome === 'unknown').length} of unknown outcome, ${d.versions.length} versions`,
+    ),
+    check("every memory's current state is its latest version", p.current, `${d.memories.length} memories`),
+    check(
+      'no memory precondition won twice',
+      p.preconditions,
+      `${races.length / 2} races, ${races.filter((w) => w.outcome === 'acknowledged').length} won, ${races.filter((w) => w.outcome === 'refused').length} refused`,
+    ),
+    check('memory versions name their writer (session_actor with its session, api_actor)', p.actors, 'all'),
   ]
 }

@@ -9,6 +9,8 @@
 //   "custom <tag> …"       one call of the custom tool `lookup`: the session parks until the driver answers
 //   "slow <tag> …"         a reply streamed over ~3 s, for the driver to interrupt
 //   "delegate <tag>"       a coordinator's send to its member (threads.ts) of "bash <tag> threads.log"
+//   "memwrite <tag> <file>" a bash call writing "<tag>" (echo: with a newline) over <file>, a path beneath a memory
+//                          mount (/mnt/memory/<slug>/…): the session's write of a memory (memories.ts)
 // A grader's request (an outcome's pass) is answered after 1.5 s: needs_revision, then satisfied once the transcript
 // holds a revision. A tool result gets a closing text; anything else "ok".
 import { randomBytes } from 'node:crypto'
@@ -36,6 +38,7 @@ function reply(messages: any[]): ScriptedReply | undefined {
   if (verb === 'probe-check') return bash('cat probe-link && stat -c %a probe/token.txt')
   if (verb === 'probe-sleep' && tag) return bash(`sleep ${tag}`)
   if (verb === 'check-tags') return bash('cat tags.log')
+  if (verb === 'memwrite' && tag && file?.startsWith('/mnt/memory/')) return bash(`mkdir -p "$(dirname '${file}')" && echo ${tag} > '${file}' && echo wrote`)
   if (verb === 'custom' && tag) return { steps: [{ type: 'tool_use', name: 'lookup', input: { q: tag } }] }
   if (verb === 'delegate' && tag) {
     return { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'chaos member', message: `bash ${tag} threads.log` } }] }

@@ -2,6 +2,7 @@
 // and restart timings, then each check with its evidence. Plain text, one screen per section.
 import type { ChaosArgs } from './args.js'
 import { HOST_FAILOVER_MS, failoverStats, inFault, killStats, percentile, sandboxHostLosses, type CheckResult, type RunData } from './checks.js'
+import { memorySummary } from './memories.js'
 import { IN_FLIGHT_END_MS } from './sandbox-kills.js'
 import { CONNECT_FAILED, TIMED_OUT } from './types.js'
 
@@ -80,7 +81,7 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
     byClient.set(a.client, m.set(k, (m.get(k) ?? 0) + 1))
   }
   let first = true
-  for (const c of ['driver', 'sse', 'probe', 'failover', 'check', 'other']) {
+  for (const c of ['driver', 'sse', 'probe', 'failover', 'check', 'memory', 'other']) {
     const m = byClient.get(c)
     if (!m) continue
     say(
@@ -93,6 +94,7 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
   }
   const connects = d.readers.reduce((n, r) => n + r.connects, 0)
   say(`  SSE readers  ${d.readers.length} readers, ${connects} connections, ${d.readers.reduce((n, r) => n + r.ids.length, 0)} events received`)
+  if (d.memories) say(`  memories     ${memorySummary(d.memories)}`)
 
   if (d.windows.length) {
     say()

@@ -18,6 +18,7 @@ import { FaultRunner, planFaults } from './faults.js'
 import { readHistories, readTags } from './history.js'
 import { Hosts } from './hosts.js'
 import { KillChecks } from './kill-checks.js'
+import { MEMORY_CLIENT, MemoryChurn } from './memories.js'
 import { Load, tagFile } from './load.js'
 import { placementReader, waitBalanced } from './placement.js'
 import { printReport } from './report.js'
@@ -196,6 +197,17 @@ for (let i = 0; i < args.sessions; i++) {
 }
 say(`${sessions.length} sessions created`)
 await threads.start(environment.id, `t${args.seed}`)
+// Memory mounts need the isolated sandbox (on the local backend a session naming a store is refused 422).
+const memories =
+  args.memories && args.sandbox === 'isolated' ? new MemoryChurn(clientWith(MEMORY_CLIENT, 5, 10_000), clientWith(MEMORY_CLIENT, 0, 10_000)) : undefined
+await memories?.start(agent.id, environment.id, `m${args.seed}-${Date.now().toString(36)}`, args.seed)
+say(
+  memories
+    ? `2 memory stores, ${memories.sessionIds.length} sessions mounting both read_write`
+    : args.memories
+      ? 'no memory stores: sessions mount them only in the isolated sandbox'
+      : 'no memory stores (--no-memories)',
+)
 const workers = args.workers
   ? new WorkerFleet(clientWith(WORKERS_CLIENT, 5, 10_000), {
       count: args.workers,
@@ -271,6 +283,7 @@ await Promise.all([
   ),
   webhooks?.run(loadStart, args.seconds, say),
   skills.run(endAt),
+  memories?.run(endAt),
   threads.run(endAt),
   workers?.run(endAt, say),
 ])
@@ -319,6 +332,7 @@ const workspaceTags = new Map<string, TurnOutcome>()
 }
 say(`workspaces read back: ${[...workspaceTags.values()].filter((o) => 'events' in o).length} of ${sessions.length}`)
 const skillData = await skills.settle(nc, checkClient, say)
+const memoryData = await memories?.settle(checkClient, say)
 const threadData = await threads.settle(checkClient, say)
 const workerData = await workers?.settle(checkClient, say)
 // The orchestrators still run (and fire schedules): what was stored until now must reach the receiver.
@@ -359,6 +373,7 @@ const data: RunData = {
   schedules: scheduled,
   webhooks: webhookData,
   skills: skillData,
+  memories: memoryData,
   threads: threadData,
   workers: workerData,
 }
@@ -378,6 +393,7 @@ writeFileSync(path.join(logDir, 'posts.json'), JSON.stringify(load.posts))
 writeFileSync(path.join(logDir, 'readers.json'), JSON.stringify(data.readers))
 writeFileSync(path.join(logDir, 'histories.json'), JSON.stringify(Object.fromEntries(histories)))
 if (workers) writeFileSync(path.join(logDir, 'beats.json'), JSON.stringify(workers.beats))
+if (memoryData) writeFileSync(path.join(logDir, 'memories.json'), JSON.stringify(memoryData))
 if (workerData) writeFileSync(path.join(logDir, 'worker-histories.json'), JSON.stringify(workerData.histories))
 if (webhookData) writeFileSync(path.join(logDir, 'webhooks.json'), JSON.stringify({ ...webhookData, known: undefined }))
 await nc.close().catch(() => undefined)

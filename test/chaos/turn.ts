@@ -8,11 +8,16 @@ export type TurnOutcome = { events: any[] } | { error: string }
 const POLL_MS = 250
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-export async function oneTurn(client: Anthropic, session: string, text: string, boundMs = 30_000): Promise<TurnOutcome> {
+/** `key`: the send's Idempotency-Key, so a send retried after its answer was lost starts no second turn. */
+export async function oneTurn(client: Anthropic, session: string, text: string, boundMs = 30_000, key?: string): Promise<TurnOutcome> {
   const deadline = Date.now() + boundMs
   let marker: string | undefined
   try {
-    const sent = await client.beta.sessions.events.send(session, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] } as any)
+    const sent = await client.beta.sessions.events.send(
+      session,
+      { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] } as any,
+      key === undefined ? undefined : { headers: { 'Idempotency-Key': key } },
+    )
     marker = (sent.data as Array<{ id: string }>).at(-1)?.id
   } catch (err) {
     return { error: `the message was not taken: ${(err as Error).message}` }
