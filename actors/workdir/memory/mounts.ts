@@ -99,7 +99,11 @@ export class MemoryMounts {
         notes.push(...(await this.writeBack(m, st)))
       } catch (err) {
         this.log.warn({ session: this.session, store: m.store, err }, "a memory mount's changes were not stored; the next tool tries again")
-        notes.push(`${MEMORY_ROOT}/${m.slug}: the changes could not be stored now (${(err as Error).message}); they are tried again after the next tool`)
+        // Said as it is: a new activation (the session moved, or stepped down) puts the store's state back over the
+        // mount, and a path the store changed meanwhile takes the store's content, so the retry is not certain.
+        notes.push(
+          `${MEMORY_ROOT}/${m.slug}: the changes could not be stored now (${(err as Error).message}); they are tried again after the next tool, unless the session moves to another host or the store changes those paths first: write them again if they matter`,
+        )
       }
     }
     if (!notes.length) return result
