@@ -1,13 +1,10 @@
 import t from 'tap'
 import '../helpers/keepalive.js'
 import { connect } from '@nats-io/transport-node'
-import { Kvm } from '@nats-io/kv'
-import { decode } from '../../protocol/codec.js'
-import { Buckets, PARTITIONS } from '../../protocol/subjects.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import { startFakeMcpServer } from '../fakes/mcp-server.js'
 import { startNats } from '../helpers/nats.js'
-import { hostOf, placementOf } from '../helpers/placement.js'
+import { hostOf, placementOf, untilSplitEvenly } from '../helpers/placement.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
 import { reader } from './_helpers.js'
@@ -34,7 +31,6 @@ t.teardown(async () => {
 })
 const nc = await connect({ servers: nats.url })
 t.teardown(() => void nc.close())
-const leases = await new Kvm(nc).open(Buckets.placement)
 const ownerOf = await placementOf(nc, 'session')
 
 const history = async (client: ReturnType<typeof clientFor>, id: string) => {
@@ -47,22 +43,7 @@ t.test('the owner dies during an MCP call: the call is reported interrupted, nev
   const a = await startTroupe({ natsUrl: nats.url, env })
   const b = await startTroupe({ natsUrl: nats.url, env })
   procs.push(a, b)
-  await until(
-    'partitions split evenly',
-    async () => {
-      const counts = new Map<string, number>()
-      for await (const k of await leases.keys('session.>')) {
-        const e = await leases.get(k)
-        if (e?.operation === 'PUT') {
-          const h = decode<{ host: string }>(e.value).host
-          counts.set(h, (counts.get(h) ?? 0) + 1)
-        }
-      }
-      return counts.get(hostOf(a)!) === PARTITIONS / 2 && counts.get(hostOf(b)!) === PARTITIONS / 2
-    },
-    60_000,
-    50,
-  )
+  await untilSplitEvenly(nc, 'session', [a, b])
   const setupClient = clientFor(a.url, { maxRetries: 6 })
   const agent = await setupClient.beta.agents.create({
     name: 'mcp-failover',

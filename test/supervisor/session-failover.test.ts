@@ -13,7 +13,7 @@ import { workKey } from '../../actors/kit/work-marks.js'
 import { childThreadId } from '../../actors/session/turn/index.js'
 import { startFakeModelServer } from '../fakes/model-server.js'
 import { startNats } from '../helpers/nats.js'
-import { hostOf, placementOf } from '../helpers/placement.js'
+import { hostOf, placementOf, untilSplitEvenly } from '../helpers/placement.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { sharedTmp } from '../helpers/sandbox-backend.js'
 import { reader } from '../sessions/_helpers.js'
@@ -53,22 +53,7 @@ async function twoHosts(t: Tap) {
     a.killNow()
     b.killNow()
   })
-  await until(
-    'partitions split evenly',
-    async () => {
-      const counts = new Map<string, number>()
-      for await (const k of await leases.keys('session.>')) {
-        const e = await leases.get(k)
-        if (e?.operation === 'PUT') {
-          const h = decode<{ host: string }>(e.value).host
-          counts.set(h, (counts.get(h) ?? 0) + 1)
-        }
-      }
-      return counts.get(hostOf(a)!) === PARTITIONS / 2 && counts.get(hostOf(b)!) === PARTITIONS / 2
-    },
-    60_000,
-    50,
-  )
+  await untilSplitEvenly(nc, 'session', [a, b])
   return [a, b] as const
 }
 
