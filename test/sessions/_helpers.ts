@@ -45,6 +45,13 @@ export async function collect(stream: AsyncIterable<any>, until: (e: any, all: a
   return all
 }
 
+/** Every stored event of a session, oldest first, through the client's paging. */
+export async function history(client: Anthropic, id: string): Promise<any[]> {
+  const all: any[] = []
+  for await (const e of client.beta.sessions.events.list(id, { limit: 1000 } as any)) all.push(e)
+  return all
+}
+
 export const isIdle = (e: any) => e.type === 'session.status_idle'
 
 /**

@@ -7,7 +7,7 @@ import { startNats } from '../helpers/nats.js'
 import { hostOf, placementOf, untilSplitEvenly } from '../helpers/placement.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { until } from '../helpers/wait.js'
-import { reader } from './_helpers.js'
+import { history, reader } from './_helpers.js'
 
 /**
  * The write-ahead rule for MCP calls (issue 43 point 1): the host running a session is SIGKILLed while an MCP tool
@@ -32,12 +32,6 @@ t.teardown(async () => {
 const nc = await connect({ servers: nats.url })
 t.teardown(() => void nc.close())
 const ownerOf = await placementOf(nc, 'session')
-
-const history = async (client: ReturnType<typeof clientFor>, id: string) => {
-  const all: any[] = []
-  for await (const e of client.beta.sessions.events.list(id, { limit: 1000 } as any)) all.push(e)
-  return all
-}
 
 t.test('the owner dies during an MCP call: the call is reported interrupted, never run twice, and the next host reconnects', async (t) => {
   const a = await startTroupe({ natsUrl: nats.url, env })

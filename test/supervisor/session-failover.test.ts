@@ -16,7 +16,7 @@ import { startNats } from '../helpers/nats.js'
 import { hostOf, placementOf, untilSplitEvenly } from '../helpers/placement.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { sharedTmp } from '../helpers/sandbox-backend.js'
-import { reader } from '../sessions/_helpers.js'
+import { history, reader } from '../sessions/_helpers.js'
 import { until } from '../helpers/wait.js'
 
 // Chaos: SIGKILL the host that runs a session, mid-turn, and check that another host carries the session on. Last, a
@@ -89,12 +89,6 @@ async function afterTakeover<T>(call: () => Promise<T>): Promise<T> {
     200,
   )
   return got.value
-}
-
-const history = async (client: ReturnType<typeof clientFor>, id: string) => {
-  const all: any[] = []
-  for await (const e of client.beta.sessions.events.list(id, { limit: 1000 } as any)) all.push(e)
-  return all
 }
 
 t.test('the owner dies during a model request: another host reschedules the turn and finishes it', async (t) => {
