@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { ToolResultContent } from '../../protocol/session-events.js'
 import { type McpBlock, toResultContent } from './content.js'
@@ -60,6 +60,8 @@ export class McpConnection {
     readonly url: string,
     private readonly auth: McpAuth,
     private readonly timings: McpTimings,
+    /** Makes every HTTP request of the connection: where it may go (egress.ts). Default the global fetch, unchecked. */
+    private readonly fetch?: FetchLike,
   ) {}
 
   /** The transport used, once connected (for logs and tests). */
@@ -159,7 +161,7 @@ export class McpConnection {
     const headers = await this.auth.headers(this.url)
     const url = new URL(this.url)
     let client = this.newClient()
-    let streamable: StreamableHTTPClientTransport | undefined = new StreamableHTTPClientTransport(url, { requestInit: { headers } })
+    let streamable: StreamableHTTPClientTransport | undefined = new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch: this.fetch })
     try {
       await client.connect(streamable, { timeout: this.timings.connectMs })
       this.transport = 'streamable_http'
@@ -172,7 +174,7 @@ export class McpConnection {
       client = this.newClient()
       try {
         // The SDK sends `requestInit`'s headers on the event stream's GET too.
-        const sse: Transport = new SSEClientTransport(url, { requestInit: { headers } })
+        const sse: Transport = new SSEClientTransport(url, { requestInit: { headers }, fetch: this.fetch })
         await client.connect(sse, { timeout: this.timings.connectMs })
         this.transport = 'sse'
       } catch (err2) {

@@ -9,7 +9,8 @@ import { agentAndEnv, collect, isIdle, reader, sessionStack, until } from './_he
  * goes on without it. Through the official client against `troupe serve`, a fake model and a local MCP server.
  */
 
-const s = await sessionStack()
+// The local MCP servers are on loopback, which the operator must allow (issue 43 point 4).
+const s = await sessionStack({ TROUPE_MCP_ALLOW_HOSTS: '127.0.0.1' })
 const mcp = await startFakeMcpServer()
 const sseOnly = await startFakeMcpServer({ sse: true })
 t.teardown(async () => {

@@ -69,6 +69,7 @@ export class Changes {
         createdWithBudget: h.rec.budget_created,
         budgetRemoved: h.rec.budget_removed,
         consumed: h.liveTotals(),
+        env: h.rec.env,
       }
       const changes = updateChanges(target, b)
       if (Object.keys(changes).length) {

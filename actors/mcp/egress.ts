@@ -1,0 +1,47 @@
+import { isIP, type LookupFunction } from 'node:net'
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
+import { Agent, fetch as undiciFetch } from 'undici'
+import { type AddressExceptions, NO_EXCEPTIONS, NonPublicAddress, publicAddress, type Resolver, refusal, systemResolver } from '../kit/index.js'
+
+/** Where a host's MCP connections may go (issue 43 point 4). */
+export interface McpEgress {
+  /**
+   * `TROUPE_MCP_ALLOW_HOSTS`: host names, addresses and CIDR ranges an MCP server may be at although they are not
+   * public (loopback, a private network). Default none: only public unicast addresses.
+   */
+  except: AddressExceptions
+  /** How host names resolve, at connect time. Default the system's resolver. */
+  resolve?: Resolver
+}
+
+export const PUBLIC_ONLY: McpEgress = { except: NO_EXCEPTIONS }
+
+/**
+ * The `fetch` an MCP transport makes its requests with: each new connection goes to the address its host name resolves
+ * to now, once every address it resolves to is public or excepted by the operator, and to exactly that address (a name
+ * that answers differently the next time cannot move a checked connection to the loopback); an address written in
+ * the URL is checked the same. The webhooks' rules (kit/public-address.ts), the same classes refused.
+ */
+export function egressFetch(egress: McpEgress): FetchLike {
+  const resolve = egress.resolve ?? systemResolver
+  const lookup: LookupFunction = (hostname, options, cb) => {
+    publicAddress(hostname, resolve, egress.except).then(
+      ({ address, family }) => {
+        if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }])
+        else cb(null, address, family)
+      },
+      (err: Error) => cb(err as NodeJS.ErrnoException, '', 0),
+    )
+  }
+  const dispatcher = new Agent({ connect: { lookup } })
+  return async (url, init) => {
+    const u = new URL(url)
+    const host = u.hostname.replace(/^\[(.*)\]$/, '$1')
+    // A literal address is connected to without a lookup: checked here.
+    if (isIP(host)) {
+      const why = refusal(host, egress.except)
+      if (why) throw new TypeError('fetch failed', { cause: new NonPublicAddress(host, host, why) })
+    }
+    return (await undiciFetch(url, { ...(init as object), dispatcher })) as unknown as Response
+  }
+}
