@@ -248,6 +248,28 @@ t.test('a web fetch: the page as a document, a failed fetch an error result, fet
   t.same((got.usage as any).list_cost, { amount: '0', currency: 'USD' }, 'web fetch has no per-request charge')
 })
 
+t.test('a long fetched page: the event shows its first 200,000 characters, the conversation hands it back whole', async (t) => {
+  const session = await newSession({ tools: [{ type: 'agent_toolset_20260401' }] })
+  const base = s.model.requests.length
+  const page = 'x'.repeat(250_000)
+  s.model.enqueue({
+    steps: [
+      { type: 'server_tool_use', name: 'web_fetch', input: { url: 'https://a.example/long' } },
+      { type: 'web_fetch_tool_result', content: { url: 'https://a.example/long', text: page } },
+      { type: 'text', text: 'long' },
+    ],
+  })
+  const events = await step(session.id, [say('fetch')])
+  const [result] = of(events, 'agent.tool_result')
+  const shown: string = result.content[0].source.data
+  t.equal(shown.slice(0, 200_000), page.slice(0, 200_000))
+  t.match(shown.slice(200_000), /^\n\[cut here: the page has 250000 characters; the model read it whole\]$/)
+  t.equal(result.server_tool_result.content.content.source.data.length, 250_000)
+  s.model.enqueue({ steps: [{ type: 'text', text: 'ok' }] })
+  await step(session.id, [say('next')])
+  t.equal(s.model.requests[base + 1]!.body.messages.at(-2).content[1].content.content.source.data, page)
+})
+
 t.test('pause_turn: the model continues its paused response in a second request', async (t) => {
   const session = await newSession({ tools: [{ type: 'agent_toolset_20260401' }] })
   const base = s.model.requests.length

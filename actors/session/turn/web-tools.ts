@@ -120,9 +120,15 @@ export function refusedWebTool(err: unknown, offered: readonly WebToolDefinition
 }
 
 /**
+ * How much of a fetched page the readable form holds (the MCP results' bound): the event also stores the provider's
+ * block whole, so a long page is not stored twice in full.
+ */
+const READABLE_MAX_CHARS = 200_000
+
+/**
  * A server tool result block's readable form, as `agent.tool_result` shows it: each search result a `search_result`
  * block (its page content is encrypted, for the model only: the block holds its age when the provider gave one), a
- * fetched page its `document`, an error a text naming its code.
+ * fetched page its `document` (cut at READABLE_MAX_CHARS), an error a text naming its code.
  */
 export function readableResult(block: ServerToolResultBlock): { content: ToolResultContent[]; is_error: boolean } {
   const c = block.content as Record<string, unknown> | Array<Record<string, unknown>> | null
@@ -147,10 +153,15 @@ export function readableResult(block: ServerToolResultBlock): { content: ToolRes
   const src = doc?.source
   const title = typeof doc?.title === 'string' ? doc.title : url
   if (src?.type === 'text' && typeof src.data === 'string') {
-    return { is_error: false, content: [{ type: 'document', source: { type: 'text', data: src.data, media_type: 'text/plain' }, title, context: url }] }
+    const data =
+      src.data.length <= READABLE_MAX_CHARS
+        ? src.data
+        : `${src.data.slice(0, READABLE_MAX_CHARS)}\n[cut here: the page has ${src.data.length} characters; the model read it whole]`
+    return { is_error: false, content: [{ type: 'document', source: { type: 'text', data, media_type: 'text/plain' }, title, context: url }] }
   }
-  if (src?.type === 'base64' && src.media_type === 'application/pdf' && typeof src.data === 'string') {
+  if (src?.type === 'base64' && src.media_type === 'application/pdf' && typeof src.data === 'string' && src.data.length <= READABLE_MAX_CHARS) {
     return { is_error: false, content: [{ type: 'document', source: { type: 'base64', data: src.data, media_type: 'application/pdf' }, title, context: url }] }
   }
-  return { is_error: false, content: [{ type: 'text', text: `Fetched ${url}` }] }
+  const what = typeof src?.media_type === 'string' ? ` (${src.media_type})` : ''
+  return { is_error: false, content: [{ type: 'text', text: `Fetched ${url}${what}` }] }
 }
