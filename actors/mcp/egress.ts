@@ -17,6 +17,14 @@ export interface McpEgress {
 export const PUBLIC_ONLY: McpEgress = { except: NO_EXCEPTIONS }
 
 /**
+ * The most bytes one response of an MCP server may carry (a `tools/list` page, a call's result, or everything a
+ * standalone event stream sends over its life): past it the body errors and the request fails as the server being
+ * unreachable, so a hostile server cannot fill the host's memory. 16 MiB, far above what a session keeps of a result
+ * (`MAX_RESULT_CHARS`).
+ */
+export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+
+/**
  * The `fetch` an MCP transport makes its requests with: each new connection goes to the address its host name resolves
  * to now, once every address it resolves to is public or excepted by the operator, and to exactly that address (a name
  * that answers differently the next time cannot move a checked connection to the loopback); an address written in
@@ -44,4 +52,24 @@ export function egressFetch(egress: McpEgress): FetchLike {
     }
     return (await undiciFetch(url, { ...(init as object), dispatcher })) as unknown as Response
   }
+}
+
+/**
+ * `res` with a body that errors once more than `max` bytes have come, telling `over` first: the SDK reads an event
+ * stream's errors as a disconnection and waits for an answer that will not come, so the connection must hear of it
+ * itself and end the requests.
+ */
+export function capBody(res: Response, max: number, over: (err: Error) => void): Response {
+  if (!res.body) return res
+  let seen = 0
+  const limit = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      seen += chunk.byteLength
+      if (seen <= max) return controller.enqueue(chunk)
+      const err = new Error(`its response is over ${max} bytes`)
+      over(err)
+      controller.error(err)
+    },
+  })
+  return new Response(res.body.pipeThrough(limit), { status: res.status, statusText: res.statusText, headers: res.headers })
 }

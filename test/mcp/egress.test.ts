@@ -83,3 +83,19 @@ t.test('TROUPE_MCP_ALLOW_HOSTS items are names, addresses or ranges', async (t) 
     t.throws(() => parseAddressExceptions(bad, 'TROUPE_MCP_ALLOW_HOSTS'), /TROUPE_MCP_ALLOW_HOSTS: .* is not a host name, an address or a CIDR range/, bad)
   }
 })
+
+t.test('a response past the byte limit fails the request as the server unreachable', async (t) => {
+  const except = parseAddressExceptions('127.0.0.1', 'X')
+  const pool = new McpPool(NO_AUTH, { connectMs: 60_000, callMs: 60_000, maxResponseBytes: 4096 }, egressFetch({ except }))
+  t.teardown(() => pool.close())
+  const conn = pool.get({ name: 'srv', url: server.url })
+  t.same(
+    (await conn.tools()).map((x) => x.name),
+    ['echo', 'sleep', 'fail'],
+    'small answers pass',
+  )
+  const err = await conn.call('echo', { text: 'x'.repeat(10_000) }, new AbortController().signal).catch((e) => e)
+  t.ok(err instanceof McpFailure, `a failure: ${err?.message}`)
+  t.equal(err.kind, 'unreachable')
+  t.match(err.message, /over 4096 bytes/)
+})
