@@ -7,6 +7,7 @@ import type { ToolResultContent } from '../../protocol/session-events.js'
 import { type McpBlock, toResultContent } from './content.js'
 import { capBody, MAX_RESPONSE_BYTES } from './egress.js'
 import { classify, httpStatus, McpFailure } from './failure.js'
+import { MAX_LIST_PAGES, ToolList } from './tool-list.js'
 
 /** One tool a server lists: what the model is offered of it. */
 export interface McpTool {
@@ -40,9 +41,6 @@ export interface McpTimings {
 }
 
 export const DEFAULT_MCP_TIMINGS: McpTimings = { connectMs: 10_000, callMs: 300_000 }
-
-/** At most this many tools of one server are offered (a hostile server's list is cut, not the turn). */
-export const MAX_SERVER_TOOLS = 500
 
 /**
  * A session's connection to one MCP server (`@modelcontextprotocol/sdk`): opened at first use, streamable HTTP first and
@@ -85,17 +83,17 @@ export class McpConnection {
     const client = await this.open(signal)
     const session = this.streamable?.sessionId
     try {
-      const tools: McpTool[] = []
+      const list = new ToolList()
       let cursor: string | undefined
-      do {
+      // A server whose pages never end is cut: no page past a full list, nor past the page limit, is asked for.
+      for (let pages = 1; ; pages++) {
         const page = await client.listTools(cursor ? { cursor } : undefined, { signal, timeout: this.timings.connectMs })
-        for (const t of page.tools) {
-          if (tools.length < MAX_SERVER_TOOLS) tools.push({ name: t.name, description: t.description, inputSchema: t.inputSchema as Record<string, unknown> })
-        }
-        cursor = tools.length < MAX_SERVER_TOOLS ? page.nextCursor : undefined
-      } while (cursor)
-      if (this.client === client) this.cached = tools
-      return tools
+        for (const t of page.tools) list.add(t)
+        cursor = page.nextCursor
+        if (!cursor || list.full || pages === MAX_LIST_PAGES) break
+      }
+      if (this.client === client) this.cached = list.tools
+      return list.tools
     } catch (err) {
       this.drop(client)
       this.throwIfCut()
