@@ -7,14 +7,7 @@ import type { ToolResultContent } from '../../protocol/session-events.js'
 import { type McpBlock, toResultContent } from './content.js'
 import { capBody, MAX_RESPONSE_BYTES } from './egress.js'
 import { classify, httpStatus, McpFailure } from './failure.js'
-import { MAX_LIST_PAGES, ToolList } from './tool-list.js'
-
-/** One tool a server lists: what the model is offered of it. */
-export interface McpTool {
-  name: string
-  description?: string
-  inputSchema: Record<string, unknown>
-}
+import { MAX_LIST_PAGES, type McpTool, ToolList } from './tool-list.js'
 
 /** A `tools/call`'s result, as a tool result of the session's. */
 export interface McpResult {

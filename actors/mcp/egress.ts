@@ -22,7 +22,8 @@ export const PUBLIC_ONLY: McpEgress = { except: NO_EXCEPTIONS }
  * unreachable, so a hostile server cannot fill the host's memory. 16 MiB, far above what a session keeps of a result
  * (`MAX_RESULT_CHARS`).
  */
-export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+const MiB = 1024 * 1024
+export const MAX_RESPONSE_BYTES = 16 * MiB
 
 /**
  * The `fetch` an MCP transport makes its requests with: each new connection goes to the address its host name resolves
@@ -66,7 +67,7 @@ export function capBody(res: Response, max: number, over: (err: Error) => void):
     transform(chunk, controller) {
       seen += chunk.byteLength
       if (seen <= max) return controller.enqueue(chunk)
-      const err = new Error(`its response is over ${max} bytes`)
+      const err = new Error(`its response is over ${max % MiB ? `${max} bytes` : `${max / MiB} MiB`}`)
       over(err)
       controller.error(err)
     },

@@ -29,7 +29,7 @@ export function httpStatus(err: unknown): number | undefined {
 export function classify(server: string, err: unknown): McpFailure {
   if (err instanceof McpFailure) return err
   const status = httpStatus(err)
-  const detail = describe(err)
+  const detail = clip(describe(err))
   const refused = refusedAddress(err)
   if (refused) {
     return new McpFailure(
@@ -44,6 +44,9 @@ export function classify(server: string, err: unknown): McpFailure {
   return new McpFailure('unreachable', server, `MCP server ${server} could not be reached: ${detail}`)
 }
 
+/** What a server's error says is its own (an error page's body): kept short in the event. */
+const clip = (s: string) => (s.length > 500 ? `${s.slice(0, 500)}…` : s)
+
 /** The address refusal (egress.ts) somewhere in `err`'s causes. */
 function refusedAddress(err: unknown): NonPublicAddress | undefined {
   for (let e = err, depth = 0; e instanceof Error && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
@@ -55,6 +58,12 @@ function refusedAddress(err: unknown): NonPublicAddress | undefined {
 /** An error's message with its cause (node's fetch says only "fetch failed" and puts ECONNREFUSED in the cause). */
 export function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err)
+  // The SDK checks answers against the protocol's schemas (zod): say which fields broke it, not the whole report.
+  const issues = (err as { issues?: unknown }).issues
+  if (Array.isArray(issues) && issues.length) {
+    const said = issues.slice(0, 3).map((i: { path?: unknown[]; message?: string }) => `${i.path?.join('.') || '(the answer)'}: ${i.message ?? 'invalid'}`)
+    return `its answer does not follow the protocol (${said.join('; ')}${issues.length > 3 ? `; ${issues.length - 3} more` : ''})`
+  }
   const cause = (err as { cause?: unknown }).cause
   const inner = cause instanceof Error ? ((cause as { code?: string }).code ?? cause.message) : undefined
   return inner && !err.message.includes(inner) ? `${err.message} (${inner})` : err.message

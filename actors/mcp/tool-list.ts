@@ -1,4 +1,9 @@
-import type { McpTool } from './connection.js'
+/** One tool a server lists: what the model is offered of it. */
+export interface McpTool {
+  name: string
+  description?: string
+  inputSchema: Record<string, unknown>
+}
 
 /** At most this many tools of one server are offered (a hostile server's list is cut, not the turn). */
 export const MAX_SERVER_TOOLS = 500

@@ -1,7 +1,8 @@
 // `npm run fuzz -- [--seed N] [--requests N] [--concurrency N] [--http uws|node] [--only i,j] [--skip class,…]
-//   [--routes /v1/x,/v1/y] [--verbose] [--timeout-ms N] [--settle-seconds N]` (`--help` prints this)
+//   [--routes /v1/x,/v1/y] [--verbose] [--timeout-ms N] [--settle-seconds N] [--no-mcp-servers]` (`--help` prints this)
 // Starts a server of its own (its own nats-server, free ports), sends a seeded sequence of hostile requests and
-// exits 1 on any failure, printing the seed and each offending request so it can be replayed with --only.
+// exits 1 on any failure, printing the seed and each offending request so it can be replayed with --only. Then
+// (unless --only or --no-mcp-servers) sessions against hostile MCP servers, on a server of their own (mcp-servers.ts).
 import { CLASSES, type HttpTransport } from './types.js'
 
 const USAGE = `npm run fuzz -- [options]
@@ -15,7 +16,8 @@ const USAGE = `npm run fuzz -- [options]
                       headers still go to the routes a token concerns
   --verbose           every request and answer
   --timeout-ms N      a request answered later fails (default 20000)
-  --settle-seconds N  how long the server may take to settle after the run (default 30)`
+  --settle-seconds N  how long the server may take to settle after the run (default 30)
+  --no-mcp-servers    leave out the sessions against hostile MCP servers that follow the requests`
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`)
@@ -72,7 +74,12 @@ try {
     skip,
   })
   console.log(result.text)
-  process.exit(result.ok ? 0 : 1)
+  let ok = result.ok
+  if (!only && !process.argv.includes('--no-mcp-servers')) {
+    const { runMcpServerFuzz } = await import('./mcp-servers.js')
+    ok = (await runMcpServerFuzz()).ok && ok
+  }
+  process.exit(ok ? 0 : 1)
 } catch (err) {
   console.error(err instanceof Error ? err.message : err)
   process.exit(2)
