@@ -25,6 +25,8 @@ export interface ChaosArgs {
   webhooks: boolean
   /** Memory stores written by API writers and sessions, and their checks (default on where sessions can mount them). */
   memories: boolean
+  /** MCP sessions against a local MCP server, and their checks (default on; `--no-mcp` leaves them out). */
+  mcp: boolean
   /**
    * The official client's workers on self-hosted sessions (workers.ts; default min(20, 2 × sessions)); 0 leaves the
    * self-hosted sessions, the workers and their checks out.
@@ -33,7 +35,7 @@ export interface ChaosArgs {
 }
 
 export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessions N] [--hosts N] [--readers N]
-                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--sandbox-hosts N] [--no-webhooks] [--no-memories] [--workers N] [--keep]
+                       [--no-faults | --faults ${FAULT_KINDS.join(',')}] [--sandbox isolated|local] [--sandbox-hosts N] [--no-webhooks] [--no-memories] [--no-mcp] [--workers N] [--keep]
 
   --seed N       fault schedule and load choices (default 1)
   --seconds S    load duration (default 60)
@@ -46,6 +48,7 @@ export const USAGE = `usage: npm run chaos -- [--seed N] [--seconds S] [--sessio
   --sandbox-hosts N  troupe sandbox processes running the sessions' sandboxes (default 0: the serve hosts run them)
   --no-webhooks  no webhook endpoints, receiver or webhook checks
   --no-memories  no memory stores, their writers and sessions, or memory checks (none anyway with --sandbox local)
+  --no-mcp       no MCP sessions, their server or MCP checks
   --workers N    work.worker() processes on self-hosted sessions, some SIGKILLed (default min(20, 2 × sessions); 0: none)
   --keep         keep the run directory even when every check passes`
 
@@ -63,6 +66,7 @@ export function parseArgs(argv: string[]): ChaosArgs {
     '--keep',
     '--no-webhooks',
     '--no-memories',
+    '--no-mcp',
     '--workers',
     '--help',
     '-h',
@@ -119,6 +123,7 @@ export function parseArgs(argv: string[]): ChaosArgs {
     keep: argv.includes('--keep'),
     webhooks: !argv.includes('--no-webhooks'),
     memories: !argv.includes('--no-memories'),
+    mcp: !argv.includes('--no-mcp'),
     workers: int('workers', Math.min(20, 2 * sessions), 0),
     sandboxHosts,
     sandbox: sandbox ?? openSandboxBackend(readSandboxSetting({ ...process.env, TROUPE_SANDBOX: '' })).kind,

@@ -9,6 +9,7 @@ import type { UploadCheck } from './uploads.js'
 import { webhookChecks } from './webhook-checks.js'
 import { MEMORY_CLIENT, type MemoryData } from './memories.js'
 import { memoryProblems } from './memory-checks.js'
+import { type McpData, mcpProblems, mcpSummary } from './mcp.js'
 import { SKILLS_CLIENT, type SkillData } from './skills.js'
 import { THREADS_CLIENT, type ThreadData } from './threads.js'
 import type { WebhookData } from './webhooks.js'
@@ -63,6 +64,8 @@ export interface RunData {
   skills?: SkillData
   /** Memory stores written by API writers and sessions (memories.ts; absent where sessions cannot mount them). */
   memories?: MemoryData
+  /** MCP sessions (mcp.ts; absent with --no-mcp). */
+  mcp?: McpData
   threads?: ThreadData
   workers?: WorkerData
 }
@@ -756,6 +759,7 @@ export function runChecks(d: RunData, faults: boolean, sandboxHosts = false): Ch
   if (d.webhooks) out.push(...webhookChecks(d.webhooks))
   if (d.skills) out.push(...skillChecks(d.skills))
   if (d.memories) out.push(...memoryChecks(d.memories))
+  if (d.mcp) out.push(...mcpChecks(d.mcp))
   if (d.threads) out.push(...threadChecks(d.threads))
   if (d.workers) out.push(...workerChecks(d.workers))
   return out
@@ -786,6 +790,16 @@ export function skillChecks(d: SkillData): CheckResult[] {
   return [
     check('every listed skill version downloads whole', d.broken, `${d.versions} versions, ${d.uploads.ok} uploads, ${d.deletes.ok} deletes`),
     check('skill bundles: nothing left behind by killed uploads and deletes', d.leftovers, 'one object per listed version'),
+  ]
+}
+
+/** MCP sessions under faults (mcp.ts): no call run twice, every use answered once, no session stuck on a dead connection. */
+export function mcpChecks(d: McpData): CheckResult[] {
+  const p = mcpProblems(d)
+  return [
+    check('no MCP call ran twice', p.twice, `${d.calls.length} calls`),
+    check('every MCP tool use answered once; an ok result from exactly one call; no call without its stored use', p.results, `${d.uses.length} uses`),
+    check('no MCP session stuck on a dead connection', p.stuck, mcpSummary(d)),
   ]
 }
 

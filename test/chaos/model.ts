@@ -11,6 +11,8 @@
 //   "delegate <tag>"       a coordinator's send to its member (threads.ts) of "bash <tag> threads.log"
 //   "memwrite <tag> <file>" a bash call writing "<tag>" (echo: with a newline) over <file>, a path beneath a memory
 //                          mount (/mnt/memory/<slug>/…): the session's write of a memory (memories.ts)
+//   "mcp <tag>"            one call of the MCP server's `echo` with the tag (mcp.ts)
+//   "mcp-sleep <tag> <ms>" one call of its `sleep` for <ms>, the tag beside (to be in flight when a host dies)
 // A grader's request (an outcome's pass) is answered after 1.5 s: needs_revision, then satisfied once the transcript
 // holds a revision. A tool result gets a closing text; anything else "ok".
 import { randomBytes } from 'node:crypto'
@@ -39,6 +41,8 @@ function reply(messages: any[]): ScriptedReply | undefined {
   if (verb === 'probe-sleep' && tag) return bash(`sleep ${tag}`)
   if (verb === 'check-tags') return bash('cat tags.log')
   if (verb === 'memwrite' && tag && file?.startsWith('/mnt/memory/')) return bash(`mkdir -p "$(dirname '${file}')" && echo ${tag} > '${file}' && echo wrote`)
+  if (verb === 'mcp' && tag) return { steps: [{ type: 'tool_use', name: 'echo', input: { text: tag } }] }
+  if (verb === 'mcp-sleep' && tag) return { steps: [{ type: 'tool_use', name: 'sleep', input: { ms: Number(file) || 1000, tag } }] }
   if (verb === 'custom' && tag) return { steps: [{ type: 'tool_use', name: 'lookup', input: { q: tag } }] }
   if (verb === 'delegate' && tag) {
     return { steps: [{ type: 'tool_use', name: 'send_to_agent', input: { agent: 'chaos member', message: `bash ${tag} threads.log` } }] }

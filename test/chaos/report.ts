@@ -3,6 +3,7 @@
 import type { ChaosArgs } from './args.js'
 import { HOST_FAILOVER_MS, failoverStats, inFault, killStats, percentile, sandboxHostLosses, type CheckResult, type RunData } from './checks.js'
 import { memorySummary } from './memories.js'
+import { mcpSummary } from './mcp.js'
 import { IN_FLIGHT_END_MS } from './sandbox-kills.js'
 import { CONNECT_FAILED, TIMED_OUT } from './types.js'
 
@@ -95,6 +96,7 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
   const connects = d.readers.reduce((n, r) => n + r.connects, 0)
   say(`  SSE readers  ${d.readers.length} readers, ${connects} connections, ${d.readers.reduce((n, r) => n + r.ids.length, 0)} events received`)
   if (d.memories) say(`  memories     ${memorySummary(d.memories)}`)
+  if (d.mcp) say(`  mcp          ${mcpSummary(d.mcp)}`)
 
   if (d.windows.length) {
     say()

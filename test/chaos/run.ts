@@ -19,6 +19,7 @@ import { readHistories, readTags } from './history.js'
 import { Hosts } from './hosts.js'
 import { KillChecks } from './kill-checks.js'
 import { MEMORY_CLIENT, MemoryChurn } from './memories.js'
+import { MCP_CLIENT, McpChurn } from './mcp.js'
 import { Load, tagFile } from './load.js'
 import { placementReader, waitBalanced } from './placement.js'
 import { printReport } from './report.js'
@@ -121,6 +122,7 @@ const hosts = new Hosts({
     TROUPE_SCHEDULE_CLOCK: schedules.clockSpec,
     ...webhooks?.hostEnv,
     ...SKILL_SWEEP_ENV,
+    ...(args.mcp ? McpChurn.hostEnv : {}),
     ...(args.sandboxHosts ? { TROUPE_SANDBOX_PLACEMENT: 'remote' } : { TROUPE_SANDBOX: args.sandbox }),
   },
   count: args.hosts,
@@ -208,6 +210,9 @@ say(
       ? 'no memory stores: sessions mount them only in the isolated sandbox'
       : 'no memory stores (--no-memories)',
 )
+const mcp = args.mcp ? new McpChurn(clientWith(MCP_CLIENT, 5, 10_000)) : undefined
+await mcp?.start(environment.id, `p${args.seed}-${Date.now().toString(36)}`)
+if (mcp) say(`${mcp.sessionIds.length} MCP sessions calling a local MCP server`)
 const workers = args.workers
   ? new WorkerFleet(clientWith(WORKERS_CLIENT, 5, 10_000), {
       count: args.workers,
@@ -284,6 +289,7 @@ await Promise.all([
   webhooks?.run(loadStart, args.seconds, say),
   skills.run(endAt),
   memories?.run(endAt),
+  mcp?.run(endAt),
   threads.run(endAt),
   workers?.run(endAt, say),
 ])
@@ -333,6 +339,7 @@ const workspaceTags = new Map<string, TurnOutcome>()
 say(`workspaces read back: ${[...workspaceTags.values()].filter((o) => 'events' in o).length} of ${sessions.length}`)
 const skillData = await skills.settle(nc, checkClient, say)
 const memoryData = await memories?.settle(checkClient, say)
+const mcpData = await mcp?.settle(checkClient, say)
 const threadData = await threads.settle(checkClient, say)
 const workerData = await workers?.settle(checkClient, say)
 // The orchestrators still run (and fire schedules): what was stored until now must reach the receiver.
@@ -374,6 +381,7 @@ const data: RunData = {
   webhooks: webhookData,
   skills: skillData,
   memories: memoryData,
+  mcp: mcpData,
   threads: threadData,
   workers: workerData,
 }
@@ -394,6 +402,7 @@ writeFileSync(path.join(logDir, 'readers.json'), JSON.stringify(data.readers))
 writeFileSync(path.join(logDir, 'histories.json'), JSON.stringify(Object.fromEntries(histories)))
 if (workers) writeFileSync(path.join(logDir, 'beats.json'), JSON.stringify(workers.beats))
 if (memoryData) writeFileSync(path.join(logDir, 'memories.json'), JSON.stringify(memoryData))
+if (mcpData) writeFileSync(path.join(logDir, 'mcp.json'), JSON.stringify(mcpData))
 if (workerData) writeFileSync(path.join(logDir, 'worker-histories.json'), JSON.stringify(workerData.histories))
 if (webhookData) writeFileSync(path.join(logDir, 'webhooks.json'), JSON.stringify({ ...webhookData, known: undefined }))
 await nc.close().catch(() => undefined)
