@@ -1,7 +1,7 @@
 import { fail } from '../../protocol/errors/fail.js'
 import { VaultKind } from '../../protocol/ops/vault.js'
 import { Buckets } from '../../protocol/subjects.js'
-import { listedKind } from '../kit/index.js'
+import { ensureOutbox, listedKind, Outbox } from '../kit/index.js'
 import { vaultOps } from './behaviour.js'
 import { vaultMarks } from './marks.js'
 import { VAULT_PREFIX, type VaultState } from './state.js'
@@ -17,5 +17,10 @@ export const vaultKind = listedKind({
   missing: (id) => fail('vault_not_found', id),
   prefix: VAULT_PREFIX,
   view: (s: VaultState) => s.vault,
-  ops: (ctx, states, projection) => vaultOps({ states, projection, keyring: ctx.settings.keyring, keyringConflict: ctx.keyringConflict }),
+  async ops(ctx, states, projection) {
+    await ensureOutbox(ctx.storage)
+    return vaultOps({ states, projection, keyring: ctx.settings.keyring, keyringConflict: ctx.keyringConflict, outbox: new Outbox(ctx.js), log: ctx.log })
+  },
 })
+
+export { CredentialUnusable, type OpenedBearer, type VaultSecrets, vaultSecrets } from './secrets.js'
