@@ -14,7 +14,8 @@ import { secretAad, type SecretField, type StoredCredential } from './state.js'
 
 /**
  * A credential's `auth` as given on create or update, turned into what is stored: the fields shown, and the secrets
- * sealed with the keyring. Secrets are only ever sealed here; nothing on the request path opens them.
+ * sealed with the keyring. Secrets are only ever sealed here (and refreshed tokens in tokens.ts); they are opened only
+ * to be used: by a session's host for its MCP connections (secrets.ts), by the owner for a refresh (tokens.ts).
  */
 
 type Secrets = StoredCredential['secrets']

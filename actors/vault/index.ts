@@ -8,7 +8,8 @@ import { VAULT_PREFIX, type VaultState } from './state.js'
 
 /**
  * Vaults (kit/listed-kind.ts), their credentials inside their state with secrets sealed by the operator keyring
- * (`HostSettings.keyring`). Without a keyring, reads and deletes work and every other write answers 422.
+ * (`HostSettings.keyring`). Without a keyring, reads and deletes work and every other write answers 422. Sessions use
+ * their credentials for MCP through `vaultSecrets` (secrets.ts); OAuth tokens are refreshed by the owner (tokens.ts).
  */
 export const vaultKind = listedKind({
   contract: VaultKind,
