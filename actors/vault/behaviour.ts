@@ -8,6 +8,7 @@ import { now } from '../../protocol/time.js'
 import type { Logger } from 'pino'
 import { type DurableState, type Handlers, keyedCreate, type Keyring, listOf, type Outbox, pageOf, type Projection } from '../kit/index.js'
 import { archivedCredential, createdCredential, identityOf, updatedCredential } from './credentials.js'
+import type { Fetch } from './http-answer.js'
 import { resolveCredential } from './resolve.js'
 import { MAX_ACTIVE_CREDENTIALS, MAX_CREDENTIALS, type StoredCredential, type VaultState } from './state.js'
 import { TokenRefresher } from './tokens.js'
@@ -23,9 +24,11 @@ export interface VaultDeps {
   /** Where `vault_credential.refresh_failed` goes (webhooks). */
   outbox: Outbox
   log: Logger
+  /** How the token endpoints and the validations' probes are reached (http-answer.ts `Fetch`). */
+  fetch: Fetch
 }
 
-export function vaultOps({ states, projection, keyring, keyringConflict, outbox, log }: VaultDeps): Handlers<typeof VaultKind> {
+export function vaultOps({ states, projection, keyring, keyringConflict, outbox, log, fetch }: VaultDeps): Handlers<typeof VaultKind> {
   /** The keyring, for a write: without one, or while hosts' keyrings disagree, nothing is stored. */
   const sealer = (): Keyring => {
     if (!keyring) throw fail('keyring_unavailable')
@@ -139,7 +142,7 @@ export function vaultOps({ states, projection, keyring, keyringConflict, outbox,
     },
   })
 
-  const tokens = new TokenRefresher({ states, sealer, outbox, log })
+  const tokens = new TokenRefresher({ states, sealer, outbox, log, fetch })
   /** The vault's state, for an op that works beside its mailbox (a probe, a refresh: network calls of bounded time). */
   const stateOf = async (id: string): Promise<VaultState> => {
     const s = await states.read(id)
@@ -174,7 +177,7 @@ export function vaultOps({ states, projection, keyring, keyringConflict, outbox,
 
     async 'credentials.validate'({ id, sub }) {
       const s = await stateOf(id!)
-      return validateCredential(find(s, sub!), s.vault.id, sealer, tokens)
+      return validateCredential(find(s, sub!), s.vault.id, sealer, tokens, fetch)
     },
 
     async 'credentials.resolve'({ id, body: b }) {

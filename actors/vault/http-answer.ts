@@ -5,6 +5,12 @@ export const SHOWN_BODY_CHARS = 4096
 /** At most this many bytes of an answer are read: a token endpoint's JSON is small; a hostile server's is not read on. */
 export const READ_BODY_BYTES = 64 * 1024
 
+/**
+ * How a credential's requests go out (the token endpoint's, a validation's probe): the MCP connections' `egressFetch`,
+ * so they reach only public addresses unless `TROUPE_MCP_ALLOW_HOSTS` lists them (actors/mcp/egress.ts).
+ */
+export type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>
+
 /** An answer read: its status, content type and the start of its body (`READ_BODY_BYTES`). */
 export interface HttpAnswer {
   status: number
@@ -18,7 +24,7 @@ export interface HttpAnswer {
  * Sends `init` to `url` within `timeoutMs`, redirects not followed (a credential is sent only where it is meant to go),
  * and reads the start of the answer. Throws when nothing answered in time (the caller's `connect_error`).
  */
-export async function send(url: string, init: RequestInit, timeoutMs: number): Promise<HttpAnswer> {
+export async function send(fetch: Fetch, url: string, init: RequestInit, timeoutMs: number): Promise<HttpAnswer> {
   const res = await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
   return readAnswer(res)
 }

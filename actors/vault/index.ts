@@ -1,7 +1,9 @@
 import { fail } from '../../protocol/errors/fail.js'
 import { VaultKind } from '../../protocol/ops/vault.js'
 import { Buckets } from '../../protocol/subjects.js'
-import { ensureOutbox, listedKind, Outbox } from '../kit/index.js'
+import { ensureOutbox, listedKind, NO_EXCEPTIONS, Outbox } from '../kit/index.js'
+import { egressFetch } from '../mcp/index.js'
+import type { Fetch } from './http-answer.js'
 import { vaultOps } from './behaviour.js'
 import { vaultMarks } from './marks.js'
 import { VAULT_PREFIX, type VaultState } from './state.js'
@@ -20,7 +22,16 @@ export const vaultKind = listedKind({
   view: (s: VaultState) => s.vault,
   async ops(ctx, states, projection) {
     await ensureOutbox(ctx.storage)
-    return vaultOps({ states, projection, keyring: ctx.settings.keyring, keyringConflict: ctx.keyringConflict, outbox: new Outbox(ctx.js), log: ctx.log })
+    return vaultOps({
+      states,
+      projection,
+      keyring: ctx.settings.keyring,
+      keyringConflict: ctx.keyringConflict,
+      outbox: new Outbox(ctx.js),
+      log: ctx.log,
+      // A credential's requests go where MCP connections may (TROUPE_MCP_ALLOW_HOSTS): never to a private address unasked.
+      fetch: egressFetch({ except: ctx.settings.mcpAllowHosts ?? NO_EXCEPTIONS }) as Fetch,
+    })
   },
 })
 

@@ -1,5 +1,5 @@
 import type { McpOAuthRefresh } from '../../protocol/schemas/vault.js'
-import { describe, type HttpAnswer, send } from './http-answer.js'
+import { describe, type Fetch, type HttpAnswer, send } from './http-answer.js'
 
 /** New tokens from a token endpoint. */
 export interface Tokens {
@@ -25,7 +25,12 @@ export type RefreshOutcome =
  * `client_id` in the body; client_secret_basic: HTTP Basic of the form-encoded id and secret, RFC 6749 §2.3.1;
  * client_secret_post: both in the body). No secret reaches `reason`.
  */
-export async function refreshGrant(r: McpOAuthRefresh, secrets: { refresh_token: string; client_secret?: string }, timeoutMs: number): Promise<RefreshOutcome> {
+export async function refreshGrant(
+  r: McpOAuthRefresh,
+  secrets: { refresh_token: string; client_secret?: string },
+  timeoutMs: number,
+  fetch: Fetch,
+): Promise<RefreshOutcome> {
   const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: secrets.refresh_token })
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
   const auth = r.token_endpoint_auth.type
@@ -40,7 +45,7 @@ export async function refreshGrant(r: McpOAuthRefresh, secrets: { refresh_token:
   if (r.scope) form.set('scope', r.scope)
   let answer: HttpAnswer
   try {
-    answer = await send(r.token_endpoint, { method: 'POST', headers, body: form.toString() }, timeoutMs)
+    answer = await send(fetch, r.token_endpoint, { method: 'POST', headers, body: form.toString() }, timeoutMs)
   } catch (err) {
     return { status: 'connect_error', reason: `the token endpoint ${r.token_endpoint} could not be reached: ${describe(err)}` }
   }

@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { describe, type HttpAnswer, readAnswer } from './http-answer.js'
+import { describe, type Fetch, type HttpAnswer, readAnswer } from './http-answer.js'
 
 /** How long the server may take to answer each step (twice in a validation, beside one refresh: inside the gateway's 15 s). */
 export const PROBE_TIMEOUT_MS = 3_500
@@ -18,7 +18,7 @@ export type ProbeOutcome = { ok: true } | { ok: false; method: string; answer?: 
  * ended after (`DELETE`). Redirects are not followed. A 401 or 403 answer is the server refusing the token; any other
  * failure says nothing of it (a server offering only the older SSE transport answers the POST 404 or 405).
  */
-export async function probe(url: string, token: string): Promise<ProbeOutcome> {
+export async function probe(fetch: Fetch, url: string, token: string): Promise<ProbeOutcome> {
   let method = 'initialize'
   let answer: HttpAnswer | undefined
   // The SDK keeps an error's status and drops its body: the answer to a failing POST is read here for the report.

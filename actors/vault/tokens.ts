@@ -3,6 +3,7 @@ import type { VaultKind } from '../../protocol/ops/vault.js'
 import type { Credential } from '../../protocol/schemas/vault.js'
 import { now } from '../../protocol/time.js'
 import type { DurableState, Keyring, Outbox } from '../kit/index.js'
+import type { Fetch } from './http-answer.js'
 import { type RefreshOutcome, refreshGrant } from './oauth.js'
 import { secretAad, type StoredCredential, type VaultState } from './state.js'
 
@@ -34,6 +35,8 @@ export interface TokenDeps {
   sealer: () => Keyring
   outbox: Outbox
   log: Logger
+  /** How the token endpoint is reached (http-answer.ts `Fetch`). */
+  fetch: Fetch
 }
 
 /**
@@ -72,7 +75,12 @@ export class TokenRefresher {
     const ring = this.d.sealer()
     const refreshToken = ring.open(c.secrets.refresh_token, secretAad(credentialId, 'refresh_token'))
     const clientSecret = c.secrets.client_secret && ring.open(c.secrets.client_secret, secretAad(credentialId, 'client_secret'))
-    const outcome = await refreshGrant(r, { refresh_token: refreshToken, ...(clientSecret ? { client_secret: clientSecret } : {}) }, REFRESH_TIMEOUT_MS)
+    const outcome = await refreshGrant(
+      r,
+      { refresh_token: refreshToken, ...(clientSecret ? { client_secret: clientSecret } : {}) },
+      REFRESH_TIMEOUT_MS,
+      this.d.fetch,
+    )
     if (outcome.status !== 'succeeded') {
       const at = Date.now()
       this.d.log.warn({ vault: vaultId, credential: credentialId, status: outcome.status, reason: outcome.reason }, 'an OAuth refresh failed')

@@ -2,7 +2,7 @@ import { fail } from '../../protocol/errors/fail.js'
 import type { CredentialValidation } from '../../protocol/schemas/vault.js'
 import { now } from '../../protocol/time.js'
 import type { Keyring } from '../kit/index.js'
-import { shown } from './http-answer.js'
+import { type Fetch, shown } from './http-answer.js'
 import { probe, type ProbeOutcome } from './probe.js'
 import { secretAad, type StoredCredential } from './state.js'
 import { basisOf, expired, type Refreshed, type TokenRefresher } from './tokens.js'
@@ -21,7 +21,13 @@ type RefreshShown = NonNullable<CredentialValidation['refresh']>
  * none was made); `refresh` the refresh tried (null when none), its answer shown only when it `failed`. Runs beside the
  * vault's ops, not in its mailbox: at most a probe, a refresh and a probe (3.5 s a step, 6 s).
  */
-export async function validateCredential(c: StoredCredential, vaultId: string, ring: () => Keyring, tokens: TokenRefresher): Promise<CredentialValidation> {
+export async function validateCredential(
+  c: StoredCredential,
+  vaultId: string,
+  ring: () => Keyring,
+  tokens: TokenRefresher,
+  fetch: Fetch,
+): Promise<CredentialValidation> {
   const cred = c.credential
   if (cred.auth.type !== 'mcp_oauth') throw fail('invalid_request', `credential ${cred.id} is ${cred.auth.type}; only mcp_oauth credentials are validated`)
   const url = cred.auth.mcp_server_url
@@ -63,7 +69,7 @@ export async function validateCredential(c: StoredCredential, vaultId: string, r
     const r = await refresh()
     if (r !== 'succeeded') return failedRefresh(r)
   }
-  let p = await probe(url, opened('access_token')!)
+  let p = await probe(fetch, url, opened('access_token')!)
   if (p.ok) return answer('valid')
   if (refusedBy(p) && !refreshed) {
     if (!canRefresh(cur)) {
@@ -72,7 +78,7 @@ export async function validateCredential(c: StoredCredential, vaultId: string, r
     }
     const r = await refresh()
     if (r !== 'succeeded') return failedRefresh(r, shownProbe(p, secrets))
-    p = await probe(url, opened('access_token')!)
+    p = await probe(fetch, url, opened('access_token')!)
     if (p.ok) return answer('valid')
   }
   return answer(refusedBy(p) ? 'invalid' : 'unknown', shownProbe(p, secrets))

@@ -90,7 +90,8 @@ const BASE_TOOLS: ToolDef[] = [
   { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object', properties: {} } },
 ]
 
-export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[] } = {}): Promise<FakeMcpServer> {
+/** `host`: the loopback address it listens on (default 127.0.0.1; 127.0.0.2 is another the address rules may refuse). */
+export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[]; host?: string } = {}): Promise<FakeMcpServer> {
   const tools = [...(opts.tools ?? BASE_TOOLS)]
   const servers = new Set<Server>()
   const streamable = new Map<string, StreamableHTTPServerTransport>()
@@ -262,9 +263,10 @@ export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[
     sockets.add(s)
     s.on('close', () => sockets.delete(s))
   })
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+  const host = opts.host ?? '127.0.0.1'
+  await new Promise<void>((resolve) => http.listen(0, host, resolve))
   const { port } = http.address() as AddressInfo
-  state.origin = `http://127.0.0.1:${port}`
+  state.origin = `http://${host}:${port}`
   state.url = `${state.origin}${opts.sse ? '/sse' : '/mcp'}`
   return state
 }

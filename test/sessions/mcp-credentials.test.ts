@@ -20,7 +20,7 @@ import { collect, history, isIdle } from './_helpers.js'
 const receiver = await startReceiver()
 const model = await startFakeModelServer()
 const nats = await startNats()
-const troupe = await startTroupe({ role: 'start', natsUrl: nats.url, env: deliveringEnv(receiver, model) })
+const troupe = await startTroupe({ role: 'start', natsUrl: nats.url, env: deliveringEnv(receiver, model, { TROUPE_MCP_ALLOW_HOSTS: '127.0.0.1' }) })
 const servers: FakeMcpServer[] = []
 t.teardown(async () => {
   troupe.killNow()

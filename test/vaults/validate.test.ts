@@ -10,7 +10,9 @@ import { keyringFile, newKey } from './_helpers.js'
  * and probed again, and the verdict `valid`, `invalid` or `unknown` with the failed step and the refresh's outcome.
  */
 
-const s = await stack({ env: { TROUPE_VAULT_KEYRING_FILE: keyringFile([{ id: 'k1', key: newKey() }]) } })
+// The fake servers are on the loopback: let through as an operator would (the token endpoint and the probe follow
+// the MCP connections' address rules).
+const s = await stack({ env: { TROUPE_VAULT_KEYRING_FILE: keyringFile([{ id: 'k1', key: newKey() }]), TROUPE_MCP_ALLOW_HOSTS: '127.0.0.1' } })
 const creds = s.client.beta.vaults.credentials
 const servers: FakeMcpServer[] = []
 t.teardown(async () => {
@@ -118,6 +120,20 @@ t.test('a token endpoint that cannot be reached: unknown, connect_error', async 
 t.test('a server that cannot be reached: unknown, the failed step without an answer', async (t) => {
   const { validate } = await setup({ url: 'http://127.0.0.1:9/mcp' })
   t.match(await validate(), { status: 'unknown', mcp_probe: { method: 'initialize', http_response: null }, refresh: null })
+})
+
+t.test('the address rules of MCP connections hold: a server or token endpoint on an address not let through is not reached', async (t) => {
+  // 127.0.0.2 is the loopback too, and reachable, but TROUPE_MCP_ALLOW_HOSTS lets only 127.0.0.1 through.
+  const unlisted = await startFakeMcpServer({ host: '127.0.0.2' })
+  servers.push(unlisted)
+  unlisted.accept = new Set()
+  unlisted.oauth = { clientId: 'c', auth: 'none', refreshToken: 'rt-unlisted', requests: [], refreshes: 0 }
+  const { validate } = await setup({ url: unlisted.url, accept: true })
+  t.match(await validate(), { status: 'unknown', mcp_probe: { method: 'initialize', http_response: null } })
+  t.equal(unlisted.authorizations.length, 0, 'the server was not reached')
+  const { validate: again } = await setup({ tokenEndpoint: `${unlisted.origin}/token` })
+  t.match(await again(), { status: 'unknown', refresh: { status: 'connect_error' } })
+  t.equal(unlisted.oauth.requests.length, 0, 'the token endpoint was not reached')
 })
 
 t.test('bad input: a static bearer is 400; an archived credential is invalid without a probe; a missing one 404', async (t) => {
