@@ -40,8 +40,9 @@ export interface FakeOAuth {
   refreshToken: string
   /** `expires_in` of the tokens it grants (seconds; undefined: none said). */
   expiresIn?: number
-  /** Answers this status instead (an endpoint refusing every refresh). */
+  /** Answers this status instead (an endpoint refusing every refresh); with `echo`, its body repeats the form (secrets too). */
   failWith?: number
+  echo?: boolean
   /** Waits this long before answering (two refreshes at once overlap). */
   delayMs?: number
   /** Every request: its form and Authorization header. */
@@ -183,7 +184,9 @@ export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[
     if (!o) return void json(404, { error: 'not_found' })
     o.requests.push({ form, authorization: req.headers.authorization })
     if (o.delayMs) await new Promise((r) => setTimeout(r, o.delayMs))
-    if (o.failWith !== undefined) return void json(o.failWith, { error: 'invalid_grant', error_description: 'refused by the test' })
+    if (o.failWith !== undefined) {
+      return void json(o.failWith, { error: 'invalid_grant', error_description: 'refused by the test', ...(o.echo ? { form } : {}) })
+    }
     let client = form.client_id
     let secret = form.client_secret
     if (o.auth === 'client_secret_basic') {

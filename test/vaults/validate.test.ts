@@ -1,7 +1,7 @@
 import t from 'tap'
 import { type FakeMcpServer, startFakeMcpServer } from '../fakes/mcp-server.js'
 import { stack } from '../helpers/stack.js'
-import { failure, isError } from '../sessions/_helpers.js'
+import { failure, isError, until } from '../sessions/_helpers.js'
 import { keyringFile, newKey } from './_helpers.js'
 
 /**
@@ -79,6 +79,25 @@ t.test('refused, refreshed, probed again: valid, the new token stored once', asy
   t.equal(server.oauth!.refreshes, 1)
 })
 
+t.test('a person’s update during a refresh wins for the access token; the rotated refresh token is still stored', async (t) => {
+  const { server, cred, validate } = await setup()
+  server.oauth!.delayMs = 1500
+  const validating = validate()
+  await until('the refresh to be asked', async () => server.oauth!.requests.length === 1, 10_000, 10)
+  // The person's new access token, stored while the token endpoint answers.
+  server.accept!.add('at-by-hand')
+  await creds.update(cred.id, { vault_id: vaultId, auth: { type: 'mcp_oauth', access_token: 'at-by-hand' } } as any)
+  const v = await validating
+  t.match(v, { status: 'valid', refresh: { status: 'succeeded' } })
+  t.ok(server.authorizations.at(-1) === 'Bearer at-by-hand', 'probed again with the stored token: the person’s, not the refreshed one')
+  server.oauth!.delayMs = 0
+  // The refresh token the endpoint rotated was stored: refused now, the credential refreshes with it.
+  server.accept!.clear()
+  t.match(await validate(), { status: 'valid', refresh: { status: 'succeeded' } })
+  t.equal(server.oauth!.refreshes, 2)
+  t.match(server.oauth!.requests[1]!.form.refresh_token, /^refresh-1-/, 'the second refresh used the rotated token')
+})
+
 t.test('an expired token is refreshed before the probe', async (t) => {
   const { server, validate } = await setup({ expiresInMs: 5_000 })
   t.match(await validate(), { status: 'valid', mcp_probe: null, refresh: { status: 'succeeded' } })
@@ -92,6 +111,8 @@ t.test('an expired token is refreshed before the probe', async (t) => {
 t.test('refused and the refresh refused: invalid, with the failed probe and the token endpoint’s answer', async (t) => {
   const { server, tag, validate } = await setup()
   server.oauth!.failWith = 400
+  // An endpoint that repeats what it was sent: the refresh token and client secret are shown redacted.
+  server.oauth!.echo = true
   const v = await validate()
   t.match(v, {
     status: 'invalid',
@@ -100,6 +121,7 @@ t.test('refused and the refresh refused: invalid, with the failed probe and the 
     refresh: { status: 'failed', http_response: { status_code: 400, content_type: /json/, body: /invalid_grant/, body_truncated: false } },
   })
   t.notOk(JSON.stringify(v).includes(tag), 'no secret shown')
+  t.match(v.refresh.http_response.body, /"refresh_token":"\[redacted\]"/)
 })
 
 t.test('refused without a refresh token: invalid, no_refresh_token', async (t) => {
