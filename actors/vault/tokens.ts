@@ -4,6 +4,7 @@ import type { Credential } from '../../protocol/schemas/vault.js'
 import { now } from '../../protocol/time.js'
 import type { DurableState, Keyring, Outbox } from '../kit/index.js'
 import type { Fetch } from './http-answer.js'
+import { opened } from './credentials.js'
 import { type RefreshOutcome, refreshGrant } from './oauth.js'
 import { secretAad, type StoredCredential, type VaultState } from './state.js'
 
@@ -73,8 +74,8 @@ export class TokenRefresher {
     const r = c.credential.auth.refresh
     if (!r || !c.secrets.refresh_token) return { status: 'no_refresh_token', reason: `credential ${credentialId} has no refresh token` }
     const ring = this.d.sealer()
-    const refreshToken = ring.open(c.secrets.refresh_token, secretAad(credentialId, 'refresh_token'))
-    const clientSecret = c.secrets.client_secret && ring.open(c.secrets.client_secret, secretAad(credentialId, 'client_secret'))
+    const refreshToken = opened(ring, credentialId, 'refresh_token', c.secrets.refresh_token)
+    const clientSecret = c.secrets.client_secret && opened(ring, credentialId, 'client_secret', c.secrets.client_secret)
     const outcome = await refreshGrant(
       r,
       { refresh_token: refreshToken, ...(clientSecret ? { client_secret: clientSecret } : {}) },
@@ -90,8 +91,14 @@ export class TokenRefresher {
       })
       return { status: outcome.status, reason: `the OAuth refresh of credential ${credentialId} failed: ${outcome.reason}`, outcome }
     }
-    const stored = await this.store(vaultId, c, outcome.tokens, ring)
-    return { status: 'succeeded', stored, outcome }
+    try {
+      const stored = await this.store(vaultId, c, outcome.tokens, ring)
+      return { status: 'succeeded', stored, outcome }
+    } catch (err) {
+      // The endpoint may have rotated the refresh token away: the next refresh will say so (refresh_failed).
+      this.d.log.error({ err, vault: vaultId, credential: credentialId }, 'refreshed OAuth tokens could not be stored')
+      throw err
+    }
   }
 
   /**

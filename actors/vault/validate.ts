@@ -4,7 +4,8 @@ import { now } from '../../protocol/time.js'
 import type { Keyring } from '../kit/index.js'
 import { type Fetch, shown } from './http-answer.js'
 import { probe, type ProbeOutcome } from './probe.js'
-import { secretAad, type StoredCredential } from './state.js'
+import { opened } from './credentials.js'
+import type { StoredCredential } from './state.js'
 import { basisOf, expired, type Refreshed, type TokenRefresher } from './tokens.js'
 
 type Probe = NonNullable<CredentialValidation['mcp_probe']>
@@ -47,15 +48,15 @@ export async function validateCredential(
   const keyring = ring()
   // Every secret met on the way, kept out of what is shown of the answers.
   const secrets: string[] = []
-  const opened = (field: 'access_token' | 'refresh_token' | 'client_secret') => {
+  const open = (field: 'access_token' | 'refresh_token' | 'client_secret') => {
     const sealed = cur.secrets[field]
-    const v = sealed ? keyring.open(sealed, secretAad(cred.id, field)) : undefined
+    const v = sealed ? opened(keyring, cred.id, field, sealed) : undefined
     if (v) secrets.push(v)
     return v
   }
   const refresh = async (): Promise<Refreshed['status']> => {
-    opened('refresh_token')
-    opened('client_secret')
+    open('refresh_token')
+    open('client_secret')
     const r = await tokens.refresh(vaultId, cred.id, basisOf(cur))
     const o = r.outcome
     if (o?.status === 'succeeded') secrets.push(o.tokens.access_token, o.tokens.refresh_token ?? '')
@@ -69,7 +70,7 @@ export async function validateCredential(
     const r = await refresh()
     if (r !== 'succeeded') return failedRefresh(r)
   }
-  let p = await probe(fetch, url, opened('access_token')!)
+  let p = await probe(fetch, url, open('access_token')!)
   if (p.ok) return answer('valid')
   if (refusedBy(p) && !refreshed) {
     if (!canRefresh(cur)) {
@@ -78,7 +79,7 @@ export async function validateCredential(
     }
     const r = await refresh()
     if (r !== 'succeeded') return failedRefresh(r, shownProbe(p, secrets))
-    p = await probe(fetch, url, opened('access_token')!)
+    p = await probe(fetch, url, open('access_token')!)
     if (p.ok) return answer('valid')
   }
   return answer(refusedBy(p) ? 'invalid' : 'unknown', shownProbe(p, secrets))
