@@ -70,7 +70,13 @@ export async function validateCredential(
     const r = await refresh()
     if (r !== 'succeeded') return failedRefresh(r)
   }
-  let p = await probe(fetch, url, open('access_token')!)
+  // Archived while it was refreshed: its secrets are gone.
+  const probed = async () => {
+    const token = open('access_token')
+    return token === undefined ? undefined : probe(fetch, url, token)
+  }
+  let p = await probed()
+  if (!p) return answer('invalid')
   if (p.ok) return answer('valid')
   if (refusedBy(p) && !refreshed) {
     if (!canRefresh(cur)) {
@@ -79,7 +85,8 @@ export async function validateCredential(
     }
     const r = await refresh()
     if (r !== 'succeeded') return failedRefresh(r, shownProbe(p, secrets))
-    p = await probe(fetch, url, open('access_token')!)
+    p = await probed()
+    if (!p) return answer('invalid')
     if (p.ok) return answer('valid')
   }
   return answer(refusedBy(p) ? 'invalid' : 'unknown', shownProbe(p, secrets))
