@@ -6,12 +6,12 @@ import type { Credential, Vault } from '../../protocol/schemas/vault.js'
 import { fingerprint } from '../../protocol/hash.js'
 import { now } from '../../protocol/time.js'
 import type { Logger } from 'pino'
-import { type DurableState, type Handlers, keyedCreate, type Keyring, listOf, type Outbox, pageOf, type Projection } from '../kit/index.js'
+import { type ActorClient, type DurableState, type Handlers, keyedCreate, type Keyring, listOf, type Outbox, pageOf, type Projection } from '../kit/index.js'
 import { archivedCredential, createdCredential, identityOf, updatedCredential } from './credentials.js'
 import type { Fetch } from './http-answer.js'
 import { resolveCredential } from './resolve.js'
 import { MAX_ACTIVE_CREDENTIALS, MAX_CREDENTIALS, type StoredCredential, type VaultState } from './state.js'
-import { TokenRefresher } from './tokens.js'
+import { storeRefreshed, TokenRefresher } from './tokens.js'
 import { validateCredential } from './validate.js'
 
 export interface VaultDeps {
@@ -26,9 +26,11 @@ export interface VaultDeps {
   log: Logger
   /** How the token endpoints and the validations' probes are reached (http-answer.ts `Fetch`). */
   fetch: Fetch
+  /** The actors' client: a refresh stores its tokens through the vault's owner. */
+  client: ActorClient
 }
 
-export function vaultOps({ states, projection, keyring, keyringConflict, outbox, log, fetch }: VaultDeps): Handlers<typeof VaultKind> {
+export function vaultOps({ states, projection, keyring, keyringConflict, outbox, log, fetch, client }: VaultDeps): Handlers<typeof VaultKind> {
   /** The keyring, for a write: without one, or while hosts' keyrings disagree, nothing is stored. */
   const sealer = (): Keyring => {
     if (!keyring) throw fail('keyring_unavailable')
@@ -135,6 +137,8 @@ export function vaultOps({ states, projection, keyring, keyringConflict, outbox,
       return { state: replace(s, next), reply: next.credential }
     },
 
+    'credentials.store_refreshed': (s, { body }) => storeRefreshed(s, body),
+
     'credentials.delete'(s, { sub }) {
       const c = find(s, sub!)
       const state = { ...s, credentials: s.credentials.filter((x) => x !== c) }
@@ -142,7 +146,7 @@ export function vaultOps({ states, projection, keyring, keyringConflict, outbox,
     },
   })
 
-  const tokens = new TokenRefresher({ states, sealer, outbox, log, fetch })
+  const tokens = new TokenRefresher({ states, sealer, outbox, log, fetch, client })
   /** The vault's state, for an op that works beside its mailbox (a probe, a refresh: network calls of bounded time). */
   const stateOf = async (id: string): Promise<VaultState> => {
     const s = await states.read(id)

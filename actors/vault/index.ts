@@ -29,6 +29,7 @@ export const vaultKind = listedKind({
       keyringConflict: ctx.keyringConflict,
       outbox: new Outbox(ctx.js),
       log: ctx.log,
+      client: ctx.client,
       // A credential's requests go where MCP connections may (TROUPE_MCP_ALLOW_HOSTS): never to a private address unasked.
       fetch: egressFetch({ except: ctx.settings.mcpAllowHosts ?? NO_EXCEPTIONS }) as Fetch,
     })

@@ -1,6 +1,7 @@
 import { ApiError } from '../../protocol/errors/api-error.js'
 import { VaultKind } from '../../protocol/ops/vault.js'
-import { type ActorClient, type Keyring, retry, retryPolicy } from '../kit/index.js'
+import type { ActorClient, Keyring } from '../kit/index.js'
+import { askOwner } from './ask.js'
 
 /**
  * What a session's host opens of its vaults' credentials: the one exception to "nothing on a request path opens a
@@ -31,21 +32,15 @@ export interface VaultSecrets {
   mcpBearer(vaultIds: readonly string[], url: string, stale?: string): Promise<OpenedBearer | undefined>
 }
 
-/** A vault's owner answering 503 for a moment (its partition moving) is asked again, for up to 3 s. */
-const ASK_AGAIN = retryPolicy({ initialIntervalMs: 200, maximumIntervalMs: 1000, maximumAttempts: 5, deadlineMs: 3000 })
-const forAMoment = (err: unknown) => err instanceof ApiError && err.status === 503
-
 export function vaultSecrets(client: ActorClient, keyring: Keyring | undefined): VaultSecrets {
   return {
     async mcpBearer(vaultIds, url, stale) {
       for (const vaultId of vaultIds) {
         const body = { mcp_server_url: url, ...(stale === undefined ? {} : { stale }) }
-        const r = await retry(ASK_AGAIN, () => client.call(VaultKind.ops['credentials.resolve'], { id: vaultId, body }), { retryable: forAMoment }).catch(
-          (err: unknown) => {
-            if (err instanceof ApiError && err.status === 404) return undefined
-            throw new CredentialUnusable(`vault ${vaultId} could not be read: ${err instanceof Error ? err.message : String(err)}`)
-          },
-        )
+        const r = await askOwner(() => client.call(VaultKind.ops['credentials.resolve'], { id: vaultId, body })).catch((err: unknown) => {
+          if (err instanceof ApiError && err.status === 404) return undefined
+          throw new CredentialUnusable(`vault ${vaultId} could not be read: ${err instanceof Error ? err.message : String(err)}`)
+        })
         if (!r?.credential_id) continue
         const credentialId = r.credential_id
         if (r.failure !== undefined || !r.token || !r.aad || !r.basis) throw new CredentialUnusable(r.failure ?? `credential ${credentialId} holds no token`)

@@ -1,11 +1,13 @@
 import type { Logger } from 'pino'
-import type { VaultKind } from '../../protocol/ops/vault.js'
+import type { BodyOf } from '../../protocol/ops/define.js'
+import { VaultKind } from '../../protocol/ops/vault.js'
 import type { Credential } from '../../protocol/schemas/vault.js'
 import { now } from '../../protocol/time.js'
-import type { DurableState, Keyring, Outbox } from '../kit/index.js'
+import type { ActorClient, DurableState, Keyring, Outbox } from '../kit/index.js'
+import { askOwner } from './ask.js'
 import type { Fetch } from './http-answer.js'
 import { opened } from './credentials.js'
-import { type RefreshOutcome, refreshGrant } from './oauth.js'
+import { type RefreshOutcome, refreshGrant, type Tokens } from './oauth.js'
 import { secretAad, type StoredCredential, type VaultState } from './state.js'
 
 /** A token this close to its `expires_at` counts as expired: refreshed before it is used, not after a 401. */
@@ -38,15 +40,17 @@ export interface TokenDeps {
   log: Logger
   /** How the token endpoint is reached (http-answer.ts `Fetch`). */
   fetch: Fetch
+  /** Where refreshed tokens are stored: the vault's owner, this host or the next. */
+  client: ActorClient
 }
 
 /**
  * OAuth refreshes of a host's vaults' credentials (docs/ARCHITECTURE.md, "Vaults"). Only the vault's owner refreshes,
  * and one refresh at a time per credential (`inFlight`): sessions on any host that find a token expired or refused ask
  * the owner (`credentials.resolve`), so two hosts asking at the same moment make one request to the token endpoint. Its
- * new tokens are sealed and stored by an exclusive op of the vault that compares first: only a credential still holding
- * the token that was refreshed takes them (the compare-and-set on the credential, inside the fenced write of its
- * vault's record); a caller whose token was replaced meanwhile gets the stored one, and never refreshes again with a
+ * new tokens are sealed and stored by an exclusive op of the vault's owner (this host, or the next one if the vault moved
+ * meanwhile) that compares first: only a credential still holding the token that was refreshed takes them (the
+ * compare-and-set on the credential, inside the fenced write of its vault's record); a caller whose token was replaced meanwhile gets the stored one, and never refreshes again with a
  * refresh token that has been rotated away. A failed refresh makes the webhook event `vault_credential.refresh_failed`.
  */
 export class TokenRefresher {
@@ -102,30 +106,47 @@ export class TokenRefresher {
   }
 
   /**
-   * Stores refreshed tokens, each only where the credential still holds what was refreshed: the access token (and
-   * `expires_at`) while its access token is the one replaced, a rotated refresh token while its refresh token is the one
-   * used. The credential as stored after it.
+   * Stores refreshed tokens, sealed here, through the vault's owner (`credentials.store_refreshed`, `storeRefreshed`):
+   * this host while it still owns the vault, the next owner when the vault moved while the endpoint answered, so a
+   * hand-over does not lose a rotated refresh token. The credential as stored after it.
    */
-  private store(vaultId: string, was: StoredCredential, tokens: { access_token: string; refresh_token?: string; expires_in?: number }, ring: Keyring) {
+  private async store(vaultId: string, was: StoredCredential, tokens: Tokens, ring: Keyring): Promise<StoredCredential> {
     const id = was.credential.id
-    return this.d.states.exclusive<StoredCredential>(vaultId, (s) => {
-      const cur = s.credentials.find((x) => x.credential.id === id)
-      if (!cur || cur.credential.archived_at || cur.credential.auth.type !== 'mcp_oauth') return { reply: cur ?? was }
-      const sameAccess = cur.secrets.access_token?.nonce === was.secrets.access_token?.nonce
-      const sameRefresh = cur.secrets.refresh_token?.nonce === was.secrets.refresh_token?.nonce
-      if (!sameAccess && !(sameRefresh && tokens.refresh_token)) return { reply: cur }
-      const secrets = { ...cur.secrets }
-      let auth = cur.credential.auth
-      if (sameAccess) {
-        secrets.access_token = ring.seal(tokens.access_token, secretAad(id, 'access_token'))
-        const expiresAt = tokens.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000).toISOString()
-        auth = { ...auth, expires_at: expiresAt }
-      }
-      if (sameRefresh && tokens.refresh_token && cur.secrets.refresh_token) {
-        secrets.refresh_token = ring.seal(tokens.refresh_token, secretAad(id, 'refresh_token'))
-      }
-      const next: StoredCredential = { ...cur, credential: { ...cur.credential, auth, updated_at: now() }, secrets }
-      return { state: { ...s, credentials: s.credentials.map((x) => (x === cur ? next : x)) }, reply: next }
-    })
+    const body = {
+      credential_id: id,
+      access_basis: was.secrets.access_token!.nonce,
+      access_token: ring.seal(tokens.access_token, secretAad(id, 'access_token')),
+      expires_at: tokens.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000).toISOString(),
+      ...(tokens.refresh_token && was.secrets.refresh_token
+        ? { refresh_basis: was.secrets.refresh_token.nonce, refresh_token: ring.seal(tokens.refresh_token, secretAad(id, 'refresh_token')) }
+        : {}),
+    }
+    const stored = await askOwner(() => this.d.client.call(VaultKind.ops['credentials.store_refreshed'], { id: vaultId, body }))
+    return (stored ?? was) as StoredCredential
   }
+}
+
+/**
+ * `credentials.store_refreshed` on the vault's state: each new token stored only where the credential still holds what
+ * was refreshed, the access token (with `expires_at`) while its access token is the one replaced, a rotated refresh
+ * token while its refresh token is the one used (a person's update meanwhile wins). Null: the credential is gone.
+ */
+export function storeRefreshed(
+  s: VaultState,
+  b: BodyOf<(typeof VaultKind.ops)['credentials.store_refreshed']>,
+): { state?: VaultState; reply: StoredCredential | null } {
+  const cur = s.credentials.find((x) => x.credential.id === b.credential_id)
+  if (!cur || cur.credential.archived_at || cur.credential.auth.type !== 'mcp_oauth') return { reply: cur ?? null }
+  const sameAccess = cur.secrets.access_token?.nonce === b.access_basis
+  const sameRefresh = b.refresh_token !== undefined && cur.secrets.refresh_token?.nonce === b.refresh_basis
+  if (!sameAccess && !sameRefresh) return { reply: cur }
+  const secrets = { ...cur.secrets }
+  let auth = cur.credential.auth
+  if (sameAccess) {
+    secrets.access_token = b.access_token
+    auth = { ...auth, expires_at: b.expires_at }
+  }
+  if (sameRefresh) secrets.refresh_token = b.refresh_token
+  const next: StoredCredential = { ...cur, credential: { ...cur.credential, auth, updated_at: now() }, secrets }
+  return { state: { ...s, credentials: s.credentials.map((x) => (x === cur ? next : x)) }, reply: next }
 }

@@ -3,10 +3,12 @@ import {
   type Credential,
   CredentialCreate,
   CredentialListQuery,
+  CredentialRefreshed,
   CredentialResolve,
   CredentialUpdate,
   type CredentialValidation,
   type ResolvedCredential,
+  type StoredCredentialView,
   type Vault,
   VaultCreate,
   VaultListQuery,
@@ -46,5 +48,7 @@ export const VaultKind = defineKind(
      * sealed, refreshed first when expired or refused.
      */
     'credentials.resolve': { placement: 'owner', body: CredentialResolve, reply: returns<ResolvedCredential>() },
+    /** Internal (the vault's owner after an OAuth refresh; no route): the new tokens stored, compared first. Null: gone. */
+    'credentials.store_refreshed': { placement: 'owner', body: CredentialRefreshed, reply: returns<StoredCredentialView | null>() },
   },
 )

@@ -211,6 +211,31 @@ export const CredentialResolve = lazy(() =>
   }),
 )
 
+const SealedShape = lazy(() => type({ '+': 'reject', kid: '1 <= string <= 64', nonce: '1 <= string <= 64', ct: '1 <= string <= 100000' }))
+
+/**
+ * Internal (a vault's owner storing an OAuth refresh's new tokens, sealed, through whichever host owns the vault by
+ * then): stored only where the credential still holds the access token (`access_basis`, its seal's nonce) and the
+ * refresh token (`refresh_basis`) that were refreshed.
+ */
+export const CredentialRefreshed = lazy(() =>
+  type({
+    '+': 'reject',
+    credential_id: '1 <= string <= 64',
+    access_basis: '1 <= string <= 64',
+    'refresh_basis?': '1 <= string <= 64',
+    access_token: SealedShape,
+    'refresh_token?': SealedShape,
+    expires_at: type('string.date.iso').or('null'),
+  }),
+)
+
+/** A credential as its vault stores it: shown fields, secrets sealed (an internal op's reply, never the API's). */
+export interface StoredCredentialView {
+  credential: Credential
+  secrets: Partial<Record<'token' | 'access_token' | 'refresh_token' | 'client_secret' | 'secret_value', SealedSecret>>
+}
+
 /** A secret as sealed with the operator keyring (actors/kit/keyring.ts `Sealed`): opened only by the host using it. */
 export interface SealedSecret {
   kid: string
