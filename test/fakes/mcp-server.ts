@@ -45,6 +45,8 @@ export interface FakeOAuth {
   echo?: boolean
   /** Waits this long before answering (two refreshes at once overlap). */
   delayMs?: number
+  /** Answers only once this settles (a test holds a refresh in flight). */
+  gate?: Promise<unknown>
   /** Every request: its form and Authorization header. */
   requests: Array<{ form: Record<string, string>; authorization?: string }>
   /** Refreshes granted. */
@@ -184,6 +186,7 @@ export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[
     if (!o) return void json(404, { error: 'not_found' })
     o.requests.push({ form, authorization: req.headers.authorization })
     if (o.delayMs) await new Promise((r) => setTimeout(r, o.delayMs))
+    if (o.gate) await o.gate
     if (o.failWith !== undefined) {
       return void json(o.failWith, { error: 'invalid_grant', error_description: 'refused by the test', ...(o.echo ? { form } : {}) })
     }

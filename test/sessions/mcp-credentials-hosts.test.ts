@@ -7,7 +7,7 @@ import { startNats } from '../helpers/nats.js'
 import { hostOf, placementOf, untilSplitEvenly } from '../helpers/placement.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import { keyringFile, newKey } from '../vaults/_helpers.js'
-import { collect, isIdle } from './_helpers.js'
+import { collect, isIdle, until } from './_helpers.js'
 
 /**
  * An expired OAuth token refreshed once across two troupe hosts (issue 43 point 2): two sessions sharing a vault, one
@@ -46,8 +46,10 @@ t.test('two hosts, one vault, an expired token: one refresh, both calls succeed'
   const client = clientFor(a.url, { maxRetries: 6 })
 
   mcp.accept = new Set()
-  // Slow enough that both hosts ask while the first refresh is in flight.
-  mcp.oauth = { clientId: 'shared', auth: 'none', refreshToken: 'rt-shared-0', expiresIn: 3600, delayMs: 500, requests: [], refreshes: 0 }
+  // The refresh is held in flight until both sessions are running (each turn starts by connecting), and a moment more.
+  let release = () => {}
+  const gate = new Promise<void>((r) => (release = r))
+  mcp.oauth = { clientId: 'shared', auth: 'none', refreshToken: 'rt-shared-0', expiresIn: 3600, gate, requests: [], refreshes: 0 }
   const vault = await client.beta.vaults.create({ display_name: 'shared' })
   await client.beta.vaults.credentials.create(vault.id, {
     auth: {
@@ -84,10 +86,25 @@ t.test('two hosts, one vault, an expired token: one refresh, both calls succeed'
   })
   t.teardown(() => model.setHandler(undefined))
   const streams = await Promise.all(sessions.map((id) => client.beta.sessions.events.stream(id)))
-  const done = streams.map((s) => collect(s, isIdle, 60_000))
+  const running = new Set<number>()
+  const done = streams.map((s, i) =>
+    collect(
+      s,
+      (e) => {
+        if (e.type === 'session.status_running') running.add(i)
+        return isIdle(e)
+      },
+      60_000,
+    ),
+  )
   await Promise.all(
     sessions.map((id) => client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)),
   )
+  await until('both sessions to be running', async () => running.size === 2, 30_000, 20)
+  await until('the refresh to be asked', async () => mcp.oauth!.requests.length > 0, 30_000, 20)
+  await new Promise((r) => setTimeout(r, 500))
+  t.equal(mcp.oauth.requests.length, 1, 'one refresh in flight while both sessions connect')
+  release()
   const events = await Promise.all(done)
   for (const [i, evs] of events.entries()) {
     t.match(
