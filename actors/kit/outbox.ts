@@ -39,10 +39,13 @@ export async function ensureOutbox(storage: Storage): Promise<void> {
 export class Outbox {
   constructor(private readonly js: JetStreamClient) {}
 
-  /** `at`: when the change happened (epoch ms); `source`: what makes the event unique (default `dataId`). */
-  async publish(type: string, dataId: string, at: number, source = dataId): Promise<void> {
+  /**
+   * `at`: when the change happened (epoch ms); `source`: what makes the event unique (default `dataId`); `vault`: a
+   * credential's vault (`data.vault_id`).
+   */
+  async publish(type: string, dataId: string, at: number, source = dataId, vault?: string): Promise<void> {
     const id = webhookEventId(type, source)
-    const bytes = thinEvent(id, at, type, dataId)
+    const bytes = thinEvent(id, at, type, dataId, undefined, vault)
     // The change is stored already: a moment's trouble of the store is waited out rather than losing its event.
     await retry(PUBLISH_RETRY, () => this.js.publish(outboxSubject(type), bytes, { msgID: id }), { retryable: isTransientNatsError })
   }

@@ -6,7 +6,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { ToolResultContent } from '../../protocol/session-events.js'
 import { type McpBlock, toResultContent } from './content.js'
 import { capBody, MAX_RESPONSE_BYTES } from './egress.js'
-import { classify, httpStatus, McpFailure } from './failure.js'
+import { classify, describe, httpStatus, McpFailure } from './failure.js'
 import { MAX_LIST_PAGES, type McpTool, ToolList } from './tool-list.js'
 
 /** A `tools/call`'s result, as a tool result of the session's. */
@@ -17,8 +17,13 @@ export interface McpResult {
 
 /** What an MCP request to a server sends besides the protocol: the headers its credential gives (issue 43 point 2). */
 export interface McpAuth {
-  /** The headers for server URL `url` (`Authorization: Bearer …`), or none. Asked at each connect. */
-  headers(url: string): Promise<Record<string, string>>
+  /**
+   * The headers for server URL `url` (`Authorization: Bearer …`), or none; asked at each connect. `refused`: the server
+   * answered 401 to the ones last given for `url`, so a credential that can be renewed is (an OAuth refresh). Throws
+   * when the credential cannot be used (its refresh failed): the server then counts as refusing it. Its errors hold
+   * no secret.
+   */
+  headers(url: string, refused?: boolean): Promise<Record<string, string>>
 }
 
 export const NO_AUTH: McpAuth = { headers: async () => ({}) }
@@ -54,6 +59,8 @@ export class McpConnection {
   private cut: Error | undefined
   /** Every HTTP request of the connection, through `fetch` and the byte limit. */
   private readonly http: FetchLike
+  /** The server answered 401 on the open connection: the next connect asks for a renewed credential. */
+  private refused = false
 
   constructor(
     readonly server: string,
@@ -90,8 +97,9 @@ export class McpConnection {
     } catch (err) {
       this.drop(client)
       this.throwIfCut()
-      // The server forgot the MCP session (see `call`): listed again on a new one.
+      // The server forgot the MCP session (see `call`), or refused the credential (see `call`): listed again on a new one.
       if (again && session !== undefined && httpStatus(err) === 404 && !signal?.aborted) return this.tools(signal, false)
+      if (again && this.refusedNow(err) && !signal?.aborted) return this.tools(signal, false)
       throw classify(this.server, err)
     }
   }
@@ -116,6 +124,9 @@ export class McpConnection {
       // A 404 to a request of an MCP session is the server saying it no longer knows the session (it restarted): the
       // call never ran, and the protocol asks for a new session, so it is made once more on a new connection.
       if (again && session !== undefined && httpStatus(err) === 404) return this.call(name, args, signal, false)
+      // A 401 on the open connection (its token expired or was revoked): the server ran nothing, so the call is made once
+      // more on a new connection, with the credential renewed (one refresh, one reconnect; a second 401 fails it).
+      if (again && this.refusedNow(err)) return this.call(name, args, signal, false)
       throw classify(this.server, err)
     }
   }
@@ -179,8 +190,40 @@ export class McpConnection {
     return untilAborted(this.opening, signal)
   }
 
+  /** Whether `err` is the server refusing the credential (401); if so the next connect renews it. */
+  private refusedNow(err: unknown): boolean {
+    if (httpStatus(err) !== 401) return false
+    this.refused = true
+    return true
+  }
+
+  /**
+   * Connects with the server's credential; a 401 to it renews it (an OAuth refresh) and connects once more, unless the
+   * credential is the same (a static token) or this connect renews it already (after a 401 on the open connection).
+   */
   private async connect(): Promise<Client> {
-    const headers = await this.auth.headers(this.url)
+    const refused = this.refused
+    this.refused = false
+    const headers = await this.credential(refused)
+    try {
+      return await this.connectWith(headers)
+    } catch (err) {
+      if (refused || !(err instanceof McpFailure) || err.status !== 401) throw err
+      const renewed = await this.credential(true)
+      if (JSON.stringify(renewed) === JSON.stringify(headers)) throw err
+      return this.connectWith(renewed)
+    }
+  }
+
+  private async credential(refused: boolean): Promise<Record<string, string>> {
+    try {
+      return await this.auth.headers(this.url, refused)
+    } catch (err) {
+      throw new McpFailure('auth', this.server, `the credential for MCP server ${this.server} cannot be used: ${describe(err)}`)
+    }
+  }
+
+  private async connectWith(headers: Record<string, string>): Promise<Client> {
     const url = new URL(this.url)
     let client = this.newClient()
     this.connecting = client

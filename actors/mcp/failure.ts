@@ -13,6 +13,8 @@ export class McpFailure extends Error {
     readonly kind: 'auth' | 'unreachable',
     readonly server: string,
     message: string,
+    /** The HTTP status the server answered, when it answered one. */
+    readonly status?: number,
   ) {
     super(message)
     this.name = 'McpFailure'
@@ -39,9 +41,9 @@ export function classify(server: string, err: unknown): McpFailure {
     )
   }
   if (err instanceof UnauthorizedError || status === 401 || status === 403) {
-    return new McpFailure('auth', server, `MCP server ${server} refused the connection (${status ?? 401}): ${detail}`)
+    return new McpFailure('auth', server, `MCP server ${server} refused the connection (${status ?? 401}): ${detail}`, status ?? 401)
   }
-  return new McpFailure('unreachable', server, `MCP server ${server} could not be reached: ${detail}`)
+  return new McpFailure('unreachable', server, `MCP server ${server} could not be reached: ${detail}`, status)
 }
 
 /** What a server's error says is its own (an error page's body): kept short in the event. */

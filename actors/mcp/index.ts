@@ -5,6 +5,8 @@
  */
 export { DEFAULT_MCP_TIMINGS, McpConnection, NO_AUTH, type McpAuth, type McpResult, type McpTimings } from './connection.js'
 export { McpFailure } from './failure.js'
+export { type BearerSource, bearerAuth } from './bearer.js'
 export { MAX_RESULT_CHARS } from './content.js'
+export { egressFetch, type McpEgress, PUBLIC_ONLY } from './egress.js'
 export { type McpClients, mcpClients, McpPool, type McpServerRef } from './pool.js'
 export { MAX_SERVER_TOOLS, MAX_SERVER_TOOLS_BYTES, type McpTool } from './tool-list.js'

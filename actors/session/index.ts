@@ -14,7 +14,8 @@ import { EnvironmentRefs } from './admission/index.js'
 import { SESSION_PREFIX, type SessionRecord } from './history/index.js'
 import { SkillTexts } from './turn/index.js'
 import { DEFAULT_WORKDIR_SETTINGS, workdirDeps, Workdirs } from '../workdir/index.js'
-import { mcpClients } from '../mcp/index.js'
+import { bearerAuth, mcpClients, NO_AUTH } from '../mcp/index.js'
+import { vaultSecrets } from '../vault/index.js'
 
 // What other kinds and the supervisor use of sessions: a deployment's admission checks a run's session as a create
 // does; webhooks and the gateway read sessions' event logs; the inspect commands read their records.
@@ -73,6 +74,7 @@ export const sessionKind: ActorKindDef = {
     })
     const { sandboxHosts } = ctx
     const remote = sandboxHosts && { roster: sandboxHosts, nc: ctx.nc, fence: (id: string) => ctx.holding('session', partitionOf(id)) ?? 0 }
+    const secrets = vaultSecrets(ctx.client, ctx.settings.keyring)
     const deps: ActorDeps = {
       ctx,
       // Its creation is `session.created` (webhooks), written with the record; its deletion `session.deleted`, under the
@@ -92,7 +94,11 @@ export const sessionKind: ActorKindDef = {
       tails,
       workdirs: new Workdirs(workdir, remote),
       outbox: new Outbox(ctx.js),
-      mcp: mcpClients({ egress: { except: ctx.settings.mcpAllowHosts ?? NO_EXCEPTIONS } }),
+      mcp: mcpClients({
+        egress: { except: ctx.settings.mcpAllowHosts ?? NO_EXCEPTIONS },
+        // A session's MCP credentials come from its vaults, in their frozen order (vault/secrets.ts).
+        auth: (vaultIds) => (vaultIds.length ? bearerAuth((url, stale) => secrets.mcpBearer(vaultIds, url, stale)) : NO_AUTH),
+      }),
       // SKILL.md read from the bundles the sandboxes unpack, for launches.
       skillTexts: new SkillTexts(workdir.bundles),
     }

@@ -5,9 +5,14 @@ import { patchMetadata } from '../../protocol/schemas/common.js'
 import type { Credential, Vault } from '../../protocol/schemas/vault.js'
 import { fingerprint } from '../../protocol/hash.js'
 import { now } from '../../protocol/time.js'
-import { type DurableState, type Handlers, keyedCreate, type Keyring, listOf, pageOf, type Projection } from '../kit/index.js'
+import type { Logger } from 'pino'
+import { type ActorClient, type DurableState, type Handlers, keyedCreate, type Keyring, listOf, type Outbox, pageOf, type Projection } from '../kit/index.js'
 import { archivedCredential, createdCredential, identityOf, updatedCredential } from './credentials.js'
+import type { Fetch } from './http-answer.js'
+import { resolveCredential } from './resolve.js'
 import { MAX_ACTIVE_CREDENTIALS, MAX_CREDENTIALS, type StoredCredential, type VaultState } from './state.js'
+import { storeRefreshed, TokenRefresher } from './tokens.js'
+import { validateCredential } from './validate.js'
 
 export interface VaultDeps {
   states: DurableState<VaultState, typeof VaultKind>
@@ -16,9 +21,16 @@ export interface VaultDeps {
   keyring: Keyring | undefined
   /** Why the cluster's keyrings do not work together (HostContext.keyringConflict); then no write seals anything. */
   keyringConflict: () => string | undefined
+  /** Where `vault_credential.refresh_failed` goes (webhooks). */
+  outbox: Outbox
+  log: Logger
+  /** How the token endpoints and the validations' probes are reached (http-answer.ts `Fetch`). */
+  fetch: Fetch
+  /** The actors' client: a refresh stores its tokens through the vault's owner. */
+  client: ActorClient
 }
 
-export function vaultOps({ states, projection, keyring, keyringConflict }: VaultDeps): Handlers<typeof VaultKind> {
+export function vaultOps({ states, projection, keyring, keyringConflict, outbox, log, fetch, client }: VaultDeps): Handlers<typeof VaultKind> {
   /** The keyring, for a write: without one, or while hosts' keyrings disagree, nothing is stored. */
   const sealer = (): Keyring => {
     if (!keyring) throw fail('keyring_unavailable')
@@ -125,30 +137,22 @@ export function vaultOps({ states, projection, keyring, keyringConflict }: Vault
       return { state: replace(s, next), reply: next.credential }
     },
 
+    'credentials.store_refreshed': (s, { body }) => storeRefreshed(s, body),
+
     'credentials.delete'(s, { sub }) {
       const c = find(s, sub!)
       const state = { ...s, credentials: s.credentials.filter((x) => x !== c) }
       return { state, reply: { id: c.credential.id, type: 'vault_credential_deleted' as const } }
     },
-
-    'credentials.validate': {
-      shared: (s, { sub }) => {
-        const c = find(s, sub!).credential
-        if (c.auth.type !== 'mcp_oauth') throw fail('invalid_request', `credential ${c.id} is ${c.auth.type}; only mcp_oauth credentials are validated`)
-        return {
-          type: 'vault_credential_validation' as const,
-          credential_id: c.id,
-          vault_id: s.vault.id,
-          // No probe is made: MCP connections are not built here.
-          status: 'unknown' as const,
-          has_refresh_token: c.auth.refresh !== null && !c.archived_at,
-          mcp_probe: null,
-          refresh: null,
-          validated_at: now(),
-        }
-      },
-    },
   })
+
+  const tokens = new TokenRefresher({ states, sealer, outbox, log, fetch, client })
+  /** The vault's state, for an op that works beside its mailbox (a probe, a refresh: network calls of bounded time). */
+  const stateOf = async (id: string): Promise<VaultState> => {
+    const s = await states.read(id)
+    if (!s) throw fail('vault_not_found', id)
+    return s
+  }
 
   return {
     // Placed on any host: the id is new, and the create of its state is the fence against a second one.
@@ -174,5 +178,15 @@ export function vaultOps({ states, projection, keyring, keyringConflict }: Vault
     },
 
     ...ops,
+
+    async 'credentials.validate'({ id, sub }) {
+      const s = await stateOf(id!)
+      return validateCredential(find(s, sub!), s.vault.id, sealer, tokens, fetch)
+    },
+
+    async 'credentials.resolve'({ id, body: b }) {
+      sealer()
+      return resolveCredential(await stateOf(id!), b.mcp_server_url, b.stale, tokens)
+    },
   }
 }

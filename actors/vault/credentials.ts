@@ -9,12 +9,13 @@ import type {
   McpOAuthRefresh,
 } from '../../protocol/schemas/vault.js'
 import { patchMetadata } from '../../protocol/schemas/common.js'
-import type { Keyring } from '../kit/index.js'
+import type { Keyring, Sealed } from '../kit/index.js'
 import { secretAad, type SecretField, type StoredCredential } from './state.js'
 
 /**
  * A credential's `auth` as given on create or update, turned into what is stored: the fields shown, and the secrets
- * sealed with the keyring. Secrets are only ever sealed here; nothing on the request path opens them.
+ * sealed with the keyring. Secrets are only ever sealed here (and refreshed tokens in tokens.ts); they are opened only
+ * to be used: by a session's host for its MCP connections (secrets.ts), by the owner for a refresh (tokens.ts).
  */
 
 type Secrets = StoredCredential['secrets']
@@ -25,6 +26,18 @@ const seal = (keyring: Keyring, id: string, secrets: Partial<Record<SecretField,
     if (value !== undefined) out[field] = keyring.seal(value, secretAad(id, field))
   }
   return out
+}
+
+/**
+ * A secret of credential `id` opened, to be used. One that does not open (its key left the keyring, or it was altered)
+ * is the operator's keyring trouble, said so: never a bare 500.
+ */
+export function opened(keyring: Keyring, id: string, field: SecretField, sealed: Sealed): string {
+  try {
+    return keyring.open(sealed, secretAad(id, field))
+  } catch {
+    throw fail('keyring_mismatch', `credential ${id}'s ${field} was sealed with key ${sealed.kid}, which does not open it with this host's keyring`)
+  }
 }
 
 /** `expires_at` must be in the future (the official client's words). */

@@ -3,8 +3,12 @@ import {
   type Credential,
   CredentialCreate,
   CredentialListQuery,
+  CredentialRefreshed,
+  CredentialResolve,
   CredentialUpdate,
   type CredentialValidation,
+  type ResolvedCredential,
+  type StoredCredentialView,
   type Vault,
   VaultCreate,
   VaultListQuery,
@@ -37,7 +41,14 @@ export const VaultKind = defineKind(
     'credentials.update': { placement: 'owner', sub: CredentialId, body: CredentialUpdate, reply: returns<Credential>() },
     'credentials.archive': { placement: 'owner', sub: CredentialId, reply: returns<Credential>() },
     'credentials.delete': { placement: 'owner', sub: CredentialId, reply: returns<{ id: string; type: 'vault_credential_deleted' }>() },
-    /** No probe is made (sessions use no credential for MCP yet): the verdict is `unknown`, with whether a refresh token is stored. */
+    /** Probes the credential's MCP server with its access token, refreshing it when expired or refused (docs/ARCHITECTURE.md, "Vaults"). */
     'credentials.validate': { placement: 'owner', sub: CredentialId, reply: returns<CredentialValidation>() },
+    /**
+     * Internal (a session's MCP connection; no route): the vault's active credential for an MCP server URL, its token
+     * sealed, refreshed first when expired or refused.
+     */
+    'credentials.resolve': { placement: 'owner', body: CredentialResolve, reply: returns<ResolvedCredential>() },
+    /** Internal (the vault's owner after an OAuth refresh; no route): the new tokens stored, compared first. Null: gone. */
+    'credentials.store_refreshed': { placement: 'owner', body: CredentialRefreshed, reply: returns<StoredCredentialView | null>() },
   },
 )

@@ -180,13 +180,78 @@ export interface Credential {
   archived_at: string | null
 }
 
+/** An HTTP answer a validation shows (WIRE §15): its body cut at 4 KiB, secrets in it replaced by `[redacted]`. */
+export interface ValidationHttpResponse {
+  status_code: number
+  content_type: string
+  body: string
+  body_truncated: boolean
+}
+
 export interface CredentialValidation {
   type: 'vault_credential_validation'
   credential_id: string
   vault_id: string
   status: 'valid' | 'invalid' | 'unknown'
   has_refresh_token: boolean
-  mcp_probe: null
-  refresh: null
+  /** The MCP `initialize` request sent to the credential's server with its access token; null when none was sent. */
+  mcp_probe: { method: string; http_response: ValidationHttpResponse | null } | null
+  /** The refresh made at the token endpoint; null when none was needed. */
+  refresh: { status: 'succeeded' | 'failed' | 'connect_error' | 'no_refresh_token'; http_response: ValidationHttpResponse | null } | null
   validated_at: string
+}
+
+/** Internal (sessions' MCP connections): which credential of a vault serves an MCP server URL. */
+export const CredentialResolve = lazy(() =>
+  type({
+    '+': 'reject',
+    mcp_server_url: 'string <= 4096',
+    /** The `basis` of a token the server refused (401): refreshed unless the credential holds another already. */
+    'stale?': 'string <= 64',
+  }),
+)
+
+const SealedShape = lazy(() => type({ '+': 'reject', kid: '1 <= string <= 64', nonce: '1 <= string <= 64', ct: '1 <= string <= 100000' }))
+
+/**
+ * Internal (a vault's owner storing an OAuth refresh's new tokens, sealed, through whichever host owns the vault by
+ * then): stored only where the credential still holds the access token (`access_basis`, its seal's nonce) and the
+ * refresh token (`refresh_basis`) that were refreshed.
+ */
+export const CredentialRefreshed = lazy(() =>
+  type({
+    '+': 'reject',
+    credential_id: '1 <= string <= 64',
+    access_basis: '1 <= string <= 64',
+    'refresh_basis?': '1 <= string <= 64',
+    access_token: SealedShape,
+    'refresh_token?': SealedShape,
+    expires_at: type('string.date.iso').or('null'),
+  }),
+)
+
+/** A credential as its vault stores it: shown fields, secrets sealed (an internal op's reply, never the API's). */
+export interface StoredCredentialView {
+  credential: Credential
+  secrets: Partial<Record<'token' | 'access_token' | 'refresh_token' | 'client_secret' | 'secret_value', SealedSecret>>
+}
+
+/** A secret as sealed with the operator keyring (actors/kit/keyring.ts `Sealed`): opened only by the host using it. */
+export interface SealedSecret {
+  kid: string
+  nonce: string
+  ct: string
+}
+
+/**
+ * What `credentials.resolve` answers: no credential of the vault matches (`credential_id: null`); or the matching one's
+ * bearer token, sealed (`token`; its associated data `aad`), with `basis` naming that token (to say it was refused); or,
+ * when its OAuth refresh failed, why (`failure`, no secret in it).
+ */
+export interface ResolvedCredential {
+  credential_id: string | null
+  token?: SealedSecret
+  aad?: string
+  basis?: string
+  failure?: string
 }

@@ -7,6 +7,12 @@
  * `fail` answers an error result. Every call is recorded, so a test can say a call ran once. `addTool` adds a tool
  * and tells connected clients (`notifications/tools/list_changed`); `status` answers every request with that HTTP
  * status (401, 403: a server refusing the credential).
+ *
+ * Credentials: with `accept` set, every MCP request needs `Authorization: Bearer <one of them>` (else 401 with
+ * `WWW-Authenticate: Bearer`); `authorizations` records the header of each MCP request. `oauth` (set it to turn it on)
+ * is an OAuth token endpoint at `/token` taking the refresh_token grant: it checks the client as its `auth` says,
+ * answers a new access token (accepted by the MCP routes from then on) and a rotated refresh token, the one used
+ * becoming invalid, and counts what it was asked (`requests`) and what it granted (`refreshes`).
  */
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -25,7 +31,37 @@ export interface McpCall {
   endedAt?: number
 }
 
+/** The fake's token endpoint (RFC 6749 §6, refresh tokens rotated at each use). */
+export interface FakeOAuth {
+  clientId: string
+  clientSecret?: string
+  auth: 'none' | 'client_secret_basic' | 'client_secret_post'
+  /** The one refresh token it takes now. */
+  refreshToken: string
+  /** `expires_in` of the tokens it grants (seconds; undefined: none said). */
+  expiresIn?: number
+  /** Answers this status instead (an endpoint refusing every refresh); with `echo`, its body repeats the form (secrets too). */
+  failWith?: number
+  echo?: boolean
+  /** Waits this long before answering (two refreshes at once overlap). */
+  delayMs?: number
+  /** Answers only once this settles (a test holds a refresh in flight). */
+  gate?: Promise<unknown>
+  /** Every request: its form and Authorization header. */
+  requests: Array<{ form: Record<string, string>; authorization?: string }>
+  /** Refreshes granted. */
+  refreshes: number
+}
+
 export interface FakeMcpServer {
+  /** The server's origin (`http://127.0.0.1:<port>`): the token endpoint is `${origin}/token`. */
+  origin: string
+  /** Bearer tokens the MCP routes take; undefined: no credential needed. */
+  accept: Set<string> | undefined
+  /** The Authorization header of each MCP request (undefined when none was sent). */
+  authorizations: Array<string | undefined>
+  /** The token endpoint, once a test sets it. */
+  oauth: FakeOAuth | undefined
   /** The URL an agent's `mcp_servers[].url` names: `/mcp`, or `/sse` for the SSE-only server. */
   url: string
   calls: McpCall[]
@@ -57,7 +93,8 @@ const BASE_TOOLS: ToolDef[] = [
   { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object', properties: {} } },
 ]
 
-export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[] } = {}): Promise<FakeMcpServer> {
+/** `host`: the loopback address it listens on (default 127.0.0.1; 127.0.0.2 is another the address rules may refuse). */
+export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[]; host?: string } = {}): Promise<FakeMcpServer> {
   const tools = [...(opts.tools ?? BASE_TOOLS)]
   const servers = new Set<Server>()
   const streamable = new Map<string, StreamableHTTPServerTransport>()
@@ -66,6 +103,10 @@ export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[
 
   const state: FakeMcpServer = {
     url: '',
+    origin: '',
+    accept: undefined,
+    authorizations: [],
+    oauth: undefined,
     calls: [],
     listings: 0,
     connections: 0,
@@ -136,8 +177,47 @@ export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[
     return text ? JSON.parse(text) : undefined
   }
 
+  async function token(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = []
+    for await (const c of req) chunks.push(c as Buffer)
+    const form = Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')))
+    const o = state.oauth
+    const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
+    if (!o) return void json(404, { error: 'not_found' })
+    o.requests.push({ form, authorization: req.headers.authorization })
+    if (o.delayMs) await new Promise((r) => setTimeout(r, o.delayMs))
+    if (o.gate) await o.gate
+    if (o.failWith !== undefined) {
+      return void json(o.failWith, { error: 'invalid_grant', error_description: 'refused by the test', ...(o.echo ? { form } : {}) })
+    }
+    let client = form.client_id
+    let secret = form.client_secret
+    if (o.auth === 'client_secret_basic') {
+      const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1]
+      const [id, pw] = Buffer.from(basic ?? '', 'base64')
+        .toString('utf8')
+        .split(':')
+      client = decodeURIComponent((id ?? '').replace(/\+/g, ' '))
+      secret = decodeURIComponent((pw ?? '').replace(/\+/g, ' '))
+    }
+    if (client !== o.clientId || (o.auth !== 'none' && secret !== o.clientSecret)) return void json(401, { error: 'invalid_client' })
+    if (form.grant_type !== 'refresh_token' || form.refresh_token !== o.refreshToken) return void json(400, { error: 'invalid_grant' })
+    o.refreshes++
+    const access = `access-${o.refreshes}-${randomUUID()}`
+    o.refreshToken = `refresh-${o.refreshes}-${randomUUID()}`
+    state.accept ??= new Set()
+    state.accept.add(access)
+    json(200, { access_token: access, token_type: 'Bearer', refresh_token: o.refreshToken, ...(o.expiresIn === undefined ? {} : { expires_in: o.expiresIn }) })
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === 'POST' && req.url === '/token') return token(req, res)
     state.lastHeaders = req.headers
+    state.authorizations.push(req.headers.authorization)
+    if (state.accept && !state.accept.has(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '')) {
+      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end(JSON.stringify({ error: 'invalid_token' }))
+      return
+    }
     if (state.status !== undefined) {
       res.writeHead(state.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'refused' }))
       return
@@ -189,8 +269,10 @@ export async function startFakeMcpServer(opts: { sse?: boolean; tools?: ToolDef[
     sockets.add(s)
     s.on('close', () => sockets.delete(s))
   })
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+  const host = opts.host ?? '127.0.0.1'
+  await new Promise<void>((resolve) => http.listen(0, host, resolve))
   const { port } = http.address() as AddressInfo
-  state.url = `http://127.0.0.1:${port}${opts.sse ? '/sse' : '/mcp'}`
+  state.origin = `http://${host}:${port}`
+  state.url = `${state.origin}${opts.sse ? '/sse' : '/mcp'}`
   return state
 }

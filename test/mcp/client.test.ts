@@ -1,6 +1,6 @@
 import { createServer, type Socket } from 'node:net'
 import t from 'tap'
-import { McpFailure, McpPool, NO_AUTH } from '../../actors/mcp/index.js'
+import { bearerAuth, McpFailure, McpPool, NO_AUTH } from '../../actors/mcp/index.js'
 import { startFakeMcpServer } from '../fakes/mcp-server.js'
 import { until } from '../helpers/wait.js'
 
@@ -120,4 +120,78 @@ t.test('a server that forgot the MCP session (404) gets a new one, and the call 
   t.same((await conn.call('echo', { text: 'after a restart' }, new AbortController().signal)).content, [{ type: 'text', text: 'after a restart' }])
   t.equal(server.calls.length, before + 1, 'run once')
   t.equal(server.connections, 2, 'on a new MCP session')
+})
+
+t.test('credentials: a 401 at connect renews the credential once; a 401 on the open connection renews it once and calls again', async (t) => {
+  const server = await startFakeMcpServer()
+  t.teardown(() => server.close())
+  server.accept = new Set(['second'])
+  // A bearer source as the vaults' is: a token and its basis; asked with the refused basis, the next token.
+  const asked: Array<string | undefined> = []
+  const tokens = ['first', 'second', 'third', 'fourth']
+  let at = 0
+  const source = async (_url: string, stale?: string) => {
+    asked.push(stale)
+    if (stale !== undefined && stale === String(at)) at++
+    return { token: tokens[at]!, basis: String(at) }
+  }
+  const pool = new McpPool(bearerAuth(source))
+  t.teardown(() => pool.close())
+  const conn = pool.get({ name: 'guarded', url: server.url })
+  t.same(
+    (await conn.tools()).map((x) => x.name),
+    ['echo', 'sleep', 'fail'],
+  )
+  t.same(asked, [undefined, '0'], 'refused at connect: renewed once')
+  t.same(server.authorizations.slice(0, 2), ['Bearer first', 'Bearer second'])
+
+  // Revoked while open: the call gets a 401, the credential is renewed once, the call made once on a new connection.
+  server.accept = new Set(['third'])
+  const connections = server.connections
+  t.same((await conn.call('echo', { text: 'again' }, new AbortController().signal)).content, [{ type: 'text', text: 'again' }])
+  t.same(asked, [undefined, '0', '1'])
+  t.equal(server.connections, connections + 1)
+  t.equal(server.calls.filter((c) => c.tool === 'echo').length, 1, 'the refused call never ran; the second did')
+
+  // Refused again after the renewal: an auth failure, not a loop.
+  server.accept = new Set()
+  const before = asked.length
+  const err = await conn.call('echo', { text: 'no' }, new AbortController().signal).catch((e) => e)
+  t.ok(err instanceof McpFailure)
+  t.equal(err.kind, 'auth')
+  t.equal(asked.length - before, 1, 'one renewal')
+})
+
+t.test('credentials: a source that throws is an auth failure naming the server; a static token refused is asked once', async (t) => {
+  const server = await startFakeMcpServer()
+  t.teardown(() => server.close())
+  server.accept = new Set(['right'])
+  const failing = new McpPool(
+    bearerAuth(async () => {
+      throw new Error('the OAuth refresh of credential vcrd_X failed')
+    }),
+  )
+  t.teardown(() => failing.close())
+  const err = await failing
+    .get({ name: 'failing', url: server.url })
+    .tools()
+    .catch((e) => e)
+  t.match(err, { kind: 'auth', server: 'failing', message: /failing.*refresh of credential vcrd_X failed/ })
+  t.equal(server.authorizations.length, 0, 'nothing sent')
+
+  let asked = 0
+  const wrong = new McpPool(
+    bearerAuth(async () => {
+      asked++
+      return { token: 'wrong', basis: 'b' }
+    }),
+  )
+  t.teardown(() => wrong.close())
+  const refused = await wrong
+    .get({ name: 'wrong', url: server.url })
+    .tools()
+    .catch((e) => e)
+  t.match(refused, { kind: 'auth', status: 401 })
+  t.equal(asked, 2, 'asked again after the 401, got the same token')
+  t.same(server.authorizations, ['Bearer wrong'], 'and did not send it twice')
 })

@@ -130,9 +130,10 @@ t.test('credentials of each type: secrets never returned', async (t) => {
     type: 'vault_credential_validation',
     credential_id: oauth.id,
     vault_id: v.id,
+    // Its server (oauth.example.com) cannot be reached from here: nothing said either way (test/vaults/validate.test.ts).
     status: 'unknown',
     has_refresh_token: true,
-    mcp_probe: null,
+    mcp_probe: { method: 'initialize', http_response: null },
     refresh: null,
   })
   isError(t, await failure(creds.mcpOAuthValidate(bearer.id, { vault_id: v.id })), 400, 'invalid_request_error', /only mcp_oauth/)
