@@ -1,0 +1,57 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { rootCertificates } from 'node:tls'
+// The vendor's runtime (pinned) makes and signs the certificates; its CA loader would write files we do not want (a
+// trust bundle in a temporary directory), so the CA is assembled here from its pure parts, in memory only.
+import { readUpstreamCa } from './upstream-ca.js'
+import { generateCa, generateEmptyCrl, type MitmCA } from '@anthropic-ai/sandbox-runtime/dist/sandbox/mitm-ca.js'
+
+/**
+ * What the egress proxies of one server need to read HTTPS to the hosts a sandbox's secrets go to (secrets.ts): a CA
+ * made when the first sandbox with a secret opens, its private key in this process's memory only (never written, never
+ * inside a sandbox), which signs a certificate per host name the sandbox asks for; and what the proxy trusts when it
+ * opens the real connection to that host (the real certificate is checked, always).
+ */
+export interface Interception {
+  ca: MitmCA
+  /** The CA's certificate (PEM): what a sandbox with secrets trusts, beside the system's roots. */
+  caPem: string
+  /** The system's trusted roots, then the CA: the bundle a sandbox with secrets sees at every usual place. */
+  bundle: string
+  /** Undefined: node's roots. Else those and the operator's extra roots (`TROUPE_SANDBOX_EGRESS_CA_FILE`). */
+  upstreamCa: string[] | undefined
+}
+
+/** Debian's bundle of the system's trusted certificates; node's own roots where there is none. */
+const SYSTEM_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
+
+const made = new Map<string, Interception>()
+
+/**
+ * The server's interception CA, made at the first call (about 0.1 s: an RSA key), then shared by every sandbox of the
+ * process. `upstreamCaFile` (PEM certificates, upstream-ca.ts) is what the operator adds to the roots the proxy checks
+ * real hosts against.
+ */
+export function interception(upstreamCaFile: string | undefined): Interception {
+  const key = upstreamCaFile ?? ''
+  const known = made.get(key)
+  if (known) return known
+  const { certPem, keyPem, cert, key: caKey } = generateCa({ cn: 'Troupe sandbox egress CA' })
+  const ca: MitmCA = {
+    certPath: '',
+    keyPath: '',
+    trustBundlePath: '',
+    certPem,
+    keyPem,
+    cert,
+    key: caKey,
+    leafCerts: new Map(),
+    secureContexts: new Map(),
+    crlDer: generateEmptyCrl(cert, keyPem),
+    ephemeral: false,
+  }
+  const system = existsSync(SYSTEM_CA_BUNDLE) ? readFileSync(SYSTEM_CA_BUNDLE, 'utf8').trim() : rootCertificates.join('\n')
+  const upstreamCa = upstreamCaFile ? [...rootCertificates, ...readUpstreamCa(upstreamCaFile)] : undefined
+  const made1: Interception = { ca, caPem: certPem, bundle: `${system}\n${certPem.trim()}\n`, upstreamCa }
+  made.set(key, made1)
+  return made1
+}
