@@ -15,6 +15,7 @@ import { SESSION_PREFIX, type SessionRecord } from './history/index.js'
 import { SkillTexts } from './turn/index.js'
 import { DEFAULT_WORKDIR_SETTINGS, workdirDeps, Workdirs } from '../workdir/index.js'
 import { mcpClients } from '../mcp/index.js'
+import { EnvSecretSource } from '../vault/index.js'
 
 // What other kinds and the supervisor use of sessions: a deployment's admission checks a run's session as a create
 // does; webhooks and the gateway read sessions' event logs; the inspect commands read their records.
@@ -93,6 +94,8 @@ export const sessionKind: ActorKindDef = {
       workdirs: new Workdirs(workdir, remote),
       outbox: new Outbox(ctx.js),
       mcp: mcpClients(),
+      // Vault records are read here directly, and opened with this host's keyring: secrets never cross the actor wire.
+      envSecrets: new EnvSecretSource(await openBucket(ctx.kvm, ctx.storage, Buckets.vaults), ctx.settings.keyring),
       // SKILL.md read from the bundles the sandboxes unpack, for launches.
       skillTexts: new SkillTexts(workdir.bundles),
     }

@@ -1,5 +1,5 @@
 import type { SessionResource } from '../../protocol/schemas/resource.js'
-import type { EgressPolicy, PackageLists, ToolResult } from '../../sandbox/index.js'
+import type { EgressPolicy, EgressSecret, PackageLists, ToolResult } from '../../sandbox/index.js'
 import type { MemoryMount } from './memory/index.js'
 import type { SkillMount } from './skills/index.js'
 
@@ -97,4 +97,16 @@ export interface SandboxSpec {
    * A caller that predates them sends none: read as `?? []`.
    */
   skills: SkillMount[]
+  /**
+   * The secrets of the session's vaults' `environment_variable` credentials (sandbox/egress/secrets.ts), put here by
+   * `prepare` from the session's `SecretSource` just before the spec goes to a sandbox host, never by `sandboxSpec`: the
+   * spec is made before each tool and kept nowhere, and the secrets go only where the egress proxy runs. Absent: none.
+   */
+  secrets?: EgressSecret[]
 }
+
+/**
+ * Where a session's sandbox gets its secrets: asked at each `prepare` (a credential rotated or archived applies from
+ * the next tool), answering them and what could not be used (told to the client once per activation; never a secret).
+ */
+export type SecretSource = () => Promise<{ secrets: EgressSecret[]; problems: string[] }>

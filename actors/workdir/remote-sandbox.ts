@@ -34,7 +34,8 @@ export interface RemoteSandboxOptions {
   session: string
   /** The placement revision the actor was made under (HostContext.holding): every call carries it. */
   fence: number
-  spec: () => SandboxSpec
+  /** What the session is now; with its secrets, which cross to the sandbox host in the `prepare` call only. */
+  spec: () => SandboxSpec | Promise<SandboxSpec>
   /** Says a sandbox host's report as a `session.error` (port.ts). */
   report: (message: string) => void
   /**
@@ -72,7 +73,7 @@ export class RemoteSandbox implements SessionSandbox {
   }
 
   async prepare(signal: AbortSignal): Promise<Prepared> {
-    const spec = this.o.spec()
+    const spec = await this.o.spec()
     // A host that went away since it was bound (or since the roster last heard it) ran nothing of this tool: the next
     // choice gets one more try before the tool is refused.
     for (let tries = 2; ; tries--) {

@@ -1,0 +1,193 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import os from 'node:os'
+import path from 'node:path'
+import t from 'tap'
+import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
+import { settledLogLines } from '../helpers/troupe.js'
+import { agentAndEnv, collect, history, isIdle, sessionStack } from '../sessions/_helpers.js'
+import { filesBeneath, keyringFile, newKey } from './_helpers.js'
+
+/**
+ * `environment_variable` vault credentials in use (issue 43 point 3), through real sessions whose fake model scripts
+ * bash in an isolated sandbox: the variable holds a placeholder inside; the session's egress proxy puts the secret in
+ * its place in the header and/or body (the credential's `injection_location`) of requests to the credential's hosts,
+ * over plain HTTP and HTTPS (the receiver's own certificate trusted by the proxy through TROUPE_SANDBOX_EGRESS_CA_FILE),
+ * and nowhere else; the first vault of the session holding a name wins, archived credentials skipped; and the secret
+ * is in no event, log line, stored byte (the JetStream store on disk: events, workspace saves, vault records) nor in
+ * the sandbox's environment.
+ */
+
+interface Seen {
+  path: string
+  auth: string
+  other: string
+  body: string
+}
+
+function receiver(seen: Seen[]) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    let body = ''
+    req.on('data', (c) => (body += c))
+    req.on('end', () => {
+      seen.push({ path: String(req.url), auth: String(req.headers.authorization ?? ''), other: String(req.headers['x-other'] ?? ''), body })
+      res.end(`received ${body.length} bytes\n`)
+    })
+  }
+}
+
+async function listen(server: ReturnType<typeof createHttpServer>): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  return (server.address() as { port: number }).port
+}
+
+const WINS = 'SECRET-env-first-vault-6h2k9m'
+const LOSES = 'SECRET-env-second-vault-3p7r1t'
+const OTHER = 'SECRET-env-other-unrestricted-8w4y'
+const SHADOWED = 'SECRET-env-archived-5q8s2u'
+const SHADOW = 'SECRET-env-shadow-second-4v6x0z'
+const ALL = [WINS, LOSES, OTHER, SHADOWED, SHADOW]
+const holds = (text: string) => ALL.filter((s) => text.includes(s))
+
+async function suite() {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'troupe-env-secrets-'))
+  const key = path.join(tmp, 'key.pem')
+  const cert = path.join(tmp, 'cert.pem')
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost',
+    ],
+    { stdio: 'ignore' },
+  )
+  const seen: Seen[] = []
+  const plainPort = await listen(createHttpServer(receiver(seen)))
+  const tlsPort = await listen(createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, receiver(seen)) as never)
+  const s = await sessionStack({
+    TROUPE_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'troupe-env-secrets-data-')),
+    TROUPE_SANDBOX: 'isolated',
+    TROUPE_SANDBOX_EGRESS_ALLOW: `127.0.0.1:${plainPort},127.0.0.1:${tlsPort}`,
+    TROUPE_SANDBOX_EGRESS_CA_FILE: cert,
+    TROUPE_VAULT_KEYRING_FILE: keyringFile([{ id: 'k1', key: newKey() }]),
+    LOG_LEVEL: 'debug',
+  })
+  const { client } = s
+  const creds = client.beta.vaults.credentials
+  const env = (secret_name: string, secret_value: string, networking: object, injection_location?: object) =>
+    ({ type: 'environment_variable', secret_name, secret_value, networking, ...(injection_location ? { injection_location } : {}) }) as any
+  const first = await client.beta.vaults.create({ display_name: 'first' })
+  const second = await client.beta.vaults.create({ display_name: 'second' })
+  await creds.create(first.id, { auth: env('API_KEY', WINS, { type: 'limited', allowed_hosts: ['localhost'] }) })
+  const archived = await creds.create(first.id, { auth: env('SHADOW_KEY', SHADOWED, { type: 'unrestricted' }) })
+  await creds.archive(archived.id, { vault_id: first.id })
+  await creds.create(second.id, { auth: env('API_KEY', LOSES, { type: 'unrestricted' }) })
+  await creds.create(second.id, { auth: env('SHADOW_KEY', SHADOW, { type: 'limited', allowed_hosts: ['localhost'] }, { header: false }) })
+  await creds.create(second.id, { auth: env('OTHER_KEY', OTHER, { type: 'unrestricted' }, { body: false }) })
+
+  const { agent, env: environment } = await agentAndEnv(
+    client,
+    { tools: [{ type: 'agent_toolset_20260401' }] },
+    { config: { type: 'cloud', networking: { type: 'unrestricted' } } },
+  )
+  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id, vault_ids: [first.id, second.id] } as any)
+
+  async function bash(...commands: string[]): Promise<string[]> {
+    s.model.enqueue(...commands.map((command) => ({ steps: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] })), {
+      steps: [{ type: 'text', text: 'done' }],
+    })
+    const stream = await client.beta.sessions.events.stream(session.id)
+    await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] } as any)
+    const events = await collect(stream, isIdle, 60_000)
+    return events.filter((e) => e.type === 'agent.tool_result').map((e) => (e.content as any[]).map((c) => c.text).join(''))
+  }
+  const curl = `curl -sS -m 10 -x "$http_proxy" --noproxy ''`
+  let placeholder = ''
+
+  t.test('the sandbox sees placeholders: first vault wins, archived skipped', async (t) => {
+    const [out] = await bash('env | sort')
+    t.same(holds(out!), [], 'no secret in the environment')
+    placeholder = /API_KEY=(troupe-secret-[0-9a-f]{32})/.exec(out!)?.[1] ?? ''
+    t.ok(placeholder, 'API_KEY holds a placeholder')
+    t.match(out, /OTHER_KEY=troupe-secret-[0-9a-f]{32}/)
+    t.match(out, /SHADOW_KEY=troupe-secret-[0-9a-f]{32}/)
+    t.equal(new Set(out!.match(/troupe-secret-[0-9a-f]{32}/g)).size, 3, 'one placeholder per name')
+  })
+
+  t.test('plain HTTP: the secret in header and body to its host, the placeholder elsewhere', async (t) => {
+    seen.length = 0
+    const [out] = await bash(
+      [
+        `${curl} -H "Authorization: Bearer $API_KEY" -H "X-Other: $OTHER_KEY" --data "k=$API_KEY&s=$SHADOW_KEY&o=$OTHER_KEY" http://localhost:${plainPort}/allowed`,
+        `${curl} -H "Authorization: Bearer $API_KEY" --data "k=$API_KEY" http://127.0.0.1:${plainPort}/elsewhere`,
+      ].join('; '),
+    )
+    t.same(holds(out!), [])
+    const allowed = seen.find((x) => x.path === '/allowed')
+    const elsewhere = seen.find((x) => x.path === '/elsewhere')
+    t.equal(allowed?.auth, `Bearer ${WINS}`, "the first vault's secret, in the header")
+    t.equal(allowed?.other, OTHER, 'an unrestricted credential reaches this host too')
+    const otherPlaceholder = /o=(troupe-secret-[0-9a-f]{32})/.exec(allowed?.body ?? '')?.[1]
+    t.ok(otherPlaceholder, 'a header-only credential stays a placeholder in the body')
+    t.equal(
+      allowed?.body,
+      `k=${WINS}&s=${SHADOW}&o=${otherPlaceholder}`,
+      "in the body: the first vault's, and the second vault's SHADOW_KEY (the first one archived)",
+    )
+    t.equal(elsewhere?.auth, `Bearer ${placeholder}`, 'a host not in its networking gets the placeholder unchanged')
+    t.equal(elsewhere?.body, `k=${placeholder}`)
+  })
+
+  t.test('HTTPS: the same, the receiver checked against its own certificate', async (t) => {
+    seen.length = 0
+    const [out] = await bash(
+      `${curl} -H "Authorization: Bearer $API_KEY" -H "X-Other: $SHADOW_KEY" --data "k=$API_KEY&s=$SHADOW_KEY" https://localhost:${tlsPort}/tls; echo "exit $?"`,
+    )
+    t.match(out, 'exit 0', out)
+    t.same(holds(out!), [])
+    t.equal(seen[0]?.auth, `Bearer ${WINS}`)
+    t.match(seen[0]?.other, /^troupe-secret-[0-9a-f]{32}$/, 'a body-only credential stays a placeholder in headers')
+    t.equal(seen[0]?.body, `k=${WINS}&s=${SHADOW}`)
+  })
+
+  t.test('the secret is nowhere else: events, logs, stored bytes, the workspace', async (t) => {
+    // The placeholder written into the workspace is saved with it; the secret is not.
+    await bash(`echo "API_KEY=$API_KEY" > creds.txt; env > env.txt; cat creds.txt`)
+    const events = JSON.stringify(await history(client, session.id))
+    t.same(holds(events), [], 'no event holds one')
+    t.match(events, placeholder, 'the placeholder is what the events show')
+    const logs = (await settledLogLines(s.troupe)).map((l) => JSON.stringify(l)).join('\n')
+    t.ok(logs.length > 1000, 'the server logged')
+    t.same(holds(logs), [], 'no log line holds one')
+    const stored = filesBeneath(s.nats.dir).map((b) => b.toString('latin1'))
+    t.ok(
+      stored.some((b) => b.includes(placeholder)),
+      'the workspace save (with the placeholder) is in the store',
+    )
+    t.same(
+      stored.flatMap((b) => holds(b)),
+      [],
+      'no byte of the JetStream store holds one',
+    )
+  })
+}
+
+const gate = isolatedOrSkip()
+if (gate.skip) t.test('environment_variable credentials', { skip: gate.skip }, () => {})
+else await suite()
