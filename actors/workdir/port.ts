@@ -1,6 +1,7 @@
 import type { SessionResource } from '../../protocol/schemas/resource.js'
 import type { EgressPolicy, EgressSecret, PackageLists, ToolResult } from '../../sandbox/index.js'
 import type { MemoryMount } from './memory/index.js'
+import type { SealedSecrets } from './sealed-secrets.js'
 import type { SkillMount } from './skills/index.js'
 
 /**
@@ -98,11 +99,15 @@ export interface SandboxSpec {
    */
   skills: SkillMount[]
   /**
-   * The secrets of the session's vaults' `environment_variable` credentials (sandbox/egress/secrets.ts), put here by
-   * `prepare` from the session's `SecretSource` just before the spec goes to a sandbox host, never by `sandboxSpec`: the
-   * spec is made before each tool and kept nowhere, and the secrets go only where the egress proxy runs. Absent: none.
+   * The secrets of the session's vaults' `environment_variable` credentials (sandbox/egress/secrets.ts), on a sandbox
+   * host only, opened there from `sealed_secrets`; never made by `sandboxSpec`. Absent: none.
    */
   secrets?: EgressSecret[]
+  /**
+   * The same secrets as they cross NATS to a sandbox host (sealed-secrets.ts): sealed to that host's key by the
+   * session's `prepare`, for this session and that host. Absent: none.
+   */
+  sealed_secrets?: SealedSecrets
 }
 
 /**

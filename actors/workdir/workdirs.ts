@@ -3,6 +3,7 @@ import type { SandboxHostBeat } from '../../protocol/subjects.js'
 import type { Roster } from '../kit/index.js'
 import type { WorkdirDeps } from './deps.js'
 import { InProcessSandbox } from './in-process.js'
+import type { EgressSecret } from '../../sandbox/index.js'
 import type { SandboxOwner, SandboxSpec, SecretSource, SessionSandbox } from './port.js'
 import { RemoteSandbox } from './remote-sandbox.js'
 
@@ -41,7 +42,8 @@ export class Workdirs {
     return new RemoteSandbox({
       session,
       fence: remote.fence(session),
-      spec: withSecrets ? async () => ({ ...spec(), secrets: await withSecrets() }) : spec,
+      spec,
+      ...(withSecrets ? { secrets: withSecrets } : {}),
       report: (message) => owner.report(message),
       serves: () => {
         if (owner.dead) return false
@@ -67,7 +69,7 @@ export class Workdirs {
 }
 
 /** The secrets of `source`, each problem it finds told to the client once in this activation. */
-function secretsOnce(source: SecretSource, owner: SandboxOwner): () => Promise<SandboxSpec['secrets'] & {}> {
+function secretsOnce(source: SecretSource, owner: SandboxOwner): () => Promise<EgressSecret[]> {
   const told = new Set<string>()
   return async () => {
     const { secrets, problems } = await source()

@@ -1,7 +1,4 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { createServer as createHttpsServer } from 'node:https'
+import { mkdtempSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
@@ -9,6 +6,7 @@ import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
 import { settledLogLines } from '../helpers/troupe.js'
 import { agentAndEnv, collect, history, isIdle, sessionStack } from '../sessions/_helpers.js'
 import { filesBeneath, keyringFile, newKey } from './_helpers.js'
+import { CURL, holds, OTHER, receivers, SHADOW, vaults, WINS } from './_env-secrets.js'
 
 /**
  * `environment_variable` vault credentials in use (issue 43 point 3), through real sessions whose fake model scripts
@@ -20,66 +18,8 @@ import { filesBeneath, keyringFile, newKey } from './_helpers.js'
  * the sandbox's environment.
  */
 
-interface Seen {
-  path: string
-  auth: string
-  other: string
-  body: string
-}
-
-function receiver(seen: Seen[]) {
-  return (req: IncomingMessage, res: ServerResponse) => {
-    let body = ''
-    req.on('data', (c) => (body += c))
-    req.on('end', () => {
-      seen.push({ path: String(req.url), auth: String(req.headers.authorization ?? ''), other: String(req.headers['x-other'] ?? ''), body })
-      res.end(`received ${body.length} bytes\n`)
-    })
-  }
-}
-
-async function listen(server: ReturnType<typeof createHttpServer>): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => server.close())
-  return (server.address() as { port: number }).port
-}
-
-const WINS = 'SECRET-env-first-vault-6h2k9m'
-const LOSES = 'SECRET-env-second-vault-3p7r1t'
-const OTHER = 'SECRET-env-other-unrestricted-8w4y'
-const SHADOWED = 'SECRET-env-archived-5q8s2u'
-const SHADOW = 'SECRET-env-shadow-second-4v6x0z'
-const ALL = [WINS, LOSES, OTHER, SHADOWED, SHADOW]
-const holds = (text: string) => ALL.filter((s) => text.includes(s))
-
 async function suite() {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'troupe-env-secrets-'))
-  const key = path.join(tmp, 'key.pem')
-  const cert = path.join(tmp, 'cert.pem')
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost',
-    ],
-    { stdio: 'ignore' },
-  )
-  const seen: Seen[] = []
-  const plainPort = await listen(createHttpServer(receiver(seen)))
-  const tlsPort = await listen(createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, receiver(seen)) as never)
+  const { seen, plainPort, tlsPort, cert } = await receivers()
   const s = await sessionStack({
     TROUPE_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'troupe-env-secrets-data-')),
     TROUPE_SANDBOX: 'isolated',
@@ -89,24 +29,12 @@ async function suite() {
     LOG_LEVEL: 'debug',
   })
   const { client } = s
-  const creds = client.beta.vaults.credentials
-  const env = (secret_name: string, secret_value: string, networking: object, injection_location?: object) =>
-    ({ type: 'environment_variable', secret_name, secret_value, networking, ...(injection_location ? { injection_location } : {}) }) as any
-  const first = await client.beta.vaults.create({ display_name: 'first' })
-  const second = await client.beta.vaults.create({ display_name: 'second' })
-  await creds.create(first.id, { auth: env('API_KEY', WINS, { type: 'limited', allowed_hosts: ['localhost'] }) })
-  const archived = await creds.create(first.id, { auth: env('SHADOW_KEY', SHADOWED, { type: 'unrestricted' }) })
-  await creds.archive(archived.id, { vault_id: first.id })
-  await creds.create(second.id, { auth: env('API_KEY', LOSES, { type: 'unrestricted' }) })
-  await creds.create(second.id, { auth: env('SHADOW_KEY', SHADOW, { type: 'limited', allowed_hosts: ['localhost'] }, { header: false }) })
-  await creds.create(second.id, { auth: env('OTHER_KEY', OTHER, { type: 'unrestricted' }, { body: false }) })
-
   const { agent, env: environment } = await agentAndEnv(
     client,
     { tools: [{ type: 'agent_toolset_20260401' }] },
     { config: { type: 'cloud', networking: { type: 'unrestricted' } } },
   )
-  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id, vault_ids: [first.id, second.id] } as any)
+  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id, vault_ids: await vaults(client) } as any)
 
   async function bash(...commands: string[]): Promise<string[]> {
     s.model.enqueue(...commands.map((command) => ({ steps: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] })), {
@@ -117,7 +45,7 @@ async function suite() {
     const events = await collect(stream, isIdle, 60_000)
     return events.filter((e) => e.type === 'agent.tool_result').map((e) => (e.content as any[]).map((c) => c.text).join(''))
   }
-  const curl = `curl -sS -m 10 -x "$http_proxy" --noproxy ''`
+  const curl = CURL
   let placeholder = ''
 
   t.test('the sandbox sees placeholders: first vault wins, archived skipped', async (t) => {
