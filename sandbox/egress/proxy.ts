@@ -138,9 +138,15 @@ export class EgressProxy {
     let proxy: EgressProxy | undefined
     const secretsNow = () => proxy?.secrets ?? []
     const server = createHttpProxyServer({
-      filter(port, host) {
+      async filter(port, host) {
         const canonical = canonicalizeHost(host)
-        return canonical !== undefined && policyAllows(proxy!.policy, canonical) && (isIP(canonical) === 0 || judge.permits(canonical, port))
+        const allowed = canonical !== undefined && policyAllows(proxy!.policy, canonical) && (isIP(canonical) === 0 || judge.permits(canonical, port))
+        // A connection to a secret's host is read with a leaf for it: minted off the event loop first (leaves.ts).
+        if (allowed && tls && secretsReach(secretsNow(), canonical))
+          await tls()
+            .leaves.ready(canonical)
+            .catch(() => undefined)
+        return allowed
       },
       lookupFor: (port) => judge.lookupFor(port),
       // Only a sandbox made with secrets trusts the CA (its bundle is bound in when it starts), and only their hosts'

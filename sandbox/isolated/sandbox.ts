@@ -7,6 +7,7 @@ import type { EgressPolicy } from '../egress/policy.js'
 import { DescriptorGate, defaultReserve, fileLimit } from '../egress/descriptors.js'
 import type { EgressProxy, EgressSettings } from '../egress/proxy.js'
 import type { EgressSecret } from '../egress/secrets.js'
+import type { Interception } from '../egress/tls.js'
 import { shellEnv } from '../host/env.js'
 import { BASH_ARGS, PersistentShell } from '../host/shell.js'
 import { bashTool } from '../host/tools/bash.js'
@@ -50,22 +51,23 @@ const proxies = new WeakMap<EgressSettings, Promise<ProxyOpener>>()
 function openProxy(settings: EgressSettings, socket: string, policy: EgressPolicy, secrets?: readonly EgressSecret[]): Promise<EgressProxy> {
   let opener = proxies.get(settings)
   if (!opener) {
-    opener = Promise.all([import('../egress/proxy.js'), import('../egress/tls.js')]).then(([{ AddressJudge, EgressProxy }, { interception }]) => {
+    opener = import('../egress/proxy.js').then(({ AddressJudge, EgressProxy }) => {
       const judge = new AddressJudge(settings)
       const limits = { connections: settings.connections, gate: descriptorGate(settings) }
-      const tls = () => interception(settings.upstreamCaFile)
-      return (socket: string, policy: EgressPolicy, secrets?: readonly EgressSecret[]) =>
-        EgressProxy.open(socket, policy, judge, limits, secrets ?? [], secrets ? tls : undefined)
+      return async (socket: string, policy: EgressPolicy, secrets?: readonly EgressSecret[]) => {
+        const tls = secrets ? await interceptionOf(settings) : undefined
+        return EgressProxy.open(socket, policy, judge, limits, secrets ?? [], tls && (() => tls))
+      }
     })
     proxies.set(settings, opener)
   }
   return opener.then((open) => open(socket, policy, secrets))
 }
 
-/** The CA bundle a sandbox with secrets trusts (egress/tls.ts), loaded with the proxy's modules. */
-async function caBundle(settings: EgressSettings): Promise<string> {
+/** The process's interception CA (egress/tls.ts), loaded with the proxy's modules by the first sandbox with secrets. */
+async function interceptionOf(settings: EgressSettings): Promise<Interception> {
   const { interception } = await import('../egress/tls.js')
-  return interception(settings.upstreamCaFile).bundle
+  return interception(settings.upstreamCaFile)
 }
 
 /** The process's descriptors as its proxies share them (descriptors.ts); no limit known: none is applied. */
@@ -114,8 +116,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
     network && egressDir
       ? (async () => {
           // The bundle is in place before the shell can start (it waits for the proxy), the CA's key never is.
-          const bundle = secrets ? await caBundle(network.settings) : ''
-          if (secrets) writeFileSync(path.join(egressDir, EGRESS_CA_BUNDLE), bundle, { mode: 0o644 })
+          if (secrets) writeFileSync(path.join(egressDir, EGRESS_CA_BUNDLE), (await interceptionOf(network.settings)).bundle, { mode: 0o644 })
           return openProxy(network.settings, path.join(egressDir, EGRESS_SOCKET), network.policy, secrets?.now)
         })()
       : undefined
