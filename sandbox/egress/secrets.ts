@@ -25,9 +25,12 @@ export function secretsReach(secrets: readonly EgressSecret[], host: string): bo
   return secrets.some((s) => policyAllows(s.hosts, host))
 }
 
+/** What a header value may hold (RFC 9110 field-value characters): a secret with a line break is never put in one. */
+const HEADER_SAFE = /^[\t\x20-\x7e\x80-\xff]*$/
+
 /** Puts each secret meant for `host`'s headers in place of its placeholder, in every header value. */
 export function injectHeaders(secrets: readonly EgressSecret[], headers: IncomingHttpHeaders, host: string): void {
-  const mine = secrets.filter((s) => s.header && policyAllows(s.hosts, host))
+  const mine = secrets.filter((s) => s.header && HEADER_SAFE.test(s.value) && policyAllows(s.hosts, host))
   if (!mine.length) return
   const put = (v: string) => mine.reduce((out, s) => (out.includes(s.placeholder) ? out.split(s.placeholder).join(s.value) : out), v)
   for (const [k, v] of Object.entries(headers)) {
