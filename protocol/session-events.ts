@@ -223,6 +223,12 @@ export interface AgentToolUseEvent extends ServiceStamp, CopiedFromThread {
   input: Record<string, unknown>
   evaluated_permission?: 'allow' | 'ask' | 'deny'
   evaluation?: ToolEvaluation
+  /**
+   * Beyond the client's type: set on a web tool's use (`web_search`, `web_fetch`), which the provider ran inside the
+   * model's response (the Messages API's `server_tool_use`, this its id). Such a use is never the client's to run or
+   * answer: its `agent.tool_result` follows in the same response.
+   */
+  server_tool_use_id?: string
 }
 
 /** A tool of an MCP server (WIRE §7.2): `name` is the tool's name on its server, whatever name the model used. */
@@ -253,6 +259,20 @@ export interface AgentToolResultEvent extends ServiceStamp {
   tool_use_id: string
   content?: ToolResultContent[]
   is_error?: boolean | null
+  /**
+   * Beyond the client's type: a web tool's result as the Messages API returned it (`content` is its readable form),
+   * kept whole because the conversation must hand it back to the model as it came (its `encrypted_content`).
+   */
+  server_tool_result?: ServerToolResultBlock
+}
+
+/** The Messages API's result block of a server tool (`web_search_tool_result`, `web_fetch_tool_result`), as it came. */
+export interface ServerToolResultBlock {
+  type: 'web_search_tool_result' | 'web_fetch_tool_result'
+  /** The `server_tool_use` block's id it answers. */
+  tool_use_id: string
+  /** The results, or an error object with `error_code`: the provider's shape, kept as it came. */
+  content: unknown
 }
 
 export interface AgentThreadMessageSentEvent extends ServiceStamp {

@@ -2,7 +2,7 @@ import path from 'node:path'
 import { DEFAULT_BODY_LIMIT } from '../gateway/server.js'
 import { TRANSPORT_NAMES, type TransportName } from '../gateway/transport.js'
 import { parseClock, systemClock, type Clock } from '../protocol/clock.js'
-import type { SandboxPlacement, SessionTuning } from '../actors/kit/index.js'
+import { type AddressExceptions, parseAddressExceptions, type SandboxPlacement, type SessionTuning } from '../actors/kit/index.js'
 import { readSandboxSetting, type SandboxSetting } from '../sandbox/index.js'
 
 const MiB = 1024 * 1024
@@ -45,6 +45,11 @@ export interface Config {
    * Default none; logged when set.
    */
   webhookDevHosts: Map<string, { address: string; port: number; plain?: boolean }>
+  /**
+   * Host names, addresses and CIDR ranges MCP servers may be at although they are not public (loopback, a private
+   * network): `TROUPE_MCP_ALLOW_HOSTS=mcp.internal,10.0.0.0/8,127.0.0.1`. Default none; logged when set.
+   */
+  mcpAllowHosts: AddressExceptions
   /**
    * Session tuning: `TROUPE_MODEL_RETRIES` (default 4), `TROUPE_MODEL_RETRY_BASE_MS` (default 1000),
    * `TROUPE_SESSION_IDLE_MS` (idle actors leave memory after this; default 30000), `TROUPE_SESSION_RUNNING_RECORD_MS`
@@ -148,6 +153,7 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     anthropicApiKey: blank(env.ANTHROPIC_API_KEY),
     vaultKeyringFile: blank(env.TROUPE_VAULT_KEYRING_FILE),
     webhookDevHosts: webhookDevHosts(blank(env.TROUPE_WEBHOOK_DEV_HOSTS)),
+    mcpAllowHosts: parseAddressExceptions(env.TROUPE_MCP_ALLOW_HOSTS, 'TROUPE_MCP_ALLOW_HOSTS'),
     sandbox: readSandboxSetting(env),
     sandboxPlacement: sandboxPlacement(blank(env.TROUPE_SANDBOX_PLACEMENT)),
     logLevel: logLevel(blank(env.LOG_LEVEL)),

@@ -14,7 +14,7 @@ import { chooseReplicas, type ReplicaChoice } from './replica-count.js'
 import { jetstream } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
 import { startScheduler, type RunningScheduler } from '../actors/deployment/index.js'
-import { actorWire, type Keyring, loadKeyring, openBucket, retryWhileStarting, Roster } from '../actors/kit/index.js'
+import { actorWire, type Keyring, listExceptions, loadKeyring, openBucket, retryWhileStarting, Roster } from '../actors/kit/index.js'
 import { openSandboxBackend, raiseFileLimit, type SandboxBackend } from '../sandbox/index.js'
 import os from 'node:os'
 import { SandboxHost, SecretsKey, sandboxHostDeps } from '../actors/workdir/index.js'
@@ -114,6 +114,9 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     } else if (remoteSandboxes) log.info('sandbox: remote (sessions run their tools on the sandbox hosts, troupe sandbox)')
     if (role === 'sandbox') sandboxHost = await startSandboxRole(nc, log, cfg, replicas, sandbox!, lock!.hostId)
     if (role === 'start' || role === 'serve') {
+      const mcpAllowed = listExceptions(cfg.mcpAllowHosts)
+      if (mcpAllowed)
+        log.warn({ hosts: mcpAllowed }, `TROUPE_MCP_ALLOW_HOSTS is set: sessions' MCP connections may reach ${mcpAllowed.join(', ')} although not public`)
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
@@ -134,6 +137,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
           sweepAgeMs: cfg.sweepAgeMs,
           scheduleClock: cfg.scheduleClock,
           keyring,
+          mcpAllowHosts: cfg.mcpAllowHosts,
         },
         { hostId: lock!.hostId, role },
       )

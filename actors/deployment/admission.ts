@@ -8,7 +8,7 @@ import type { AgentReference } from '../../protocol/schemas/agent.js'
 import type { DeploymentAgentParamsT } from '../../protocol/schemas/deployment.js'
 import type { SessionAgent } from '../../protocol/session.js'
 import type { ActorClient, HostSettings } from '../kit/index.js'
-import { agentResolver, checkVaultRefs, prefixed, snapshotAgent, type AgentResolver } from '../session/index.js'
+import { agentResolver, checkMcpEgress, checkVaultRefs, prefixed, snapshotAgent, type AgentResolver } from '../session/index.js'
 
 /**
  * What a deployment's create and update check against other kinds: the agent it pins and the environment it names,
@@ -63,10 +63,20 @@ export class DeploymentAdmission {
     return checkVaultRefs({ client: this.client, settings: this.settings, keyringConflict: this.keyringConflict }, ids)
   }
 
-  /** The environment exists and is not archived. */
-  async environment(id: string): Promise<void> {
+  /**
+   * The environment exists and is not archived, and, for the agent a run would start, lets it reach its MCP servers
+   * (a limited environment without `allow_mcp_servers`: 400, as a session create; one changed since fails the run with
+   * `mcp_egress_blocked_error`).
+   */
+  async environment(id: string, agent: SessionAgent): Promise<void> {
     const env = await this.client.call(EnvironmentKind.ops.get, { id }).catch(inField('environment_id'))
     if (env.archived_at) prefixed('environment_id: ', () => throwArchived(id))
+    checkMcpEgress(env, agent)
+  }
+
+  /** An agent newly pinned reaches its MCP servers from the environment kept (whether archived is for its runs). */
+  async mcpEgress(environmentId: string, agent: SessionAgent): Promise<void> {
+    checkMcpEgress(await this.client.call(EnvironmentKind.ops.get, { id: environmentId }).catch(inField('environment_id')), agent)
   }
 }
 

@@ -138,7 +138,9 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
   /** The deployment with the body's fields applied (but the schedule), each changed one checked as at create. */
   async function updated(d: StoredDeployment, b: DeploymentUpdateInput): Promise<StoredDeployment> {
     const pinned = b.agent === undefined ? undefined : await admission.pin(b.agent)
-    if (b.environment_id !== undefined && b.environment_id !== d.environment_id) await admission.environment(b.environment_id)
+    if (b.environment_id !== undefined && b.environment_id !== d.environment_id)
+      await admission.environment(b.environment_id, pinned?.agent ?? (await admission.pinned(d.agent)))
+    else if (pinned) await admission.mcpEgress(d.environment_id, pinned.agent)
     const next: StoredDeployment = {
       ...d,
       name: b.name ?? d.name,
@@ -176,7 +178,7 @@ export function deploymentOps(deps: DeploymentDeps): Handlers<typeof DeploymentK
       const again = createdBy && (await retriedCreate(id, createdBy))
       if (again) return again
       const { ref, agent } = await admission.pin(b.agent)
-      await admission.environment(b.environment_id)
+      await admission.environment(b.environment_id, agent)
       checkFields(b, agent)
       await admission.resources(b.resources ?? [])
       await admission.vaults(b.vault_ids ?? [])

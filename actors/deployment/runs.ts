@@ -35,6 +35,8 @@ function runError(err: ApiError): RunErrorType {
       return 'memory_store_archived_error'
     case 'memory_store_not_found':
       return 'session_resource_not_found_error'
+    case 'mcp_egress_blocked':
+      return 'mcp_egress_blocked_error'
   }
   return err.status < 500 ? 'session_creation_rejected_error' : 'unknown_error'
 }

@@ -57,3 +57,17 @@ export { isCasConflict, isOutcomeUnknown, isTransientNatsError, storeUnavailable
 
 // The operator keyring.
 export { Keyring, loadKeyring, type Sealed } from './keyring.js'
+
+// What the server may connect to on a user's behalf.
+export {
+  type AddressExceptions,
+  listExceptions,
+  NO_EXCEPTIONS,
+  NonPublicAddress,
+  nonPublic,
+  parseAddressExceptions,
+  publicAddress,
+  type Resolver,
+  refusal,
+  systemResolver,
+} from './public-address.js'

@@ -7,6 +7,7 @@ import type { LocalTails } from '../../protocol/event-item.js'
 import type { KindContract } from '../../protocol/ops/define.js'
 import type { ActorClient } from './client.js'
 import type { OpTable } from './ops.js'
+import type { AddressExceptions } from './public-address.js'
 import type { Storage } from './replicas.js'
 import type { SandboxHostBeat } from '../../protocol/subjects.js'
 import type { SandboxBackend } from '../../sandbox/index.js'
@@ -102,6 +103,11 @@ export interface HostSettings {
    * the work kind loads it itself (a test host).
    */
   tokenKey?: Uint8Array
+  /**
+   * `TROUPE_MCP_ALLOW_HOSTS`: host names, addresses and ranges sessions' MCP connections may reach although they are
+   * not public. Default none.
+   */
+  mcpAllowHosts?: AddressExceptions
   /** Session actor tuning (retries, backoff, passivation, workspaces); defaults in actors/session/index.ts. */
   session?: Partial<SessionTuning>
 }

@@ -1,11 +1,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { ToolResultContent } from '../../protocol/session-events.js'
 import { type McpBlock, toResultContent } from './content.js'
+import { capBody, MAX_RESPONSE_BYTES } from './egress.js'
 import { classify, httpStatus, McpFailure } from './failure.js'
+import { MAX_LIST_PAGES, ToolList } from './tool-list.js'
 
 /** One tool a server lists: what the model is offered of it. */
 export interface McpTool {
@@ -34,12 +36,11 @@ export interface McpTimings {
   connectMs: number
   /** One `tools/call` (progress notifications restart it). */
   callMs: number
+  /** The most bytes one response may carry (egress.ts). Default `MAX_RESPONSE_BYTES`. */
+  maxResponseBytes?: number
 }
 
 export const DEFAULT_MCP_TIMINGS: McpTimings = { connectMs: 10_000, callMs: 300_000 }
-
-/** At most this many tools of one server are offered (a hostile server's list is cut, not the turn). */
-export const MAX_SERVER_TOOLS = 500
 
 /**
  * A session's connection to one MCP server (`@modelcontextprotocol/sdk`): opened at first use, streamable HTTP first and
@@ -54,13 +55,24 @@ export class McpConnection {
   private opening: Promise<Client> | undefined
   private cached: McpTool[] | undefined
   private closed = false
+  /** The client being connected, until it is open. */
+  private connecting: Client | undefined
+  /** Why this side cut the connection (a response over the byte limit): what the requests it ended fail with. */
+  private cut: Error | undefined
+  /** Every HTTP request of the connection, through `fetch` and the byte limit. */
+  private readonly http: FetchLike
 
   constructor(
     readonly server: string,
     readonly url: string,
     private readonly auth: McpAuth,
     private readonly timings: McpTimings,
-  ) {}
+    /** Makes every HTTP request of the connection: where it may go (egress.ts). Default the global fetch, unchecked. */
+    fetch: FetchLike = globalThis.fetch,
+  ) {
+    const max = timings.maxResponseBytes ?? MAX_RESPONSE_BYTES
+    this.http = async (url, init) => capBody(await fetch(url, init), max, (err) => this.overflow(err))
+  }
 
   /** The transport used, once connected (for logs and tests). */
   transport: 'streamable_http' | 'sse' | undefined
@@ -71,19 +83,20 @@ export class McpConnection {
     const client = await this.open(signal)
     const session = this.streamable?.sessionId
     try {
-      const tools: McpTool[] = []
+      const list = new ToolList()
       let cursor: string | undefined
-      do {
+      // A server whose pages never end is cut: no page past a full list, nor past the page limit, is asked for.
+      for (let pages = 1; ; pages++) {
         const page = await client.listTools(cursor ? { cursor } : undefined, { signal, timeout: this.timings.connectMs })
-        for (const t of page.tools) {
-          if (tools.length < MAX_SERVER_TOOLS) tools.push({ name: t.name, description: t.description, inputSchema: t.inputSchema as Record<string, unknown> })
-        }
-        cursor = tools.length < MAX_SERVER_TOOLS ? page.nextCursor : undefined
-      } while (cursor)
-      if (this.client === client) this.cached = tools
-      return tools
+        for (const t of page.tools) list.add(t)
+        cursor = page.nextCursor
+        if (!cursor || list.full || pages === MAX_LIST_PAGES) break
+      }
+      if (this.client === client) this.cached = list.tools
+      return list.tools
     } catch (err) {
       this.drop(client)
+      this.throwIfCut()
       // The server forgot the MCP session (see `call`): listed again on a new one.
       if (again && session !== undefined && httpStatus(err) === 404 && !signal?.aborted) return this.tools(signal, false)
       throw classify(this.server, err)
@@ -103,6 +116,7 @@ export class McpConnection {
       return { content, is_error: r.isError === true }
     } catch (err) {
       if (signal.aborted) throw err
+      this.throwIfCut()
       // The server answered with a JSON-RPC error (an unknown tool, bad arguments, its own timeout): the model reads it.
       if (err instanceof McpError) return { content: [{ type: 'text', text: `MCP error ${err.code}: ${err.message}` }], is_error: true }
       this.drop(client)
@@ -133,6 +147,23 @@ export class McpConnection {
     await c?.close().catch(() => undefined)
   }
 
+  /** A response went over the byte limit: the client it came to (open or connecting) closes, ending its requests. */
+  private overflow(err: Error): void {
+    this.cut = err
+    const c = this.client ?? this.connecting
+    if (c) {
+      if (c === this.client) this.drop(c)
+      else void c.close().catch(() => undefined)
+    }
+  }
+
+  /** Throws the cut's failure, once, if this side cut the connection. */
+  private throwIfCut(): void {
+    const cut = this.cut
+    this.cut = undefined
+    if (cut) throw classify(this.server, cut)
+  }
+
   private drop(client: Client): void {
     if (this.client !== client) return
     this.client = undefined
@@ -159,27 +190,34 @@ export class McpConnection {
     const headers = await this.auth.headers(this.url)
     const url = new URL(this.url)
     let client = this.newClient()
-    let streamable: StreamableHTTPClientTransport | undefined = new StreamableHTTPClientTransport(url, { requestInit: { headers } })
+    this.connecting = client
+    let streamable: StreamableHTTPClientTransport | undefined = new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch: this.http })
     try {
       await client.connect(streamable, { timeout: this.timings.connectMs })
       this.transport = 'streamable_http'
     } catch (err) {
       await client.close().catch(() => undefined)
+      this.connecting = undefined
+      this.throwIfCut()
       const status = httpStatus(err)
       if (status === undefined || status === 401 || status === 403 || status < 400 || status >= 500) throw classify(this.server, err)
       // A server of the older HTTP+SSE transport answers the streamable POST with 404 or 405: try that one.
       streamable = undefined
       client = this.newClient()
+      this.connecting = client
       try {
         // The SDK sends `requestInit`'s headers on the event stream's GET too.
-        const sse: Transport = new SSEClientTransport(url, { requestInit: { headers } })
+        const sse: Transport = new SSEClientTransport(url, { requestInit: { headers }, fetch: this.http })
         await client.connect(sse, { timeout: this.timings.connectMs })
         this.transport = 'sse'
       } catch (err2) {
         await client.close().catch(() => undefined)
+        this.connecting = undefined
+        this.throwIfCut()
         throw classify(this.server, err2)
       }
     }
+    this.connecting = undefined
     if (this.closed) {
       await client.close().catch(() => undefined)
       throw new McpFailure('unreachable', this.server, `the connection to MCP server ${this.server} is closed`)

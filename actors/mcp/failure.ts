@@ -1,6 +1,7 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js'
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
+import { NonPublicAddress } from '../kit/index.js'
 
 /**
  * Why an MCP server could not be used, as WIRE §7.5 names it: `auth` (the server answered 401 or 403:
@@ -29,10 +30,26 @@ export function classify(server: string, err: unknown): McpFailure {
   if (err instanceof McpFailure) return err
   const status = httpStatus(err)
   const detail = describe(err)
+  const refused = refusedAddress(err)
+  if (refused) {
+    return new McpFailure(
+      'unreachable',
+      server,
+      `MCP server ${server} is not reachable from this server: ${refused.message} (TROUPE_MCP_ALLOW_HOSTS lists the names and addresses the operator allows)`,
+    )
+  }
   if (err instanceof UnauthorizedError || status === 401 || status === 403) {
     return new McpFailure('auth', server, `MCP server ${server} refused the connection (${status ?? 401}): ${detail}`)
   }
   return new McpFailure('unreachable', server, `MCP server ${server} could not be reached: ${detail}`)
+}
+
+/** The address refusal (egress.ts) somewhere in `err`'s causes. */
+function refusedAddress(err: unknown): NonPublicAddress | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof NonPublicAddress) return e
+  }
+  return undefined
 }
 
 /** An error's message with its cause (node's fetch says only "fetch failed" and puts ECONNREFUSED in the cause). */

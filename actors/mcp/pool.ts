@@ -1,4 +1,6 @@
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { DEFAULT_MCP_TIMINGS, McpConnection, type McpAuth, type McpTimings, NO_AUTH } from './connection.js'
+import { egressFetch, type McpEgress, PUBLIC_ONLY } from './egress.js'
 
 /** A server as an agent names it (`mcp_servers[]`). */
 export interface McpServerRef {
@@ -18,6 +20,7 @@ export class McpPool {
   constructor(
     private readonly auth: McpAuth = NO_AUTH,
     private readonly timings: McpTimings = DEFAULT_MCP_TIMINGS,
+    private readonly fetch?: FetchLike,
   ) {}
 
   /** The connection to `server` (not yet open: it opens at its first use). */
@@ -25,7 +28,7 @@ export class McpPool {
     const key = `${server.name}\n${server.url}`
     let c = this.conns.get(key)
     if (!c || this.closed) {
-      c = new McpConnection(server.name, server.url, this.auth, this.timings)
+      c = new McpConnection(server.name, server.url, this.auth, this.timings, this.fetch)
       if (this.closed) void c.close()
       else this.conns.set(key, c)
     }
@@ -55,6 +58,19 @@ export interface McpClients {
   forSession(sessionId: string, vaultIds: readonly string[]): McpPool
 }
 
-export function mcpClients(timings: McpTimings = DEFAULT_MCP_TIMINGS, auth: (vaultIds: readonly string[]) => McpAuth = () => NO_AUTH): McpClients {
-  return { forSession: (_id, vaultIds) => new McpPool(auth(vaultIds), timings) }
+/** What a host's `McpClients` are made of; each has its default. */
+export interface McpClientOptions {
+  /** Default `DEFAULT_MCP_TIMINGS`. */
+  timings?: McpTimings
+  /** The credentials for a session's vaults. Default none sent. */
+  auth?: (vaultIds: readonly string[]) => McpAuth
+  /** Where connections may go. Default public addresses only (`PUBLIC_ONLY`). */
+  egress?: McpEgress
+}
+
+export function mcpClients(o: McpClientOptions = {}): McpClients {
+  const auth = o.auth ?? (() => NO_AUTH)
+  // One connection pool (undici's) for the host's MCP requests, its lookups checked.
+  const fetch = egressFetch(o.egress ?? PUBLIC_ONLY)
+  return { forSession: (_id, vaultIds) => new McpPool(auth(vaultIds), o.timings ?? DEFAULT_MCP_TIMINGS, fetch) }
 }

@@ -1,7 +1,7 @@
 import { SessionKind } from '../../protocol/ops/session.js'
 import type { Session } from '../../protocol/session.js'
 import { Buckets, partitionOf } from '../../protocol/subjects.js'
-import { type ActorKindDef, ensureOutbox, implement, KeyedActors, modelRetry, openBucket, Outbox, Projection } from '../kit/index.js'
+import { type ActorKindDef, ensureOutbox, implement, KeyedActors, modelRetry, NO_EXCEPTIONS, openBucket, Outbox, Projection } from '../kit/index.js'
 import { SessionActor } from './actor/index.js'
 import type { ActorDeps, SessionSettings } from './actor/index.js'
 import { agentResolver } from './admission/index.js'
@@ -19,7 +19,7 @@ import { EnvSecretSource } from '../vault/index.js'
 
 // What other kinds and the supervisor use of sessions: a deployment's admission checks a run's session as a create
 // does; webhooks and the gateway read sessions' event logs; the inspect commands read their records.
-export { type AgentResolver, agentResolver, checkCreateInput, checkVaultRefs, prefixed, snapshotAgent } from './admission/index.js'
+export { type AgentResolver, agentResolver, checkCreateInput, checkMcpEgress, checkVaultRefs, prefixed, snapshotAgent } from './admission/index.js'
 export { SESSION_PREFIX, type SessionRecord, sessionKey } from './history/index.js'
 export { ensureEventsStream, readSessionEvents } from './log/index.js'
 
@@ -93,7 +93,7 @@ export const sessionKind: ActorKindDef = {
       tails,
       workdirs: new Workdirs(workdir, remote),
       outbox: new Outbox(ctx.js),
-      mcp: mcpClients(),
+      mcp: mcpClients({ egress: { except: ctx.settings.mcpAllowHosts ?? NO_EXCEPTIONS } }),
       // Vault records are read here directly, and opened with this host's keyring: secrets never cross the actor wire.
       envSecrets: new EnvSecretSource(await openBucket(ctx.kvm, ctx.storage, Buckets.vaults), ctx.settings.keyring),
       // SKILL.md read from the bundles the sandboxes unpack, for launches.

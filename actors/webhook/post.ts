@@ -1,7 +1,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction } from 'node:net'
-import { NonPublicAddress, publicAddress, type Resolver } from './address.js'
+import { NonPublicAddress, publicAddress, type Resolver } from '../kit/index.js'
 
 /** What one delivery attempt came to. `redirected` and `refused` disable the endpoint; `failed` is tried again. */
 export type Outcome =

@@ -387,6 +387,12 @@ export const catalog = {
       'Vaults need the operator keyring to seal their secrets (TROUPE_VAULT_KEYRING_FILE), which this server has not configured; reads and deletes still work',
     WIRE,
   ),
+  mcp_egress_blocked: entry(
+    400,
+    (at: string, server: string, environmentId: string) =>
+      `${at}: MCP server ${server} cannot be reached: environment ${environmentId} has limited networking without allow_mcp_servers`,
+    WIRE,
+  ),
   networking_unenforceable: entry(
     422,
     (environmentId: string) =>

@@ -15,7 +15,7 @@ const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 100)
 export async function runMcpBench(): Promise<void> {
   console.log(`\nmcp: an MCP tool round trip through a session against a direct SDK call, ${CALLS} calls each`)
   const server = await startFakeMcpServer()
-  const b = await bed({}, { BENCH_MODEL_SCRIPT: 'mcp' })
+  const b = await bed({ TROUPE_MCP_ALLOW_HOSTS: '127.0.0.1' }, { BENCH_MODEL_SCRIPT: 'mcp' })
   try {
     const direct = new Client({ name: 'bench', version: '1' })
     await direct.connect(new StreamableHTTPClientTransport(new URL(server.url)))

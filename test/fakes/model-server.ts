@@ -17,6 +17,24 @@ export type ScriptStep =
   | { type: 'thinking'; thinking: string; signature?: string }
   /** A client tool call; `id` defaults to `toolu_` + random. Its input JSON is streamed in several pieces. */
   | { type: 'tool_use'; name: string; input: Record<string, unknown>; id?: string }
+  /** A server tool's use (the provider runs it): `id` defaults to `srvtoolu_` + random; its input streamed as a tool_use's. */
+  | { type: 'server_tool_use'; name: 'web_search' | 'web_fetch'; input: Record<string, unknown>; id?: string }
+  /**
+   * A web search's result block, whole at its start, as the API sends it: each result `web_search_result`
+   * (`encrypted_content` defaults to random base64, `page_age` to null), or an error code. `tool_use_id` defaults to the
+   * last server_tool_use step's id.
+   */
+  | {
+      type: 'web_search_tool_result'
+      content: Array<{ url: string; title: string; encrypted_content?: string; page_age?: string | null }> | { error_code: string }
+      tool_use_id?: string
+    }
+  /** A web fetch's result block: the page as a text document (`retrieved_at` defaults to now), or an error code. */
+  | {
+      type: 'web_fetch_tool_result'
+      content: { url: string; text: string; title?: string; retrieved_at?: string } | { error_code: string }
+      tool_use_id?: string
+    }
 
 export type FakeStopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'refusal' | 'stop_sequence' | 'pause_turn' | 'model_context_window_exceeded'
 
@@ -124,6 +142,11 @@ export interface FakeModelServer {
   /** A function consulted for each request before the queue (return undefined to fall through). */
   setHandler(fn: ((req: RecordedRequest) => ScriptedReply | undefined) | undefined): void
   setFallback(reply: ScriptedReply): void
+  /**
+   * Answer every request offering one of these server tool types with the 400 a model or proxy without them gives,
+   * naming the type (as the API's union errors do: the tag found, then those it expects). Undefined: take them (default).
+   */
+  refuseServerTools(types: string[] | undefined): void
   /** Replies still queued. */
   readonly queued: number
   /** Resolves when `n` requests in total have been received. Rejects after `timeoutMs` (default 5000). */
@@ -202,6 +225,7 @@ function buildReply(reply: ScriptedReply, requestedModel: unknown): BuiltReply {
   const blocks: Record<string, any>[] = []
   const blockEvents: SseEvent[][] = []
   let generatedChars = 0
+  let lastServerUse = ''
   steps.forEach((step, index) => {
     const events: SseEvent[] = []
     const delta = (d: Record<string, unknown>) => events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: d } })
@@ -254,6 +278,26 @@ function buildReply(reply: ScriptedReply, requestedModel: unknown): BuiltReply {
         for (const piece of splitPieces(json, INPUT_JSON_PIECES)) {
           delta({ type: 'input_json_delta', partial_json: piece })
         }
+        break
+      }
+      case 'server_tool_use': {
+        const id = step.id ?? randomId('srvtoolu_')
+        lastServerUse = id
+        const json = JSON.stringify(step.input)
+        generatedChars += json.length
+        blocks.push({ type: 'server_tool_use', id, name: step.name, input: step.input, caller: { type: 'direct' } })
+        events.push({
+          event: 'content_block_start',
+          data: { type: 'content_block_start', index, content_block: { type: 'server_tool_use', id, name: step.name, input: {}, caller: { type: 'direct' } } },
+        })
+        for (const piece of splitPieces(json, INPUT_JSON_PIECES)) delta({ type: 'input_json_delta', partial_json: piece })
+        break
+      }
+      case 'web_search_tool_result':
+      case 'web_fetch_tool_result': {
+        const block = { type: step.type, tool_use_id: step.tool_use_id ?? lastServerUse, content: serverResultContent(step), caller: { type: 'direct' } }
+        blocks.push(block)
+        events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: block } })
         break
       }
     }
@@ -343,6 +387,29 @@ function buildReply(reply: ScriptedReply, requestedModel: unknown): BuiltReply {
   return { message, events, hangAfter }
 }
 
+/** A server tool result step's `content` as the API shapes it. */
+function serverResultContent(step: Extract<ScriptStep, { type: 'web_search_tool_result' | 'web_fetch_tool_result' }>): unknown {
+  const c = step.content
+  if ('error_code' in c)
+    return { type: step.type === 'web_search_tool_result' ? 'web_search_tool_result_error' : 'web_fetch_tool_result_error', error_code: c.error_code }
+  if (Array.isArray(c)) {
+    return c.map((r) => ({
+      type: 'web_search_result',
+      url: r.url,
+      title: r.title,
+      encrypted_content: r.encrypted_content ?? randomBytes(24).toString('base64'),
+      page_age: r.page_age ?? null,
+    }))
+  }
+  const page = c as { url: string; text: string; title?: string; retrieved_at?: string }
+  return {
+    type: 'web_fetch_result',
+    url: page.url,
+    retrieved_at: page.retrieved_at ?? new Date().toISOString(),
+    content: { type: 'document', source: { type: 'text', media_type: 'text/plain', data: page.text }, title: page.title ?? null, citations: null },
+  }
+}
+
 function sseFrame(e: SseEvent): string {
   return `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`
 }
@@ -359,7 +426,42 @@ function requestProblem(body: any): string | undefined {
   if (typeof body.model !== 'string' || body.model === '') return 'model: Field required'
   if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required'
   if (!Array.isArray(body.messages)) return 'messages: Field required'
-  return toolPairingProblem(body.messages)
+  return serverToolProblem(body.tools) ?? toolPairingProblem(body.messages) ?? serverPairingProblem(body.messages)
+}
+
+/** The API's rules for server tool definitions it checks first: the name its type requires, one domain list. */
+function serverToolProblem(tools: unknown): string | undefined {
+  if (!Array.isArray(tools)) return undefined
+  for (const [i, d] of tools.entries()) {
+    const kind = typeof d?.type === 'string' ? /^(web_search|web_fetch)_\d{8}$/.exec(d.type)?.[1] : undefined
+    if (!kind) continue
+    if (d.name !== kind) return `tools.${i}.name: Input should be '${kind}'`
+    if (d.allowed_domains && d.blocked_domains) return `tools.${i}: allowed_domains and blocked_domains cannot both be set`
+  }
+  return undefined
+}
+
+/**
+ * Server tool blocks handed back: each server_tool_use of an assistant message (but the last, which the model continues)
+ * is answered by a result block of the same message after it, and each result answers one.
+ */
+function serverPairingProblem(messages: any[]): string | undefined {
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]
+    if (m?.role !== 'assistant' || !Array.isArray(m.content)) continue
+    const uses = new Set<string>()
+    const answered = new Set<string>()
+    for (const [j, b] of m.content.entries()) {
+      if (b?.type === 'server_tool_use') uses.add(b.id)
+      if (b?.type === 'web_search_tool_result' || b?.type === 'web_fetch_tool_result') {
+        if (!uses.has(b.tool_use_id)) return `messages.${i}.content.${j}: ${b.type} answers no earlier server_tool_use: ${b.tool_use_id}`
+        answered.add(b.tool_use_id)
+      }
+    }
+    const missing = [...uses].filter((id) => !answered.has(id))
+    if (missing.length && i < messages.length - 1) return `messages.${i}: server_tool_use ids without results: ${missing.join(', ')}`
+  }
+  return undefined
 }
 
 /**
@@ -403,6 +505,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
   const queue: ScriptedReply[] = []
   let handler: ((req: RecordedRequest) => ScriptedReply | undefined) | undefined
   let fallback: ScriptedReply = { steps: [{ type: 'text', text: 'ok' }] }
+  let refused: string[] | undefined
   let aborted = 0
   let closing = false
   const sockets = new Set<Socket>()
@@ -490,6 +593,18 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
     if (!bodyIsJson) return sendPlainError(400, 'invalid_request_error', 'body: invalid JSON')
     const problem = requestProblem(body)
     if (problem) return sendPlainError(400, 'invalid_request_error', `fake model server: ${problem}`)
+    const tools: any[] = Array.isArray(body.tools) ? body.tools : []
+    const refusedAt = tools.findIndex((d) => refused?.includes(d?.type))
+    if (refusedAt >= 0) {
+      const taken = ['custom', 'bash_20250124', 'text_editor_20250728', 'web_search_20250305', 'web_fetch_20250910'].filter((x) => !refused?.includes(x))
+      const tag = tools[refusedAt].type
+      const expected = taken.map((x) => `'${x}'`).join(', ')
+      return sendPlainError(
+        400,
+        'invalid_request_error',
+        `tools.${refusedAt}: Input tag '${tag}' found using 'type' does not match any of the expected tags: ${expected}`,
+      )
+    }
 
     const reply = pickReply(rec)
     const extraHeaders = reply.headers ?? {}
@@ -598,6 +713,9 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
     },
     setFallback(reply) {
       fallback = reply
+    },
+    refuseServerTools(types) {
+      refused = types
     },
     get queued() {
       return queue.length

@@ -100,7 +100,8 @@ t.test('all built-in tools are offered when the toolset is enabled by default', 
   const before = s.model.requests.length
   await run(session.id, 'tools?')
   const names = s.model.requests[before]!.body.tools.map((x: any) => x.name).sort()
-  t.same(names, ['bash', 'edit', 'glob', 'grep', 'read', 'write'])
+  // The web tools are the provider's server tools (test/sessions/web-tools.test.ts).
+  t.same(names, ['bash', 'edit', 'glob', 'grep', 'read', 'web_fetch', 'web_search', 'write'])
 })
 
 // ------------------------------------------------------------------------------------------- the events

@@ -21,7 +21,7 @@ const TAKEOVER_MS = 45_000
 const model = await startFakeModelServer()
 const mcp = await startFakeMcpServer()
 const nats = await startNats()
-const env = { TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k', TROUPE_MODEL_RETRY_BASE_MS: '20' }
+const env = { TROUPE_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: 'k', TROUPE_MODEL_RETRY_BASE_MS: '20', TROUPE_MCP_ALLOW_HOSTS: '127.0.0.1' }
 const procs: TroupeProcess[] = []
 t.teardown(async () => {
   for (const p of procs) p.killNow()

@@ -7,7 +7,7 @@ import { agentAndEnv, collect, isIdle, sessionStack, until } from './_helpers.js
  * ends its MCP session on the server, and its next turn, on a rebuilt actor, connects again.
  */
 
-const s = await sessionStack({ TROUPE_SESSION_IDLE_MS: '500' })
+const s = await sessionStack({ TROUPE_SESSION_IDLE_MS: '500', TROUPE_MCP_ALLOW_HOSTS: '127.0.0.1' })
 const mcp = await startFakeMcpServer()
 t.teardown(() => mcp.close())
 

@@ -9,7 +9,8 @@ import { agentAndEnv, collect, isIdle, reader, sessionStack, until } from './_he
  * goes on without it. Through the official client against `troupe serve`, a fake model and a local MCP server.
  */
 
-const s = await sessionStack()
+// The local MCP servers are on loopback, which the operator must allow (issue 43 point 4).
+const s = await sessionStack({ TROUPE_MCP_ALLOW_HOSTS: '127.0.0.1' })
 const mcp = await startFakeMcpServer()
 const sseOnly = await startFakeMcpServer({ sse: true })
 t.teardown(async () => {
@@ -279,4 +280,28 @@ t.test('a member thread’s MCP tool: asked on the session’s stream, confirmed
   )
   const results = of(done, 'agent.tool_result').map((e) => e.content.map((c: any) => c.text).join(''))
   t.ok(results.includes('member done'), 'the send answered with the member’s reply')
+})
+
+t.test('an update of the agent’s MCP servers applies from the next turn: the removed server’s connection closes', async (t) => {
+  const first = await startFakeMcpServer()
+  const second = await startFakeMcpServer({ tools: [{ name: 'lookup', description: 'Looks up.', inputSchema: { type: 'object', properties: {} } }] })
+  t.teardown(async () => {
+    await first.close()
+    await second.close()
+  })
+  const session = await newSession({ mcp_servers: [server('first', first.url)], tools: [toolset('first', { default_config: ALLOW })] })
+  await step(session.id, [say('hello')])
+  t.equal(first.open, 1, 'the first server connected')
+  t.ok(toolNames(s.model.requests.at(-1)!).includes('echo'))
+
+  await s.client.beta.sessions.update(session.id, {
+    agent: { mcp_servers: [server('second', second.url)], tools: [toolset('second', { default_config: ALLOW })] },
+  } as any)
+  await until('the removed server’s connection to close', async () => first.open === 0, 10_000, 20)
+  await step(session.id, [say('again')])
+  const offered = toolNames(s.model.requests.at(-1)!)
+  t.ok(offered.includes('lookup'), 'the new server’s tools offered')
+  t.notOk(offered.includes('echo'), 'the removed server’s tools gone')
+  t.equal(first.connections, 1, 'the removed server was not connected again')
+  t.equal(second.open, 1)
 })

@@ -32,6 +32,12 @@ t.test('read: what each accepts, and the message of what it refuses', async (t) 
   for (const on of ['1', 'true', 'on', 'TRUE', ' On ']) t.equal(strict(on), true, on)
   for (const off of ['0', 'false', 'off', 'OFF', '']) t.equal(strict(off), false, off || '(empty)')
   t.throws(() => strict('yes'), { message: 'TROUPE_STRICT must be 1, true or on, or 0, false or off (was "yes")' })
+
+  const mcp = (v: string) => readConfig({ TROUPE_MCP_ALLOW_HOSTS: v }, false).mcpAllowHosts
+  t.same([...mcp('').hosts], [], 'empty is none')
+  t.same([...mcp('MCP.internal, 127.0.0.1').hosts], ['mcp.internal'])
+  t.equal(mcp('MCP.internal, 127.0.0.1,10.0.0.0/8').ranges.length, 2)
+  t.throws(() => mcp('http://mcp.internal'), { message: 'TROUPE_MCP_ALLOW_HOSTS: "http://mcp.internal" is not a host name, an address or a CIDR range' })
 })
 
 t.test('a start refuses each, naming it, before it starts anything', async (t) => {
@@ -39,6 +45,7 @@ t.test('a start refuses each, naming it, before it starts anything', async (t) =
     ['TROUPE_MODEL_BASE_URL', 'localhost:9000', /troupe: TROUPE_MODEL_BASE_URL must be an http:\/\/ or https:\/\/ URL.*\(was "localhost:9000"\)/],
     ['LOG_LEVEL', 'verbose', /troupe: LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent \(was "verbose"\)/],
     ['TROUPE_STRICT', 'yes', /troupe: TROUPE_STRICT must be 1, true or on, or 0, false or off \(was "yes"\)/],
+    ['TROUPE_MCP_ALLOW_HOSTS', 'mcp.internal:8080', /troupe: TROUPE_MCP_ALLOW_HOSTS: "mcp\.internal:8080" is not a host name, an address or a CIDR range/],
   ] as const) {
     const err = await files.start({ role: 'start', env: { NATS_URL: '', TROUPE_DATA_DIR: files.dataDir(), [name]: value } }).then(
       () => undefined,

@@ -750,3 +750,78 @@ t.test('Skill launches: recorded from stored results (a replay finds them), erro
   plain.apply(service('agent.tool_result', 4, { tool_use_id: use.id, content: [], is_error: false }))
   t.same(plain.activations, [])
 })
+
+t.test("web tool uses and results (the provider's): assistant blocks as the API sent them, never open, in a self-hosted session too", async (t) => {
+  for (const envType of ['cloud', 'self_hosted'] as const) {
+    const h = new History(record(envType))
+    const msg = userMessage('search')
+    h.apply(msg)
+    h.apply(service('session.status_running', 1000), [msg.id])
+    const span = service('span.model_request_start', 1000)
+    h.apply(span)
+    const block = {
+      type: 'web_search_tool_result',
+      tool_use_id: 'srvtoolu_01A',
+      content: [{ type: 'web_search_result', url: 'https://a/', title: 'A', encrypted_content: 'E', page_age: null }],
+    }
+    const use = service('agent.tool_use', 1100, {
+      name: 'web_search',
+      input: { query: 'q' },
+      evaluated_permission: 'allow',
+      server_tool_use_id: 'srvtoolu_01A',
+    })
+    h.apply(service('agent.message', 1050, { content: [{ type: 'text', text: 'Looking.' }] }))
+    h.apply(use)
+    h.apply(service('agent.tool_result', 1100, { tool_use_id: use.id, content: [], server_tool_result: block }))
+    h.apply(service('agent.message', 1150, { content: [{ type: 'text', text: 'Found.' }] }))
+    h.apply(
+      service('span.model_request_end', 1200, {
+        model_request_start_id: span.id,
+        is_error: false,
+        model_usage: usage(10, 5, { server_tool_use: { web_search_requests: 1 } }),
+      }),
+    )
+    t.equal(h.open.size, 0, `${envType}: nothing waits on it`)
+    t.same(h.messages.at(-1), {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Looking.' },
+        { type: 'server_tool_use', id: 'srvtoolu_01A', name: 'web_search', input: { query: 'q' } },
+        block,
+        { type: 'text', text: 'Found.' },
+      ],
+    })
+    t.equal(h.needsModel(), false)
+    t.match(h.rec.totals.entries[0], { web_search_requests: 1, web_fetch_requests: 0 })
+  }
+})
+
+t.test('a failed span kept for its client tool use drops a web tool use whose result was never stored', async (t) => {
+  const h = new History(record())
+  const msg = userMessage('go')
+  h.apply(msg)
+  h.apply(service('session.status_running', 1000), [msg.id])
+  const span = service('span.model_request_start', 1000)
+  h.apply(span)
+  const done = service('agent.tool_use', 1100, { name: 'web_fetch', input: { url: 'https://a/' }, server_tool_use_id: 'srvtoolu_01Done' })
+  h.apply(done)
+  h.apply(
+    service('agent.tool_result', 1100, {
+      tool_use_id: done.id,
+      server_tool_result: {
+        type: 'web_fetch_tool_result',
+        tool_use_id: 'srvtoolu_01Done',
+        content: { type: 'web_fetch_tool_result_error', error_code: 'unavailable' },
+      },
+    }),
+  )
+  h.apply(service('agent.tool_use', 1100, { name: 'web_search', input: { query: 'q' }, server_tool_use_id: 'srvtoolu_01Lost' }))
+  const bash = service('agent.tool_use', 1100, { name: 'bash', input: { command: 'ls' }, evaluated_permission: 'allow' })
+  h.apply(bash)
+  h.apply(service('span.model_request_end', 1200, { model_request_start_id: span.id, is_error: true, model_usage: ZERO_USAGE }))
+  t.same(
+    (h.messages.at(-1)!.content as Array<{ type: string; id?: string; tool_use_id?: string }>).map((b) => b.id ?? b.tool_use_id),
+    ['srvtoolu_01Done', 'srvtoolu_01Done', bash.id],
+  )
+  t.same([...h.open.keys()], [bash.id])
+})

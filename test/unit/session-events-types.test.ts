@@ -31,6 +31,8 @@ type Outside = {
  * - span.outcome_evaluation_end: `usage` is the grader request's as the provider reported it (a count may be absent);
  * - session.updated: not the bytes but the agent snapshot's type (protocol/schemas/agent.ts), shaped unlike the
  *   client's (one tool config over every name where the client has one per tool).
+ * Fields the client's types lack are not counted here (a type with more fields still fits): a web tool's
+ * agent.tool_use carries `server_tool_use_id`, its agent.tool_result `server_tool_result` (docs/ARCHITECTURE.md, "Web tools").
  */
 type Deviations =
   | 'user.define_outcome'

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { NonPublicAddress, nonPublic, publicAddress } from '../../actors/webhook/address.js'
+import { NonPublicAddress, nonPublic, publicAddress } from '../../actors/kit/public-address.js'
 import { post } from '../../actors/webhook/post.js'
 
 /**

@@ -5,12 +5,11 @@ import { type FencedRecord, MailboxActor } from '../../kit/index.js'
 import type { FileResource, SessionResource } from '../../../protocol/schemas/resource.js'
 import type { EventParamsT } from '../../../protocol/schemas/events.js'
 import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
-import { checkClientEvents } from '../admission/index.js'
+import { checkClientEvents, selfHostedOf, workAfterSend } from '../admission/index.js'
 import type { ActorDeps } from './deps.js'
 import { SessionEvents } from './events.js'
-import { History } from '../history/index.js'
+import { History, viewOf, type SessionRecord } from '../history/index.js'
 import { EventLog, deleteSessionHistory } from '../log/index.js'
-import { selfHostedOf, workAfterSend } from '../admission/index.js'
 import { RecordWriter } from './record-writer.js'
 import { Recovery } from './recovery.js'
 import type { SessionSandbox } from '../../workdir/index.js'
@@ -19,7 +18,6 @@ import { Children } from './children.js'
 import { Intake } from './intake.js'
 import { Changes } from './changes.js'
 import { type ReplayedThread, replaySession } from './replay.js'
-import { viewOf, type SessionRecord } from '../history/index.js'
 import { advisorOf, type Emitter, rosterOf, ToolLock, ToolRunner, TurnLoop } from '../turn/index.js'
 import { ThreadCoordinator } from '../threads/index.js'
 import type { McpPool } from '../../mcp/index.js'
@@ -71,6 +69,7 @@ export class SessionActor extends MailboxActor {
       h,
       mb,
       deps,
+      mcp: this.mcp,
       hasWork: () => this.hasWork,
       record: (type, fields) => this.record(type, fields),
       save: () => this.save(),

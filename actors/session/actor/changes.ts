@@ -4,11 +4,12 @@ import { type FileResource, fileResources } from '../../../protocol/schemas/reso
 import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
 import type { Session } from '../../../protocol/session.js'
 import type { Mailbox } from '../../kit/index.js'
-import { checkAddable, checkChangeable, updateChanges } from '../admission/index.js'
+import { capturedAgents, checkAddable, checkChangeable, updateChanges } from '../admission/index.js'
 import { detachMemoryStores, dropCopies } from '../admission/index.js'
 import { selfHostedOf, stopWork } from '../admission/index.js'
 import { unpinSessionSkills } from '../admission/index.js'
 import type { History } from '../history/index.js'
+import type { McpPool } from '../../mcp/index.js'
 import type { ActorDeps } from './deps.js'
 
 /** What the changes need of the actor they change. */
@@ -17,6 +18,8 @@ export interface ChangeHost {
   readonly h: History
   readonly mb: Mailbox
   readonly deps: ActorDeps
+  /** The session's MCP connections. */
+  readonly mcp: McpPool
   /** A turn runs, or input waits for one. */
   hasWork(): boolean
   /** Records a service event and waits until it is stored. */
@@ -69,12 +72,19 @@ export class Changes {
         createdWithBudget: h.rec.budget_created,
         budgetRemoved: h.rec.budget_removed,
         consumed: h.liveTotals(),
+        env: h.rec.env,
       }
       const changes = updateChanges(target, b)
       if (Object.keys(changes).length) {
         await this.a.record('session.updated', changes)
         await this.a.save()
         if ('budget' in changes) await this.a.resumeIfPaused()
+        // The next turn offers the new servers' tools (connecting at its first listing); the removed ones' connections
+        // close now. Roster members keep theirs.
+        if (changes.agent) {
+          const agent = changes.agent
+          await this.a.mcp.retain([agent, ...capturedAgents(agent)].flatMap((x) => x.mcp_servers))
+        }
       }
       return this.a.view()
     })

@@ -270,6 +270,26 @@ export function checkSkillsRun(env: Environment, backend: SandboxTraits): void {
 }
 
 /**
+ * A limited environment lets sessions reach MCP servers only with `allow_mcp_servers` (issue 43 point 4): an agent, or
+ * a member its roster captured, whose `mcp_toolset` names a server is refused without it (a deployment's run records
+ * `mcp_egress_blocked_error`). The environment a session captured never changes, so its create and the updates of its
+ * agent are the only moments to check.
+ */
+export function checkMcpEgress(env: { id: string; config: Environment['config'] }, agent: SessionAgent): void {
+  const c = env.config
+  if (c.type !== 'cloud' || c.networking.type !== 'limited' || c.networking.allow_mcp_servers) return
+  const agents: Array<[string, Pick<ThreadAgent, 'tools'>]> = [
+    ['agent.tools', agent],
+    ...capturedAgents(agent).map((a): [string, ThreadAgent] => [`agent (roster member ${a.id}): tools`, a]),
+  ]
+  for (const [at, a] of agents) {
+    const i = a.tools.findIndex((x) => x.type === 'mcp_toolset')
+    const toolset = a.tools[i]
+    if (toolset?.type === 'mcp_toolset') throw fail('mcp_egress_blocked', `${at}[${i}]`, toolset.mcp_server_name, env.id)
+  }
+}
+
+/**
  * Limited networking and packages need a backend whose sandboxes reach the network only through their egress proxy
  * (the isolated one with socat), which also installs packages into the session's own prefix (SPEC environments
  * rule 2); the local backend runs tools on the host itself.

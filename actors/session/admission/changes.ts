@@ -3,12 +3,12 @@ import type { PayloadOf } from '../../../protocol/session-events.js'
 import { fileResources, MAX_SESSION_RESOURCES, mountsOverlap } from '../../../protocol/schemas/resource.js'
 import { patchMetadata, sameJson } from '../../../protocol/schemas/common.js'
 import type { SessionUpdateInput } from '../../../protocol/schemas/session.js'
-import type { Session } from '../../../protocol/session.js'
+import type { CapturedEnvironment, Session } from '../../../protocol/session.js'
 import { checkCoordinatorToolNames, checkSkillRequirements, checkToolGraph, normalizeServers, normalizeTools } from '../../agent/index.js'
 import { budgetCents, checkBudgetUpdate } from '../billing/index.js'
 import type { UsageTotals } from '../billing/index.js'
 import { listCostCents } from '../billing/index.js'
-import { modelNames, modelsOf, prefixed } from './admission.js'
+import { checkMcpEgress, modelNames, modelsOf, prefixed } from './admission.js'
 
 /** What an update is checked against: the session now, whether it has work, and what it has spent. */
 export interface UpdateTarget {
@@ -19,6 +19,8 @@ export interface UpdateTarget {
   budgetRemoved: boolean
   /** What the session has spent so far, every thread's together. */
   consumed: UsageTotals
+  /** The environment the session captured at its create. */
+  env: CapturedEnvironment
 }
 
 /**
@@ -44,6 +46,7 @@ export function updateChanges(t: UpdateTarget, b: SessionUpdateInput): PayloadOf
     if (b.agent.tools !== undefined) prefixed('agent.', () => checkSkillRequirements(s.agent.skills, tools))
     prefixed('agent.', () => checkCoordinatorToolNames(s.agent.multiagent, tools))
     const agent = { ...s.agent, tools, mcp_servers: servers }
+    checkMcpEgress({ id: s.environment_id, config: t.env }, agent)
     if (!sameJson(agent, s.agent)) changes.agent = agent
   }
   if (b.budget !== undefined) {

@@ -4,6 +4,7 @@ export {
   capturedAgents,
   checkCreateInput,
   checkEnvironment,
+  checkMcpEgress,
   checkSkillsRun,
   checkVaultRefs,
   sandboxTraits,

@@ -5,7 +5,8 @@
  * Source: the vendor's public pricing pages, https://www.anthropic.com/pricing (API section) and the docs page
  * "Pricing", https://docs.anthropic.com/en/docs/about-claude/pricing (now served from
  * https://platform.claude.com/docs/en/about-claude/pricing): "Model pricing", "Long context pricing",
- * "Fast mode", "Data residency pricing" and "Web search tool".
+ * "Fast mode", "Data residency pricing", "Web search tool" and "Web fetch tool" (the tools' own pages,
+ * https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool and …/web-fetch-tool, say the same).
  * Recorded: 2026-11-21. The figures were written from those pages as published, not re-fetched live on that
  * day; re-check them against the live page whenever this table is touched.
  *
@@ -47,7 +48,10 @@ export interface Price extends TokenRates {
 /** A model as an agent configuration carries it: an id string or `{id, speed?, inference_geo?}`. */
 export type ModelRef = string | { readonly id: string; readonly speed?: 'standard' | 'fast' | null; readonly inference_geo?: string | null }
 
-/** Web search tool: USD 10 per 1,000 searches, on top of the tokens. Web fetch has no per-request charge. */
+/**
+ * Web search tool: USD 10 per 1,000 searches (`usage.server_tool_use.web_search_requests`), on top of the tokens its
+ * results add. Web fetch has no per-request charge: the fetched content is billed as input tokens only.
+ */
 export const WEB_SEARCH_USD_PER_1000_REQUESTS = 10
 
 /** Session runtime: USD 0.08 per active session hour (SPEC "Limits"). Not a vendor message rate. */

@@ -6,7 +6,16 @@ import type { SessionCreateInput } from '../../../protocol/schemas/session.js'
 import type { Session } from '../../../protocol/session.js'
 import { now } from '../../../protocol/time.js'
 import { FencedRecord, type OpInput } from '../../kit/index.js'
-import { capturedAgents, checkCreateInput, checkEnvironment, checkSkillsRun, checkVaultRefs, sandboxTraits, snapshotAgent } from '../admission/index.js'
+import {
+  capturedAgents,
+  checkCreateInput,
+  checkEnvironment,
+  checkMcpEgress,
+  checkSkillsRun,
+  checkVaultRefs,
+  sandboxTraits,
+  snapshotAgent,
+} from '../admission/index.js'
 import { SessionActor } from '../actor/index.js'
 import { emptyUsage } from '../billing/index.js'
 import { toWireUsage } from '../billing/index.js'
@@ -83,6 +92,7 @@ export function sessionCreate(deps: ActorDeps, actors: Actors, live: (id: string
     }
     try {
       const traits = sandboxTraits(ctx)
+      checkMcpEgress(env, agent)
       checkEnvironment(env, traits)
       if (wanted.length) checkSkillsRun(env, traits)
       checkMemoryMounted(params, env, traits)

@@ -9,6 +9,7 @@ import { SKILL_TOOL, type SkillActivation } from './skill-launches.js'
 import { addActiveMs, addModelUsage, combineUsage, type ModelUsage, type UsageTotals } from '../billing/index.js'
 import type { SessionRecord, SessionSkill } from './state.js'
 import type { OpenTool, ToolOutcome } from './open-tool.js'
+import { pairedServerBlocks, serverToolResult, serverToolUse } from './server-tools.js'
 
 const INTERRUPTED = 'The tool use was abandoned: the session moved on before a result arrived.'
 
@@ -111,9 +112,14 @@ export class History {
       this.evaluations.push(evaluationOf(e))
     },
     'agent.message': (ev) => this.draftBlocks().push(...ev.content.flatMap((c) => (c.type === 'text' ? [{ type: 'text' as const, text: c.text }] : []))),
-    'agent.tool_use': (ev) => this.toolUse(ev, this.rec.env.type === 'self_hosted' ? 'client' : 'builtin', ev.evaluated_permission === 'ask'),
+    // A web tool's use and result (turn/web-tools.ts) are the model's own response: assistant blocks, as the provider sent them.
+    'agent.tool_use': (ev) =>
+      ev.server_tool_use_id === undefined
+        ? this.toolUse(ev, this.rec.env.type === 'self_hosted' ? 'client' : 'builtin', ev.evaluated_permission === 'ask')
+        : this.draftBlocks().push(serverToolUse(ev.server_tool_use_id, ev.name, ev.input)),
     'agent.custom_tool_use': (ev) => this.toolUse(ev, 'custom', false),
-    'agent.tool_result': (ev) => this.resolve(ev.tool_use_id, ev),
+    'agent.tool_result': (ev) =>
+      ev.server_tool_result === undefined ? this.resolve(ev.tool_use_id, ev) : this.draftBlocks().push(serverToolResult(ev.server_tool_result)),
     'agent.mcp_tool_use': (ev) => this.toolUse(ev, 'mcp', ev.evaluated_permission === 'ask'),
     'agent.mcp_tool_result': (ev) => this.resolve(ev.mcp_tool_use_id, ev),
     'agent.thread_message_received': (ev) => {
@@ -134,7 +140,8 @@ export class History {
       // error after a takeover had its tool uses stored, and their results (an error, or the client's) follow,
       // so the conversation must hold them (a result without its tool use is refused by the Messages API).
       const keep = blocks?.length && (!ev.is_error || blocks.some((b) => b.type === 'tool_use'))
-      if (keep) this.messages.push({ role: 'assistant', content: blocks })
+      // A web tool's use whose result was never stored (its host died between them) is left out of a failed request's.
+      if (keep) this.messages.push({ role: 'assistant', content: ev.is_error ? pairedServerBlocks(blocks) : blocks })
       this.spent(ev.model_usage)
     },
     'span.outcome_evaluation_start': (ev) => {

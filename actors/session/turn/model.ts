@@ -3,12 +3,16 @@ import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@ant
 import type { MessageCreateParamsStreaming } from '@anthropic-ai/sdk/resources/messages'
 import type { Logger } from 'pino'
 import type { ModelUsage } from '../billing/index.js'
+import type { ServerToolResultBlock } from '../../../protocol/session-events.js'
 
 /** One finished piece of a model response, in order, before the actor turns it into stored events. */
 export type ModelOutput =
   | { type: 'agent.thinking'; id: string }
   | { type: 'agent.message'; id: string; content: Array<{ type: 'text'; text: string }> }
   | { type: 'tool_use'; name: string; input: Record<string, unknown> }
+  /** A server tool (web_search, web_fetch) the provider ran inside this response: its use (`id`, the API's), then its result. */
+  | { type: 'server_tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'server_tool_result'; block: ServerToolResultBlock }
 
 export interface ModelResponse {
   outputs: ModelOutput[]
@@ -111,7 +115,13 @@ export async function streamModel(
   const usage: Record<string, unknown> = {}
   let stopReason: string | null = null
   let message: Extract<ModelOutput, { type: 'agent.message' }> | null = null
-  const blocks = new Map<number, { kind: 'text'; slot: number } | { kind: 'tool'; name: string; json: string } | { kind: 'other' }>()
+  const blocks = new Map<
+    number,
+    | { kind: 'text'; slot: number }
+    | { kind: 'tool'; name: string; json: string }
+    | { kind: 'server'; id: string; name: string; json: string; input: unknown }
+    | { kind: 'other' }
+  >()
   const closeMessage = () => {
     if (message) outputs.push(message)
     message = null
@@ -144,6 +154,12 @@ export async function streamModel(
           blocks.set(ev.index, { kind: 'other' })
         } else if (b.type === 'tool_use') {
           blocks.set(ev.index, { kind: 'tool', name: b.name, json: '' })
+        } else if (b.type === 'server_tool_use') {
+          blocks.set(ev.index, { kind: 'server', id: b.id, name: b.name, json: '', input: b.input })
+        } else if (b.type === 'web_search_tool_result' || b.type === 'web_fetch_tool_result') {
+          // A result block arrives whole at its start.
+          outputs.push({ type: 'server_tool_result', block: { type: b.type, tool_use_id: b.tool_use_id, content: b.content } })
+          blocks.set(ev.index, { kind: 'other' })
         } else blocks.set(ev.index, { kind: 'other' })
         break
       }
@@ -161,12 +177,13 @@ export async function streamModel(
             },
             'agent.message',
           )
-        } else if (b?.kind === 'tool' && d.type === 'input_json_delta') b.json += d.partial_json
+        } else if ((b?.kind === 'tool' || b?.kind === 'server') && d.type === 'input_json_delta') b.json += d.partial_json
         break
       }
       case 'content_block_stop': {
         const b = blocks.get(ev.index)
         if (b?.kind === 'tool') outputs.push({ type: 'tool_use', name: b.name, input: parseInput(b.json) })
+        else if (b?.kind === 'server') outputs.push({ type: 'server_tool_use', id: b.id, name: b.name, input: serverInput(b.json, b.input) })
         blocks.delete(ev.index)
         break
       }
@@ -186,6 +203,12 @@ export async function streamModel(
     for (const b of blocks.values()) if (b.kind === 'tool') outputs.push({ type: 'tool_use', name: b.name, input: parseInput(b.json) })
   }
   return { outputs, usage: usage as unknown as ModelUsage, stopReason }
+}
+
+/** A server tool's input: streamed as JSON like a client tool's, or whole in its start block. */
+function serverInput(json: string, start: unknown): Record<string, unknown> {
+  if (json.trim()) return parseInput(json)
+  return start && typeof start === 'object' && !Array.isArray(start) ? (start as Record<string, unknown>) : {}
 }
 
 function parseInput(json: string): Record<string, unknown> {

@@ -40,8 +40,8 @@ function enabledBuiltins(agent: SessionAgent): Map<string, Policy> {
 
 /**
  * The tools offered to the model but MCP servers' (mcp-tools.ts adds those): enabled built-ins of the agent toolset, the
- * `Skill` dispatcher when the session runs skills (skill-context.ts), and custom tools. The server-side web tools are
- * not offered: this server does not run them yet.
+ * `Skill` dispatcher when the session runs skills (skill-context.ts), and custom tools. The web tools are the
+ * provider's server tools, added beside these (web-tools.ts).
  */
 export function toolDefinitions(agent: SessionAgent, skills: readonly SessionSkill[] = [], contextWindow = 0, roster?: Roster): ApiTool[] {
   const defs: ApiTool[] = builtinToolDefinitions([...enabledBuiltins(agent).keys()]) as ApiTool[]

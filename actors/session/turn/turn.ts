@@ -23,6 +23,7 @@ import { ToolUseCount } from './tool-limits.js'
 import { systemWithMemory } from './memory-context.js'
 import type { McpPool } from '../../mcp/index.js'
 import { type McpCatalog, McpTurnTools, NO_MCP } from './mcp-tools.js'
+import { readableResult, refusedWebTool, webTools } from './web-tools.js'
 
 /** The service's own tools (a skill launch, a coordinator's list and send) run nothing in the sandbox: nothing to confirm. */
 const SERVICE_TOOL_POLICY: Policy = { type: 'always_allow' }
@@ -83,6 +84,10 @@ export class TurnLoop {
   private readonly toolUses: ToolUseCount
   /** The agent's MCP tools, listed for each model request. */
   private readonly mcpTools: McpTurnTools
+  /** Web tools the model endpoint refused this turn: its next requests go without them (web-tools.ts). */
+  private readonly refusedWeb = new Set<string>()
+  /** The last response stopped at `pause_turn` (a server tool's long turn): the model continues it with another request. */
+  private paused = false
 
   constructor(private readonly p: TurnParts) {
     const settings = p.deps.settings
@@ -94,7 +99,9 @@ export class TurnLoop {
   begin(rid: string | undefined): void {
     this.rid = rid
     this.attempts = 0
+    this.paused = false
     this.mcpTools.reset()
+    this.refusedWeb.clear()
   }
 
   /** The running turn stops at its next step. */
@@ -132,8 +139,9 @@ export class TurnLoop {
           continue
         }
         // The turn's work is done: with an outcome open, the grader judges it against the rubric (grader.ts).
-        const grading = !h.needsModel() && h.outcome
-        if (!h.needsModel() && !grading) {
+        const more = h.needsModel() || this.paused
+        const grading = !more && h.outcome
+        if (!more && !grading) {
           const stop = this.lastStop
           this.lastStop = undefined
           return this.end(stop?.reason ?? { type: 'end_turn' }, stop?.details ?? null)
@@ -216,18 +224,28 @@ export class TurnLoop {
     const roster = this.p.roster
     const offers = { skills: h.skills.length > 0, coordinator: roster && coordinatorToolNames(roster.members, roster.advisor) }
     const builtins = toolDefinitions(h.session.agent, h.skills, deps.settings.contextWindow, roster)
-    const mcp = await this.mcpTools.catalog(h.session.agent, new Set(builtins.map((t) => t.name)), signal)
+    const web = webTools(h.session.agent, new Set(builtins.map((t) => t.name)), this.refusedWeb)
+    const mcp = await this.mcpTools.catalog(h.session.agent, new Set([...builtins, ...web.defs].map((t) => t.name)), signal)
     if (signal.aborted || this.p.mb.dead) return false
     // The request starts while its span event is still being stored: the chain keeps every event in order.
     const start = events.emit('span.model_request_start', {})
     let res: ModelResponse
     stats.modelRequests++
     try {
-      res = await streamModel(model, await this.params([...builtins, ...mcp.defs], mcp), signal, events.preview, () => newId('sevt'))
+      res = await streamModel(model, await this.params([...builtins, ...web.defs, ...mcp.defs], mcp), signal, events.preview, () => newId('sevt'))
     } catch (err) {
       const f = classifyFailure(err, model.endpoint)
       events.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
       if (f.kind === 'aborted') return false
+      // A model or proxy without server tools: the turn goes on at once without the tool it named (the next turn offers it again).
+      const refused = refusedWebTool(err, web.defs)
+      if (refused) {
+        this.refusedWeb.add(refused.name)
+        const message = `The model endpoint refused the web tool ${refused.name} (${refused.type}); this turn goes on without it, and the next turn offers it again. ${f.message}`
+        deps.ctx.log.warn({ session: this.p.id, rid: this.rid, endpoint: model.endpoint, tool: refused.type }, message)
+        events.emit('session.error', { error: { type: 'model_request_failed_error', message, retry_status: { type: 'retrying' } } })
+        return true
+      }
       const policy = deps.modelRetry
       const retry = f.kind === 'retryable' && this.attempts + 1 < policy.maximumAttempts
       deps.ctx.log.warn(
@@ -254,10 +272,21 @@ export class TurnLoop {
     const agent = h.session.agent
     const verdict = this.toolUses.take(res.outputs, res.stopReason)
     const unrun: Array<{ id: string; text: string }> = []
+    /** The response's web tool uses: the API's id → the event's. */
+    const served = new Map<string, string>()
+    this.paused = res.stopReason === 'pause_turn'
     res.outputs.forEach((o, i) => {
       if (o.type === 'agent.thinking') events.emit('agent.thinking', {}, o.id)
       else if (o.type === 'agent.message') events.emit('agent.message', { content: o.content }, o.id)
-      else {
+      else if (o.type === 'server_tool_use') {
+        // Run by the provider already: its policy is reported, never waited on (web-tools.ts offers none under always_ask).
+        const perm = permissionFields(web.policy(o.name) ?? SERVICE_TOOL_POLICY)
+        served.set(o.id, events.emit('agent.tool_use', { name: o.name, input: o.input, ...perm, server_tool_use_id: o.id }).id)
+      } else if (o.type === 'server_tool_result') {
+        const { content, is_error } = readableResult(o.block)
+        const use = served.get(o.block.tool_use_id) ?? o.block.tool_use_id
+        events.emit('agent.tool_result', { tool_use_id: use, content, ...(is_error ? { is_error } : {}), server_tool_result: o.block })
+      } else {
         stats.toolUses++
         const route = routeTool(agent, o.name, offers)
         let use: { id: string }
