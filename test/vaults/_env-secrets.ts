@@ -69,7 +69,8 @@ export const LOSES = 'SECRET-env-second-vault-3p7r1t'
 export const OTHER = 'SECRET-env-other-unrestricted-8w4y'
 export const SHADOWED = 'SECRET-env-archived-5q8s2u'
 export const SHADOW = 'SECRET-env-shadow-second-4v6x0z'
-const ALL = [WINS, LOSES, OTHER, SHADOWED, SHADOW]
+export const ROTATED = 'SECRET-env-rotated-9j1l3n'
+const ALL = [WINS, LOSES, OTHER, SHADOWED, SHADOW, ROTATED]
 /** The test's secrets found in `text`. */
 export const holds = (text: string) => ALL.filter((s) => text.includes(s))
 

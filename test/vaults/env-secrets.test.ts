@@ -6,7 +6,7 @@ import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
 import { settledLogLines } from '../helpers/troupe.js'
 import { agentAndEnv, collect, history, isIdle, sessionStack } from '../sessions/_helpers.js'
 import { filesBeneath, keyringFile, newKey } from './_helpers.js'
-import { CURL, holds, OTHER, receivers, SHADOW, vaults, WINS } from './_env-secrets.js'
+import { CURL, holds, LOSES, OTHER, ROTATED, receivers, SHADOW, vaults, WINS } from './_env-secrets.js'
 
 /**
  * `environment_variable` vault credentials in use (issue 43 point 3), through real sessions whose fake model scripts
@@ -34,7 +34,8 @@ async function suite() {
     { tools: [{ type: 'agent_toolset_20260401' }] },
     { config: { type: 'cloud', networking: { type: 'unrestricted' } } },
   )
-  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id, vault_ids: await vaults(client) } as any)
+  const vaultIds = await vaults(client)
+  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: environment.id, vault_ids: vaultIds } as any)
 
   async function bash(...commands: string[]): Promise<string[]> {
     s.model.enqueue(...commands.map((command) => ({ steps: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] })), {
@@ -92,6 +93,21 @@ async function suite() {
     t.equal(seen[0]?.auth, `Bearer ${WINS}`)
     t.match(seen[0]?.other, /^troupe-secret-[0-9a-f]{32}$/, 'a body-only credential stays a placeholder in headers')
     t.equal(seen[0]?.body, `k=${WINS}&s=${SHADOW}`)
+  })
+
+  t.test('a rotated value applies from the next tool; an archived one gives way to the next vault', async (t) => {
+    const creds = client.beta.vaults.credentials
+    const first = (await creds.list(vaultIds[0]!)).data.find((c: any) => c.auth.secret_name === 'API_KEY' && !c.archived_at)!
+    await creds.update(first.id, { vault_id: vaultIds[0]!, auth: { type: 'environment_variable', secret_value: ROTATED } } as any)
+    seen.length = 0
+    await bash(`${curl} -H "Authorization: Bearer $API_KEY" http://localhost:${plainPort}/rotated`)
+    t.equal(seen[0]?.auth, `Bearer ${ROTATED}`, 'the new value, same placeholder')
+    await creds.archive(first.id, { vault_id: vaultIds[0]! })
+    seen.length = 0
+    const [out] = await bash(`echo "[$API_KEY]"; ${curl} -H "Authorization: Bearer $API_KEY" http://localhost:${plainPort}/archived`)
+    t.match(out, `[${placeholder}]`, "the shell's variable stays until its next sandbox")
+    // The placeholder is the session's and the name's: the credential that now wins for the name fills it.
+    t.equal(seen[0]?.auth, `Bearer ${LOSES}`, "archived: the second vault's API_KEY is the first active one now")
   })
 
   t.test('the secret is nowhere else: events, logs, stored bytes, the workspace', async (t) => {
