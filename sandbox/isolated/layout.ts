@@ -219,8 +219,9 @@ export function bwrapArgs(mounts: readonly SessionMount[], env: Record<string, s
   args.push('--ro-bind-try', '/var/lib/dpkg', '/var/lib/dpkg')
   args.push('--proc', '/proc', '--dev', '/dev')
   for (const m of mounts) args.push(m.readOnly ? '--ro-bind' : '--bind', m.source, m.dest)
-  // Over the system's bundle too, for the programs that read only it (curl, openssl, apt, git without variables).
-  if (caBundle && existsSync(SYSTEM_CA_BUNDLE)) args.push('--ro-bind', caBundle, SYSTEM_CA_BUNDLE)
+  // Over the system's bundle too, for the programs that read only it (curl, openssl, apt, git without variables); a
+  // link there (some distributions) may point outside what is bound, so only a file is covered.
+  if (caBundle && lstatSync(SYSTEM_CA_BUNDLE, { throwIfNoEntry: false })?.isFile()) args.push('--ro-bind', caBundle, SYSTEM_CA_BUNDLE)
   args.push('--chdir', INSIDE.workspace)
   return args
 }

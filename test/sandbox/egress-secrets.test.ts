@@ -152,6 +152,10 @@ async function suite() {
     t.match(out, 'exit 0')
     t.equal(seen[0]?.auth, `Bearer ${SECRET}`)
     t.equal(seen[0]?.body, `key=${SECRET}`)
+    // Without the bundle variables: the system's bundle, covered by ours, is what curl reads.
+    const bare = await bash(`env -u SSL_CERT_FILE -u CURL_CA_BUNDLE ${curl} -H "Authorization: Bearer $API_KEY" https://localhost:${tlsPort}/d; echo "exit $?"`)
+    t.match(bare, 'exit 0', bare)
+    t.equal(seen[1]?.auth, `Bearer ${SECRET}`)
   })
 
   t.test('a value changed by setSecrets applies to the next request', async (t) => {
