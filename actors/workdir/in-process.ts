@@ -22,6 +22,19 @@ const LOCAL_MEMORY = errorResult(
 )
 
 /**
+ * The session's secrets, or the refusal of the tool when its vaults cannot be read now (the next tool asks again): a
+ * sandbox made without them would lack their variables for its whole life.
+ */
+export async function loadSecrets(source: () => Promise<EgressSecret[]>): Promise<{ secrets: EgressSecret[] } | { refused: Prepared }> {
+  try {
+    return { secrets: await source() }
+  } catch (err) {
+    const why = (err as Error).message
+    return { refused: { kind: 'refused', result: errorResult(`The session's vault credentials could not be read (${why}); the tool did not run. Try again.`) } }
+  }
+}
+
+/**
  * The session's sandbox on this host: the one `Sandbox`, made lazily through the host's backend (sandbox/). The
  * actor's own host runs it (`owner` is its mailbox and events), or a sandbox host does for an actor elsewhere
  * (sandbox-host.ts). `spec` is what the session is now, asked at each `prepare`.
@@ -79,8 +92,9 @@ export class InProcessSandbox implements SessionSandbox {
     if (memory.length && this.backend.kind !== 'isolated') return { kind: 'refused', result: LOCAL_MEMORY }
     const unmounted =
       (await this.mounts.ready(spec.resources, signal)) ?? (await this.skills.ready(skills, signal)) ?? (await this.memory.ready(memory, signal))
-    const secrets = (this.secrets ? await this.secrets() : spec.secrets) ?? []
-    const sandbox = this.shell(spec, skills.length > 0, secrets)
+    const loaded = this.secrets ? await loadSecrets(this.secrets) : { secrets: spec.secrets ?? [] }
+    if ('refused' in loaded) return loaded.refused
+    const sandbox = this.shell(spec, skills.length > 0, loaded.secrets)
     if (!sandbox) return { kind: 'unenforceable' }
     if (!this.provisioned) {
       const r = await sandbox.provision(spec.packages, signal)

@@ -12,6 +12,7 @@ import { every, FenceLost, isTransientNatsError, type Loop, NotServing, type Ros
 import { sessionDir, systemWithFiles } from './mounts.js'
 import type { Prepared, SandboxSpec, SessionSandbox } from './port.js'
 import { sealSecrets } from './sealed-secrets.js'
+import { loadSecrets } from './in-process.js'
 import type { KeepReply, PrepareReply, RunReply, Said, SandboxReply } from './sandbox-wire.js'
 import type { WorkspaceStore } from './workspace/index.js'
 
@@ -79,7 +80,9 @@ export class RemoteSandbox implements SessionSandbox {
 
   async prepare(signal: AbortSignal): Promise<Prepared> {
     const spec = this.o.spec()
-    const secrets = this.o.secrets ? await this.o.secrets() : []
+    const loaded = this.o.secrets ? await loadSecrets(this.o.secrets) : { secrets: [] }
+    if ('refused' in loaded) return loaded.refused
+    const { secrets } = loaded
     // A host that went away since it was bound (or since the roster last heard it) ran nothing of this tool: the next
     // choice gets one more try before the tool is refused.
     for (let tries = 2; ; tries--) {

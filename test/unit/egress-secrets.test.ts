@@ -6,6 +6,7 @@ import t from 'tap'
 import { Keyring } from '../../actors/kit/index.js'
 import { secretPlaceholder } from '../../actors/vault/index.js'
 import { SecretsKey } from '../../actors/workdir/index.js'
+import { loadSecrets } from '../../actors/workdir/in-process.js'
 import { sealSecrets } from '../../actors/workdir/sealed-secrets.js'
 import { bodyPairs, type EgressSecret, injectHeaders, secretsReach } from '../../sandbox/egress/secrets.js'
 import { readUpstreamCa } from '../../sandbox/egress/upstream-ca.js'
@@ -78,4 +79,14 @@ t.test('TROUPE_SANDBOX_EGRESS_CA_FILE: read, or a clear error naming it', async 
   t.throws(() => readUpstreamCa(junk), /TROUPE_SANDBOX_EGRESS_CA_FILE: .*junk\.pem holds no PEM certificate/)
   t.equal(readSandboxSetting({ TROUPE_SANDBOX_EGRESS_CA_FILE: ' /x.pem ' }).egress.upstreamCaFile, '/x.pem')
   t.equal(readSandboxSetting({}).egress.upstreamCaFile, undefined)
+})
+
+t.test('vaults that cannot be read refuse the tool (a sandbox made without them would lack their variables)', async (t) => {
+  const r = await loadSecrets(async () => {
+    throw new Error('TIMEOUT')
+  })
+  t.match(r, {
+    refused: { kind: 'refused', result: { is_error: true, content: [{ text: /vault credentials could not be read \(TIMEOUT\); the tool did not run/ }] } },
+  })
+  t.same(await loadSecrets(async () => secrets), { secrets })
 })
