@@ -181,6 +181,11 @@ export interface SandboxHostBeat {
   /** Its data directory: a session's files are beneath `<data_dir>/sessions/<id>` there. */
   data_dir: string
   started_at: number
+  /**
+   * The public half of its key for sessions' secrets (X25519, SPKI DER, base64; actors/workdir/sealed-secrets.ts),
+   * made at its start. Absent: a host of a version that takes no secrets.
+   */
+  secrets_key?: string
 }
 
 /** A sandbox host's calls: `troupe.sandbox.<host id>.<op>` (actors/workdir/sandbox-host.ts). */

@@ -6,6 +6,7 @@ import path from 'node:path'
 import { createHostSandbox } from './host/sandbox.js'
 import { defaultReserve, fileLimit } from './egress/descriptors.js'
 import type { EgressSettings } from './egress/proxy.js'
+import { readUpstreamCa } from './egress/upstream-ca.js'
 import { sweepEgressDirs } from './isolated/egress-dirs.js'
 import { LAUNCH_ENV, SOCAT, sandboxed } from './isolated/launch.js'
 import { insideEnv, prepareDirs, sandboxDirs } from './isolated/layout.js'
@@ -91,7 +92,11 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
     const limit = fileLimit()?.soft
     const reserve = setting.egress.descriptorReserve ?? (limit ? defaultReserve(limit) : undefined)
     const kept = limit && reserve ? `, the server keeping ${reserve} of its ${limit} file descriptors (TROUPE_FD_RESERVE)` : ''
-    network = `network only through an egress proxy per session, never to this host’s own services${allowed}, at most ${setting.egress.connections} connections each (TROUPE_SANDBOX_CONNECTIONS)${kept}`
+    const caFile = setting.egress.upstreamCaFile
+    const upstream = caFile
+      ? `; vault secrets' HTTPS hosts checked against node's roots and the ${readUpstreamCa(caFile).length} of ${caFile} (TROUPE_SANDBOX_EGRESS_CA_FILE)`
+      : ''
+    network = `network only through an egress proxy per session, never to this host’s own services${allowed}, at most ${setting.egress.connections} connections each (TROUPE_SANDBOX_CONNECTIONS)${kept}${upstream}`
   } else {
     network = `loopback-only network: ${SOCAT} (Debian’s socat) is missing, so no egress proxy; limited environments are refused`
   }
@@ -158,6 +163,7 @@ export function readSandboxSetting(env: NodeJS.ProcessEnv): SandboxSetting {
       allowAddresses: readAllowAddresses(env.TROUPE_SANDBOX_EGRESS_ALLOW),
       connections: int('TROUPE_SANDBOX_CONNECTIONS', DEFAULT_CONNECTIONS, 1),
       descriptorReserve: env.TROUPE_FD_RESERVE?.trim() ? int('TROUPE_FD_RESERVE', 0, 64) : undefined,
+      upstreamCaFile: env.TROUPE_SANDBOX_EGRESS_CA_FILE?.trim() || undefined,
     },
   }
 }

@@ -1,4 +1,5 @@
 import type { EgressPolicy } from './egress/policy.js'
+import type { EgressSecret } from './egress/secrets.js'
 import { listedManagers, type PackageLists, type Provisioned } from './packages.js'
 import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from './definitions.js'
 import { describeToolError, type FileToolName, INTERRUPTED } from './host/file-tools.js'
@@ -9,6 +10,7 @@ export interface BackendTools {
   bash(input: unknown, signal?: AbortSignal): Promise<ToolResult>
   file(name: FileToolName, input: unknown, signal?: AbortSignal): Promise<ToolResult>
   setNetwork?(policy: EgressPolicy): void
+  setSecrets?(secrets: readonly EgressSecret[]): void
   /** Default: a non-empty list fails (the local backend). */
   provision?(packages: PackageLists, signal?: AbortSignal): Promise<Provisioned>
   close(): Promise<void>
@@ -30,6 +32,9 @@ export function toolSandbox(tools: BackendTools): Sandbox {
     },
     setNetwork(policy) {
       tools.setNetwork?.(policy)
+    },
+    setSecrets(secrets) {
+      tools.setSecrets?.(secrets)
     },
     async provision(packages, signal) {
       if (tools.provision) return tools.provision(packages, signal)

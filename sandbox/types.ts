@@ -5,6 +5,7 @@ export interface ToolResult {
 }
 
 import type { EgressPolicy } from './egress/policy.js'
+import type { EgressSecret } from './egress/secrets.js'
 import type { PackageLists, Provisioned } from './packages.js'
 
 export interface SandboxOptions {
@@ -41,6 +42,13 @@ export interface SandboxOptions {
    * (sessions with memory stores do not run there).
    */
   memory?: ReadonlyArray<{ slug: string; readOnly: boolean }>
+  /**
+   * Secrets the sandbox uses without holding them (egress/secrets.ts): the shell sees each variable holding its
+   * placeholder, and trusts the egress proxy's CA, which then reads the HTTPS of their hosts to put them in. Fixed
+   * for the shell's life (its environment); their values and hosts change with `setSecrets`. Only a backend whose
+   * `enforcesNetwork` is true applies them, with a network; elsewhere no variable is set. Default none.
+   */
+  secrets?: readonly EgressSecret[]
 }
 
 export interface Sandbox {
@@ -52,6 +60,12 @@ export interface Sandbox {
    * without one).
    */
   setNetwork(policy: EgressPolicy): void
+  /**
+   * Replaces what the egress proxy puts into requests from now on (a credential's value or hosts changed, or it was
+   * archived). Only the secrets the sandbox was made with have their variables set; others are ignored. No-op where
+   * none apply.
+   */
+  setSecrets(secrets: readonly EgressSecret[]): void
   /**
    * Installs an environment's package lists before the session's first tool runs (packages.ts); at once when they
    * are empty or already installed in this sandbox's directory. The local backend installs nothing: a non-empty list

@@ -17,7 +17,7 @@ import { startScheduler, type RunningScheduler } from '../actors/deployment/inde
 import { actorWire, type Keyring, listExceptions, loadKeyring, openBucket, retryWhileStarting, Roster } from '../actors/kit/index.js'
 import { openSandboxBackend, raiseFileLimit, type SandboxBackend } from '../sandbox/index.js'
 import os from 'node:os'
-import { SandboxHost, sandboxHostDeps } from '../actors/workdir/index.js'
+import { SandboxHost, SecretsKey, sandboxHostDeps } from '../actors/workdir/index.js'
 import { Buckets, SANDBOX_HOST_PREFIX, type SandboxHostBeat } from '../protocol/subjects.js'
 import { BEAT_EVERY_MS, HOST_TTL_MS, hostsTtl } from './placement.js'
 import { joinHint } from './join-hint.js'
@@ -254,7 +254,9 @@ async function startSandboxRole(
   const jsm = await retryWhileStarting('jetstream', () => js.jetstreamManager(), { log })
   const storage = { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log }
   const deps = await sandboxHostDeps({ nc, storage, log, dataDir: cfg.dataDir, backend, session: cfg.session, fileMaxBytes: cfg.fileLimit })
-  const server = new SandboxHost({ nc, hostId, log, deps })
+  // Sessions seal their vaults' secrets to this key (in memory only) for this host's egress proxies.
+  const secretsKey = new SecretsKey()
+  const server = new SandboxHost({ nc, hostId, log, deps, secretsKey })
   server.start()
   const started = Date.now()
   const beat = (): SandboxHostBeat => ({
@@ -265,6 +267,7 @@ async function startSandboxRole(
     enforces_network: backend.enforcesNetwork,
     data_dir: cfg.dataDir,
     started_at: started,
+    secrets_key: secretsKey.publicKey,
   })
   const hostsKv = await openBucket(new Kvm(js), storage, Buckets.hosts, { ttl: HOST_TTL_MS })
   const roster = new Roster(hostsKv, {

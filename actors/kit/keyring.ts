@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 
 /**
@@ -44,6 +44,15 @@ export class Keyring {
     const out: Record<string, string> = {}
     for (const [id, key] of this.keys) out[id] = createHash('sha256').update('troupe keyring fingerprint\0').update(key).digest('hex').slice(0, 16)
     return out
+  }
+
+  /**
+   * A value nobody without the keyring can compute or guess, the same on every host with this keyring: an HMAC-SHA256
+   * with the newest key over `label` and `data` (hex). For names that must stay stable across hosts without being
+   * stored (a session's secret placeholders); it changes when a newer key is added.
+   */
+  derive(label: string, data: string): string {
+    return createHmac('sha256', this.keys.get(this.current)!).update(`troupe derive ${label}\0${data}`).digest('hex')
   }
 
   /** Seals `plaintext` with the newest key, bound to `aad` (the id of the record that holds it). */

@@ -15,7 +15,7 @@ import { SESSION_PREFIX, type SessionRecord } from './history/index.js'
 import { SkillTexts } from './turn/index.js'
 import { DEFAULT_WORKDIR_SETTINGS, workdirDeps, Workdirs } from '../workdir/index.js'
 import { bearerAuth, mcpClients, NO_AUTH } from '../mcp/index.js'
-import { vaultSecrets } from '../vault/index.js'
+import { EnvSecretSource, vaultSecrets } from '../vault/index.js'
 
 // What other kinds and the supervisor use of sessions: a deployment's admission checks a run's session as a create
 // does; webhooks and the gateway read sessions' event logs; the inspect commands read their records.
@@ -99,6 +99,8 @@ export const sessionKind: ActorKindDef = {
         // A session's MCP credentials come from its vaults, in their frozen order (vault/secrets.ts).
         auth: (vaultIds) => (vaultIds.length ? bearerAuth((url, stale) => secrets.mcpBearer(vaultIds, url, stale)) : NO_AUTH),
       }),
+      // Vault records are read here directly, and opened with this host's keyring: secrets never cross the actor wire.
+      envSecrets: new EnvSecretSource(await openBucket(ctx.kvm, ctx.storage, Buckets.vaults), ctx.settings.keyring),
       // SKILL.md read from the bundles the sandboxes unpack, for launches.
       skillTexts: new SkillTexts(workdir.bundles),
     }

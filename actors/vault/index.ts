@@ -8,6 +8,8 @@ import { vaultOps } from './behaviour.js'
 import { vaultMarks } from './marks.js'
 import { VAULT_PREFIX, type VaultState } from './state.js'
 
+export { type EnvSecret, type EnvSecrets, EnvSecretSource, secretPlaceholder } from './env-secrets.js'
+
 /**
  * Vaults (kit/listed-kind.ts), their credentials inside their state with secrets sealed by the operator keyring
  * (`HostSettings.keyring`). Without a keyring, reads and deletes work and every other write answers 422. Sessions use

@@ -7,6 +7,7 @@ import { MemoryMounts } from './memory/index.js'
 import { Mounts, sessionDir, systemWithFiles } from './mounts.js'
 import type { OutputPublisher } from './outputs/index.js'
 import type { Prepared, SandboxOwner, SandboxSpec, SessionSandbox } from './port.js'
+import type { EgressSecret } from '../../sandbox/index.js'
 import { SkillMounts } from './skills/index.js'
 import { WorkspaceSync, workspaceOf } from './workspace/index.js'
 
@@ -19,6 +20,19 @@ const LOCAL_SKILLS = errorResult(
 const LOCAL_MEMORY = errorResult(
   "This session's memory stores are mounted only in isolated sandboxes (TROUPE_SANDBOX=isolated), and this host runs tools on the local backend; the tool did not run.",
 )
+
+/**
+ * The session's secrets, or the refusal of the tool when its vaults cannot be read now (the next tool asks again): a
+ * sandbox made without them would lack their variables for its whole life.
+ */
+export async function loadSecrets(source: () => Promise<EgressSecret[]>): Promise<{ secrets: EgressSecret[] } | { refused: Prepared }> {
+  try {
+    return { secrets: await source() }
+  } catch (err) {
+    const why = (err as Error).message
+    return { refused: { kind: 'refused', result: errorResult(`The session's vault credentials could not be read (${why}); the tool did not run. Try again.`) } }
+  }
+}
 
 /**
  * The session's sandbox on this host: the one `Sandbox`, made lazily through the host's backend (sandbox/). The
@@ -43,6 +57,8 @@ export class InProcessSandbox implements SessionSandbox {
     private readonly spec: () => SandboxSpec,
     private readonly owner: SandboxOwner,
     deps: WorkdirDeps,
+    /** The session's secrets, asked at each `prepare`; absent (a sandbox host), they come in the spec. */
+    private readonly secrets?: () => Promise<EgressSecret[]>,
   ) {
     this.workdir = sessionDir(deps.dataDir, id)
     this.backend = deps.backend ?? localBackend
@@ -76,7 +92,9 @@ export class InProcessSandbox implements SessionSandbox {
     if (memory.length && this.backend.kind !== 'isolated') return { kind: 'refused', result: LOCAL_MEMORY }
     const unmounted =
       (await this.mounts.ready(spec.resources, signal)) ?? (await this.skills.ready(skills, signal)) ?? (await this.memory.ready(memory, signal))
-    const sandbox = this.shell(spec, skills.length > 0)
+    const loaded = this.secrets ? await loadSecrets(this.secrets) : { secrets: spec.secrets ?? [] }
+    if ('refused' in loaded) return loaded.refused
+    const sandbox = this.shell(spec, skills.length > 0, loaded.secrets)
     if (!sandbox) return { kind: 'unenforceable' }
     if (!this.provisioned) {
       const r = await sandbox.provision(spec.packages, signal)
@@ -127,11 +145,28 @@ export class InProcessSandbox implements SessionSandbox {
    * a session update may have changed the MCP servers). Undefined when this host's backend cannot enforce a limited
    * policy: admission refuses such sessions on such a host, but one may move to it from a host that can.
    */
-  private shell(spec: SandboxSpec, skills: boolean): Sandbox | undefined {
+  private shell(spec: SandboxSpec, skills: boolean, secrets: EgressSecret[]): Sandbox | undefined {
     const { network } = spec
     if (network?.type === 'limited' && !this.backend.enforcesNetwork) return undefined
+    if (secrets.length && !(network && this.backend.enforcesNetwork)) this.unusable(secrets)
     if (this.sandbox && network) this.sandbox.setNetwork(network)
+    if (this.sandbox) {
+      this.sandbox.setSecrets(secrets)
+      return this.sandbox
+    }
     const memory = (spec.memory ?? []).map((m) => ({ slug: m.slug, readOnly: m.access === 'read_only' }))
-    return (this.sandbox ??= this.backend.create({ workdir: this.workdir, network, skills, ...(memory.length ? { memory } : {}) }))
+    this.sandbox = this.backend.create({ workdir: this.workdir, network, skills, ...(memory.length ? { memory } : {}), ...(secrets.length ? { secrets } : {}) })
+    return this.sandbox
+  }
+
+  /** Secrets need an egress proxy to put them in: said once per sandbox where there is none, and no variable is set. */
+  private toldUnusable = false
+  private unusable(secrets: readonly EgressSecret[]): void {
+    if (this.toldUnusable) return
+    this.toldUnusable = true
+    const names = secrets.map((s) => s.name).join(', ')
+    this.owner.report(
+      `The environment variables of the session's vault credentials (${names}) are not set: they are put in only by the egress proxy of an isolated sandbox with a network (this host: ${this.backend.kind}${this.backend.enforcesNetwork ? '' : ', no egress proxy'}).`,
+    )
   }
 }

@@ -9,10 +9,11 @@
  * then mounts.ts, skills/, workspace/, outputs/ for each thing prepare and a tool run do; remote-sandbox.ts,
  * sandbox-wire.ts and sandbox-host.ts for the remote binding.
  */
-export type { Prepared, SandboxOwner, SandboxSpec, SessionSandbox } from './port.js'
+export type { Prepared, SandboxOwner, SandboxSpec, SecretSource, SessionSandbox } from './port.js'
 export { DEFAULT_WORKDIR_SETTINGS, type WorkdirDeps, workdirDeps, type WorkdirSettings } from './deps.js'
 export { type SandboxHosts, Workdirs } from './workdirs.js'
 export { sandboxSpec } from './spec.js'
 export { sessionDir } from './mounts.js'
 export type { SkillMount } from './skills/index.js'
 export { SandboxHost, sandboxHostDeps } from './sandbox-host.js'
+export { SecretsKey } from './sealed-secrets.js'

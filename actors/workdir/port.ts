@@ -1,6 +1,7 @@
 import type { SessionResource } from '../../protocol/schemas/resource.js'
-import type { EgressPolicy, PackageLists, ToolResult } from '../../sandbox/index.js'
+import type { EgressPolicy, EgressSecret, PackageLists, ToolResult } from '../../sandbox/index.js'
 import type { MemoryMount } from './memory/index.js'
+import type { SealedSecrets } from './sealed-secrets.js'
 import type { SkillMount } from './skills/index.js'
 
 /**
@@ -97,4 +98,20 @@ export interface SandboxSpec {
    * A caller that predates them sends none: read as `?? []`.
    */
   skills: SkillMount[]
+  /**
+   * The secrets of the session's vaults' `environment_variable` credentials (sandbox/egress/secrets.ts), on a sandbox
+   * host only, opened there from `sealed_secrets`; never made by `sandboxSpec`. Absent: none.
+   */
+  secrets?: EgressSecret[]
+  /**
+   * The same secrets as they cross NATS to a sandbox host (sealed-secrets.ts): sealed to that host's key by the
+   * session's `prepare`, for this session and that host. Absent: none.
+   */
+  sealed_secrets?: SealedSecrets
 }
+
+/**
+ * Where a session's sandbox gets its secrets: asked at each `prepare` (a credential rotated or archived applies from
+ * the next tool), answering them and what could not be used (told to the client once per activation; never a secret).
+ */
+export type SecretSource = () => Promise<{ secrets: EgressSecret[]; problems: string[] }>

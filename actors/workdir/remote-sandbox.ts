@@ -6,10 +6,13 @@ import { decode, encode } from '../../protocol/codec.js'
 import { fail } from '../../protocol/errors/fail.js'
 import type { SessionResource } from '../../protocol/schemas/resource.js'
 import { type SandboxHostBeat, type SandboxOp, sandboxSubject } from '../../protocol/subjects.js'
+import type { EgressSecret } from '../../sandbox/index.js'
 import { errorResult, type ToolResult } from '../../sandbox/types.js'
 import { every, FenceLost, isTransientNatsError, type Loop, NotServing, type Roster } from '../kit/index.js'
 import { sessionDir, systemWithFiles } from './mounts.js'
 import type { Prepared, SandboxSpec, SessionSandbox } from './port.js'
+import { sealSecrets } from './sealed-secrets.js'
+import { loadSecrets } from './in-process.js'
 import type { KeepReply, PrepareReply, RunReply, Said, SandboxReply } from './sandbox-wire.js'
 import type { WorkspaceStore } from './workspace/index.js'
 
@@ -35,6 +38,8 @@ export interface RemoteSandboxOptions {
   /** The placement revision the actor was made under (HostContext.holding): every call carries it. */
   fence: number
   spec: () => SandboxSpec
+  /** The session's secrets, asked at each `prepare` and sealed to the host chosen (sealed-secrets.ts). Default none. */
+  secrets?: () => Promise<EgressSecret[]>
   /** Says a sandbox host's report as a `session.error` (port.ts). */
   report: (message: string) => void
   /**
@@ -64,6 +69,8 @@ export class RemoteSandbox implements SessionSandbox {
   private outputs = false
   /** Sandbox hosts lost lately, with when they may be chosen again. */
   private readonly shunned = new Map<string, number>()
+  /** Sandbox hosts already said to take no secrets. */
+  private readonly toldNoKey = new Set<string>()
 
   constructor(private readonly o: RemoteSandboxOptions) {}
 
@@ -73,6 +80,9 @@ export class RemoteSandbox implements SessionSandbox {
 
   async prepare(signal: AbortSignal): Promise<Prepared> {
     const spec = this.o.spec()
+    const loaded = this.o.secrets ? await loadSecrets(this.o.secrets) : { secrets: [] }
+    if ('refused' in loaded) return loaded.refused
+    const { secrets } = loaded
     // A host that went away since it was bound (or since the roster last heard it) ran nothing of this tool: the next
     // choice gets one more try before the tool is refused.
     for (let tries = 2; ; tries--) {
@@ -86,7 +96,7 @@ export class RemoteSandbox implements SessionSandbox {
       }
       this.host = host
       try {
-        const r = await this.call<PrepareReply>(host, 'prepare', { spec }, signal)
+        const r = await this.call<PrepareReply>(host, 'prepare', { spec: this.sealedFor(host, spec, secrets) }, signal)
         return r.prepared
       } catch (err) {
         if (!(err instanceof HostLost)) throw err
@@ -153,6 +163,18 @@ export class RemoteSandbox implements SessionSandbox {
   }
 
   // ------------------------------------------------------------------------------------------------- helpers
+
+  /** `spec` with `secrets` sealed to `host`'s key; a host without one (an older version) gets none, and that is said. */
+  private sealedFor(host: string, spec: SandboxSpec, secrets: readonly EgressSecret[]): SandboxSpec {
+    if (!secrets.length) return spec
+    const key = this.o.roster.value(host)?.secrets_key
+    if (key) return { ...spec, sealed_secrets: sealSecrets(key, `${this.o.session}/${host}`, secrets) }
+    if (!this.toldNoKey.has(host)) {
+      this.toldNoKey.add(host)
+      this.o.report(`The environment variables of the session's vault credentials are not set: the sandbox host ${host} takes no secrets (an older version).`)
+    }
+    return spec
+  }
 
   /** The sandbox host the session prefers among those that can run it, waiting a little for one to be heard. */
   private async choose(spec: SandboxSpec, signal: AbortSignal): Promise<string | undefined> {

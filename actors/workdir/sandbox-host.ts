@@ -14,6 +14,7 @@ import type { SandboxOwner, SandboxSpec } from './port.js'
 import type { Fenced, KeepCall, KeepReply, PrepareCall, RunCall, SandboxError, Said } from './sandbox-wire.js'
 import { type WorkdirDeps, type WorkdirSettings, workdirDeps } from './deps.js'
 import { InProcessSandbox } from './in-process.js'
+import type { SecretsKey } from './sealed-secrets.js'
 
 /** A call that is not one: no session id, no fence, no call id. */
 class BadCall extends Error {}
@@ -92,6 +93,8 @@ export interface SandboxHostOptions {
   hostId: string
   log: Logger
   deps: WorkdirDeps
+  /** Opens the secrets sessions seal to this host (its public half in the host's roster beat). */
+  secretsKey: SecretsKey
 }
 
 /**
@@ -172,6 +175,23 @@ export class SandboxHost {
   }
 
   /** A call that may run long: registered as it arrives, then run in the session's binding. */
+  /**
+   * `spec` with its sealed secrets opened, in memory only; secrets sent in clear are never taken. One that does not
+   * open (sealed for another host, altered) is said, and the sandbox gets none.
+   */
+  private opened(b: Binding, spec: SandboxSpec): SandboxSpec {
+    const { sealed_secrets: sealed, secrets: _clear, ...rest } = spec
+    if (!sealed) return rest
+    try {
+      return { ...rest, secrets: this.o.secretsKey.open(sealed, `${b.session}/${this.o.hostId}`) }
+    } catch (err) {
+      b.report(
+        `The environment variables of the session's vault credentials are not set: the sandbox host ${this.o.hostId} could not open them (${(err as Error).message}).`,
+      )
+      return rest
+    }
+  }
+
   private async tracked(op: 'prepare' | 'run' | 'outputs', c: PrepareCall & RunCall): Promise<object> {
     if (typeof c.call !== 'string' || this.arrived.has(c.call)) throw new BadCall('no call id, or one in use')
     const ac = new AbortController()
@@ -184,7 +204,7 @@ export class SandboxHost {
       b.calls.set(c.call, ac)
       b.heard = performance.now()
       if (op === 'prepare') {
-        b.spec = c.spec
+        b.spec = this.opened(b, c.spec)
         const prepared = await b.sandbox.prepare(ac.signal)
         return { prepared, ...b.said() }
       }

@@ -3,7 +3,8 @@ import type { SandboxHostBeat } from '../../protocol/subjects.js'
 import type { Roster } from '../kit/index.js'
 import type { WorkdirDeps } from './deps.js'
 import { InProcessSandbox } from './in-process.js'
-import type { SandboxOwner, SandboxSpec, SessionSandbox } from './port.js'
+import type { EgressSecret } from '../../sandbox/index.js'
+import type { SandboxOwner, SandboxSpec, SecretSource, SessionSandbox } from './port.js'
 import { RemoteSandbox } from './remote-sandbox.js'
 
 /** Where a session host's sessions run their tools when not here (`TROUPE_SANDBOX_PLACEMENT=remote`). */
@@ -30,14 +31,19 @@ export class Workdirs {
     private readonly remote?: SandboxHosts,
   ) {}
 
-  /** The session's sandbox for the actor `owner` (made lazily, at its first `prepare`); `spec` is asked at each. */
-  bind(session: string, spec: () => SandboxSpec, owner: SandboxOwner): SessionSandbox {
+  /**
+   * The session's sandbox for the actor `owner` (made lazily, at its first `prepare`); `spec` and `secrets` (its vaults'
+   * environment variables, when it has vaults) are asked at each.
+   */
+  bind(session: string, spec: () => SandboxSpec, owner: SandboxOwner, secrets?: SecretSource): SessionSandbox {
     const { remote, deps } = this
-    if (!remote) return new InProcessSandbox(session, spec, owner, deps)
+    const withSecrets = secrets && secretsOnce(secrets, owner)
+    if (!remote) return new InProcessSandbox(session, spec, owner, deps, withSecrets)
     return new RemoteSandbox({
       session,
       fence: remote.fence(session),
       spec,
+      ...(withSecrets ? { secrets: withSecrets } : {}),
       report: (message) => owner.report(message),
       serves: () => {
         if (owner.dead) return false
@@ -59,5 +65,19 @@ export class Workdirs {
   /** What is kept of the session's published outputs goes (session delete). */
   forget(session: string): Promise<void> {
     return this.deps.outputs.forget(session)
+  }
+}
+
+/** The secrets of `source`, each problem it finds told to the client once in this activation. */
+function secretsOnce(source: SecretSource, owner: SandboxOwner): () => Promise<EgressSecret[]> {
+  const told = new Set<string>()
+  return async () => {
+    const { secrets, problems } = await source()
+    for (const p of problems) {
+      if (told.has(p)) continue
+      told.add(p)
+      owner.report(p)
+    }
+    return secrets
   }
 }

@@ -9,6 +9,8 @@ import { canonicalizeHost } from '@anthropic-ai/sandbox-runtime/dist/sandbox/par
 import { createResolvedAddressGuard, ResolvedAddressDeniedError } from '@anthropic-ai/sandbox-runtime/dist/sandbox/resolved-address-guard.js'
 import type { DescriptorGate } from './descriptors.js'
 import { type EgressPolicy, policyAllows } from './policy.js'
+import { bodyPairs, type EgressSecret, injectHeaders, secretsReach } from './secrets.js'
+import type { Interception } from './tls.js'
 
 /** The operator's egress settings, shared by every sandbox of this server. */
 export interface EgressSettings {
@@ -28,6 +30,12 @@ export interface EgressSettings {
    * default a quarter of its limit, at least 1,024 or half of it (descriptors.ts).
    */
   descriptorReserve?: number
+  /**
+   * `TROUPE_SANDBOX_EGRESS_CA_FILE`: a PEM file of certificates the egress proxy trusts, beside node's roots, when it
+   * opens the real HTTPS connection for a request it put a secret into (an intranet CA; a test server's own
+   * certificate). Default none.
+   */
+  upstreamCaFile?: string
 }
 
 /** A connection's refusal: an HTTP answer the sandbox's client can show, then the socket goes. */
@@ -91,6 +99,11 @@ export class AddressJudge {
  * permits the address; a name is resolved here and dialed only at an address the judge permits (re-checked on every
  * dial, so DNS cannot point an allowed name at the host's NATS). `policy` can change while it runs (a session
  * update changed the agent's MCP servers); the next connection sees the change.
+ *
+ * `secrets` (secrets.ts) are put in place of their placeholders in requests to their hosts: plain HTTP as it passes,
+ * HTTPS by ending the sandbox's TLS here with a certificate for the host signed by the server's CA (tls.ts), which a
+ * sandbox with secrets trusts, and opening a TLS connection of its own to the real host, whose certificate is checked.
+ * A CONNECT to any other host stays an opaque tunnel, and so does one that does not start with a TLS handshake.
  */
 export class EgressProxy {
   private readonly listener: NetServer
@@ -102,6 +115,8 @@ export class EgressProxy {
     private readonly socket: string,
     public policy: EgressPolicy,
     private readonly limits: { connections: number; gate: DescriptorGate },
+    /** The secrets put into requests; changed in place by the sandbox (a vault's credential rotated or archived). */
+    public secrets: readonly EgressSecret[],
   ) {
     // The proxy's HTTP server never listens itself: each connection is admitted here first, then handed to it.
     this.listener = createNetServer((conn) => this.admit(conn))
@@ -110,18 +125,45 @@ export class EgressProxy {
   /**
    * Starts a proxy for one sandbox on the Unix socket `socket` (which must not exist; at most 107 bytes, the kernel's
    * bound), connectable by any uid: its directory decides who sees it. It holds at most `connections` at once, each
-   * taken from the process's `gate`.
+   * taken from the process's `gate`. `tls` gives the interception CA, for a sandbox made with secrets (which trusts it).
    */
-  static async open(socket: string, policy: EgressPolicy, judge: AddressJudge, limits: { connections: number; gate: DescriptorGate }): Promise<EgressProxy> {
+  static async open(
+    socket: string,
+    policy: EgressPolicy,
+    judge: AddressJudge,
+    limits: { connections: number; gate: DescriptorGate },
+    secrets: readonly EgressSecret[] = [],
+    tls?: () => Interception,
+  ): Promise<EgressProxy> {
     let proxy: EgressProxy | undefined
+    const secretsNow = () => proxy?.secrets ?? []
     const server = createHttpProxyServer({
-      filter(port, host) {
+      async filter(port, host) {
         const canonical = canonicalizeHost(host)
-        return canonical !== undefined && policyAllows(proxy!.policy, canonical) && (isIP(canonical) === 0 || judge.permits(canonical, port))
+        const allowed = canonical !== undefined && policyAllows(proxy!.policy, canonical) && (isIP(canonical) === 0 || judge.permits(canonical, port))
+        // A connection to a secret's host is read with a leaf for it: minted off the event loop first (leaves.ts).
+        if (allowed && tls && secretsReach(secretsNow(), canonical))
+          await tls()
+            .leaves.ready(canonical)
+            .catch(() => undefined)
+        return allowed
       },
       lookupFor: (port) => judge.lookupFor(port),
+      // Only a sandbox made with secrets trusts the CA (its bundle is bound in when it starts), and only their hosts'
+      // connections are read (`shouldTerminateTLS`); the CA is made at the first such sandbox's first connection.
+      get mitmCA() {
+        return tls?.().ca
+      },
+      get tlsTerminateUpstreamCA() {
+        return tls?.().upstreamCa
+      },
+      shouldTerminateTLS: (host) => secretsReach(secretsNow(), host),
+      mutateHeaders: (headers, host) => injectHeaders(secretsNow(), headers, host),
+      mutateHeadersPlaintext: (headers, host) => injectHeaders(secretsNow(), headers, host),
+      getBodySubstitutions: (host) => bodyPairs(secretsNow(), host),
+      getBodySubstitutionsPlaintext: (host) => bodyPairs(secretsNow(), host),
     })
-    proxy = new EgressProxy(server, socket, policy, limits)
+    proxy = new EgressProxy(server, socket, policy, limits, secrets)
     const listener = proxy.listener
     try {
       await new Promise<void>((resolve, reject) => {

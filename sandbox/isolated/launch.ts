@@ -1,6 +1,16 @@
 import { existsSync } from 'node:fs'
 import { shellQuote } from '../host/shell.js'
-import { bwrapArgs, EGRESS_SOCKET, INSIDE, type MemoryBind, PROXY_PORT, type SandboxDirs, type SessionMount, sessionMounts } from './layout.js'
+import {
+  bwrapArgs,
+  EGRESS_CA_BUNDLE,
+  EGRESS_SOCKET,
+  INSIDE,
+  type MemoryBind,
+  PROXY_PORT,
+  type SandboxDirs,
+  type SessionMount,
+  sessionMounts,
+} from './layout.js'
 import type { LimitGroup } from './limits.js'
 
 /** A program to spawn: the file and its arguments. */
@@ -20,6 +30,8 @@ export interface LaunchContext {
   extraReadOnly?: readonly string[]
   /** The egress proxy's socket directory, bound read-only at /run/egress; none: loopback only (layout.ts). */
   egressDir?: string
+  /** The egress directory holds `EGRESS_CA_BUNDLE`, bound over the system's bundle too (a sandbox with secrets). */
+  trustEgressCa?: boolean
   /** The session's skills are bound read-only at /workspace/skills (layout.ts). */
   skills?: boolean
   /** The session's memory stores, each bound at /mnt/memory/<slug> (layout.ts). */
@@ -66,7 +78,12 @@ export function sandboxed(ctx: LaunchContext, command: readonly string[], { addr
   const filter = existsSync(ctx.dirs.seccomp) ? ctx.dirs.seccomp : undefined
   const extra = [...(filter ? ['--seccomp', String(SECCOMP_FD)] : []), ...(terminal ? [] : ['--new-session'])]
   const bwrap = `env -i bwrap "$@"${filter ? ` ${SECCOMP_FD}< ${shellQuote(filter)}` : ''}`
-  const args = (m: readonly SessionMount[]) => [...extra, ...bwrapArgs(m, ctx.env, ctx.extraReadOnly), '--', ...inner]
+  // The bundle is bound from the egress directory as bwrap sees it (staged, for a root server).
+  const caBundle = (m: readonly SessionMount[]) => {
+    const egress = ctx.trustEgressCa ? m.find((x) => x.dest === INSIDE.egress) : undefined
+    return egress && `${egress.source}/${EGRESS_CA_BUNDLE}`
+  }
+  const args = (m: readonly SessionMount[]) => [...extra, ...bwrapArgs(m, ctx.env, ctx.extraReadOnly, caBundle(m)), '--', ...inner]
   if (ctx.hostUid === null) {
     const script = [...joins, `exec ${bwrap}`].join(' && ')
     return { file: '/bin/sh', args: ['-c', script, 'troupe-sandbox', ...args(mounts)] }

@@ -28,6 +28,12 @@ export const PROXY_PORT = 3128
 /** The egress proxy's socket, in its directory (bound at `INSIDE.egress`). */
 export const EGRESS_SOCKET = 'proxy.sock'
 
+/**
+ * Beside the socket, for a sandbox with secrets (sandbox/egress/secrets.ts): the system's roots and the egress
+ * proxy's CA (egress/tls.ts), which the sandbox trusts at every usual place (`insideEnv`, `bwrapArgs`).
+ */
+export const EGRESS_CA_BUNDLE = 'ca-certificates.crt'
+
 /** The uid and gid the agent has inside (its host uid is another, see `hostUid`). */
 export const INSIDE_UID = 1000
 
@@ -192,7 +198,7 @@ export function sessionMounts(dirs: SandboxDirs, o: { egressDir?: string; skills
  * host (not its other files, not the data directory, not the server's checkout). `mounts` are the session's
  * directories, each `source` a path bwrap can reach (launch.ts stages them when bwrap cannot reach the data dir).
  */
-export function bwrapArgs(mounts: readonly SessionMount[], env: Record<string, string>, extraReadOnly: readonly string[] = []): string[] {
+export function bwrapArgs(mounts: readonly SessionMount[], env: Record<string, string>, extraReadOnly: readonly string[] = [], caBundle?: string): string[] {
   const args = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--hostname', 'sandbox']
   // Whatever the spawning process's environment held (a test runner's NODE_OPTIONS, a secret) stays outside.
   args.push('--clearenv')
@@ -213,6 +219,9 @@ export function bwrapArgs(mounts: readonly SessionMount[], env: Record<string, s
   args.push('--ro-bind-try', '/var/lib/dpkg', '/var/lib/dpkg')
   args.push('--proc', '/proc', '--dev', '/dev')
   for (const m of mounts) args.push(m.readOnly ? '--ro-bind' : '--bind', m.source, m.dest)
+  // Over the system's bundle too, for the programs that read only it (curl, openssl, apt, git without variables); a
+  // link there (some distributions) may point outside what is bound, so only a file is covered.
+  if (caBundle && lstatSync(SYSTEM_CA_BUNDLE, { throwIfNoEntry: false })?.isFile()) args.push('--ro-bind', caBundle, SYSTEM_CA_BUNDLE)
   args.push('--chdir', INSIDE.workspace)
   return args
 }
@@ -225,9 +234,11 @@ const MULTIARCH = `${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu`
 
 /**
  * The environment inside: nothing of the server's own. With `egress`, the proxy variables every common client reads
- * (curl, pip, npm, apt, cargo, go, gem), in both spellings; the sandbox itself stays reachable directly.
+ * (curl, pip, npm, apt, cargo, go, gem), in both spellings; the sandbox itself stays reachable directly. With
+ * `trustEgressCa` (a sandbox with secrets), every client's certificate bundle variable names the bundle holding the
+ * egress proxy's CA (`EGRESS_CA_BUNDLE`).
  */
-export function insideEnv(egress = false): Record<string, string> {
+export function insideEnv(egress = false, trustEgressCa = false): Record<string, string> {
   const p = INSIDE.packages
   const env: Record<string, string> = {
     // What the environment's packages installed comes first (packages.ts): their binaries, Python and Node modules,
@@ -253,6 +264,10 @@ export function insideEnv(egress = false): Record<string, string> {
     const proxy = `http://127.0.0.1:${PROXY_PORT}`
     for (const name of ['http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY']) env[name] = proxy
     env.no_proxy = env.NO_PROXY = 'localhost,127.0.0.1,::1'
+  }
+  if (egress && trustEgressCa) {
+    const bundle = `${INSIDE.egress}/${EGRESS_CA_BUNDLE}`
+    for (const name of ['SSL_CERT_FILE', 'CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'GIT_SSL_CAINFO', 'PIP_CERT']) env[name] = bundle
   }
   return env
 }

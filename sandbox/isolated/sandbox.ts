@@ -6,6 +6,8 @@ import { toolSandbox } from '../dispatch.js'
 import type { EgressPolicy } from '../egress/policy.js'
 import { DescriptorGate, defaultReserve, fileLimit } from '../egress/descriptors.js'
 import type { EgressProxy, EgressSettings } from '../egress/proxy.js'
+import type { EgressSecret } from '../egress/secrets.js'
+import type { Interception } from '../egress/tls.js'
 import { shellEnv } from '../host/env.js'
 import { BASH_ARGS, PersistentShell } from '../host/shell.js'
 import { bashTool } from '../host/tools/bash.js'
@@ -14,7 +16,7 @@ import { toolServerBundle } from './bundle.js'
 import { DiskQuota } from './disk.js'
 import { LAUNCH_ENV, type LaunchContext, sandboxed, withForwarder } from './launch.js'
 import { egressDirectory } from './egress-dirs.js'
-import { EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, prepareMemoryDirs, prepareSkillsMountPoint, sandboxDirs } from './layout.js'
+import { EGRESS_CA_BUNDLE, EGRESS_SOCKET, INSIDE, insideEnv, prepareDirs, prepareMemoryDirs, prepareSkillsMountPoint, sandboxDirs } from './layout.js'
 import { provision } from './provision.js'
 import type { CgroupRoot } from './budget.js'
 import { LimitGroup, type SandboxLimits } from './limits.js'
@@ -36,24 +38,36 @@ export interface IsolatedRuntime {
   guards?: { seccomp?: boolean; diskQuota?: boolean }
 }
 
+type ProxyOpener = (socket: string, policy: EgressPolicy, secrets?: readonly EgressSecret[]) => Promise<EgressProxy>
+
 /** Per settings (one per backend), what opens a proxy: the judge is made once. */
-const proxies = new WeakMap<EgressSettings, Promise<(socket: string, policy: EgressPolicy) => Promise<EgressProxy>>>()
+const proxies = new WeakMap<EgressSettings, Promise<ProxyOpener>>()
 
 /**
- * Opens an egress proxy. Its modules (the vendor's sandbox runtime and what it loads) are loaded by the first
+ * Opens an egress proxy; with `secrets`, one that puts them into requests to their hosts, reading HTTPS with the
+ * server's CA (egress/tls.ts). Its modules (the vendor's sandbox runtime and what it loads) are loaded by the first
  * sandbox that needs a network, not by every server.
  */
-function openProxy(settings: EgressSettings, socket: string, policy: EgressPolicy): Promise<EgressProxy> {
+function openProxy(settings: EgressSettings, socket: string, policy: EgressPolicy, secrets?: readonly EgressSecret[]): Promise<EgressProxy> {
   let opener = proxies.get(settings)
   if (!opener) {
     opener = import('../egress/proxy.js').then(({ AddressJudge, EgressProxy }) => {
       const judge = new AddressJudge(settings)
       const limits = { connections: settings.connections, gate: descriptorGate(settings) }
-      return (socket: string, policy: EgressPolicy) => EgressProxy.open(socket, policy, judge, limits)
+      return async (socket: string, policy: EgressPolicy, secrets?: readonly EgressSecret[]) => {
+        const tls = secrets ? await interceptionOf(settings) : undefined
+        return EgressProxy.open(socket, policy, judge, limits, secrets ?? [], tls && (() => tls))
+      }
     })
     proxies.set(settings, opener)
   }
-  return opener.then((open) => open(socket, policy))
+  return opener.then((open) => open(socket, policy, secrets))
+}
+
+/** The process's interception CA (egress/tls.ts), loaded with the proxy's modules by the first sandbox with secrets. */
+async function interceptionOf(settings: EgressSettings): Promise<Interception> {
+  const { interception } = await import('../egress/tls.js')
+  return interception(settings.upstreamCaFile)
 }
 
 /** The process's descriptors as its proxies share them (descriptors.ts); no limit known: none is applied. */
@@ -87,9 +101,25 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
   // The proxy's socket gets a short directory of its own (a socket path may not exceed 107 bytes; a data directory's
   // may), bound into the shell's sandbox only: the file tools have no network.
   const egressDir = network ? egressDirectory() : undefined
+  // Secrets only with a way out: their variables hold placeholders the proxy replaces (egress/secrets.ts).
+  const secrets = network && opts.secrets?.length ? { now: opts.secrets, names: new Set(opts.secrets.map((s) => s.name)) } : undefined
   const toolCtx: LaunchContext = { dirs, limits, hostUid: rt.hostUid, env: shellEnv(opts.env ?? insideEnv()), extraReadOnly, skills: opts.skills, memory }
-  const ctx: LaunchContext = { ...toolCtx, env: shellEnv(opts.env ?? insideEnv(network !== null)), egressDir }
-  const egress = network && egressDir ? openProxy(network.settings, path.join(egressDir, EGRESS_SOCKET), network.policy) : undefined
+  const variables = Object.fromEntries((secrets?.now ?? []).map((s) => [s.name, s.placeholder]))
+  // Package installations run with the network and without the secrets (provision.ts).
+  const installCtx: LaunchContext = { ...toolCtx, env: shellEnv(opts.env ?? insideEnv(network !== null)), egressDir }
+  const ctx: LaunchContext = {
+    ...installCtx,
+    env: shellEnv({ ...(opts.env ?? insideEnv(network !== null, secrets !== undefined)), ...variables }),
+    trustEgressCa: secrets !== undefined,
+  }
+  const egress =
+    network && egressDir
+      ? (async () => {
+          // The bundle is in place before the shell can start (it waits for the proxy), the CA's key never is.
+          if (secrets) writeFileSync(path.join(egressDir, EGRESS_CA_BUNDLE), (await interceptionOf(network.settings)).bundle, { mode: 0o644 })
+          return openProxy(network.settings, path.join(egressDir, EGRESS_SOCKET), network.policy, secrets?.now)
+        })()
+      : undefined
   // Awaited before the shell first starts; a failure then is that command's error result.
   egress?.catch(() => undefined)
   const bash = ['/bin/bash', ...BASH_ARGS]
@@ -148,7 +178,7 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
     provision: (packages, signal) =>
       provision(
         {
-          ctx,
+          ctx: installCtx,
           marker: path.join(dirs.root, '.packages-installed'),
           policy: network?.policy ?? null,
           openProxy: (socket, policy) => openProxy(rt.egress!, socket, policy),
@@ -161,6 +191,17 @@ export function createIsolatedSandbox(opts: SandboxOptions, rt: IsolatedRuntime)
       void egress?.then(
         (proxy) => {
           proxy.policy = network!.policy
+        },
+        () => undefined,
+      )
+    },
+    setSecrets(next) {
+      if (!secrets) return
+      // Only the variables the shell was started with exist inside; a secret of another name waits for a new sandbox.
+      secrets.now = next.filter((s) => secrets.names.has(s.name))
+      void egress?.then(
+        (proxy) => {
+          proxy.secrets = secrets.now
         },
         () => undefined,
       )

@@ -79,7 +79,7 @@ export class SessionActor extends MailboxActor {
     })
     this.intake = new Intake({ id: this.id, h, mb, events: this.events, interrupted: (e) => this.interrupted(e), kick: () => this.kick() })
     this.writer = new RecordWriter(mb, h, stored, deps.settings.runningRecordMs)
-    this.sandbox = bindSandbox(h, this.events, mb, deps.workdirs)
+    this.sandbox = bindSandbox(h, this.events, mb, deps.workdirs, deps.envSecrets)
     const members = rosterOf(h.session.agent)
     const advisor = advisorOf(h.session.agent)
     const host = { id: this.id, h, mb, events: this.events, deps, sandbox: this.sandbox, lock: this.lock, mcp: this.mcp }

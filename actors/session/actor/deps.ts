@@ -7,6 +7,7 @@ import type { FileReader } from '../../file/index.js'
 import type { Workdirs } from '../../workdir/index.js'
 import type { TurnDeps } from '../turn/index.js'
 import type { McpClients } from '../../mcp/index.js'
+import type { EnvSecretSource } from '../../vault/index.js'
 
 /** A host's session tuning, every setting given (defaults in index.ts). */
 export type SessionSettings = SessionTuning
@@ -29,4 +30,6 @@ export interface ActorDeps extends TurnDeps {
   outbox: Outbox
   /** Makes each session's MCP connections (actors/mcp/). */
   mcp: McpClients
+  /** Opens the `environment_variable` credentials of a session's vaults for its sandbox (actors/vault/env-secrets.ts). */
+  envSecrets: EnvSecretSource
 }

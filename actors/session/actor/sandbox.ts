@@ -1,14 +1,17 @@
 import type { Mailbox } from '../../kit/index.js'
-import { type SandboxOwner, type SessionSandbox, sandboxSpec, type Workdirs } from '../../workdir/index.js'
+import type { EnvSecret, EnvSecretSource } from '../../vault/index.js'
+import { type SandboxOwner, type SecretSource, type SessionSandbox, sandboxSpec, type Workdirs } from '../../workdir/index.js'
+import type { EgressSecret } from '../../../sandbox/index.js'
 import type { SessionEvents } from './events.js'
 import type { History } from '../history/index.js'
 
 /**
  * The session's sandbox, bound through the workdir port: the actor's mailbox is its owner (it stops what the sandbox
  * does once the actor may have lost the session), what it reports is told as a `session.error` the turn goes on
- * after, and its spec is read afresh from the history before each tool.
+ * after, and its spec is read afresh from the history before each tool. A session with vaults has their
+ * `environment_variable` credentials opened at each tool's `prepare` (a rotation applies from the next tool).
  */
-export function bindSandbox(h: History, events: SessionEvents, mb: Mailbox, workdirs: Workdirs): SessionSandbox {
+export function bindSandbox(h: History, events: SessionEvents, mb: Mailbox, workdirs: Workdirs, envSecrets: EnvSecretSource): SessionSandbox {
   const owner: SandboxOwner = {
     get dead() {
       return mb.dead
@@ -18,5 +21,24 @@ export function bindSandbox(h: History, events: SessionEvents, mb: Mailbox, work
     report: (message) => events.emit('session.error', { error: { type: 'unknown_error', message, retry_status: { type: 'retrying' } } }),
   }
   const spec = () => sandboxSpec({ env: h.rec.env, agent: h.session.agent, resources: h.session.resources, skills: h.rec.skills ?? [] })
-  return workdirs.bind(h.session.id, spec, owner)
+  const { id, vault_ids } = h.session
+  const secrets: SecretSource | undefined = vault_ids.length
+    ? async () => {
+        const found = await envSecrets.forSession(id, vault_ids)
+        return { secrets: found.secrets.map(egressSecret), problems: found.problems }
+      }
+    : undefined
+  return workdirs.bind(id, spec, owner, secrets)
+}
+
+/** A vault's credential as the sandbox's egress proxy takes it. */
+function egressSecret(s: EnvSecret): EgressSecret {
+  return {
+    name: s.name,
+    placeholder: s.placeholder,
+    value: s.value,
+    header: s.header,
+    body: s.body,
+    hosts: s.hosts ? { type: 'limited', hosts: s.hosts } : { type: 'unrestricted' },
+  }
 }
