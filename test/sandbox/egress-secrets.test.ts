@@ -1,13 +1,11 @@
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs'
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { createServer as createHttpsServer } from 'node:https'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import type { EgressSecret } from '../../sandbox/index.js'
 import { isolatedOrSkip } from '../helpers/sandbox-backend.js'
 import { isolatedBackend } from './_isolated.js'
+import { receivers } from '../helpers/secret-receivers.js'
 
 /**
  * A sandbox's secrets (issue 43 point 3) at the sandbox's level: the shell sees placeholders, its egress proxy puts the
@@ -19,30 +17,6 @@ import { isolatedBackend } from './_isolated.js'
 const gate = isolatedOrSkip()
 if (gate.skip) t.test('sandbox secrets', { skip: gate.skip }, () => {})
 else await suite()
-
-interface Seen {
-  host: string
-  auth: string
-  body: string
-}
-
-function receiver(seen: Seen[]) {
-  return (req: IncomingMessage, res: ServerResponse) => {
-    let body = ''
-    req.on('data', (c) => (body += c))
-    req.on('end', () => {
-      seen.push({ host: String(req.headers.host), auth: String(req.headers.authorization ?? ''), body })
-      // Never echoes what it got: the sandbox must not read the secret back from here.
-      res.end(`received ${body.length} bytes\n`)
-    })
-  }
-}
-
-async function listen(server: ReturnType<typeof createHttpServer>): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => server.close())
-  return (server.address() as { port: number }).port
-}
 
 /** Every file beneath `dir` (links not followed), read as bytes. */
 function filesBelow(dir: string): string[] {
@@ -58,34 +32,8 @@ function filesBelow(dir: string): string[] {
 }
 
 async function suite() {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'troupe-egress-secrets-'))
-  // The receiver's own certificate, for localhost: the proxy trusts it only through the operator's setting.
-  const key = path.join(tmp, 'key.pem')
-  const cert = path.join(tmp, 'cert.pem')
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost',
-    ],
-    { stdio: 'ignore' },
-  )
-  const seen: Seen[] = []
-  const plainPort = await listen(createHttpServer(receiver(seen)))
-  const tlsPort = await listen(createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, receiver(seen)) as never)
+  // Receivers on loopback, HTTPS with its own certificate: the proxy trusts it only through the operator's setting.
+  const { seen, plainPort, tlsPort, cert } = await receivers()
   const backend = isolatedBackend({
     TROUPE_SANDBOX_EGRESS_ALLOW: `127.0.0.1:${plainPort},127.0.0.1:${tlsPort}`,
     TROUPE_SANDBOX_EGRESS_CA_FILE: cert,

@@ -30,6 +30,19 @@ export async function agentAndEnv(client: Anthropic, agent: Record<string, unkno
   return { agent: a, env: e }
 }
 
+/** A session of a new agent (`agent`: its fields beside the defaults) in a new environment. */
+export async function newSession(client: Anthropic, agent: Record<string, unknown> = {}) {
+  const { agent: a, env: e } = await agentAndEnv(client, agent)
+  return client.beta.sessions.create({ agent: a.id, environment_id: e.id } as any)
+}
+
+/** Sends `events` to session `id` with its stream open, and collects the stream until `until` (idle by default). */
+export async function step(client: Anthropic, id: string, events: any[], until: (e: any, all: any[]) => boolean = isIdle, timeoutMs = 20_000) {
+  const stream = await client.beta.sessions.events.stream(id)
+  await client.beta.sessions.events.send(id, { events } as any)
+  return collect(stream, until, timeoutMs)
+}
+
 /** Collects stream events until `until` says stop; returns them all. */
 export async function collect(stream: AsyncIterable<any>, until: (e: any, all: any[]) => boolean, timeoutMs = 10_000): Promise<any[]> {
   const all: any[] = []

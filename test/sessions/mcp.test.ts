@@ -1,6 +1,6 @@
 import t from 'tap'
 import { startFakeMcpServer } from '../fakes/mcp-server.js'
-import { agentAndEnv, collect, isIdle, reader, sessionStack, until } from './_helpers.js'
+import { isIdle, reader, sessionStack, until, newSession as newSessionOf, step as stepOf } from './_helpers.js'
 
 /**
  * MCP toolsets in sessions (issue 43 point 1): an agent's MCP servers' tools offered to the model beside the built-in
@@ -22,16 +22,8 @@ const ALLOW = { permission_policy: { type: 'always_allow' } }
 const toolset = (server: string, more: Record<string, unknown> = {}) => ({ type: 'mcp_toolset', mcp_server_name: server, ...more })
 const server = (name: string, url: string) => ({ type: 'url', name, url })
 
-async function newSession(agent: Record<string, unknown>) {
-  const { agent: a, env: e } = await agentAndEnv(s.client, agent)
-  return s.client.beta.sessions.create({ agent: a.id, environment_id: e.id } as any)
-}
-
-async function step(id: string, events: any[], until: (e: any, all: any[]) => boolean = isIdle) {
-  const stream = await s.client.beta.sessions.events.stream(id)
-  await s.client.beta.sessions.events.send(id, { events } as any)
-  return collect(stream, until, 20_000)
-}
+const newSession = (agent: Record<string, unknown>) => newSessionOf(s.client, agent)
+const step = (id: string, events: any[], until?: (e: any, all: any[]) => boolean) => stepOf(s.client, id, events, until)
 
 const say = (text: string) => ({ type: 'user.message', content: [{ type: 'text', text }] })
 const of = (events: any[], type: string) => events.filter((e) => e.type === type)

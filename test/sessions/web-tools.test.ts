@@ -1,5 +1,5 @@
 import t from 'tap'
-import { agentAndEnv, collect, history, isIdle, sessionStack } from './_helpers.js'
+import { history, sessionStack, newSession as newSessionOf, step as stepOf } from './_helpers.js'
 
 /**
  * The web tools of agent_toolset_20260401 (issue 43 point 5): `web_search` and `web_fetch` offered to the model as the
@@ -16,16 +16,8 @@ const of = (events: any[], type: string) => events.filter((e) => e.type === type
 const webDefs = (req: { body: any }) => ((req.body.tools ?? []) as any[]).filter((d) => /^web_(search|fetch)_/.test(d.type ?? ''))
 const names = (req: { body: any }) => ((req.body.tools ?? []) as any[]).map((d) => d.name)
 
-async function newSession(agent: Record<string, unknown>) {
-  const { agent: a, env: e } = await agentAndEnv(s.client, agent)
-  return s.client.beta.sessions.create({ agent: a.id, environment_id: e.id } as any)
-}
-
-async function step(id: string, events: any[], until: (e: any, all: any[]) => boolean = isIdle) {
-  const stream = await s.client.beta.sessions.events.stream(id)
-  await s.client.beta.sessions.events.send(id, { events } as any)
-  return collect(stream, until, 20_000)
-}
+const newSession = (agent: Record<string, unknown>) => newSessionOf(s.client, agent)
+const step = (id: string, events: any[], until?: (e: any, all: any[]) => boolean) => stepOf(s.client, id, events, until)
 
 /** The web tool definitions of the first request a new session with `tools` makes. */
 async function offered(tools: unknown[]) {
