@@ -52,6 +52,12 @@ const FORMING_CODES = {
    * stays missing was deleted, and a caller that expects absence catches it inside its own step.
    */
   StreamNotFound: 10059,
+  /**
+   * JSClusterNoPeersErrF ("no suitable peers for placement, <reasons>"): one code over several reasons; only "peer
+   * offline" (a server of the cluster down or restarting, as when hosts start with the cluster) is waited out, the
+   * others (placement tags no server has) are a misconfiguration.
+   */
+  NoPeers: 10005,
 } as const
 const NAME_IN_USE_ATTEMPTS = 3
 /** How long start-up waits for a stream another step (or host) just made to be known to the server it asks. */
@@ -77,6 +83,7 @@ export async function retryWhileStarting<T>(what: string, fn: () => Promise<T>, 
         if (!(err instanceof JetStreamApiError)) return false
         if (err.code === FORMING_CODES.StreamNameInUse) return ++nameInUse < NAME_IN_USE_ATTEMPTS
         if (err.code === FORMING_CODES.StreamNotFound) return Date.now() - (missingSince ??= Date.now()) < STREAM_APPEARS_MS
+        if (err.code === FORMING_CODES.NoPeers) return /peer offline/.test(err.message) && opts.waitForServers !== false
         return err.code === FORMING_CODES.InsufficientResources && opts.waitForServers !== false
       },
       onRetry: (err, attempts) => {
@@ -99,7 +106,7 @@ const notEnabled = (err: unknown): boolean => {
 
 /** What a forming cluster's answer means, in the words an operator needs. */
 function waitingFor(err: unknown, why: string): string {
-  if (err instanceof JetStreamApiError && err.code === FORMING_CODES.InsufficientResources) {
+  if (err instanceof JetStreamApiError && (err.code === FORMING_CODES.InsufficientResources || err.code === FORMING_CODES.NoPeers)) {
     return `${why}: the servers to hold the replicas are not all in the cluster yet; if they never join, TROUPE_REPLICAS asks for more servers than the cluster has`
   }
   if (notEnabled(err)) {

@@ -176,3 +176,24 @@ t.test('retryWhileStarting waits for a stream just made to be known: "stream not
   t.equal(found, 'watching')
   t.equal(calls, 3, 'retried twice')
 })
+
+t.test('retryWhileStarting waits out "no suitable peers" when a peer is offline, not when placement cannot be met', async (t) => {
+  // Hosts started with their cluster: one server of three was still (re)starting when a bucket was made at R3.
+  let calls = 0
+  const made = await retryWhileStarting('troupe_hosts bucket', async () => {
+    if (++calls < 3) throw apiError(10005, 400, 'no suitable peers for placement, peer offline')
+    return 'made'
+  })
+  t.equal(made, 'made')
+  t.equal(calls, 3, 'retried twice')
+  calls = 0
+  const err = await retryWhileStarting('bucket', async () => {
+    calls++
+    throw apiError(10005, 400, "no suitable peers for placement, tags not matched ['disk:ssd']")
+  }).then(
+    () => undefined,
+    (e: Error) => e,
+  )
+  t.equal(calls, 1, 'a placement no server can meet is not retried')
+  t.match(err?.message, /tags not matched/)
+})
