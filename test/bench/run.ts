@@ -227,3 +227,5 @@ if (!args.length || args.includes('work')) await runWorkBench()
 if (!args.length || args.includes('threads')) await runThreadBench()
 if (!args.length || args.includes('memory')) await runMemoryBench()
 if (!args.length || args.includes('mcp')) await runMcpBench()
+// A profiled server writes its profile as it stops: give the SIGTERMed servers the time before this process leaves.
+if (process.env.BENCH_PROFILE_DIR) await new Promise((r) => setTimeout(r, 5000))
