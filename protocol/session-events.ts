@@ -112,7 +112,7 @@ export interface RetryStatus {
   type: 'retrying' | 'exhausted' | 'terminal'
 }
 
-/** WIRE §7.5: the `error` of a `session.error`, as far as Troupe reports them; an MCP server's names it. */
+/** WIRE §7.5: the `error` of a `session.error`, as far as Troupe reports them; an MCP server's names it, a credential's its ids. */
 export type SessionError =
   | {
       type: 'unknown_error' | 'model_overloaded_error' | 'model_rate_limited_error' | 'model_request_failed_error' | 'tool_use_limit_reached_error'
@@ -120,6 +120,8 @@ export type SessionError =
       retry_status: RetryStatus
     }
   | { type: 'mcp_connection_failed_error' | 'mcp_authentication_failed_error'; mcp_server_name: string; message: string; retry_status: RetryStatus }
+  /** An `environment_variable` credential names a host the session's limited networking does not let the sandbox reach. */
+  | { type: 'credential_host_unreachable_error'; credential_id: string; vault_id: string; message: string; retry_status: RetryStatus }
 
 /** A grader pass's verdict (WIRE §7.2 `span.outcome_evaluation_end`). */
 export type GraderResult = 'satisfied' | 'needs_revision' | 'max_iterations_reached' | 'failed' | 'interrupted'

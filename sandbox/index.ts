@@ -6,7 +6,7 @@
 export type { Sandbox, SandboxOptions, ToolResult } from './types.js'
 export { createHostSandbox } from './host/sandbox.js'
 export { localBackend, openSandboxBackend, readSandboxSetting, type SandboxBackend, type SandboxKind, type SandboxSetting } from './backend.js'
-export { type EgressPolicy, PACKAGE_REGISTRY_HOSTS } from './egress/policy.js'
+export { type EgressPolicy, PACKAGE_REGISTRY_HOSTS, policyAllows } from './egress/policy.js'
 export type { EgressSecret } from './egress/secrets.js'
 export { listedManagers, type PackageLists, type Provisioned } from './packages.js'
 export { BUILTIN_TOOL_NAMES, builtinToolDefinitions, type ToolDefinition } from './definitions.js'

@@ -6,6 +6,9 @@
 import { performance } from 'node:perf_hooks'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { DEFAULT_MCP_TIMINGS, McpPool, NO_AUTH } from '../../actors/mcp/index.js'
+import { egressFetch } from '../../actors/mcp/egress.js'
+import { parseAddressExceptions } from '../../actors/kit/index.js'
 import { startFakeMcpServer } from '../fakes/mcp-server.js'
 import { bed, ms, request, summary, userMessage } from './bed.js'
 import { openSse, streamAgent } from './sse-client.js'
@@ -26,6 +29,15 @@ export async function runMcpBench(): Promise<void> {
       if (i >= 10) directTimes.push(performance.now() - start)
     }
     await direct.close()
+    // Troupe's own MCP client (its checked fetch, its byte limit) outside a session: what of the difference is the client.
+    const pool = new McpPool(NO_AUTH, DEFAULT_MCP_TIMINGS, egressFetch({ except: parseAddressExceptions('127.0.0.1', 'bench') }))
+    const clientTimes: number[] = []
+    for (let i = 0; i < CALLS + 10; i++) {
+      const start = performance.now()
+      await pool.get({ name: 'local', url: server.url }).call('echo', { text: `client ${i}` }, new AbortController().signal)
+      if (i >= 10) clientTimes.push(performance.now() - start)
+    }
+    await pool.close()
 
     const post = (p: string, body: unknown) => request(b.agent, b.troupe.url, 'POST', p, body)
     const env = await post('/v1/environments', { name: 'bench' })
@@ -59,7 +71,9 @@ export async function runMcpBench(): Promise<void> {
     streams.destroy()
     const d = summary(directTimes)
     const s = summary(sessionTimes)
+    const c = summary(clientTimes)
     console.log(`  direct SDK call        p50 ${ms(d.p50).padStart(9)}, p99 ${ms(d.p99).padStart(9)}`)
+    console.log(`  Troupe's MCP client    p50 ${ms(c.p50).padStart(9)}, p99 ${ms(c.p99).padStart(9)} (its fetch and byte limit, no session)`)
     console.log(`  through the session    p50 ${ms(s.p50).padStart(9)}, p99 ${ms(s.p99).padStart(9)} (use → result on the stream)`)
     console.log(`  the session adds       p50 ${ms(s.p50 - d.p50).padStart(9)}, p99 ${ms(s.p99 - d.p99).padStart(9)} (target: under 3 ms at p50)`)
   } finally {

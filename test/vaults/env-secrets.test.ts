@@ -110,6 +110,35 @@ async function suite() {
     t.equal(seen[0]?.auth, `Bearer ${LOSES}`, "archived: the second vault's API_KEY is the first active one now")
   })
 
+  t.test('a credential for hosts the limited networking does not reach is told once (credential_host_unreachable_error)', async (t) => {
+    const far = await client.beta.vaults.create({ display_name: 'far' })
+    const networking = { type: 'limited', allowed_hosts: ['far.example.com', '*.near.example'] }
+    const cred = await client.beta.vaults.credentials.create(far.id, {
+      auth: { type: 'environment_variable', secret_name: 'FAR_KEY', secret_value: 'SECRET-env-far-2b7d', networking },
+    } as any)
+    const limited = await client.beta.environments.create({
+      name: 'limited',
+      config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['localhost', '*.near.example'] } },
+    } as any)
+    const other = await client.beta.sessions.create({ agent: agent.id, environment_id: limited.id, vault_ids: [...vaultIds, far.id] } as any)
+    const errors: any[] = []
+    for (const text of ['one', 'two']) {
+      s.model.enqueue({ steps: [{ type: 'tool_use', name: 'bash', input: { command: 'true' } }] }, { steps: [{ type: 'text', text: 'done' }] })
+      const stream = await client.beta.sessions.events.stream(other.id)
+      await client.beta.sessions.events.send(other.id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] } as any)
+      errors.push(...(await collect(stream, isIdle, 60_000)).filter((e) => e.type === 'session.error'))
+    }
+    t.equal(errors.length, 1, 'told once')
+    t.match(errors[0]?.error, {
+      type: 'credential_host_unreachable_error',
+      credential_id: cred.id,
+      vault_id: far.id,
+      message: /names far\.example\.com, which this session's limited networking does not let the sandbox reach/,
+      retry_status: { type: 'retrying' },
+    })
+    t.notMatch(errors[0]?.error.message, /near\.example/, 'a host the environment allows is not named')
+  })
+
   t.test('the secret is nowhere else: events, logs, stored bytes, the workspace', async (t) => {
     // The placeholder written into the workspace is saved with it; the secret is not.
     await bash(`echo "API_KEY=$API_KEY" > creds.txt; env > env.txt; cat creds.txt`)

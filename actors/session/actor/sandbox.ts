@@ -1,7 +1,7 @@
 import type { Mailbox } from '../../kit/index.js'
 import type { EnvSecret, EnvSecretSource } from '../../vault/index.js'
 import { type SandboxOwner, type SecretSource, type SessionSandbox, sandboxSpec, type Workdirs } from '../../workdir/index.js'
-import type { EgressSecret } from '../../../sandbox/index.js'
+import { type EgressSecret, policyAllows } from '../../../sandbox/index.js'
 import type { SessionEvents } from './events.js'
 import type { History } from '../history/index.js'
 
@@ -22,9 +22,27 @@ export function bindSandbox(h: History, events: SessionEvents, mb: Mailbox, work
   }
   const spec = () => sandboxSpec({ env: h.rec.env, agent: h.session.agent, resources: h.session.resources, skills: h.rec.skills ?? [] })
   const { id, vault_ids } = h.session
+  const told = new Set<string>()
   const secrets: SecretSource | undefined = vault_ids.length
     ? async () => {
         const found = await envSecrets.forSession(id, vault_ids)
+        // A credential for hosts the sandbox may not reach is told once an activation (the client's
+        // credential_host_unreachable_error): its secret goes nowhere there, which the user should hear of.
+        const network = spec().network
+        for (const s of network?.type === 'limited' ? found.secrets : []) {
+          const far = (s.hosts ?? []).filter((host) => !policyAllows(network!, host.startsWith('*.') ? `any.${host.slice(2)}` : host))
+          if (!far.length || told.has(s.credentialId)) continue
+          told.add(s.credentialId)
+          events.emit('session.error', {
+            error: {
+              type: 'credential_host_unreachable_error',
+              credential_id: s.credentialId,
+              vault_id: s.vaultId,
+              message: `Credential ${s.credentialId} (${s.name}) names ${far.join(', ')}, which this session's limited networking does not let the sandbox reach.`,
+              retry_status: { type: 'retrying' },
+            },
+          })
+        }
         return { secrets: found.secrets.map(egressSecret), problems: found.problems }
       }
     : undefined
