@@ -31,6 +31,8 @@ export class Host {
   state: 'up' | 'paused' | 'down' = 'down'
   /** Every incarnation, for the logs. */
   readonly procs: ServeProcess[] = []
+  /** Starts that never came up: what each printed (its stdout and its stderr's end), for the logs. */
+  readonly failedStarts: string[] = []
 
   constructor(
     readonly name: string,
@@ -111,6 +113,7 @@ export class Hosts {
       if (rec.readyAt === undefined) rec.error = `/readyz was not 200 within ${READY_BOUND_MS} ms`
     } catch (err) {
       rec.error = (err as Error).message.split('\n')[0]
+      h.failedStarts.push((err as Error).message)
     }
     return rec
   }
@@ -184,6 +187,7 @@ export class Hosts {
     mkdirSync(dir, { recursive: true })
     for (const h of this.all) {
       for (const [i, p] of h.procs.entries()) writeFileSync(path.join(dir, `${h.name}.${i + 1}.log`), `${p.stdout()}\n--- stderr ---\n${p.logs()}`)
+      for (const [i, text] of h.failedStarts.entries()) writeFileSync(path.join(dir, `${h.name}.failed-${i + 1}.log`), text)
     }
   }
 }
@@ -227,7 +231,7 @@ function spawnTroupe(role: 'serve' | 'sandbox', dataDir: string, env: Record<str
     const fail = (why: string) => {
       clearTimeout(timer)
       killNow()
-      reject(new Error(`${why}:\n${stdout}\n${stderr.slice(-2000)}`))
+      reject(new Error(`${why}:\n${stdout}\n--- stderr (its end) ---\n${stderr.slice(-20_000)}`))
     }
     const timer = setTimeout(() => fail(`troupe ${role} on ${dataDir} did not print its start-up block within ${START_BOUND_MS} ms`), START_BOUND_MS)
     const early = (code: number | null) => fail(`troupe ${role} exited with ${code}`)
