@@ -4,8 +4,9 @@ import type { Logger } from 'pino'
 import { decode, encode } from '../protocol/codec.js'
 import { fnv1a } from '../protocol/hash.js'
 import { PARTITIONS, partitionToken, type HostAbilities, type HostBeat, type KindName, type PlacementRecord } from '../protocol/subjects.js'
-import { every, live, type Loop, readAtLeader, RecordStore, retryWhileStarting } from '../actors/kit/index.js'
+import { every, isCasConflict, live, type Loop, readAtLeader, RecordStore, retryWhileStarting } from '../actors/kit/index.js'
 import { ownersFor } from './cluster-config.js'
+import { type LoopDelay, loopDelayWatch } from './loop-delay.js'
 import type { Presence } from './presence.js'
 
 /**
@@ -37,6 +38,8 @@ export const SUSPECT_AFTER_MS = BEAT_EVERY_MS
  * falling back to the pass's own cadence.
  */
 const EXPIRY_RECHECK_MS = 50
+
+const LAPSE = 'heartbeat not acknowledged in time: serving paused until this host claims its partitions again'
 const EXPIRY_RECHECKS = 10
 
 /**
@@ -65,6 +68,8 @@ export interface PlacementOptions {
   hosts: KV
   /** The hosts bucket's max age: how long after its last beat a host's key expires. Default HOST_TTL_MS. */
   ttlMs?: number
+  /** How long before its key could expire a host stops serving. Default SERVE_MARGIN_MS. */
+  serveMarginMs?: number
   placement: KV
   hostId: string
   kinds: readonly KindName[]
@@ -137,7 +142,20 @@ export class Placement {
   private validUntil = 0
   /** The heartbeat lapsed: records must be re-read before serving again. */
   private unverified = false
+  /**
+   * Serving paused for a late heartbeat only, which a beat landing on our previous one proves harmless (nobody can
+   * have seen the key expire). False after a new connection (other hosts may have seen this one gone) or a beat
+   * that did not land on the one before (the key may have expired): proven by nothing but claiming every partition
+   * again.
+   */
+  private onlyLate = false
   private pausedAt = 0
+  /** The revision of this host's last acknowledged beat: the next beat is written on it (0: none, or unknown). */
+  private beatRevision = 0
+  /** When the beat now in flight was sent (0: none), for the line a pause writes. */
+  private beatSentAt = 0
+  /** The event loop's delay since the last pause's line: says whether a lapse was this process's own. */
+  private loopDelay?: LoopDelay
   private beatLoop?: Loop
   private tickLoop?: Loop
   private watchers: Array<{ stop(): void }> = []
@@ -158,13 +176,16 @@ export class Placement {
   /** The NATS connection this host last claimed its partitions on. */
   private connection: string | undefined
   private readonly ttlMs: number
+  private readonly marginMs: number
 
   constructor(private readonly o: PlacementOptions) {
     this.store = new RecordStore<PlacementRecord>(o.placement)
     this.ttlMs = o.ttlMs ?? HOST_TTL_MS
+    this.marginMs = o.serveMarginMs ?? SERVE_MARGIN_MS
   }
 
   async start(): Promise<void> {
+    this.loopDelay = loopDelayWatch()
     this.connection = this.o.presence.connection()
     this.o.presence.start()
     // Start-up's steps wait out a cluster that is forming or has just lost a node (kit/retry.ts); the loops below
@@ -282,7 +303,7 @@ export class Placement {
     const now = this.o.presence.connection()
     if (now === this.connection) return
     this.connection = now
-    this.pause('a new NATS connection, which another host may have seen as this one gone: serving paused until this host claims its partitions again')
+    this.pause('a new NATS connection, which another host may have seen as this one gone: serving paused until this host claims its partitions again', true)
   }
 
   private isLive(host: string): boolean {
@@ -366,12 +387,44 @@ export class Placement {
     return hosts
   }
 
+  /**
+   * One beat, written by compare-and-set on the previous one: a beat that lands there proves the key never expired
+   * in between (an expired key is gone, and the write fails), so no other host can have taken a partition from
+   * this one on a lapse, and a pause for a late beat ends without claiming every partition again. A beat that
+   * does not land there (the key expired, or a beat that timed out landed after all) is written plainly, and
+   * serving waits for the claims.
+   */
   private async beatOnce(): Promise<void> {
     const sent = performance.now()
-    await this.o.hosts.put(`host.${this.o.hostId}`, encode({ ...this.o.beat(), at: Date.now() } satisfies HostBeat))
-    if (sent >= this.validUntil && this.validUntil > 0) this.pause()
+    const key = `host.${this.o.hostId}`
+    const value = encode({ ...this.o.beat(), at: Date.now() } satisfies HostBeat)
+    this.beatSentAt = sent
+    let kept = false
+    try {
+      if (this.beatRevision) {
+        try {
+          this.beatRevision = await this.o.hosts.update(key, value, this.beatRevision)
+          kept = true
+        } catch (err) {
+          if (!isCasConflict(err)) throw err
+        }
+      }
+      if (!kept) {
+        this.beatRevision = 0
+        this.beatRevision = await this.o.hosts.put(key, value)
+      }
+    } catch (err) {
+      // Landed or not: the next beat cannot know which revision to write on.
+      this.beatRevision = 0
+      throw err
+    } finally {
+      this.beatSentAt = 0
+    }
     this.noticeReconnect()
-    this.validUntil = sent + this.ttlMs - SERVE_MARGIN_MS
+    // Not on the one before: the key may have expired meanwhile, and another host taken a partition over.
+    if (!kept && this.validUntil > 0) this.pause(LAPSE, true)
+    this.validUntil = sent + this.ttlMs - this.marginMs
+    if (kept && this.unverified && this.onlyLate) this.resumed('a late heartbeat landed on the one before')
   }
 
   /** One pass: reconcile what this host holds with what the live host set assigns it. */
@@ -482,11 +535,26 @@ export class Placement {
   }
 
   /** Serve nothing until verify() has claimed the partitions again; logged once per gap, since it shows as 503s. */
-  private pause(why = 'heartbeat not acknowledged in time: serving paused until this host claims its partitions again'): void {
+  private pause(why = LAPSE, needsClaims = false): void {
+    if (needsClaims) this.onlyLate = false
     if (this.unverified || !this.owned.size) return
     this.unverified = true
+    this.onlyLate = !needsClaims
     this.pausedAt = performance.now()
-    this.o.log.warn({ partitions: this.owned.size }, why)
+    const now = this.pausedAt
+    // What the gap was made of: a beat long in flight (the store), or none in flight (this process's own loop).
+    this.o.log.warn(
+      { partitions: this.owned.size, beatInFlightMs: this.beatSentAt ? Math.round(now - this.beatSentAt) : undefined, loopDelayMaxMs: this.loopDelay?.take() },
+      why,
+    )
+  }
+
+  private resumed(how: string): void {
+    this.unverified = false
+    this.o.log.info(
+      { pausedMs: Math.round(performance.now() - this.pausedAt), kept: this.owned.size, how },
+      'serving resumed after a heartbeat gap or a reconnect',
+    )
   }
 
   /**
@@ -509,10 +577,9 @@ export class Placement {
         await this.drop(kind, Number(token.slice(1)))
       }),
     )
-    // Reconnected again meanwhile: the next pass claims again.
-    if (this.connection !== on) return
-    this.unverified = false
-    this.o.log.info({ pausedMs: Math.round(performance.now() - this.pausedAt), kept: this.owned.size }, 'serving resumed after a heartbeat gap or a reconnect')
+    // Reconnected again meanwhile (the next pass claims again), or resumed by a beat meanwhile.
+    if (this.connection !== on || !this.unverified) return
+    this.resumed('every partition claimed again')
   }
 
   /** One line per change of the set, partitions as ranges: `{gained: {session: "0-15"}}`. */
@@ -540,6 +607,7 @@ export class Placement {
   async stop(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
+    this.loopDelay?.stop()
     await this.tickLoop?.stop()
     await this.beatLoop?.stop()
     const before = new Set(this.owned.keys())

@@ -18,9 +18,17 @@ t.teardown(async () => {
 
 const KINDS: KindName[] = ['session', 'agent']
 
-/** A KV whose writes (heartbeats, claims) take `delay.ms` longer: a slow or stalled store, at the edge. */
-function slowed(kv: KV, delay: { ms: number }): KV {
-  const later = <T>(fn: () => Promise<T>) => new Promise<T>((resolve, reject) => setTimeout(() => fn().then(resolve, reject), delay.ms))
+/**
+ * A KV whose writes (heartbeats, claims) take `delay.ms` longer, or wait while `delay.held` is set: a slow or stalled
+ * store, at the edge.
+ */
+interface Delay {
+  ms: number
+  held?: Promise<void>
+}
+function slowed(kv: KV, delay: Delay): KV {
+  const later = <T>(fn: () => Promise<T>) =>
+    new Promise<T>((resolve, reject) => setTimeout(() => void (delay.held ?? Promise.resolve()).then(() => fn().then(resolve, reject)), delay.ms))
   return new Proxy(kv, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver)
@@ -31,11 +39,11 @@ function slowed(kv: KV, delay: { ms: number }): KV {
   })
 }
 
-async function host(id: string, delay = { ms: 0 }) {
-  const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 })
+async function host(id: string, delay: Delay = { ms: 0 }, o: { url?: string; ttlMs?: number; serveMarginMs?: number } = {}) {
+  const nc = await connect({ servers: o.url ?? nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 })
   conns.push(nc)
   const kvm = new Kvm(nc)
-  const hosts = await kvm.create(Buckets.hosts, { ttl: HOST_TTL_MS, history: 1 })
+  const hosts = await kvm.create(Buckets.hosts, { ttl: o.ttlMs ?? HOST_TTL_MS, history: 1 })
   const placement = await kvm.create(Buckets.placement, { history: 1 })
   const held = new Set<string>()
   const events: string[] = []
@@ -53,6 +61,8 @@ async function host(id: string, delay = { ms: 0 }) {
     hosts: slowed(hosts, delay),
     placement: slowed(placement, delay),
     hostId: id,
+    ttlMs: o.ttlMs,
+    serveMarginMs: o.serveMarginMs,
     kinds: KINDS,
     beat: () => ({ pid: process.pid, hostname: 'test', role: 'serve', started_at: Date.now() }),
     presence: natsPresence(nc, id),
@@ -201,5 +211,52 @@ t.test('a host that reconnects claims its partitions again before serving (other
   delay.ms = 0
   await until('claimed again and serving', () => h.lines.slice(before).some((l) => l.msg.startsWith('serving resumed')) && h.p.serves('session', 0), 10_000)
   t.equal(h.events.filter((e) => e.startsWith('-')).length, 0, 'alone, it keeps everything')
+  await h.p.stop()
+})
+
+t.test('a late heartbeat that lands before the key expired resumes serving at once, without claiming anything again', async (t) => {
+  // A store of its own with a wide window between the pause (TTL − margin after a beat was sent) and the expiry, so
+  // that "landed before the expiry" is decided by the test, not by the machine's load.
+  const own = await startNats()
+  t.teardown(() => own.stop())
+  const delay: Delay = { ms: 0 }
+  const h = await host('host_late1', delay, { url: own.url, ttlMs: 6000, serveMarginMs: 4000 })
+  const records = await new Kvm(h.nc).open(Buckets.placement)
+  const revisions = async () => {
+    const out: number[] = []
+    for await (const k of await records.keys()) out.push((await records.get(k))!.revision)
+    return out.sort((a, b) => a - b)
+  }
+  const before = await revisions()
+  let release!: () => void
+  delay.held = new Promise((r) => (release = r))
+  const from = h.lines.length
+  const pauseLine = () => h.lines.slice(from).find((l) => l.msg.startsWith('heartbeat not acknowledged'))
+  await until('paused by the late beat', () => pauseLine() !== undefined, 10_000)
+  const paused = pauseLine()
+  t.notOk(h.p.serves('session', 0), 'not serving')
+  t.ok(paused.beatInFlightMs >= 1000, `the pause says how long the beat was in flight: ${paused.beatInFlightMs} ms`)
+  t.type(paused.loopDelayMaxMs, 'number', "and the event loop's longest delay")
+  delay.held = undefined
+  release()
+  await until('serves again', () => h.p.serves('session', 0), 5_000)
+  const resumed = h.lines.slice(from).find((l) => l.msg.startsWith('serving resumed'))
+  t.equal(resumed?.how, 'a late heartbeat landed on the one before', 'resumed by the beat itself')
+  t.same(await revisions(), before, 'no placement record written: nothing claimed again')
+  t.equal(h.events.length, PARTITIONS * 2, 'nothing lost')
+
+  // Held past the expiry: the beat cannot land on the one before, and serving waits for the claims.
+  delay.held = new Promise((r) => (release = r))
+  const beats = await new Kvm(h.nc).open(Buckets.hosts)
+  const from2 = h.lines.length
+  await until('its heartbeat expired', async () => (await beats.get('host.host_late1'))?.operation !== 'PUT', 15_000)
+  delay.held = undefined
+  release()
+  await until('serves again', () => h.p.serves('session', 0), 10_000)
+  t.equal(h.lines.slice(from2).find((l) => l.msg.startsWith('serving resumed'))?.how, 'every partition claimed again', 'after the claims')
+  t.ok(
+    (await revisions()).every((r, i) => r > before[i]!),
+    'every placement record claimed again',
+  )
   await h.p.stop()
 })
