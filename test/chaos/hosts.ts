@@ -107,7 +107,7 @@ export class Hosts {
         rec.readyAt = rec.blockAt
         return rec
       }
-      rec.readyAt = await this.waitReady(h)
+      rec.readyAt = await this.waitReady(h, rec)
       // Only a restart: the first starts run together, and their connections cannot be told apart.
       if (restart) rec.natsAt = await this.natsConnectedAt(rec.spawnAt)
       if (rec.readyAt === undefined) rec.error = `/readyz was not 200 within ${READY_BOUND_MS} ms`
@@ -118,14 +118,24 @@ export class Hosts {
     return rec
   }
 
-  private async waitReady(h: Host): Promise<number | undefined> {
+  /** Polls /readyz; what it said while not ready goes to `rec.notReady` (what a slow restart waited for). */
+  private async waitReady(h: Host, rec: HostStart): Promise<number | undefined> {
     const deadline = Date.now() + READY_BOUND_MS
+    const seen = new Map<string, number>()
     while (Date.now() < deadline && h.url) {
       try {
         const res = await fetch(`${h.url}/readyz`, { signal: AbortSignal.timeout(1000) })
-        await res.arrayBuffer()
+        const body = await res.text()
         if (res.status === 200) return Date.now()
-      } catch {}
+        const failing = Object.entries((JSON.parse(body) as { checks?: Record<string, boolean> }).checks ?? {})
+          .filter(([, ok]) => !ok)
+          .map(([k]) => k)
+          .join('+')
+        seen.set(failing, (seen.get(failing) ?? 0) + 1)
+        rec.notReady = [...seen].map(([k, n]) => `${k || '?'} ×${n}`).join(', ')
+      } catch {
+        seen.set('no answer', (seen.get('no answer') ?? 0) + 1)
+      }
       await sleep(100)
     }
     return undefined

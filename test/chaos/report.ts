@@ -183,7 +183,7 @@ export function printReport(args: ChaosArgs, d: RunData, checks: CheckResult[], 
         const from = s.natsAt ?? s.blockAt
         say(
           `  ${s.host} at ${rel(s.spawnAt)}: spawn → block ${s1(s.blockAt !== undefined ? s.blockAt - s.spawnAt : undefined)}, ` +
-            `${s.natsAt ? 'NATS connection' : 'block'} → ready ${ms0(s.readyAt !== undefined && from !== undefined ? s.readyAt - from : undefined)}${s.error ? `  ERROR ${s.error}` : ''}`,
+            `${s.natsAt ? 'NATS connection' : 'block'} → ready ${ms0(s.readyAt !== undefined && from !== undefined ? s.readyAt - from : undefined)}${s.notReady ? ` (not ready before: ${s.notReady})` : ''}${s.error ? `  ERROR ${s.error}` : ''}`,
         )
       }
     }

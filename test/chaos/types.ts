@@ -104,6 +104,8 @@ export interface HostStart {
   blockAt?: number
   /** Earliest NATS connection named `troupe` opened after the spawn (the servers' /connz). */
   natsAt?: number
+  /** The failing checks /readyz named while not ready, with how many polls said each. */
+  notReady?: string
   /** First /readyz 200. */
   readyAt?: number
   error?: string
