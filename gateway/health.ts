@@ -6,6 +6,8 @@ import { HOST_PING } from '../protocol/subjects.js'
 export interface Readiness {
   ready: boolean
   checks: { nats: boolean; jetstream: boolean; actor_host: boolean; placement: boolean }
+  /** While placement is not ready: what the answering host waits for (a partition, its own heartbeat). */
+  waiting?: string
 }
 
 /**
@@ -14,6 +16,7 @@ export interface Readiness {
  */
 export async function readiness(nc: NatsConnection, timeoutMs = 1000): Promise<Readiness> {
   const checks = { nats: false, jetstream: false, actor_host: false, placement: false }
+  let waiting: string | undefined
   if (!nc.isClosed() && !nc.isDraining()) {
     // A connection that is reconnecting is not closed: only a round trip tells that the server is there.
     const [ping, js, host] = await Promise.allSettled([
@@ -26,11 +29,13 @@ export async function readiness(nc: NatsConnection, timeoutMs = 1000): Promise<R
     checks.actor_host = host.status === 'fulfilled'
     if (host.status === 'fulfilled') {
       try {
-        checks.placement = decode<{ ready?: boolean }>(host.value.data).ready === true
+        const answer = decode<{ ready?: boolean; host?: string; waiting?: string }>(host.value.data)
+        checks.placement = answer.ready === true
+        if (!checks.placement && answer.waiting) waiting = `${answer.host}: ${answer.waiting}`
       } catch {}
     }
   }
-  return { ready: checks.nats && checks.jetstream && checks.actor_host && checks.placement, checks }
+  return { ready: checks.nats && checks.jetstream && checks.actor_host && checks.placement, checks, ...(waiting ? { waiting } : {}) }
 }
 
 function within<T>(p: Promise<T>, ms: number): Promise<T> {

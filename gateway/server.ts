@@ -107,7 +107,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       if (inc.path === '/healthz') return sendJson(ex, state, 200, rid, { status: 'ok' })
       if (inc.path === '/readyz') {
         const r = await readiness(nc)
-        return sendJson(ex, state, r.ready ? 200 : 503, rid, { status: r.ready ? 'ready' : 'unavailable', checks: r.checks })
+        return sendJson(ex, state, r.ready ? 200 : 503, rid, {
+          status: r.ready ? 'ready' : 'unavailable',
+          checks: r.checks,
+          ...(r.waiting ? { waiting: r.waiting } : {}),
+        })
       }
       return send(ex, state, 200, { 'content-type': 'application/yaml', 'request-id': rid }, openapi)
     }

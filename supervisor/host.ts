@@ -275,7 +275,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   await placement.start()
   for (const left of kindsLeft(can)) log.warn(`this host owns no ${left.replace(':', ' partition while a host that can is live:')}`)
 
-  subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready })) }))
+  subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready, waiting: placement.unready() })) }))
   log.info(
     { kinds: kinds.map((k) => k.contract.kind), partitions: Object.fromEntries([...partitioned.keys()].map((k) => [k, placement.owns(k).length])) },
     'actor host ready',

@@ -38,6 +38,14 @@ export const SUSPECT_AFTER_MS = BEAT_EVERY_MS
  * falling back to the pass's own cadence.
  */
 const EXPIRY_RECHECK_MS = 50
+/**
+ * After this host takes partitions over from a host that is gone, it hands nothing to the other survivors for this
+ * long: the plan for one host fewer moves some partitions between survivors too (the per-host cap changes: 18 of
+ * 192 when 3 hosts become 2), and those hand-overs (drains, actors shut down and rebuilt elsewhere) would compete
+ * with the takeover for the store and the CPU, and interrupt sessions the failure never touched. Every partition
+ * stays served meanwhile; the survivors balance once the takeover has settled.
+ */
+export const SURVIVOR_HOLD_MS = 5000
 
 const LAPSE = 'heartbeat not acknowledged in time: serving paused until this host claims its partitions again'
 const EXPIRY_RECHECKS = 10
@@ -167,6 +175,9 @@ export class Placement {
   private waiting = false
   /** Quick looks left for a waiting takeover (EXPIRY_RECHECKS after each lapse). */
   private rechecks = 0
+  /** The hosts that were live when this host last took partitions over, and until when nothing is handed to them. */
+  private hold = { until: 0, hosts: new Set<string>() }
+  private holdTimer?: NodeJS.Timeout
   /** Per other host: passes when its last beat heard here turns LATE_MS and `ttlMs` old, not up to a pass later. */
   private readonly silences = new Map<string, NodeJS.Timeout[]>()
   /** Hosts whose NATS connection was gone after their last beat heard here: dead, whatever their heartbeat key says. */
@@ -277,16 +288,22 @@ export class Placement {
 
   /** The store answers (a recent heartbeat was acknowledged) and every partition has a live holder. */
   get ready(): boolean {
-    if (!this.fresh()) return false
+    return this.unready() === undefined
+  }
+
+  /** What keeps this host from being ready (undefined: ready), for /readyz: a slow start says what it waits for. */
+  unready(): string | undefined {
+    if (!this.fresh()) return this.unverified ? 'claiming its partitions again after a heartbeat gap' : 'no heartbeat acknowledged yet'
     for (const kind of this.o.kinds) {
       for (let p = 0; p < PARTITIONS; p++) {
         const key = keyOf(kind, p)
         const h = this.holders.get(key)
-        if (!h) return false
-        if (h.host === this.o.hostId ? !this.owned.has(key) : !this.isLive(h.host)) return false
+        if (!h) return `${key} has no holder yet`
+        if (h.host === this.o.hostId && !this.owned.has(key)) return `${key} named for this host, not taken yet`
+        if (h.host !== this.o.hostId && !this.isLive(h.host)) return `${key} held by ${h.host}, which is silent`
       }
     }
-    return true
+    return undefined
   }
 
   private fresh(): boolean {
@@ -446,6 +463,13 @@ export class Placement {
     if (inputs === this.lastInputs && !this.waiting) return
     this.lastInputs = ''
     this.waiting = false
+    // A partition held by a host no longer live is about to be taken over: hold the survivors' own moves first.
+    for (const h of this.holders.values()) {
+      if (h.host !== this.o.hostId && !this.isLive(h.host)) {
+        this.holdSurvivors()
+        break
+      }
+    }
     const gone = new Map<string, Promise<boolean>>()
     const work: Array<Promise<void>> = []
     for (const kind of this.o.kinds) {
@@ -471,8 +495,9 @@ export class Placement {
     if (rev !== undefined) {
       // The record moved on without us (a takeover we slept through): stop at once.
       if (!holder || holder.host !== this.o.hostId || holder.revision !== rev) return this.drop(kind, p)
-      if (want !== this.o.hostId) await this.handOver(kind, p, want)
-      return
+      if (want === this.o.hostId) return
+      if (this.hold.hosts.has(want) && performance.now() < this.hold.until) return
+      return this.handOver(kind, p, want)
     }
     if (holder?.host === this.o.hostId) {
       // Named by a hand-over, or by this same host before a restart (the data directory keeps the host id,
@@ -496,6 +521,20 @@ export class Placement {
       }
     }
     await this.take(kind, p, await this.store.update(key, this.record(), holder.revision))
+  }
+
+  /** See SURVIVOR_HOLD_MS; the pass after the hold balances the survivors. */
+  private holdSurvivors(): void {
+    const now = performance.now()
+    // The hosts live now: one that joins later is not a survivor, and gets its share at once.
+    this.hold.hosts = new Set(this.liveHosts().filter((h) => h !== this.o.hostId))
+    this.hold.until = now + SURVIVOR_HOLD_MS
+    clearTimeout(this.holdTimer)
+    this.holdTimer = setTimeout(() => {
+      this.lastInputs = ''
+      this.tickLoop?.wake()
+    }, SURVIVOR_HOLD_MS + 10)
+    this.holdTimer.unref()
   }
 
   private movedOn(key: string): void {
@@ -646,6 +685,7 @@ export class Placement {
 
   /** Stops watching other hosts. */
   private quiet(): void {
+    clearTimeout(this.holdTimer)
     for (const w of this.watchers) w.stop()
     for (const timers of this.silences.values()) for (const t of timers) clearTimeout(t)
   }

@@ -127,10 +127,12 @@ export class Hosts {
         const res = await fetch(`${h.url}/readyz`, { signal: AbortSignal.timeout(1000) })
         const body = await res.text()
         if (res.status === 200) return Date.now()
-        const failing = Object.entries((JSON.parse(body) as { checks?: Record<string, boolean> }).checks ?? {})
-          .filter(([, ok]) => !ok)
-          .map(([k]) => k)
-          .join('+')
+        const said = JSON.parse(body) as { checks?: Record<string, boolean>; waiting?: string }
+        const failing =
+          Object.entries(said.checks ?? {})
+            .filter(([, ok]) => !ok)
+            .map(([k]) => k)
+            .join('+') + (said.waiting ? ` (${said.waiting.replace(/host_\w+/, 'host')})` : '')
         seen.set(failing, (seen.get(failing) ?? 0) + 1)
         rec.notReady = [...seen].map(([k, n]) => `${k || '?'} ×${n}`).join(', ')
       } catch {

@@ -4,7 +4,7 @@ import { Kvm, type KV } from '@nats-io/kv'
 import { pino } from 'pino'
 import { Writable } from 'node:stream'
 import { PARTITIONS, Buckets, type KindName } from '../../protocol/subjects.js'
-import { HOST_TTL_MS, Placement, plan } from '../../supervisor/placement.js'
+import { HOST_TTL_MS, Placement, plan, SURVIVOR_HOLD_MS } from '../../supervisor/placement.js'
 import { natsPresence } from '../../supervisor/presence.js'
 import { startNats } from '../helpers/nats.js'
 import { until } from '../helpers/wait.js'
@@ -235,6 +235,7 @@ t.test('a late heartbeat that lands before the key expired resumes serving at on
   await until('paused by the late beat', () => pauseLine() !== undefined, 10_000)
   const paused = pauseLine()
   t.notOk(h.p.serves('session', 0), 'not serving')
+  t.equal(h.p.unready(), 'claiming its partitions again after a heartbeat gap', 'not ready, and says why')
   t.ok(paused.beatInFlightMs >= 1000, `the pause says how long the beat was in flight: ${paused.beatInFlightMs} ms`)
   t.type(paused.loopDelayMaxMs, 'number', "and the event loop's longest delay")
   delay.held = undefined
@@ -244,6 +245,7 @@ t.test('a late heartbeat that lands before the key expired resumes serving at on
   t.equal(resumed?.how, 'a late heartbeat landed on the one before', 'resumed by the beat itself')
   t.same(await revisions(), before, 'no placement record written: nothing claimed again')
   t.equal(h.events.length, PARTITIONS * 2, 'nothing lost')
+  t.equal(h.p.unready(), undefined, 'ready again')
 
   // Held past the expiry: the beat cannot land on the one before, and serving waits for the claims.
   delay.held = new Promise((r) => (release = r))
@@ -259,4 +261,30 @@ t.test('a late heartbeat that lands before the key expired resumes serving at on
     'every placement record claimed again',
   )
   await h.p.stop()
+})
+
+t.test('survivors of a host that died take its partitions and hand nothing to each other until the takeover settled', async (t) => {
+  // Ids whose plan for two hosts moves 11 partitions between the survivors (the cap changes from 11 to 16).
+  const a = await host('host_sa3')
+  const b = await host('host_sb3')
+  const c = await host('host_sc3')
+  const ids = ['host_sa3', 'host_sb3', 'host_sc3']
+  const planned = (h: { held: Set<string> }, id: string) => KINDS.every((kind) => plan(kind, ids).every((owner, p) => (owner === id) === h.held.has(`${kind}.${p}`)))
+  await until('the three-way plan in place', () => planned(a, ids[0]!) && planned(b, ids[1]!) && planned(c, ids[2]!), 10_000)
+  const mark = { a: a.events.length, b: b.events.length }
+  const orphaned = new Set(c.held)
+  await c.p.halt()
+  await c.nc.close()
+  await until('the dead host taken over', () => [...orphaned].every((k) => a.held.has(k) || b.held.has(k)), 10_000)
+  const tookAt = performance.now()
+  const gaveAway = () => [...a.events.slice(mark.a), ...b.events.slice(mark.b)].filter((e) => e.startsWith('-'))
+  t.same(gaveAway(), [], 'no survivor handed anything to the other while taking over')
+  // Still none a little later, well inside the hold, measured from the takeover the test saw (the hold started earlier).
+  while (performance.now() - tookAt < SURVIVOR_HOLD_MS / 2) await new Promise((r) => setTimeout(r, 100))
+  t.same(gaveAway(), [], `none ${SURVIVOR_HOLD_MS / 2} ms after`)
+  await until('balanced between the two once the hold is over', () => a.held.size === PARTITIONS && b.held.size === PARTITIONS, SURVIVOR_HOLD_MS + 10_000)
+  t.ok(gaveAway().length > 0, `then the survivors balance: ${gaveAway().length} hand-overs`)
+  for (const kind of KINDS) for (let p = 0; p < PARTITIONS; p++) t.ok(a.held.has(`${kind}.${p}`) !== b.held.has(`${kind}.${p}`), `${kind} ${p}: one owner`)
+  await a.p.stop()
+  await b.p.stop()
 })
