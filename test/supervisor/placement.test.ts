@@ -269,7 +269,8 @@ t.test('survivors of a host that died take its partitions and hand nothing to ea
   const b = await host('host_sb3')
   const c = await host('host_sc3')
   const ids = ['host_sa3', 'host_sb3', 'host_sc3']
-  const planned = (h: { held: Set<string> }, id: string) => KINDS.every((kind) => plan(kind, ids).every((owner, p) => (owner === id) === h.held.has(`${kind}.${p}`)))
+  const planned = (h: { held: Set<string> }, id: string) =>
+    KINDS.every((kind) => plan(kind, ids).every((owner, p) => (owner === id) === h.held.has(`${kind}.${p}`)))
   await until('the three-way plan in place', () => planned(a, ids[0]!) && planned(b, ids[1]!) && planned(c, ids[2]!), 10_000)
   const mark = { a: a.events.length, b: b.events.length }
   const orphaned = new Set(c.held)
