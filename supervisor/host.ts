@@ -24,6 +24,7 @@ import { ACTOR_KINDS } from '../actors/index.js'
 import {
   actorClient,
   type ActorKindDef,
+  asMoving,
   actorWire,
   dispatch,
   type HostContext,
@@ -134,6 +135,13 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
       return { ok: true, body: await fn(req) }
     } catch (err) {
       if (isApiError(err)) return { ok: false, error: err.toData() }
+      // This host stopped serving the actor mid-request (its fence lost, its heartbeat lapsed past the wait), in a
+      // path no kind mapped itself: the retryable 503 of an actor moving, never a 500.
+      const moving = asMoving(subject.split('.')[1] ?? 'actor')(err)
+      if (isApiError(moving)) {
+        log.warn({ rid: req.rid, subject, cause: String((err as Error).message) }, 'actor stopped serving mid-request')
+        return { ok: false, error: moving.toData() }
+      }
       // NATS or JetStream unavailable for a moment (quorum lost, an election, a node restarting): a 503 the client
       // retries, logged without a stack since it is no bug of ours. Anything else is one: a 500 that reveals nothing.
       const unavailableNow = storeUnavailable(err)

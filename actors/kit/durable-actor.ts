@@ -1,9 +1,8 @@
 import { isApiError } from '../../protocol/errors/api-error.js'
-import { fail } from '../../protocol/errors/fail.js'
 import { MailboxActor } from './actor.js'
 import type { FencedRecord } from './fenced-record.js'
 import type { KeyedActors } from './keyed-actors.js'
-import { FenceLost, NotServing } from './mailbox.js'
+import { asMoving } from './mailbox.js'
 
 /** Who an op runs as: the actor's id, the host it lives on, and which activation of it this is. */
 export interface Self {
@@ -112,7 +111,7 @@ export class DurableActor<S> extends MailboxActor {
       if (this.pending(this.current)) this.kick()
       return ran.reply
     } catch (err) {
-      throw err instanceof FenceLost || err instanceof NotServing ? fail('actor_moving', this.home.actors.kind) : err
+      throw asMoving(this.home.actors.kind)(err)
     } finally {
       this.inFlight--
       this.lastActive = Date.now()

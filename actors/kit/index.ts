@@ -17,7 +17,7 @@ export { Roster } from './roster.js'
 // Actors: keyed actors, the mailbox, fenced records, durable state and the usual listed kind.
 export { KeyedActors } from './keyed-actors.js'
 export { MailboxActor } from './actor.js'
-export { AppendUncertain, FenceLost, Mailbox, NotServing, SERVING_WAIT_MS } from './mailbox.js'
+export { AppendUncertain, asMoving, FenceLost, Mailbox, NotServing, SERVING_WAIT_MS } from './mailbox.js'
 export { FencedRecord } from './fenced-record.js'
 export { DurableState, durableState, type Work } from './durable-state.js'
 export { listedKind } from './listed-kind.js'

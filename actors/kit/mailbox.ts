@@ -18,6 +18,12 @@ export class FenceLost extends Error {}
 /** This host's heartbeat lapsed: it may no longer own the actor, so it writes nothing until it knows. */
 export class NotServing extends Error {}
 
+/**
+ * A write refused because this host no longer serves the actor (its fence lost, its heartbeat lapsed past the wait),
+ * as the caller must see it: the catalog's retryable 503 `actor_moving`, never a 500. Other errors pass through.
+ */
+export const asMoving = (kind: string) => (err: unknown) => (err instanceof FenceLost || err instanceof NotServing ? fail('actor_moving', kind) : err)
+
 /** A write got no answer in time: it may or may not be stored. */
 export class AppendUncertain extends Error {}
 

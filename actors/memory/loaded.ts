@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { fail } from '../../protocol/errors/fail.js'
-import { FenceLost, NotServing } from '../kit/index.js'
+import { asMoving } from '../kit/index.js'
 import { VersionHistory } from './history.js'
 import type { MemoryRecords } from './records.js'
 import { MemoryTree } from './tree.js'
@@ -44,7 +43,7 @@ export class LoadedStore {
 }
 
 /** A read op loads too, and its caller must see the retryable answer of an actor moving, not a failure. */
-const moving = (err: unknown) => (err instanceof FenceLost || err instanceof NotServing ? fail('actor_moving', 'memory_store') : err)
+const moving = asMoving('memory_store')
 
 interface Entry {
   activation: number

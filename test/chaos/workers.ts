@@ -227,7 +227,9 @@ export class WorkerFleet {
     d.overlaps = leases.overlaps
     for (const i of items) {
       if (i.state !== 'stopped') d.itemProblems.push(`${i.id} (${i.data?.id}) is ${i.state}`)
-      if (!leases.items.has(i.id)) d.itemProblems.push(`${i.id} (${i.data?.id}) never claimed (no heartbeat accepted), ${i.state}`)
+      // The workers print each beat whose answer reached them; a beat the server accepted but whose answer came after
+      // the client's cutoff (the worker then gives the item up) shows only in the item's own `started_at`.
+      if (!leases.items.has(i.id) && !i.started_at) d.itemProblems.push(`${i.id} (${i.data?.id}) never claimed (no heartbeat accepted), ${i.state}`)
     }
     for (const [s, events] of histories) {
       const uses = events.filter((e) => e.type === 'agent.tool_use')

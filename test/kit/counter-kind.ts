@@ -1,6 +1,6 @@
 import { type } from 'arktype'
 import { defineKind, returns } from '../../protocol/ops/define.js'
-import { type ActorKindDef, durableState, implement } from '../../actors/kit/index.js'
+import { type ActorKindDef, durableState, implement, NotServing } from '../../actors/kit/index.js'
 
 /** A test kind: a counter per id, one op placed on the owner of the id. Everything else is the kit's. */
 export const CounterKind = defineKind(
@@ -8,6 +8,8 @@ export const CounterKind = defineKind(
   { param: 'counter_id', prefix: 'ctr', noun: 'Counter' },
   {
     add: { placement: 'owner', body: type({ by: 'number.integer' }), reply: returns<{ value: number; host: string; activation: number }>() },
+    /** Stops serving mid-request in a path the kind does not map itself: what the host answers for it. */
+    fenced: { placement: 'any', body: type({}), reply: returns<never>() },
   },
 )
 
@@ -19,6 +21,9 @@ export const counterKind: ActorKindDef = {
     const ops = counters.ops({
       add: (value, { body }, self) => ({ state: value + body.by, reply: { value: value + body.by, host: self.host, activation: self.activation } }),
     })
-    return counters.runtime(implement(CounterKind, ops))
+    const fenced = async (): Promise<never> => {
+      throw new NotServing('counter: this host stopped serving it mid-request')
+    }
+    return counters.runtime(implement(CounterKind, { ...ops, fenced }))
   },
 }

@@ -73,6 +73,17 @@ t.test('single activation: 100 adds at once, one actor, no update lost', async (
   )
 })
 
+t.test('an actor that stops serving mid-request is answered as moving (503, retried), never a 500', async (t) => {
+  const err = await client.call(CounterKind.ops.fenced, { id: 'ctr_fenced', body: {} }).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  t.ok(isApiError(err), 'an API error')
+  if (!isApiError(err)) return
+  t.equal(err.status, 503)
+  t.match(err.message, /moving to another host/)
+})
+
 t.test('takeover: the owner dies, the other host carries the counter on from what was stored', async (t) => {
   const before = await add('ctr_two', 5)
   const owner = hosts.find((h) => h.id === before.host)!
