@@ -1,4 +1,5 @@
 import os from 'node:os'
+import { performance } from 'node:perf_hooks'
 import type { NatsConnection, Msg, Subscription } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { Kvm } from '@nats-io/kv'
@@ -96,6 +97,12 @@ export interface ActorHostOptions {
 export async function startActorHost(nc: NatsConnection, log: Logger, settings: HostSettings, opts: ActorHostOptions): Promise<ActorHost> {
   const { hostId } = opts
   log = log.child({ host: hostId })
+  // How long each step of start-up took, in the ready line: a slow start (a restart under load) says where it went.
+  const began = performance.now()
+  const took: Record<string, number> = {}
+  const lap = (step: string, from: number) => {
+    took[step] = Math.round(performance.now() - from)
+  }
   const js = jetstream(nc)
   const jsm = await retryWhileStarting('jetstream', () => jetstreamManager(nc), { log })
   const kvm = new Kvm(js)
@@ -201,9 +208,12 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   // One kind after the other: on a cluster that has just formed, creating every stream at once makes JetStream
   // answer "stream not found" and time out where one at a time succeeds.
   const kinds = opts.kinds ?? ACTOR_KINDS
+  lap('buckets', began)
   for (const def of kinds) {
     const { kind } = def.contract
+    const kindAt = performance.now()
     const rt = await def.start(ctx)
+    lap(kind, kindAt)
     closers.push(() => rt.close())
     tables.set(kind, rt.ops)
     localTails ??= rt.localTails
@@ -280,12 +290,19 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   holding = (kind, p) => placement.revision(kind, p)
   othersLive = () => placement.othersLive()
   liveBeats = () => placement.liveBeats()
+  const placedAt = performance.now()
   await placement.start()
+  lap('placement', placedAt)
+  lap('total', began)
   for (const left of kindsLeft(can)) log.warn(`this host owns no ${left.replace(':', ' partition while a host that can is live:')}`)
 
   subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready, waiting: placement.unready() })) }))
   log.info(
-    { kinds: kinds.map((k) => k.contract.kind), partitions: Object.fromEntries([...partitioned.keys()].map((k) => [k, placement.owns(k).length])) },
+    {
+      kinds: kinds.map((k) => k.contract.kind),
+      partitions: Object.fromEntries([...partitioned.keys()].map((k) => [k, placement.owns(k).length])),
+      startMs: took,
+    },
     'actor host ready',
   )
 

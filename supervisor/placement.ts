@@ -231,6 +231,9 @@ export class Placement {
         else this.holders.delete(e.key)
         this.version++
         if (before && before.host !== this.holders.get(e.key)?.host) this.movedOn(e.key)
+        // Named for this host by a hand-over: take it now, not at the next pass (a restarted host is ready only once
+        // it has taken what the others hand back).
+        if (this.holders.get(e.key)?.host === this.o.hostId && !this.owned.has(e.key)) this.tickLoop?.wake()
       }),
     ])
     // Serve what is ours before saying we started: requests may follow at once.

@@ -126,7 +126,8 @@ t.test('single activation: partitions split, never held twice; a crash moves the
   // The next tests start alone: the dead host's heartbeat must have expired first.
   await until("the dead host's heartbeat expired", async () => (await beats.get('host.host_a1'))?.operation !== 'PUT')
   const changes = b.lines.filter((l) => l.msg === 'partitions changed')
-  t.ok(changes.length <= 6, `partition changes summarised: ${changes.length} lines for ${b.events.length} changes`)
+  // One line per pass, not per partition; a record naming this host wakes a pass of its own, so a few more than the moves.
+  t.ok(changes.length <= 10, `partition changes summarised: ${changes.length} lines for ${b.events.length} changes`)
   await b.p.stop()
 })
 
