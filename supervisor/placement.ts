@@ -100,15 +100,16 @@ const keyOf = (kind: string, p: number) => `${kind}.${partitionToken(p)}`
  * Who should own each partition of a kind, given the live hosts: rendezvous hashing with a cap of
  * ceil(partitions / hosts) per host, filled greedily from the highest (host, partition) score down. Every host
  * computes the same plan from the same host set; a host joining or leaving moves little more than the
- * partitions it wins or held; no host gets more than its share.
+ * partitions it wins or held; no host gets more than its share. `partitions`: PARTITIONS (a model in test/bench asks
+ * for others).
  */
-export function plan(kind: string, hosts: readonly string[]): string[] {
-  const owners: string[] = new Array(PARTITIONS)
+export function plan(kind: string, hosts: readonly string[], partitions = PARTITIONS): string[] {
+  const owners: string[] = new Array(partitions)
   if (!hosts.length) return owners
-  const cap = Math.ceil(PARTITIONS / hosts.length)
+  const cap = Math.ceil(partitions / hosts.length)
   const load = new Map<string, number>()
   const pairs: Array<{ p: number; h: string; score: number }> = []
-  for (let p = 0; p < PARTITIONS; p++) {
+  for (let p = 0; p < partitions; p++) {
     for (const h of hosts) pairs.push({ p, h, score: fnv1a(`${h}/${keyOf(kind, p)}`) })
   }
   pairs.sort((a, b) => b.score - a.score || a.p - b.p || (a.h < b.h ? -1 : 1))
