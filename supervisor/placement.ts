@@ -34,10 +34,12 @@ export const LATE_MS = 2 * BEAT_EVERY_MS
 export const SUSPECT_AFTER_MS = BEAT_EVERY_MS
 /**
  * A takeover waiting for the server to expire a silent holder's heartbeat looks again this soon, a few times
- * (the expiry is due: the pass runs when the holder's last beat, as heard here, is `ttlMs` old), before
- * falling back to the pass's own cadence.
+ * (the expiry is due: the pass runs EXPIRY_EARLY_MS before the holder's last beat, as heard here, is `ttlMs` old:
+ * the beat was stored before it was heard, by as much as a loaded watch lags), before falling back to the pass's own
+ * cadence.
  */
 const EXPIRY_RECHECK_MS = 50
+const EXPIRY_EARLY_MS = 250
 /**
  * After this host takes partitions over from a host that is gone, it hands nothing to the other survivors for this
  * long: the plan for one host fewer moves some partitions between survivors too (the per-host cap changes: 18 of
@@ -48,7 +50,7 @@ const EXPIRY_RECHECK_MS = 50
 export const SURVIVOR_HOLD_MS = 5000
 
 const LAPSE = 'heartbeat not acknowledged in time: serving paused until this host claims its partitions again'
-const EXPIRY_RECHECKS = 10
+const EXPIRY_RECHECKS = 20
 
 /**
  * The hosts bucket's max age, which every host of a cluster goes by: HOST_TTL_MS for a bucket created now; a bucket an
@@ -344,10 +346,13 @@ export class Placement {
       return
     }
     const late = setTimeout(() => this.tickLoop?.wake(), LATE_MS)
-    const lapse = setTimeout(() => {
-      this.rechecks = EXPIRY_RECHECKS
-      this.tickLoop?.wake()
-    }, this.ttlMs)
+    const lapse = setTimeout(
+      () => {
+        this.rechecks = EXPIRY_RECHECKS
+        this.tickLoop?.wake()
+      },
+      Math.max(LATE_MS, this.ttlMs - EXPIRY_EARLY_MS),
+    )
     late.unref()
     lapse.unref()
     this.silences.set(host, [late, lapse])
