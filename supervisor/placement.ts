@@ -39,6 +39,7 @@ export const SUSPECT_AFTER_MS = BEAT_EVERY_MS
  * cadence.
  */
 const EXPIRY_RECHECK_MS = 50
+const EXPIRY_RECHECKS = 20
 const EXPIRY_EARLY_MS = 250
 /**
  * After this host takes partitions over from a host that is gone, it hands nothing to the other survivors for this
@@ -50,7 +51,6 @@ const EXPIRY_EARLY_MS = 250
 export const SURVIVOR_HOLD_MS = 5000
 
 const LAPSE = 'heartbeat not acknowledged in time: serving paused until this host claims its partitions again'
-const EXPIRY_RECHECKS = 20
 
 /**
  * The hosts bucket's max age, which every host of a cluster goes by: HOST_TTL_MS for a bucket created now; a bucket an
