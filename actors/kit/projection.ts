@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import type { KV, KvWatchEntry } from '@nats-io/kv'
 import type { QueuedIterator } from '@nats-io/nats-core'
 import { decode } from '../../protocol/codec.js'
@@ -18,12 +19,26 @@ export const newestFirst = (a: Sortable, b: Sortable) =>
  * scanning keys per request. `fresh()` waits until everything written before the call is visible, so a
  * client that creates and then lists (possibly through another host) sees its own write.
  */
+/**
+ * A watch that has delivered nothing for this long while a `fresh()` waits for writes the bucket's leader has is
+ * started again. nats-server 2.9 may serve a watch's consumer from a replica whose catch-up has stalled ("Catchup for
+ * stream … stalled", for minutes): such a watch never reaches the leader's last sequence, and start-up (and every list)
+ * waited on it for ever. A new watch is a new consumer, placed anew.
+ */
+export const WATCH_STALL_MS = 5000
+
 export class Projection<T extends Sortable, S = unknown> {
   private readonly byId = new Map<string, T>()
   private sorted: T[] = []
   private seen = 0
   private waiters: Array<{ seq: number; resolve: () => void }> = []
   private watcher?: QueuedIterator<KvWatchEntry>
+  /** When the watch last delivered anything (monotonic ms). */
+  private heardAt = 0
+  private stallCheck?: NodeJS.Timeout
+  private rewatching = false
+  private stopped = false
+  private log?: StartupLog
   /** The records under `prefix` are `S`s by the bucket's own contract (its kind writes nothing else there). */
   private readonly projectStored: (stored: unknown) => T | undefined
 
@@ -40,17 +55,51 @@ export class Projection<T extends Sortable, S = unknown> {
 
   /** Watches the bucket and waits until the projection is fresh, waiting out a forming cluster (said in `log`, when given). */
   async start(log?: StartupLog): Promise<void> {
+    this.log = log
+    await this.watch()
+    await retryWhileStarting(`${this.prefix}* projection`, () => this.fresh(), { log })
+  }
+
+  private async watch(): Promise<void> {
     // Every key, not just the prefix: the freshness barrier compares against the bucket's last sequence,
     // which any key may have written.
-    const what = `${this.prefix}* projection`
-    this.watcher = await retryWhileStarting(what, () => this.kv.watch({ key: '>' }), { log })
+    const watcher = await retryWhileStarting(`${this.prefix}* projection`, () => this.kv.watch({ key: '>' }), { log: this.log })
+    if (this.stopped) return watcher.stop()
+    this.watcher = watcher
+    this.heardAt = performance.now()
     void (async () => {
-      for await (const e of this.watcher!) this.apply(e)
+      // A watch replaced (stalled) may still hand over what it had buffered: older than what its successor delivers.
+      for await (const e of watcher) if (watcher === this.watcher) this.apply(e)
     })()
-    await retryWhileStarting(what, () => this.fresh(), { log })
+  }
+
+  /** While a `fresh()` waits: a watch silent for WATCH_STALL_MS is replaced (see WATCH_STALL_MS). */
+  private watchForStall(): void {
+    if (this.stallCheck || this.stopped) return
+    this.stallCheck = setInterval(() => {
+      if (!this.waiters.length) {
+        clearInterval(this.stallCheck)
+        this.stallCheck = undefined
+        return
+      }
+      if (this.rewatching || performance.now() - this.heardAt < WATCH_STALL_MS) return
+      this.rewatching = true
+      this.log?.warn(
+        { projection: this.prefix, seen: this.seen, waitingFor: Math.max(...this.waiters.map((w) => w.seq)) },
+        `the ${this.prefix}* projection's watch delivered nothing for ${WATCH_STALL_MS} ms while behind the bucket (a replica that stopped catching up?): watching again`,
+      )
+      this.watcher?.stop()
+      this.watch()
+        .catch(() => undefined)
+        .finally(() => {
+          this.rewatching = false
+        })
+    }, 1000)
+    this.stallCheck.unref()
   }
 
   private apply(e: KvWatchEntry): void {
+    this.heardAt = performance.now()
     if (e.key.startsWith(this.prefix)) {
       const id = e.key.slice(this.prefix.length)
       const old = this.byId.get(id)
@@ -99,7 +148,9 @@ export class Projection<T extends Sortable, S = unknown> {
   async fresh(): Promise<void> {
     const last = (await this.kv.status()).streamInfo.state.last_seq
     if (last <= this.seen) return
-    await new Promise<void>((resolve) => this.waiters.push({ seq: last, resolve }))
+    const caughtUp = new Promise<void>((resolve) => this.waiters.push({ seq: last, resolve }))
+    this.watchForStall()
+    await caughtUp
   }
 
   get(id: string): T | undefined {
@@ -132,6 +183,8 @@ export class Projection<T extends Sortable, S = unknown> {
   }
 
   stop() {
+    this.stopped = true
+    clearInterval(this.stallCheck)
     this.watcher?.stop()
   }
 }
