@@ -39,6 +39,11 @@ export class Projection<T extends Sortable, S = unknown> {
   private rewatching = false
   private stopped = false
   private log?: StartupLog
+  /**
+   * Until start-up has caught up, records go into `byId` only and are sorted once at the end: inserting each into
+   * the sorted array as it arrives moves half the array per record, quadratic in what is stored (100,000 sessions).
+   */
+  private loading = true
   /** The records under `prefix` are `S`s by the bucket's own contract (its kind writes nothing else there). */
   private readonly projectStored: (stored: unknown) => T | undefined
 
@@ -58,6 +63,8 @@ export class Projection<T extends Sortable, S = unknown> {
     this.log = log
     await this.watch()
     await retryWhileStarting(`${this.prefix}* projection`, () => this.fresh(), { log })
+    this.sorted = [...this.byId.values()].sort(this.order)
+    this.loading = false
   }
 
   private async watch(): Promise<void> {
@@ -103,12 +110,12 @@ export class Projection<T extends Sortable, S = unknown> {
     if (e.key.startsWith(this.prefix)) {
       const id = e.key.slice(this.prefix.length)
       const old = this.byId.get(id)
-      if (old) this.remove(old)
+      if (old && !this.loading) this.remove(old)
       if (e.operation === 'PUT') {
         const rec = this.projectStored(decode(e.value))
         if (rec) {
           this.byId.set(id, rec)
-          this.insert(rec)
+          if (!this.loading) this.insert(rec)
         } else this.byId.delete(id)
       } else this.byId.delete(id)
     }

@@ -49,7 +49,7 @@ export const sessionKind: ActorKindDef = {
     await ensureEventsStream(ctx.storage)
     await ensureOutbox(ctx.storage)
     const projection = new Projection<Session, SessionRecord>(kv, SESSION_PREFIX, (r) => r.session)
-    await projection.start()
+    await projection.start(ctx.log)
     const settings = { ...DEFAULT_SESSION_SETTINGS, ...ctx.settings.session }
     const { modelBaseUrl, anthropicApiKey } = ctx.settings
     const actors: KeyedActors<SessionActor> = new KeyedActors(ctx, { kind: 'session', kv, load: (id) => SessionActor.load(deps, id), idleMs: settings.idleMs })
