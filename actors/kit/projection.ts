@@ -44,6 +44,8 @@ export class Projection<T extends Sortable, S = unknown> {
    * the sorted array as it arrives moves half the array per record, quadratic in what is stored (100,000 sessions).
    */
   private loading = true
+  /** The initial load (see `start`). */
+  private loaded?: Promise<void>
   /** The records under `prefix` are `S`s by the bucket's own contract (its kind writes nothing else there). */
   private readonly projectStored: (stored: unknown) => T | undefined
 
@@ -58,11 +60,28 @@ export class Projection<T extends Sortable, S = unknown> {
     this.projectStored = project as (stored: unknown) => T | undefined
   }
 
-  /** Watches the bucket and waits until the projection is fresh, waiting out a forming cluster (said in `log`, when given). */
+  /**
+   * Starts watching the bucket (waiting out a forming cluster, said in `log` when given). What is stored loads in the
+   * background: a host's start-up does not grow with it, and every read of the projection (`fresh()`) waits for the
+   * load first.
+   */
   async start(log?: StartupLog): Promise<void> {
     this.log = log
     await this.watch()
-    await retryWhileStarting(`${this.prefix}* projection`, () => this.fresh(), { log })
+    this.loaded = this.load()
+  }
+
+  private async load(): Promise<void> {
+    for (;;) {
+      try {
+        await retryWhileStarting(`${this.prefix}* projection`, () => this.caughtUp(), { log: this.log })
+        break
+      } catch (err) {
+        if (this.stopped) return
+        this.log?.warn({ err, projection: this.prefix }, `the ${this.prefix}* projection could not load yet; trying again`)
+        await new Promise((r) => setTimeout(r, 1000))
+      }
+    }
     this.sorted = [...this.byId.values()].sort(this.order)
     this.loading = false
   }
@@ -151,8 +170,13 @@ export class Projection<T extends Sortable, S = unknown> {
     }
   }
 
-  /** Resolves once every write committed before this call has been applied. */
+  /** Resolves once the projection has loaded and every write committed before this call has been applied. */
   async fresh(): Promise<void> {
+    await this.loaded
+    await this.caughtUp()
+  }
+
+  private async caughtUp(): Promise<void> {
     const last = (await this.kv.status()).streamInfo.state.last_seq
     if (last <= this.seen) return
     const caughtUp = new Promise<void>((resolve) => this.waiters.push({ seq: last, resolve }))

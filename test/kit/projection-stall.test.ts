@@ -58,6 +58,7 @@ t.test('a projection whose watch stalls behind the bucket watches again and catc
   t.teardown(() => projection.stop())
   const began = Date.now()
   await projection.start({ warn: (_o, msg) => warned.push(msg) })
+  await projection.fresh()
   const took = Date.now() - began
   t.equal(projection.size, 50, 'every record, once the watch was replaced')
   t.equal(stalling.watches(), 2, 'watched twice')
