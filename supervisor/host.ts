@@ -296,7 +296,14 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
   lap('total', began)
   for (const left of kindsLeft(can)) log.warn(`this host owns no ${left.replace(':', ' partition while a host that can is live:')}`)
 
-  subs.push(nc.subscribe(HOST_PING, { callback: (_e, m) => void m.respond(encode({ host: hostId, ready: placement.ready, waiting: placement.unready() })) }))
+  subs.push(
+    nc.subscribe(HOST_PING, {
+      callback: (_e, m) => {
+        const waiting = placement.unready()
+        m.respond(encode({ host: hostId, ready: waiting === undefined, waiting }))
+      },
+    }),
+  )
   log.info(
     {
       kinds: kinds.map((k) => k.contract.kind),

@@ -15,11 +15,6 @@ export const newestFirst = (a: Sortable, b: Sortable) =>
   a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
 
 /**
- * A read model of one record kind, kept by watching its KV bucket: lists are served from here, never by
- * scanning keys per request. `fresh()` waits until everything written before the call is visible, so a
- * client that creates and then lists (possibly through another host) sees its own write.
- */
-/**
  * A watch that has delivered nothing for this long while a `fresh()` waits for writes the bucket's leader has is
  * started again. nats-server 2.9 may serve a watch's consumer from a replica whose catch-up has stalled ("Catchup for
  * stream … stalled", for minutes): such a watch never reaches the leader's last sequence, and start-up (and every list)
@@ -27,6 +22,11 @@ export const newestFirst = (a: Sortable, b: Sortable) =>
  */
 export const WATCH_STALL_MS = 5000
 
+/**
+ * A read model of one record kind, kept by watching its KV bucket: lists are served from here, never by
+ * scanning keys per request. `fresh()` waits until everything written before the call is visible, so a
+ * client that creates and then lists (possibly through another host) sees its own write.
+ */
 export class Projection<T extends Sortable, S = unknown> {
   private readonly byId = new Map<string, T>()
   private sorted: T[] = []
