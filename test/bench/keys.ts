@@ -1,0 +1,69 @@
+// `npm run bench -- keys`: what checking API keys costs a request. Two `troupe start`s as `npm start` runs them, one
+// with TROUPE_AUTH=off and one with keys on (its admin key from TROUPE_ADMIN_KEY_FILE, its limits raised far above the
+// load, so the token bucket is taken on every request but never refuses), measured alternately in the same run: GET
+// /v1/agents/{id} and POST /v1/agents, every request sending the same x-api-key to both. Ratios are keys on / off of
+// each round's req/s, and the median of those (target ≥ 0.95).
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { raw } from '../helpers/troupe.js'
+import { load, ready, startAsNpmStart, stopServer, type LoadResult } from './bed.js'
+
+const DURATION = Number(process.env.BENCH_MS ?? 5000)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const KEY = 'bench-admin-key-0123456789abcdefghijklmnopqrstuvwxyz'
+const createBody = JSON.stringify({ name: 'bench', model: 'claude-sonnet-4-5', system: 'You are a benchmark.' })
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
+
+export async function runKeysBench(): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'troupe-bench-keys-'))
+  writeFileSync(path.join(dir, 'admin.key'), KEY, { mode: 0o600 })
+  const off = await startAsNpmStart({ TROUPE_AUTH: 'off' })
+  const on = await startAsNpmStart({ TROUPE_ADMIN_KEY_FILE: path.join(dir, 'admin.key') })
+  try {
+    await ready(off.troupe.url)
+    await ready(on.troupe.url)
+    const h = { 'x-api-key': KEY }
+    const keys = await raw(on.troupe.url, 'GET', '/v1/admin/api_keys', undefined, h)
+    const lifted = await raw(on.troupe.url, 'POST', `/v1/admin/api_keys/${keys.json.data[0].id}`, { limits: { requests_per_second: 1e9, burst: 1e9 } }, h)
+    if (lifted.status !== 200) throw new Error(`could not raise the bench key's limits: ${lifted.text}`)
+    const agentOf = async (url: string) => (await raw(url, 'POST', '/v1/agents', createBody, h)).json.id as string
+    const [offAgent, onAgent] = [await agentOf(off.troupe.url), await agentOf(on.troupe.url)]
+    const run = (url: string, method: string, body?: string) => load(url, method, body, DURATION, CONNECTIONS, [], KEY)
+    const calls: Array<[string, () => LoadResult, () => LoadResult]> = [
+      ['GET /v1/agents/{id}', () => run(`${off.troupe.url}/v1/agents/${offAgent}`, 'GET'), () => run(`${on.troupe.url}/v1/agents/${onAgent}`, 'GET')],
+      ['POST /v1/agents', () => run(`${off.troupe.url}/v1/agents`, 'POST', createBody), () => run(`${on.troupe.url}/v1/agents`, 'POST', createBody)],
+    ]
+    // Warm both (JIT, connections, caches), then measure.
+    for (const [, a, b] of calls) {
+      a()
+      b()
+    }
+    console.log(`\nAPI keys: keys on vs TROUPE_AUTH=off, ${CONNECTIONS} connections, ${DURATION} ms per run, ${ROUNDS} rounds`)
+    for (const [name, a, b] of calls) {
+      const offRuns: LoadResult[] = []
+      const onRuns: LoadResult[] = []
+      for (let i = 0; i < ROUNDS; i++) {
+        // Alternating which goes first, so neither always runs on the warmer machine.
+        if (i % 2) {
+          onRuns.push(b())
+          offRuns.push(a())
+        } else {
+          offRuns.push(a())
+          onRuns.push(b())
+        }
+      }
+      const ratio = median(onRuns.map((r, i) => r.rps / offRuns[i]!.rps))
+      const errors = [...onRuns, ...offRuns].reduce((n, r) => n + r.errors, 0)
+      console.log(
+        `  ${name.padEnd(20)} on ${median(onRuns.map((r) => r.rps)).toFixed(0)} req/s (${onRuns.map((r) => r.rps.toFixed(0)).join(' / ')})  ` +
+          `off ${median(offRuns.map((r) => r.rps)).toFixed(0)} req/s (${offRuns.map((r) => r.rps.toFixed(0)).join(' / ')})  ` +
+          `on/off ${ratio.toFixed(3)}  target ≥ 0.95 ${ratio >= 0.95 ? 'ok' : 'MISSED'}${errors ? `  ${errors} errors` : ''}`,
+      )
+    }
+  } finally {
+    await stopServer(on.troupe)
+    await stopServer(off.troupe)
+  }
+}
