@@ -1,6 +1,7 @@
 import { ApiError } from '../protocol/errors/api-error.js'
 import { fail } from '../protocol/errors/fail.js'
 import type { CallerKey } from '../protocol/schemas/api-key.js'
+import type { KeyChecks } from './types.js'
 
 /** How long a count of live hosts is used before it is asked again (ms): the hosts' heartbeat is 500 ms. */
 const HOSTS_EVERY_MS = 250
@@ -81,6 +82,20 @@ export class RateLimits {
     }
     return Math.ceil((need - b.bytes) / perMs)
   }
+}
+
+/** How long a key at its running sessions is asked to wait: sessions end on their own time, so a guess. */
+const SESSIONS_RETRY_MS = 2000
+
+/**
+ * The 429 of events sent to a session that is not running, by a key whose sessions running now are at its
+ * `concurrent_sessions` (0: no limit); undefined when they may go. Counted from this host's watch of the sessions
+ * (actors/session/history/running-by-key.ts), so nothing crosses NATS.
+ */
+export function sessionsFull(keys: KeyChecks, key: CallerKey, sessionId: string): ApiError | undefined {
+  const limit = key.limits.concurrent_sessions
+  if (limit <= 0 || keys.sessionRunning(sessionId) || keys.runningSessions(key.id) < limit) return undefined
+  return rateLimited('concurrent running sessions', limit, SESSIONS_RETRY_MS)
 }
 
 /** The 429 of a key over `limit` `what`, asking the client to wait `ms`. */

@@ -26,7 +26,7 @@ import { Router } from './router.js'
 import { createSessionStreams } from './session-stream.js'
 import { strictProblem } from './strict.js'
 import { callerOf, isRefusal } from './auth.js'
-import { RateLimits, rateLimited } from './rate-limit.js'
+import { RateLimits, rateLimited, sessionsFull } from './rate-limit.js'
 import type { CallerKey } from '../protocol/schemas/api-key.js'
 import { routeHeaders, sessionsTokenOf } from './sessions-token.js'
 import { EndedClaims } from './ended-claims.js'
@@ -146,6 +146,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         const wait = limits.request(who, now)
         if (wait > 0)
           return answerError(ex, state, rid, rateLimited('requests per second', who.limits.requests_per_second, wait), mayHaveBody ? ex.dropBody() : 'keep')
+        const busy = route.operationId === 'sessions.events.send' && sessionsFull(opts.keys!, who, params.session_id!)
+        if (busy) return answerError(ex, state, rid, busy, mayHaveBody ? ex.dropBody() : 'keep')
         caller = who
       }
     }
@@ -191,6 +193,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       ...(key === undefined ? {} : { key }),
       ...(headers === undefined ? {} : { headers }),
       ...(token === undefined ? {} : { token }),
+      ...(caller === undefined ? {} : { caller: { api_key_id: caller.id, workspace_id: caller.workspace_id } }),
     }
     const result = large
       ? await dispatchLarge(opts.actors.wire, parsePool, route, req, bytes!, actorTimeoutMs)

@@ -63,6 +63,10 @@ export interface KeyChecks {
   lookup(presented: string): CallerKey | undefined
   /** Live hosts whose gateways share each key's limits (each admits 1/N). */
   hosts(): number
+  /** Running sessions the key made (its `concurrent_sessions`), as this host's watch of the sessions has them. */
+  runningSessions(keyId: string): number
+  /** Whether the session is running now (one more message to it starts nothing new). */
+  sessionRunning(sessionId: string): boolean
 }
 
 /** A request as the gateway has read it off the socket before any async work, and what handling learns for its log line. */

@@ -3,7 +3,9 @@ import { jetstream } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Logger } from 'pino'
 import { ensureFileKey, KeyCheck, openApiKeys } from '../actors/apikey/index.js'
-import { retryWhileStarting, type Storage } from '../actors/kit/index.js'
+import { openBucket, retryWhileStarting, type Storage } from '../actors/kit/index.js'
+import { RunningByKey } from '../actors/session/index.js'
+import { Buckets } from '../protocol/subjects.js'
 import type { KeyChecks } from '../gateway/types.js'
 import type { Config } from './config.js'
 
@@ -53,17 +55,27 @@ export async function startKeyChecks(nc: NatsConnection, storage: Storage, cfg: 
     )
   }
   const mode = cfg.auth
+  const running = new RunningByKey(() => openBucket(kvm, storage, Buckets.sessions))
   const checks: KeyChecks = {
     get on() {
       return mode === 'keys' || (mode === 'auto' && check.count > 0)
     },
     lookup: (presented) => check.lookup(presented),
     hosts,
+    runningSessions: (keyId) => running.count(keyId),
+    sessionRunning: (sessionId) => running.running(sessionId),
   }
   const fact = () => {
     if (mode === 'off') return 'off (TROUPE_AUTH=off): WARNING: no API key is checked; anyone who reaches this port may do everything'
     if (checks.on) return `keys checked (${check.count} key${check.count === 1 ? '' : 's'} stored; x-api-key or authorization: Bearer)`
     return 'open: no API key exists yet, so loopback only (the first key, troupe keys create, turns keys on)'
   }
-  return { checks, fact, stop: () => check.stop() }
+  return {
+    checks,
+    fact,
+    stop: () => {
+      check.stop()
+      running.stop()
+    },
+  }
 }

@@ -9,14 +9,12 @@ export const KEY_SCOPES: readonly KeyScope[] = ['full', 'read_only', 'admin']
 /** The workspace every key belongs to until workspaces are served: what is stored today lives there. */
 export const DEFAULT_WORKSPACE = 'wrkspc_default'
 
-/**
- * A key's rate limits, each across the whole cluster; 0 is no limit. Concurrent running sessions are stored with the
- * key for the workspace work to enforce; requests and upload bytes are enforced by every gateway.
- */
+/** A key's limits, each across the whole cluster, enforced by every gateway (gateway/rate-limit.ts); 0 is no limit. */
 export interface KeyLimits {
   requests_per_second: number
   /** Requests a key may make at once above its steady rate. */
   burst: number
+  /** Sessions the key created that run at once. */
   concurrent_sessions: number
   upload_bytes_per_minute: number
 }

@@ -20,7 +20,13 @@ const key = (over: Partial<CallerKey> = {}): CallerKey => ({
   ...over,
 })
 const route = (id: string) => ROUTES.find((r) => r.operationId === id)!
-const checks = (keys: Record<string, CallerKey>, on = true): KeyChecks => ({ on, lookup: (p) => keys[p], hosts: () => 1 })
+const checks = (keys: Record<string, CallerKey>, on = true): KeyChecks => ({
+  on,
+  lookup: (p) => keys[p],
+  hosts: () => 1,
+  runningSessions: () => 0,
+  sessionRunning: () => false,
+})
 
 t.test('presented keys: x-api-key first, then a Bearer token in any case', async (t) => {
   t.equal(presentedKey({ 'x-api-key': 'a', authorization: 'Bearer b' }), 'a')
@@ -110,4 +116,18 @@ t.test('upload bytes per minute: a share per host, a big upload waits for a whol
   t.equal(wait, 10_000, '10 MiB left of 60 MiB a minute: 10 MiB more is 10 s away')
   t.equal(l.upload(k, 20 * mib, wait), 0)
   t.equal(l.upload(key({ id: 'apikey_2', limits: { ...DEFAULT_KEY_LIMITS, upload_bytes_per_minute: 0 } }), 1e12, 0), 0, '0 is no limit')
+})
+
+t.test('concurrent running sessions: a message to an idle session is refused at the limit, one to a running session never', async (t) => {
+  const { sessionsFull } = await import('../../gateway/rate-limit.js')
+  const running = new Set(['sesn_a', 'sesn_b'])
+  const keys: KeyChecks = { ...checks({}), runningSessions: () => running.size, sessionRunning: (id) => running.has(id) }
+  const k = key({ limits: { ...DEFAULT_KEY_LIMITS, concurrent_sessions: 2 } })
+  const refused = sessionsFull(keys, k, 'sesn_c')
+  t.equal(refused?.status, 429)
+  t.equal(refused?.reason, 'rate_limited')
+  t.match(refused?.message, /2 concurrent running sessions/)
+  t.equal(sessionsFull(keys, k, 'sesn_a'), undefined, 'a running session takes more events')
+  t.equal(sessionsFull(keys, key({ limits: { ...DEFAULT_KEY_LIMITS, concurrent_sessions: 3 } }), 'sesn_c'), undefined, 'under the limit')
+  t.equal(sessionsFull(keys, key({ limits: { ...DEFAULT_KEY_LIMITS, concurrent_sessions: 0 } }), 'sesn_c'), undefined, '0 is no limit')
 })
