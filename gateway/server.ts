@@ -193,7 +193,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       ...(key === undefined ? {} : { key }),
       ...(headers === undefined ? {} : { headers }),
       ...(token === undefined ? {} : { token }),
-      ...(caller === undefined ? {} : { caller: { api_key_id: caller.id, workspace_id: caller.workspace_id } }),
+      ...(caller === undefined ? {} : { caller: caller.caller }),
     }
     const result = large
       ? await dispatchLarge(opts.actors.wire, parsePool, route, req, bytes!, actorTimeoutMs)

@@ -45,4 +45,5 @@ export const callerOf = (k: ApiKey): CallerKey => ({
   expiresAt: k.expires_at ? Date.parse(k.expires_at) : Number.POSITIVE_INFINITY,
   revoked: k.revoked_at !== null,
   limits: k.limits,
+  caller: { api_key_id: k.id, workspace_id: k.workspace_id },
 })

@@ -1,4 +1,5 @@
 import { type } from 'arktype'
+import type { Caller } from '../envelope.js'
 import { limitParam, notArray, pageParam } from './common.js'
 import { lazy } from './lazy.js'
 
@@ -107,4 +108,6 @@ export interface CallerKey {
   expiresAt: number
   revoked: boolean
   limits: KeyLimits
+  /** What each actor request it makes carries (`ActorRequest.caller`), made once per key rather than per request. */
+  caller: Caller
 }

@@ -17,6 +17,7 @@ const key = (over: Partial<CallerKey> = {}): CallerKey => ({
   expiresAt: Number.POSITIVE_INFINITY,
   revoked: false,
   limits: { ...DEFAULT_KEY_LIMITS },
+  caller: { api_key_id: 'apikey_1', workspace_id: 'wrkspc_default' },
   ...over,
 })
 const route = (id: string) => ROUTES.find((r) => r.operationId === id)!
