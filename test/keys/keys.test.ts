@@ -21,6 +21,7 @@ t.teardown(() => {
 const agentsList = (url: string, key: string) => statusOf(clientWith(url, key).beta.agents.list())
 
 t.test('open on loopback until the first key exists, then every host checks keys', async (t) => {
+  await until('the start-up block', () => /^ {2}version /m.test(a.stdout()), 10_000)
   t.match(a.stdout(), /^ {2}auth +open: no API key exists yet/m, 'the banner says the server is open')
   t.equal(await agentsList(a.url, 'anything'), 200, 'any key works while none exists')
   const admin = await createKey(nats.url, ['--name', 'ops', '--scope', 'admin'])

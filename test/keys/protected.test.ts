@@ -6,6 +6,7 @@ import '../helpers/keepalive.js'
 import { startNats } from '../helpers/nats.js'
 import { raw, settledLogLines } from '../helpers/troupe.js'
 import { scratch } from '../helpers/scratch.js'
+import { until } from '../helpers/wait.js'
 
 // Protected mode (issue 45 point 3): off loopback, no start without a key unless TROUPE_AUTH=off, which warns.
 
@@ -13,6 +14,11 @@ const nats = await startNats()
 t.teardown(() => nats.stopNow())
 const files = scratch('troupe-protected-')
 const local = (url: string) => url.replace('0.0.0.0', '127.0.0.1')
+/** The start-up block, once printed whole (it follows the `listening on` line). */
+const block = async (p: { stdout(): string }) => {
+  await until('the start-up block', () => /^ {2}version /m.test(p.stdout()), 10_000)
+  return p.stdout()
+}
 
 t.test('HOST=0.0.0.0 with no key refuses to start, naming TROUPE_AUTH', async (t) => {
   const err = await files.start({ natsUrl: nats.url, env: { HOST: '0.0.0.0' } }).catch((e: Error) => e)
@@ -25,7 +31,7 @@ t.test('HOST=0.0.0.0 with no key refuses to start, naming TROUPE_AUTH', async (t
 
 t.test('TROUPE_AUTH=off starts off loopback and warns, in the banner and the log', async (t) => {
   const p = await files.start({ natsUrl: nats.url, env: { HOST: '0.0.0.0', TROUPE_AUTH: 'off' } })
-  t.match(p.stdout(), /^ {2}auth +off \(TROUPE_AUTH=off\): WARNING: no API key is checked/m)
+  t.match(await block(p), /^ {2}auth +off \(TROUPE_AUTH=off\): WARNING: no API key is checked/m)
   const lines = await settledLogLines(p)
   t.ok(
     lines.some((l) => l.level === 40 && /TROUPE_AUTH=off/.test(String(l.msg))),
@@ -45,7 +51,7 @@ t.test('TROUPE_ADMIN_KEY_FILE: the first admin key, and keys are on off loopback
   const key = 'admin-key-from-a-file-0123456789abcdef'
   writeFileSync(path.join(dir, 'admin.key'), `${key}\n`, { mode: 0o600 })
   const p = await files.start({ natsUrl: nats.url, env: { HOST: '0.0.0.0', TROUPE_ADMIN_KEY_FILE: path.join(dir, 'admin.key') } })
-  t.match(p.stdout(), /^ {2}auth +keys checked \(1 key stored/m)
+  t.match(await block(p), /^ {2}auth +keys checked \(1 key stored/m)
   const url = local(p.url)
   t.equal((await raw(url, 'GET', '/v1/agents')).status, 401, 'no key: 401')
   const listed = await raw(url, 'GET', '/v1/admin/api_keys', undefined, { 'x-api-key': key })
