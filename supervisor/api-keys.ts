@@ -51,7 +51,7 @@ export async function startKeyChecks(nc: NatsConnection, storage: Storage, cfg: 
   if (cfg.auth === 'off') {
     log.warn(
       { host: cfg.host },
-      `TROUPE_AUTH=off: no API key is checked; anyone who reaches ${cfg.host}:${cfg.port} may do everything${open ? ' (it is not a loopback address)' : ''}`,
+      `TROUPE_AUTH=off: no API key is checked; anyone who reaches this server's HTTP port on ${cfg.host} may do everything${open ? ' (it is not a loopback address)' : ''}`,
     )
   }
   const mode = cfg.auth
