@@ -237,9 +237,15 @@ export function load(
 }
 
 /** `load` without blocking this process, for a benchmark that does something else while the load runs. */
-export function loadInBackground(url: string, method: string, durationMs: number, connections: number): Promise<LoadResult> {
+export function loadInBackground(
+  url: string,
+  method: string,
+  durationMs: number,
+  connections: number,
+  opts: { body?: string; apiKey?: string } = {},
+): Promise<LoadResult> {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, loadArgs(url, method, undefined, durationMs, connections, []), { encoding: 'utf8' }, (err, out) =>
+    execFile(process.execPath, loadArgs(url, method, opts.body, durationMs, connections, [], opts.apiKey), { encoding: 'utf8' }, (err, out) =>
       err ? reject(err) : resolve(loadResult(out)),
     ),
   )
