@@ -69,3 +69,14 @@ t.test('TROUPE_ADMIN_KEY_FILE: the first admin key, and keys are on off loopback
   const err = await files.start({ natsUrl: nats.url, env: { TROUPE_ADMIN_KEY_FILE: path.join(dir, 'short.key') } }).catch((e: Error) => e)
   t.match((err as Error).message, /TROUPE_ADMIN_KEY_FILE=.*short\.key: the file must hold one key of 32 to 512 characters/)
 })
+
+t.test('TROUPE_AUTH=keys checks keys before any exists: every API request 401', async (t) => {
+  const fresh = await startNats()
+  t.teardown(() => fresh.stopNow())
+  const p = await files.start({ natsUrl: fresh.url, env: { TROUPE_AUTH: 'keys' } })
+  t.match(await block(p), /^ {2}auth +keys checked \(0 keys stored/m)
+  const r = await raw(p.url, 'GET', '/v1/agents', undefined, { 'x-api-key': 'anything' })
+  t.equal(r.status, 401)
+  t.equal(r.json.error.type, 'authentication_error')
+  await p.stop()
+})
