@@ -6,8 +6,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { raw } from '../helpers/troupe.js'
-import { loadInBackground, ready, startAsNpmStart, stopServer, type LoadResult } from './bed.js'
+import { startNats } from '../helpers/nats.js'
+import { raw, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
+import { loadInBackground, ready, sleep, startAsNpmStart, stopServer, type LoadResult } from './bed.js'
 
 const DURATION = Number(process.env.BENCH_MS ?? 5000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -65,5 +66,51 @@ export async function runKeysBench(): Promise<void> {
   } finally {
     await stopServer(on.troupe)
     await stopServer(off.troupe)
+  }
+}
+
+/**
+ * `npm run bench -- keys.bound`: the rate limiter's error bound with 3 hosts. Three `troupe serve` on one NATS, a key
+ * of `RATE`/s with a burst of `RATE`, loaded through all three at once (as a load balancer spreads it), then through one
+ * only: what the cluster admitted against `rate × t + burst`, and what one host alone admits (its third).
+ */
+export async function runKeysBoundBench(): Promise<void> {
+  const RATE = 100
+  const nats = await startNats()
+  const dir = mkdtempSync(path.join(tmpdir(), 'troupe-bench-bound-'))
+  writeFileSync(path.join(dir, 'admin.key'), KEY, { mode: 0o600 })
+  const hosts: TroupeProcess[] = []
+  try {
+    for (let i = 0; i < 3; i++)
+      hosts.push(await startTroupe({ natsUrl: nats.url, stderrFile: '/dev/null', env: { LOG_LEVEL: '', TROUPE_ADMIN_KEY_FILE: path.join(dir, 'admin.key') } }))
+    for (const h of hosts) await ready(h.url)
+    // Every host has heard the others' heartbeats (N = 3) before the load.
+    await sleep(3000)
+    const made = await raw(
+      hosts[0]!.url,
+      'POST',
+      '/v1/admin/api_keys',
+      { name: 'bound', limits: { requests_per_second: RATE, burst: RATE } },
+      { 'x-api-key': KEY },
+    )
+    const key = made.json.key as string
+    const admitted = (r: LoadResult) => r.requests - r.errors
+    const seconds = DURATION / 1000
+    const bound = RATE * seconds + RATE
+    const spread = await Promise.all(hosts.map((h) => loadInBackground(`${h.url}/v1/agents`, 'GET', DURATION, 4, { apiKey: key })))
+    const all = spread.reduce((n, r) => n + admitted(r), 0)
+    console.log(`\nrate limits, 3 hosts, a key of ${RATE}/s burst ${RATE}, ${seconds} s of load from 4 connections per host`)
+    console.log(
+      `  spread over the 3 hosts: ${all} admitted (${spread.map(admitted).join(' + ')}), bound rate·t + burst = ${bound}: ${all <= bound ? 'within' : 'OVER'} (${((all / bound) * 100).toFixed(1)}% of it)`,
+    )
+    // A fresh key, so the first run's debt does not count.
+    const fresh = (
+      await raw(hosts[0]!.url, 'POST', '/v1/admin/api_keys', { name: 'bound2', limits: { requests_per_second: RATE, burst: RATE } }, { 'x-api-key': KEY })
+    ).json.key as string
+    const one = admitted(await loadInBackground(`${hosts[0]!.url}/v1/agents`, 'GET', DURATION, 12, { apiKey: fresh }))
+    console.log(`  all through one host: ${one} admitted, its share (rate·t + burst)/3 = ${(bound / 3).toFixed(0)}`)
+  } finally {
+    for (const h of hosts) await stopServer(h)
+    await nats.stop()
   }
 }

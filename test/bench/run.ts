@@ -17,7 +17,8 @@
 // while GETs run, skill-server.ts; `skills` both), or `work` (the self-hosted work queue: claims, queue-to-claim, CPU of
 // idle pollers: work.ts), or `memory` (10,000 memories in one store: creates per second, listings by folder, against raw
 // KV: memory.ts), or `mcp` (an MCP tool round trip through a session against a direct SDK call: mcp.ts), or `keys` (the API key check's
-// cost on GET and POST, keys on vs TROUPE_AUTH=off: keys.ts); none runs everything.
+// cost on GET and POST, keys on vs TROUPE_AUTH=off, then `keys.bound`, the rate limiter's error bound with 3 hosts:
+// keys.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -35,7 +36,7 @@ import { runWorkBench } from './work.js'
 import { runMemoryBench } from './memory.js'
 import { runThreadBench } from './threads.js'
 import { runMcpBench } from './mcp.js'
-import { runKeysBench } from './keys.js'
+import { runKeysBench, runKeysBoundBench } from './keys.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, ready, sleep, startAsNpmStart, stopServer, startBaseline, type LoadResult } from './bed.js'
@@ -204,6 +205,7 @@ const known = [
   'memory',
   'mcp',
   'keys',
+  'keys.bound',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -231,5 +233,6 @@ if (!args.length || args.includes('threads')) await runThreadBench()
 if (!args.length || args.includes('memory')) await runMemoryBench()
 if (!args.length || args.includes('mcp')) await runMcpBench()
 if (!args.length || args.includes('keys')) await runKeysBench()
+if (!args.length || args.includes('keys') || args.includes('keys.bound')) await runKeysBoundBench()
 // A profiled server writes its profile as it stops: give the SIGTERMed servers the time before this process leaves.
 if (process.env.BENCH_PROFILE_DIR) await new Promise((r) => setTimeout(r, 5000))
