@@ -80,3 +80,17 @@ t.test('TROUPE_AUTH=keys checks keys before any exists: every API request 401', 
   t.equal(r.json.error.type, 'authentication_error')
   await p.stop()
 })
+
+t.test('strict mode keeps its header rules and checks keys when they are on', async (t) => {
+  const fresh = await startNats()
+  t.teardown(() => fresh.stopNow())
+  const dir = mkdtempSync(path.join(tmpdir(), 'troupe-admin-key-'))
+  const key = 'strict-admin-key-0123456789abcdefghij'
+  writeFileSync(path.join(dir, 'admin.key'), key, { mode: 0o600 })
+  const p = await files.start({ natsUrl: fresh.url, strict: true, env: { TROUPE_ADMIN_KEY_FILE: path.join(dir, 'admin.key') } })
+  const headers = { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'managed-agents-2026-04-01' }
+  t.equal((await raw(p.url, 'GET', '/v1/agents', undefined, { 'x-api-key': key })).status, 400, 'a live key without the version header: 400')
+  t.equal((await raw(p.url, 'GET', '/v1/agents', undefined, { ...headers, 'x-api-key': 'not-a-key' })).status, 401, 'the headers without a live key: 401')
+  t.equal((await raw(p.url, 'GET', '/v1/agents', undefined, { ...headers, 'x-api-key': key })).status, 200)
+  await p.stop()
+})
