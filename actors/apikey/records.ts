@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import type { ApiKey, CallerKey } from '../../protocol/schemas/api-key.js'
 
 /** What the bucket holds per key: the key as shown, and the HMAC of its secret (never the secret). */
@@ -29,13 +29,6 @@ export const hintOf = (secret: string): string =>
 
 /** The keyed hash a key is stored and looked up by. */
 export const hashOf = (clusterKey: Uint8Array, secret: string): string => createHmac('sha256', clusterKey).update(secret).digest('base64')
-
-/** Two stored hashes compared in constant time (they are of one length whenever both are ours). */
-export function sameHash(a: string, b: string): boolean {
-  const x = Buffer.from(a, 'base64')
-  const y = Buffer.from(b, 'base64')
-  return x.length === y.length && timingSafeEqual(x, y)
-}
 
 /** The form every gateway checks a key in. */
 export const callerOf = (k: ApiKey): CallerKey => ({
