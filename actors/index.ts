@@ -1,5 +1,6 @@
 import type { ActorKindDef } from './kit/index.js'
 import { agentKind } from './agent/index.js'
+import { apiKeyKind } from './apikey/index.js'
 import { deploymentKind, deploymentRunKind } from './deployment/index.js'
 import { dreamKind } from './dream/index.js'
 import { environmentKind } from './environment/index.js'
@@ -25,4 +26,5 @@ export const ACTOR_KINDS: readonly ActorKindDef[] = [
   workKind,
   memoryStoreKind,
   dreamKind,
+  apiKeyKind,
 ]

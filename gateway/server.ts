@@ -25,6 +25,9 @@ import { parseQuery } from './query.js'
 import { Router } from './router.js'
 import { createSessionStreams } from './session-stream.js'
 import { strictProblem } from './strict.js'
+import { callerOf, isRefusal } from './auth.js'
+import { RateLimits, rateLimited, sessionsFull } from './rate-limit.js'
+import type { CallerKey } from '../protocol/schemas/api-key.js'
 import { routeHeaders, sessionsTokenOf } from './sessions-token.js'
 import { EndedClaims } from './ended-claims.js'
 import type { After, BodyStream, Exchange, TransportName } from './transport.js'
@@ -67,6 +70,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const fileLimit = opts.fileLimit ?? DEFAULT_FILE_MAX_BYTES
   const strict = opts.strict ?? false
   const router = new Router(ROUTES)
+  const limits = new RateLimits(() => opts.keys?.hosts() ?? 1)
   const endedClaims = new EndedClaims(nc)
   const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
@@ -135,7 +139,27 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
 
     const token = sessionsTokenOf(route, params, inc.headers, opts.actors.tokenKey, (c) => endedClaims.has(c))
     if (token instanceof ApiError) return answerError(ex, state, rid, token, mayHaveBody ? ex.dropBody() : 'keep')
+    // A sessions token is the worker's credential on the routes it reaches; anything else presents an API key.
+    let caller: CallerKey | undefined
+    if (token === undefined) {
+      const now = Date.now()
+      const who = callerOf(opts.keys, route, method, inc.headers, now)
+      if (isRefusal(who)) return answerError(ex, state, rid, who, mayHaveBody ? ex.dropBody() : 'keep')
+      if (who) {
+        inc.key = who.id
+        const wait = limits.request(who, now)
+        if (wait > 0)
+          return answerError(ex, state, rid, rateLimited('requests per second', who.limits.requests_per_second, wait), mayHaveBody ? ex.dropBody() : 'keep')
+        const busy = route.operationId === 'sessions.events.send' && sessionsFull(opts.keys!, who, params.session_id!)
+        if (busy) return answerError(ex, state, rid, busy, mayHaveBody ? ex.dropBody() : 'keep')
+        caller = who
+      }
+    }
 
+    if (caller && declared !== undefined && (route.bytes === 'upload' || route.bytes === 'skill')) {
+      const wait = limits.upload(caller, declared, Date.now())
+      if (wait > 0) return answerError(ex, state, rid, rateLimited('upload bytes per minute', caller.limits.upload_bytes_per_minute, wait), ex.dropBody())
+    }
     if (route.bytes === 'upload') {
       if (!mayHaveBody) return answerError(ex, state, rid, fail('upload_file_missing'))
       if (declared !== undefined && declared > fileLimit + MULTIPART_SLACK) return answerError(ex, state, rid, fail('file_too_large', fileLimit), ex.dropBody())
@@ -173,6 +197,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       ...(key === undefined ? {} : { key }),
       ...(headers === undefined ? {} : { headers }),
       ...(token === undefined ? {} : { token }),
+      ...(caller === undefined ? {} : { caller: caller.caller }),
     }
     const result = large
       ? await dispatchLarge(opts.actors.wire, parsePool, route, req, bytes!, actorTimeoutMs)
@@ -265,6 +290,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         ms: Math.round((performance.now() - t0) * 10) / 10,
         bytes_in: inc.bytesIn,
         bytes_out: state.bytesOut ?? 0,
+        ...(inc.key === undefined ? {} : { key: inc.key }),
       },
       'request',
     )

@@ -14,6 +14,8 @@ const BETA_FOR: Record<BetaGroup, readonly string[] | undefined> = {
   dreams: ['dreaming-2026-04-21'],
   // The official client sends none on files (WIRE §10): asking for one would refuse it.
   files: undefined,
+  // Our own routes: no client of the vendor's knows them, so none is asked for.
+  admin: undefined,
 }
 
 /**

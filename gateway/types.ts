@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import type { LocalTails, ReadHistory } from '../protocol/event-item.js'
 import type { ActorWire } from '../protocol/wire.js'
 import type { FileBytes } from '../protocol/files.js'
+import type { CallerKey } from '../protocol/schemas/api-key.js'
 import type { TransportName } from './transport.js'
 
 /** What the gateway asks of the actors: requests over the actor wire, and a session's stored events for SSE. */
@@ -50,6 +51,22 @@ export interface GatewayOptions {
   actors: ActorAccess
   /** Keepalive comment interval on SSE streams, ms. Default 15 000. */
   sseKeepaliveMs?: number
+  /** API keys (gateway/auth.ts), wired by the supervisor. Default none: no route checks keys, and the admin routes answer 401. */
+  keys?: KeyChecks
+}
+
+/** The API keys as the gateway checks them: from a copy each host keeps, never a NATS round trip per request. */
+export interface KeyChecks {
+  /** Whether the API routes check keys now (`TROUPE_AUTH`, and whether any key exists). */
+  readonly on: boolean
+  /** The key `presented` is (revoked and expired ones too), undefined when it is none. */
+  lookup(presented: string): CallerKey | undefined
+  /** Live hosts whose gateways share each key's limits (each admits 1/N). */
+  hosts(): number
+  /** Running sessions the key made (its `concurrent_sessions`), as this host's watch of the sessions has them. */
+  runningSessions(keyId: string): number
+  /** Whether the session is running now (one more message to it starts nothing new). */
+  sessionRunning(sessionId: string): boolean
 }
 
 /** A request as the gateway has read it off the socket before any async work, and what handling learns for its log line. */
@@ -63,4 +80,6 @@ export interface IncomingRequest {
   route: string
   /** Body bytes read, for the log line. */
   bytesIn: number
+  /** The id of the API key that called, when keys are checked: for the log line. */
+  key?: string
 }

@@ -18,6 +18,14 @@ export interface ActorRequest<B = unknown, Q = unknown> {
   headers?: Record<string, string>
   /** A sessions token the request presented, verified and within its scope (the gateway checked both). */
   token?: SessionsTokenClaims
+  /** The API key that made the request, when keys are checked (the gateway checked it): what a session records of its maker. */
+  caller?: Caller
+}
+
+/** Who called, as the gateway's key check found: the key's id and its workspace. */
+export interface Caller {
+  api_key_id: string
+  workspace_id: string
 }
 
 export type ActorReply = { ok: true; body: unknown } | { ok: false; error: ErrorData }

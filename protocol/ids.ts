@@ -39,6 +39,8 @@ export type IdPrefix =
   | 'memver'
   | 'drm'
   | 'work'
+  | 'apikey'
+  | 'wrkspc'
 
 /** A prefixed, time-ordered id: `agent_01JX…`. */
 export const newId = (prefix: IdPrefix | (string & {})): string => `${prefix}_${ulid()}`

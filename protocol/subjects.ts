@@ -108,6 +108,8 @@ export const Buckets = {
   memories: 'troupe_memories',
   /** `dream.<id>` → a dream's state (actors/dream/state.ts); `work.<id>` while it is pending, running or holding a store. */
   dreams: 'troupe_dreams',
+  /** `key.<id>` → an API key's record (its secret only as a keyed hash, actors/apikey/records.ts); `secret` → the cluster's HMAC key of them. */
+  apiKeys: 'troupe_api_keys',
 } as const
 
 /** JetStream object stores (their streams are `OBJ_<name>`). */

@@ -20,7 +20,7 @@ const VERSION: string = (() => {
 const STOP_BUDGET_MS = 3000
 
 const USAGE = `usage: troupe <start|serve|orchestrate|sandbox> [-strict|--strict]
-       troupe <sub|tail|status> ...
+       troupe <sub|tail|status|keys> ...
        troupe webhooks listen ...
 
   start        all in one: embedded nats-server (unless NATS_URL is set), gateway and actor host
@@ -36,8 +36,8 @@ ${INSPECT_USAGE}
   webhooks listen  a local webhook receiver printing each delivery verified (troupe webhooks listen --help)
 
 Environment: PORT (8080), HOST (127.0.0.1), NATS_URL, TROUPE_NATS_PORT, TROUPE_NATS_HOST (127.0.0.1),
-TROUPE_DATA_DIR (./.troupe), TROUPE_STRICT, TROUPE_MODEL_BASE_URL, ANTHROPIC_API_KEY, LOG_LEVEL (info),
-LOG_FORMAT (json|pretty). The full list, with defaults: README.md.`
+TROUPE_DATA_DIR (./.troupe), TROUPE_STRICT, TROUPE_AUTH (auto), TROUPE_ADMIN_KEY_FILE, TROUPE_MODEL_BASE_URL,
+ANTHROPIC_API_KEY, LOG_LEVEL (info), LOG_FORMAT (json|pretty). The full list, with defaults: README.md.`
 
 const ROLES: readonly string[] = ['start', 'serve', 'orchestrate', 'sandbox']
 const STRICT_FLAGS: readonly string[] = ['-strict', '--strict']

@@ -105,7 +105,16 @@ export interface Config {
   logFormat: 'json' | 'pretty'
   /** Compatibility headers required: the `-strict`/`--strict` flag, `TROUPE_STRICT=1` or `npm start -strict`. Default off. */
   strict: boolean
+  /**
+   * Whether API keys are checked (README "API keys"): `auto` once any key exists, `keys` always (no key, no access),
+   * `off` never (a server off loopback then warns at every start). `TROUPE_AUTH`, default auto.
+   */
+  auth: AuthMode
+  /** A file holding the first admin key, stored at start when missing (at least 32 characters). `TROUPE_ADMIN_KEY_FILE`, default none. */
+  adminKeyFile?: string
 }
+
+export type AuthMode = 'auto' | 'keys' | 'off'
 
 export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
   const port = portNumber('PORT', env.PORT, 0) ?? 8080
@@ -158,6 +167,8 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     sandboxPlacement: sandboxPlacement(blank(env.TROUPE_SANDBOX_PLACEMENT)),
     logLevel: logLevel(blank(env.LOG_LEVEL)),
     logFormat: logFormat(blank(env.LOG_FORMAT)),
+    auth: authMode(blank(env.TROUPE_AUTH)),
+    adminKeyFile: blank(env.TROUPE_ADMIN_KEY_FILE),
     strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),
   }
 }
@@ -258,4 +269,10 @@ function httpTransport(v: string | undefined): TransportName {
   if (v === undefined) return 'uws'
   if ((TRANSPORT_NAMES as readonly string[]).includes(v)) return v as TransportName
   throw new Error(`TROUPE_HTTP must be ${TRANSPORT_NAMES.join(' or ')} (was ${JSON.stringify(v)})`)
+}
+
+function authMode(v: string | undefined): AuthMode {
+  const m = v?.trim().toLowerCase() ?? 'auto'
+  if (m === 'auto' || m === 'keys' || m === 'off') return m
+  throw new Error(`TROUPE_AUTH must be auto, keys or off (was ${JSON.stringify(v)})`)
 }

@@ -75,6 +75,8 @@ export interface ActorHost {
   tokenKey: Uint8Array
   /** What this host can do, as its heartbeat tells the others (which kinds it may own). */
   can: HostAbilities
+  /** Live hosts of the cluster, this one included, as its heartbeats say. */
+  liveHosts(): number
   /** Sets what the heartbeat says about this process (the gateway's URL once it listens). */
   describe(info: { http_url?: string }): void
   /** Hands every partition over to the remaining hosts, then stops every kind. */
@@ -320,6 +322,7 @@ export async function startActorHost(nc: NatsConnection, log: Logger, settings: 
     localTails,
     tokenKey,
     can,
+    liveHosts: () => placement.liveBeats().length,
     describe(info) {
       described = { ...described, ...info }
     },

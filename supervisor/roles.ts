@@ -23,6 +23,7 @@ import { BEAT_EVERY_MS, HOST_TTL_MS, hostsTtl } from './placement.js'
 import { joinHint } from './join-hint.js'
 import { kindsLeft } from './cluster-config.js'
 import { startDeliveries } from '../actors/webhook/index.js'
+import { type RunningKeyChecks, startKeyChecks } from './api-keys.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
 
@@ -74,8 +75,10 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let scheduler: RunningScheduler | undefined
   let sandboxHost: RunningSandboxHost | undefined
   let deliveries: { stop(): Promise<void> } | undefined
+  let keys: RunningKeyChecks | undefined
   const teardown = async () => {
     gateway?.close()
+    keys?.stop()
     await deliveries?.stop().catch((err) => log.warn({ err }, 'webhook deliveries stop failed'))
     await sandboxHost?.stop().catch((err) => log.warn({ err }, 'sandbox host stop failed'))
     await scheduler?.stop().catch((err) => log.warn({ err }, 'scheduler stop failed'))
@@ -120,6 +123,9 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       if (!cfg.modelBaseUrl && !cfg.anthropicApiKey) {
         log.warn('neither TROUPE_MODEL_BASE_URL nor ANTHROPIC_API_KEY is set: session turns will end with a session.error until they are')
       }
+      // Before the host joins the cluster's placement: protected mode refuses to start here, disturbing nothing.
+      const jsm = await retryWhileStarting('jetstream', () => jetstream(nc!).jetstreamManager(), { log })
+      keys = await startKeyChecks(nc, { jsm, replicas: replicas.count, lowerReplicas: replicas.explicit, log }, cfg, log, () => host?.liveHosts() ?? 1)
       host = await startActorHost(
         nc,
         log,
@@ -144,6 +150,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
       gateway = await startGateway({
         nc,
         log,
+        keys: keys.checks,
         actors: actorAccess(nc, host.wire, host.localTails, host.tokenKey),
         port: cfg.port,
         host: cfg.host,
@@ -229,6 +236,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     facts.push(['owns', left.length ? `partitions of every kind, but none while a host that can is live of ${left.join('; ')}` : 'partitions of every kind'])
   }
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
+  if (keys) facts.push(['auth', keys.fact()])
   facts.push(['version', version])
   return { url, facts, stop: teardown }
 }

@@ -1,4 +1,4 @@
-import type { ActorRequest } from '../../protocol/envelope.js'
+import type { ActorRequest, Caller } from '../../protocol/envelope.js'
 import { fail } from '../../protocol/errors/fail.js'
 import type { SessionsTokenClaims } from '../../protocol/sessions-token.js'
 import type { BodyOf, KindContract, Op, QueryOf, ReplyOf } from '../../protocol/ops/define.js'
@@ -19,6 +19,8 @@ export interface OpInput<B, Q> {
   headers: Record<string, string>
   /** The sessions token the request presented (verified and in scope), if any. */
   token?: SessionsTokenClaims
+  /** The API key that made the request, when keys are checked. */
+  caller?: Caller
 }
 
 /** The handler of one op: its typed input to its typed reply. */
@@ -60,5 +62,6 @@ export async function dispatch(table: OpTable, req: ActorRequest, placed: { plac
     headers: req.headers ?? {},
     ...(req.key === undefined ? {} : { key: req.key }),
     ...(req.token === undefined ? {} : { token: req.token }),
+    ...(req.caller === undefined ? {} : { caller: req.caller }),
   })
 }

@@ -20,7 +20,7 @@ import { EnvSecretSource, vaultSecrets } from '../vault/index.js'
 // What other kinds and the supervisor use of sessions: a deployment's admission checks a run's session as a create
 // does; webhooks and the gateway read sessions' event logs; the inspect commands read their records.
 export { type AgentResolver, agentResolver, checkCreateInput, checkMcpEgress, checkVaultRefs, prefixed, snapshotAgent } from './admission/index.js'
-export { SESSION_PREFIX, type SessionRecord, sessionKey } from './history/index.js'
+export { RunningByKey, SESSION_PREFIX, type SessionRecord, sessionKey } from './history/index.js'
 export { ensureEventsStream, readSessionEvents } from './log/index.js'
 
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {

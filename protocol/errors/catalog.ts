@@ -33,6 +33,7 @@ export type ErrorType =
   | 'memory_path_conflict_error'
   | 'memory_precondition_failed_error'
   | 'request_too_large'
+  | 'rate_limit_error'
   | 'api_error'
   | 'overloaded_error'
   | 'timeout_error'
@@ -49,6 +50,7 @@ const TYPE_OF: Record<number, ErrorType> = {
   412: 'invalid_request_error',
   413: 'request_too_large',
   422: 'invalid_request_error',
+  429: 'rate_limit_error',
   431: 'invalid_request_error',
   500: 'api_error',
   503: 'overloaded_error',
@@ -58,7 +60,7 @@ const TYPE_OF: Record<number, ErrorType> = {
 interface Options {
   /** Send the code as `details.error_code`. Default false. */
   wire?: boolean
-  /** 503 only: the retry hint. */
+  /** 503 (and 429, where it is set per refusal): the retry hint. */
   retryAfterMs?: number
   /** A type of its own rather than its status's: the memory 409s the official client tells apart (WIRE §1.5). */
   type?: ErrorType
@@ -193,8 +195,14 @@ export const catalog = {
     WIRE,
   ),
 
-  // 401 (strict mode only: a header check, not authentication).
+  // 401: no key where one is needed (strict mode checks only that one is sent), or one that is not a live key.
   api_key_missing: entry(401, () => 'An API key is required: send x-api-key or authorization'),
+  api_key_invalid: entry(401, (why: string) => `x-api-key: the API key ${why}`, WIRE),
+  admin_key_required: entry(
+    401,
+    () => 'x-api-key: the admin routes need a key of scope admin (make one with `troupe keys create --scope admin`, or TROUPE_ADMIN_KEY_FILE)',
+    WIRE,
+  ),
 
   sessions_token_invalid: entry(401, (why: string) => `Authorization: the sessions token ${why}`, WIRE),
 
@@ -205,7 +213,11 @@ export const catalog = {
     WIRE,
   ),
 
+  api_key_read_only: entry(403, (method: string, path: string) => `x-api-key: this key is read-only; ${method} ${path} changes something`, WIRE),
+  api_key_not_admin: entry(403, (scope: string) => `x-api-key: the admin routes need a key of scope admin (this one is ${scope})`, WIRE),
+
   // 404.
+  api_key_not_found: entry(404, (id: string) => `API key ${id} not found`, WIRE),
   /** An id that cannot name anything (the router: not shaped like ours); no code, since nothing was looked up. */
   not_found: entry(404, (what: string, id: string) => `${what} ${id} not found`),
   route_not_found: entry(404, (method: string, path: string) => `No route for ${method} ${path}`),
@@ -247,6 +259,7 @@ export const catalog = {
     WIRE,
   ),
   skill_title_taken: entry(409, (title: string) => `display_title: another custom skill is titled ${JSON.stringify(title)}; titles are unique`, WIRE),
+  api_key_revoked: entry(409, (id: string) => `API key ${id} is revoked; it cannot be rotated (create a new one)`, WIRE),
   session_archived: entry(409, (id: string) => `Session ${id} is archived; it accepts no more events or updates`, WIRE),
   outcome_in_progress: entry(
     409,
@@ -405,6 +418,9 @@ export const catalog = {
       `environment_id: environment ${environmentId} lists packages (${managers.join(', ')}), which this server's sandboxes cannot install (the local backend installs none; the isolated one needs socat for the registries)`,
     WIRE,
   ),
+
+  // 429: a key over its limits (gateway/rate-limit.ts); the retry hint is set per refusal.
+  rate_limited: entry(429, (what: string, limit: number) => `This API key is over its limit of ${limit} ${what}; retry after the time in retry-after`, WIRE),
 
   // 431.
   headers_too_large: entry(431, (maxKib: number) => `Request header fields too large: the request line and headers may be at most ${maxKib} KiB`),

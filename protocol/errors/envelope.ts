@@ -20,6 +20,8 @@ export function toEnvelope(err: unknown, requestId: string): Envelope {
   // a blind retry could store the request twice.
   if (e.status === 409 || e.status === 504) headers['x-should-retry'] = 'false'
   if (e.retryAfterMs !== undefined) headers['retry-after-ms'] = String(e.retryAfterMs)
+  // A 429's hint also in whole seconds, the header every HTTP client knows (the official client reads either).
+  if (e.status === 429 && e.retryAfterMs !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(e.retryAfterMs / 1000)))
   const error: Envelope['body']['error'] = { ...e.fields, type: e.type, message: e.message }
   if (e.code) error.details = { error_code: e.code, ...e.details }
   return { status: e.status, headers, body: { type: 'error', error, request_id: requestId } }

@@ -1,4 +1,5 @@
 import { AgentKind } from './agent.js'
+import { ApiKeyKind } from './api-key.js'
 import { DeploymentKind, DeploymentRunKind } from './deployment.js'
 import { DreamKind } from './dream.js'
 import { EnvironmentKind } from './environment.js'
@@ -13,6 +14,7 @@ import { WorkKind } from './work.js'
 export * from './define.js'
 export {
   AgentKind,
+  ApiKeyKind,
   DeploymentKind,
   DeploymentRunKind,
   DreamKind,
@@ -40,4 +42,5 @@ export const KINDS = {
   work_queue: WorkKind,
   memory_store: MemoryStoreKind,
   dream: DreamKind,
+  api_key: ApiKeyKind,
 } as const

@@ -1,4 +1,5 @@
 import type { Route } from './types.js'
+import { adminRoutes } from './admin.js'
 import { agentRoutes } from './agents.js'
 import { deploymentRoutes } from './deployments.js'
 import { dreamRoutes } from './dreams.js'
@@ -28,6 +29,7 @@ export const ROUTES: readonly Route[] = [
   ...workRoutes,
   ...memoryRoutes,
   ...dreamRoutes,
+  ...adminRoutes,
 ]
 
 /**

@@ -4,7 +4,8 @@ export type Method = 'GET' | 'POST' | 'DELETE'
 
 /** Which beta a strict-mode request must claim on this route. */
 /** `files`: the official client sends no beta header on these (WIRE §10), so strict mode asks for none. */
-export type BetaGroup = 'managed-agents' | 'skills' | 'memory' | 'dreams' | 'files'
+/** `admin`: the admin routes, which no client of the vendor's sends a beta to. */
+export type BetaGroup = 'managed-agents' | 'skills' | 'memory' | 'dreams' | 'files' | 'admin'
 
 export interface Route {
   method: Method
@@ -39,4 +40,6 @@ export interface Route {
    * 256 characters (a longer one is cut): the work poll's `anthropic-worker-id`. No other header reaches an actor.
    */
   headers?: readonly string[]
+  /** An admin route: only a key of scope `admin` reaches it, whether or not keys are checked elsewhere (gateway/auth.ts). */
+  admin?: true
 }

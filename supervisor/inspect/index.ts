@@ -1,5 +1,6 @@
 import type { Connected, Command, Io } from './io.js'
 import { connectForInspect, UsageError } from './io.js'
+import { keys, KEYS_USAGE } from './keys.js'
 import { status, STATUS_USAGE } from './status/index.js'
 import { sub, SUB_USAGE } from './sub.js'
 import { tail, TAIL_USAGE } from './tail.js'
@@ -14,6 +15,7 @@ export const INSPECT_COMMANDS: Record<string, { run: Command; usage: Usage }> = 
   sub: { run: sub, usage: SUB_USAGE },
   tail: { run: tail, usage: TAIL_USAGE },
   status: { run: status, usage: STATUS_USAGE },
+  keys: { run: keys, usage: KEYS_USAGE },
 }
 
 const usages = Object.values(INSPECT_COMMANDS).map((c) => c.usage)

@@ -209,7 +209,7 @@ export interface LoadResult {
   errors: number
 }
 
-const loadArgs = (url: string, method: string, body: string | undefined, durationMs: number, connections: number, ids: string[]) => [
+const loadArgs = (url: string, method: string, body: string | undefined, durationMs: number, connections: number, ids: string[], apiKey?: string) => [
   '--import',
   'tsx',
   path.join(here, 'loadgen.ts'),
@@ -219,18 +219,33 @@ const loadArgs = (url: string, method: string, body: string | undefined, duratio
   String(durationMs),
   String(connections),
   ids.join(','),
+  ...(apiKey === undefined ? [] : [apiKey]),
 ]
 const loadResult = (out: string): LoadResult => JSON.parse(out.trim().split('\n').pop()!)
 
-/** Closed-loop HTTP load from its own process (loadgen.ts): `connections` clients, each sending back to back. */
-export function load(url: string, method: string, body: string | undefined, durationMs: number, connections: number, ids: string[] = []): LoadResult {
-  return loadResult(execFileSync(process.execPath, loadArgs(url, method, body, durationMs, connections, ids), { encoding: 'utf8' }))
+/** Closed-loop HTTP load from its own process (loadgen.ts): `connections` clients, each sending back to back (with `apiKey` as x-api-key). */
+export function load(
+  url: string,
+  method: string,
+  body: string | undefined,
+  durationMs: number,
+  connections: number,
+  ids: string[] = [],
+  apiKey?: string,
+): LoadResult {
+  return loadResult(execFileSync(process.execPath, loadArgs(url, method, body, durationMs, connections, ids, apiKey), { encoding: 'utf8' }))
 }
 
 /** `load` without blocking this process, for a benchmark that does something else while the load runs. */
-export function loadInBackground(url: string, method: string, durationMs: number, connections: number): Promise<LoadResult> {
+export function loadInBackground(
+  url: string,
+  method: string,
+  durationMs: number,
+  connections: number,
+  opts: { body?: string; apiKey?: string } = {},
+): Promise<LoadResult> {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, loadArgs(url, method, undefined, durationMs, connections, []), { encoding: 'utf8' }, (err, out) =>
+    execFile(process.execPath, loadArgs(url, method, opts.body, durationMs, connections, [], opts.apiKey), { encoding: 'utf8' }, (err, out) =>
       err ? reject(err) : resolve(loadResult(out)),
     ),
   )

@@ -2,10 +2,11 @@
 // server it measures. Prints one JSON line: {requests, rps, p50, p99, errors}. A body holding `__N__` gets a
 // counter there, so each request writes something new (an update that changes nothing stores nothing). A URL
 // holding `__ID__` takes the ids of the sixth argument (comma-separated) in turn, so concurrent writes spread over
-// many records instead of contending for one.
+// many records instead of contending for one. A seventh argument is sent as x-api-key on every request.
 import http from 'node:http'
 
-const [url, method, bodyArg, durationMs, connections, idsArg] = process.argv.slice(2)
+const [url, method, bodyArg, durationMs, connections, idsArg, apiKey] = process.argv.slice(2)
+const keyHeader: Record<string, string> = apiKey ? { 'x-api-key': apiKey } : {}
 const target = new URL(url!)
 const ids = idsArg ? idsArg.split(',') : []
 let nextId = 0
@@ -29,7 +30,7 @@ function once(): Promise<void> {
         path: nextPath() + target.search,
         method,
         agent,
-        headers: body ? { 'content-type': 'application/json', 'content-length': body.length } : {},
+        headers: body ? { ...keyHeader, 'content-type': 'application/json', 'content-length': body.length } : keyHeader,
       },
       (res) => {
         res.resume()

@@ -16,9 +16,10 @@
 // bundle: `skills.pool` validates it on the pool in-process, skill-bundle.ts; `skills.server` uploads it to the server
 // while GETs run, skill-server.ts; `skills` both), or `work` (the self-hosted work queue: claims, queue-to-claim, CPU of
 // idle pollers: work.ts), or `memory` (10,000 memories in one store: creates per second, listings by folder, against raw
-// KV: memory.ts), or `mcp` (an MCP tool round trip through a session against a direct SDK call: mcp.ts), or `scale-model` (a model of
-// 100 hosts and 10 M sessions: placement planned with the real plan(), traffic and memory from rates measured in
-// the run: scale-model.ts); none runs everything.
+// KV: memory.ts), or `mcp` (an MCP tool round trip through a session against a direct SDK call: mcp.ts), or `keys` (the API key check's
+// cost on GET and POST, keys on vs TROUPE_AUTH=off, then `keys.bound`, the rate limiter's error bound with 3 hosts:
+// keys.ts), or `scale-model` (a model of 100 hosts and 10 M sessions: placement planned with the real plan(), traffic
+// and memory from rates measured in the run: scale-model.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -37,6 +38,7 @@ import { runMemoryBench } from './memory.js'
 import { runThreadBench } from './threads.js'
 import { runMcpBench } from './mcp.js'
 import { runScaleModelBench } from './scale-model.js'
+import { runKeysBench, runKeysBoundBench } from './keys.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, ready, sleep, startAsNpmStart, stopServer, startBaseline, type LoadResult } from './bed.js'
@@ -205,6 +207,8 @@ const known = [
   'memory',
   'mcp',
   'scale-model',
+  'keys',
+  'keys.bound',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -232,5 +236,7 @@ if (!args.length || args.includes('threads')) await runThreadBench()
 if (!args.length || args.includes('memory')) await runMemoryBench()
 if (!args.length || args.includes('mcp')) await runMcpBench()
 if (!args.length || args.includes('scale-model')) await runScaleModelBench()
+if (!args.length || args.includes('keys')) await runKeysBench()
+if (!args.length || args.includes('keys') || args.includes('keys.bound')) await runKeysBoundBench()
 // A profiled server writes its profile as it stops: give the SIGTERMed servers the time before this process leaves.
 if (process.env.BENCH_PROFILE_DIR) await new Promise((r) => setTimeout(r, 5000))

@@ -1,6 +1,7 @@
 import { primaryThreadId } from '../../protocol/ids.js'
 import { raw } from '../helpers/troupe.js'
 import { get } from './harness.js'
+import { FUZZ_ADMIN_KEY } from './wire.js'
 import type { Victims } from './types.js'
 
 /**
@@ -133,6 +134,7 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
     memories: [],
     memory_versions: [],
     dreams: [],
+    api_keys: [],
   }
   for (let i = 0; i < n; i++) {
     v.agents.push(await create(url, '/v1/agents', { name: `victim ${i}`, model: 'claude-sonnet-4-5' }))
@@ -180,6 +182,11 @@ export async function createVictims(url: string, n = 3): Promise<Victims> {
   }
   for (let i = 0; i < n; i++) {
     v.dreams.push(await create(url, '/v1/dreams', { inputs: [{ type: 'memory_store', memory_store_id: v.memory_stores[i]! }], model: 'claude-sonnet-4-5' }))
+  }
+  for (let i = 0; i < n; i++) {
+    const made = await raw(url, 'POST', '/v1/admin/api_keys', { name: `victim ${i}` }, { 'x-api-key': FUZZ_ADMIN_KEY })
+    if (made.status !== 200) throw new Error(`setup: a victim API key answered ${made.status}: ${made.text}`)
+    v.api_keys.push(made.json.id)
   }
   for (let i = 0; i < n; i++) {
     v.webhooks.push(await create(url, '/v1/webhooks', { url: `https://victim${i}.example.com/hook`, event_types: ['session.status_idled'] }))

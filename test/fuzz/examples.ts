@@ -27,6 +27,13 @@ export function exampleBody(operationId: string, v: Victims, rng: Rng): Json | u
   const agent = rng.pick(v.agents)
   const env = rng.pick(v.environments)
   switch (operationId) {
+    case 'admin.apiKeys.create':
+      return rng.pick<Json>([
+        { name: 'fuzz key', scope: rng.pick(['full', 'read_only', 'admin']), limits: { requests_per_second: 0 } },
+        { name: 'fuzz key', workspace_id: 'wrkspc_fuzz', expires_in_seconds: 3600 },
+      ])
+    case 'admin.apiKeys.update':
+      return rng.pick<Json>([{ name: 'renamed key' }, { limits: { burst: 5, upload_bytes_per_minute: 0 } }, { expires_in_seconds: null }])
     case 'webhooks.create':
       return { url: `https://h${rng.int(1000)}.example.com/hook`, event_types: ['session.status_idled', 'deployment_run.failed'] }
     case 'webhooks.update':

@@ -6,6 +6,7 @@ import { startNats, type TestNats } from '../helpers/nats.js'
 import { LOOP_PROBE_ENV } from '../helpers/loop-stall.js'
 import { startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { HttpTransport } from './types.js'
+import { FUZZ_ADMIN_KEY } from './wire.js'
 
 /** The server under test: its own nats-server on a free port and one `troupe serve`, as the tests run them. */
 export interface Server {
@@ -22,7 +23,15 @@ export async function startServer(http: HttpTransport | undefined): Promise<Serv
   const nats: TestNats = await startNats()
   let troupe: TroupeProcess
   try {
-    const env = { LOG_LEVEL: 'info', TROUPE_VAULT_KEYRING_FILE: keyringFile(), ...LOOP_PROBE_ENV, ...(http ? { TROUPE_HTTP: http } : {}) }
+    // Keys off for the API (every route as a client without keys reaches it), the admin routes reached with an admin key.
+    const env = {
+      LOG_LEVEL: 'info',
+      TROUPE_VAULT_KEYRING_FILE: keyringFile(),
+      TROUPE_AUTH: 'off',
+      TROUPE_ADMIN_KEY_FILE: adminKeyFile(),
+      ...LOOP_PROBE_ENV,
+      ...(http ? { TROUPE_HTTP: http } : {}),
+    }
     troupe = await startTroupe({ natsUrl: nats.url, env })
   } catch (err) {
     await nats.stop()
@@ -129,5 +138,11 @@ export function problemLines(lines: Array<Record<string, unknown>>): Map<string,
 function keyringFile(): string {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'troupe-fuzz-keyring-')), 'keyring.json')
   writeFileSync(file, JSON.stringify({ keys: [{ id: 'fuzz', key: randomBytes(32).toString('base64') }] }), { mode: 0o600 })
+  return file
+}
+
+function adminKeyFile(): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'troupe-fuzz-admin-')), 'admin.key')
+  writeFileSync(file, FUZZ_ADMIN_KEY, { mode: 0o600 })
   return file
 }

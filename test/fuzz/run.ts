@@ -1,5 +1,5 @@
 // `npm run fuzz -- [--seed N] [--requests N] [--concurrency N] [--http uws|node] [--only i,j] [--skip class,…]
-//   [--routes /v1/x,/v1/y] [--verbose] [--timeout-ms N] [--settle-seconds N] [--no-mcp-servers]` (`--help` prints this)
+//   [--routes /v1/x,/v1/y] [--verbose] [--timeout-ms N] [--settle-seconds N] [--no-api-keys] [--no-mcp-servers]` (`--help` prints this)
 // Starts a server of its own (its own nats-server, free ports), sends a seeded sequence of hostile requests and
 // exits 1 on any failure, printing the seed and each offending request so it can be replayed with --only. Then
 // (unless --only or --no-mcp-servers) sessions against hostile MCP servers, on a server of their own (mcp-servers.ts).
@@ -17,6 +17,8 @@ const USAGE = `npm run fuzz -- [options]
   --verbose           every request and answer
   --timeout-ms N      a request answered later fails (default 20000)
   --settle-seconds N  how long the server may take to settle after the run (default 30)
+  --no-api-keys       leave out the API key run that follows the requests (a server with keys on: forged, truncated,
+                      revoked, expired and rotated-away keys 401, read-only writes and non-admin keys on admin routes 403)
   --no-mcp-servers    leave out the sessions against hostile MCP servers that follow the requests`
 
 function flag(name: string): string | undefined {
@@ -75,6 +77,12 @@ try {
   })
   console.log(result.text)
   let ok = result.ok
+  if (!only && !process.argv.includes('--no-api-keys')) {
+    const { runApiKeyFuzz } = await import('./api-keys.js')
+    const keys = await runApiKeyFuzz({ seed, requests: Math.min(requests, 1000), concurrency })
+    for (const f of keys.failures.slice(0, 40)) console.log(`  ${f}`)
+    ok = keys.ok && ok
+  }
   if (!only && !process.argv.includes('--no-mcp-servers')) {
     const { runMcpServerFuzz } = await import('./mcp-servers.js')
     ok = (await runMcpServerFuzz()).ok && ok

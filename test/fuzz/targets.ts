@@ -58,6 +58,7 @@ const VICTIM_OF: Record<string, keyof Victims> = {
   memory_id: 'memories',
   memory_version_id: 'memory_versions',
   dream_id: 'dreams',
+  api_key_id: 'api_keys',
 }
 
 /**

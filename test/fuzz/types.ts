@@ -49,6 +49,8 @@ export interface Victims {
   memory_versions: string[]
   /** Dreams over the victim memory stores, at the same index (their status moves by itself: no canary is a dream). */
   dreams: string[]
+  /** API keys made through the admin routes (`api_key_id`). */
+  api_keys: string[]
 }
 
 /** A well-framed HTTP/1.1 request with hostile content; sent over a fresh socket exactly as written. */

@@ -1,6 +1,9 @@
 import net from 'node:net'
 import type { HttpSpec, Outcome, ParsedResponse, RawWrite } from './types.js'
 
+/** The admin key the fuzzed server is started with (TROUPE_ADMIN_KEY_FILE): sent on the admin routes' requests that carry no key of their own. */
+export const FUZZ_ADMIN_KEY = 'fuzz-admin-key-0123456789abcdefghijklmnopqrstuv'
+
 /**
  * HTTP/1.1 over a bare socket, one connection per exchange. fetch and node:http would normalise or refuse
  * exactly what the fuzzer is here to send (raw non-ASCII and lone surrogates on the request line, lower-case
@@ -13,6 +16,8 @@ const CHUNK = 64 * 1024
 export function frame(spec: HttpSpec, port: number): RawWrite[] {
   const head = [`${spec.method} ${spec.target} HTTP/1.1`, `host: 127.0.0.1:${port}`]
   for (const [k, v] of spec.headers) head.push(`${k}: ${v}`)
+  // The admin routes are fuzzed past their key check: with the server's admin key, unless the spec sends a key itself.
+  if (spec.route.startsWith('/v1/admin/') && !spec.headers.some(([k]) => /^(x-api-key|authorization)$/i.test(k))) head.push(`x-api-key: ${FUZZ_ADMIN_KEY}`)
   const body = spec.body
   if (body && spec.chunked) head.push('transfer-encoding: chunked')
   else if (body) head.push(`content-length: ${body.length}`)

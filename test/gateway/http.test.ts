@@ -204,6 +204,12 @@ const SERVED: ReadonlyArray<readonly [string, string, string]> = [
   ['get', '/v1/dreams/{dream_id}', 'dreams.retrieve'],
   ['post', '/v1/dreams/{dream_id}/archive', 'dreams.archive'],
   ['post', '/v1/dreams/{dream_id}/cancel', 'dreams.cancel'],
+  ['post', '/v1/admin/api_keys', 'admin.apiKeys.create'],
+  ['get', '/v1/admin/api_keys', 'admin.apiKeys.list'],
+  ['get', '/v1/admin/api_keys/{api_key_id}', 'admin.apiKeys.retrieve'],
+  ['post', '/v1/admin/api_keys/{api_key_id}', 'admin.apiKeys.update'],
+  ['post', '/v1/admin/api_keys/{api_key_id}/rotate', 'admin.apiKeys.rotate'],
+  ['post', '/v1/admin/api_keys/{api_key_id}/revoke', 'admin.apiKeys.revoke'],
   ['get', '/healthz', 'health'],
   ['get', '/readyz', 'ready'],
   ['get', '/openapi.yaml', 'openapi'],
@@ -235,6 +241,7 @@ t.test('openapi lists exactly the served routes', async (t) => {
     deployment_run_id: 'drun_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     file_id: 'file_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     skill_id: 'skill_01HZZZZZZZZZZZZZZZZZZZZZZZ',
+    api_key_id: 'apikey_01HZZZZZZZZZZZZZZZZZZZZZZZ',
     version: '1',
   }
   for (const [m, p] of SERVED) {

@@ -151,6 +151,7 @@ export function sessionCreate(deps: ActorDeps, actors: Actors, live: (id: string
       budget_removed: false,
       running_since: null,
       ...(req.key === undefined ? {} : { created_by: fingerprint(b) }),
+      ...(req.caller === undefined ? {} : { api_key_id: req.caller.api_key_id }),
       ...(skills.length ? { skills } : {}),
     }
     // A write whose outcome is unknown may have stored the session: its pins stay (a version's delete asks), and its

@@ -5,3 +5,4 @@ export { ONGOING_INTERVAL_MS, outcomeIdOf, type OpenOutcome } from './outcomes.j
 export { SKILL_TOOL, type SkillActivation } from './skill-launches.js'
 export { SESSION_PREFIX, sessionKey, statsOf, viewOf, type SessionRecord, type SessionSkill } from './state.js'
 export { transcript } from './transcript.js'
+export { RunningByKey } from './running-by-key.js'

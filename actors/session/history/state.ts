@@ -22,6 +22,8 @@ export interface SessionRecord {
   running_since: number | null
   /** Fingerprint of the create request, when it carried an Idempotency-Key: its retries must match it. */
   created_by?: string
+  /** The API key that created it, when keys were checked: whose concurrent running sessions it counts in. */
+  api_key_id?: string
   /**
    * The custom skills the session runs (its agent snapshot's `skills`, resolved and pinned at creation), with what
    * running them needs: where each bundle's bytes are, its runtime name (its directory under /workspace/skills) and
