@@ -105,6 +105,13 @@ export interface Config {
   logFormat: 'json' | 'pretty'
   /** Compatibility headers required: the `-strict`/`--strict` flag, `TROUPE_STRICT=1` or `npm start -strict`. Default off. */
   strict: boolean
+  /** Prometheus metrics recorded and served (`GET /metrics` on the gateway). `TROUPE_METRICS`, default on; `off` records nothing. */
+  metrics: boolean
+  /**
+   * A port of its own serving only `GET /metrics`, on `HOST`: for `troupe orchestrate` and `troupe sandbox`, which have
+   * no gateway, or to keep metrics off a public API port. `TROUPE_METRICS_PORT`, default none (0 picks a free one).
+   */
+  metricsPort?: number
 }
 
 export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
@@ -158,6 +165,8 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     sandboxPlacement: sandboxPlacement(blank(env.TROUPE_SANDBOX_PLACEMENT)),
     logLevel: logLevel(blank(env.LOG_LEVEL)),
     logFormat: logFormat(blank(env.LOG_FORMAT)),
+    metrics: onOff('TROUPE_METRICS', env.TROUPE_METRICS, true),
+    metricsPort: portNumber('TROUPE_METRICS_PORT', env.TROUPE_METRICS_PORT, 0),
     strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),
   }
 }

@@ -23,6 +23,8 @@ import { BEAT_EVERY_MS, HOST_TTL_MS, hostsTtl } from './placement.js'
 import { joinHint } from './join-hint.js'
 import { kindsLeft } from './cluster-config.js'
 import { startDeliveries } from '../actors/webhook/index.js'
+import { collectProcessMetrics, setRecording } from '../metrics/index.js'
+import { type MetricsServer, serveMetrics } from './metrics.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
 
@@ -53,6 +55,9 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     throw new Error(`troupe ${role} needs NATS_URL: it joins an existing NATS cluster (use \`troupe start\` for an embedded one)`)
   }
   if (!lock && role !== 'orchestrate') throw new Error(`troupe ${role} needs its data directory locked`)
+  // Before anything records: off, every metric stays as it is and nothing is served.
+  setRecording(cfg.metrics)
+  if (cfg.metrics) collectProcessMetrics()
   // Descriptors are what a flood of sandbox connections would take; every one the hard limit allows is ours to use.
   const files = raiseFileLimit()
   if (files) log.info({ nofile: files }, `file descriptors: ${files.soft} (the soft limit raised to the hard one)`)
@@ -74,8 +79,10 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let scheduler: RunningScheduler | undefined
   let sandboxHost: RunningSandboxHost | undefined
   let deliveries: { stop(): Promise<void> } | undefined
+  let metricsServer: MetricsServer | undefined
   const teardown = async () => {
     gateway?.close()
+    await metricsServer?.close()
     await deliveries?.stop().catch((err) => log.warn({ err }, 'webhook deliveries stop failed'))
     await sandboxHost?.stop().catch((err) => log.warn({ err }, 'sandbox host stop failed'))
     await scheduler?.stop().catch((err) => log.warn({ err }, 'scheduler stop failed'))
@@ -190,6 +197,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         })
       }
     }
+    if (cfg.metrics && cfg.metricsPort !== undefined) metricsServer = await serveMetrics(cfg.host, cfg.metricsPort)
   } catch (err) {
     await teardown()
     throw err
@@ -229,6 +237,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     facts.push(['owns', left.length ? `partitions of every kind, but none while a host that can is live of ${left.join('; ')}` : 'partitions of every kind'])
   }
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
+  facts.push(['metrics', metricsFact(cfg, url, metricsServer)])
   facts.push(['version', version])
   return { url, facts, stop: teardown }
 }
@@ -304,6 +313,12 @@ function openKeyring(cfg: Config, log: Logger): Keyring | undefined {
   const keyring = loadKeyring(cfg.vaultKeyringFile)
   log.info({ file: cfg.vaultKeyringFile, keys: keyring.ids, sealing: keyring.current }, 'operator keyring loaded')
   return keyring
+}
+
+const metricsFact = (cfg: Config, url: string | undefined, server: MetricsServer | undefined) => {
+  if (!cfg.metrics) return 'off (TROUPE_METRICS=off)'
+  const where = [url && `${url}/metrics`, server && `http://${cfg.host}:${server.port}/metrics (TROUPE_METRICS_PORT)`].filter(Boolean)
+  return where.length ? where.join(', ') : 'not served: this role has no gateway (set TROUPE_METRICS_PORT)'
 }
 
 const keyringFact = (cfg: Config, keyring: Keyring | undefined) =>

@@ -130,6 +130,11 @@ export class DurableState<S, C extends KindContract> {
     return true
   }
 
+  /** The states of the actors in memory on this host, for metrics read at a scrape (its own queues' depth). */
+  *inMemory(): Iterable<S> {
+    for (const a of this.actors.inMemory()) yield a.state
+  }
+
   /** The kind as this host runs it: its op table, and placement's partitions wired to its actors. */
   runtime(ops: OpTable, close?: () => unknown): KindRuntime {
     return this.actors.runtime(ops, close)
