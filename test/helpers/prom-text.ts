@@ -171,3 +171,22 @@ export function sampleSum(families: Map<string, PromFamily>, name: string, label
   }
   return sum
 }
+
+/** Label names that would make a series per object or per request. */
+const ID_LABELS = /^(session|agent|environment|request|rid|deployment|vault|webhook|file|skill|memory|thread|work)(_id)?$/
+
+/** An id of ours (`sesn_01J…`, `req_…`: a prefix and a ULID) or a UUID, anywhere in a label value. */
+const ID_VALUE = /[a-z]+_[0-9A-HJKMNP-TV-Z]{26}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/
+
+/** Every label that names an object or a request, or whose value holds an id: none may exist. */
+export function highCardinality(families: Map<string, PromFamily>): string[] {
+  const found: string[] = []
+  for (const fam of families.values()) {
+    for (const s of fam.samples) {
+      for (const [k, v] of Object.entries(s.labels)) {
+        if (ID_LABELS.test(k) || ID_VALUE.test(v)) found.push(`${s.name}{${k}=${JSON.stringify(v)}}`)
+      }
+    }
+  }
+  return found
+}
