@@ -17,7 +17,7 @@ export const workKind: ActorKindDef = {
     const queues = await durableState<Queue, typeof WorkKind>(ctx, { contract: WorkKind, bucket: Buckets.workQueues, initial: emptyQueue })
     const tokenKey = ctx.settings.tokenKey ?? (await loadTokenKey(ctx.kvm, ctx.storage))
     const { handlers, close } = workOps({ ctx, queues, tokenKey })
-    const untrack = trackQueues(() => queues.inMemory())
+    const untrack = trackQueues(queues)
     return queues.runtime(implement(WorkKind, handlers), () => {
       untrack()
       return close()
