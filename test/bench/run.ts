@@ -16,7 +16,8 @@
 // bundle: `skills.pool` validates it on the pool in-process, skill-bundle.ts; `skills.server` uploads it to the server
 // while GETs run, skill-server.ts; `skills` both), or `work` (the self-hosted work queue: claims, queue-to-claim, CPU of
 // idle pollers: work.ts), or `memory` (10,000 memories in one store: creates per second, listings by folder, against raw
-// KV: memory.ts), or `mcp` (an MCP tool round trip through a session against a direct SDK call: mcp.ts); none runs everything.
+// KV: memory.ts), or `mcp` (an MCP tool round trip through a session against a direct SDK call: mcp.ts), or `metrics` (GET and
+// turn with Prometheus metrics on vs TROUPE_METRICS=off: metrics.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -34,6 +35,7 @@ import { runWorkBench } from './work.js'
 import { runMemoryBench } from './memory.js'
 import { runThreadBench } from './threads.js'
 import { runMcpBench } from './mcp.js'
+import { runMetricsBench } from './metrics.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, ready, sleep, startAsNpmStart, stopServer, startBaseline, type LoadResult } from './bed.js'
@@ -201,6 +203,7 @@ const known = [
   'threads',
   'memory',
   'mcp',
+  'metrics',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -227,5 +230,6 @@ if (!args.length || args.includes('work')) await runWorkBench()
 if (!args.length || args.includes('threads')) await runThreadBench()
 if (!args.length || args.includes('memory')) await runMemoryBench()
 if (!args.length || args.includes('mcp')) await runMcpBench()
+if (!args.length || args.includes('metrics')) await runMetricsBench()
 // A profiled server writes its profile as it stops: give the SIGTERMed servers the time before this process leaves.
 if (process.env.BENCH_PROFILE_DIR) await new Promise((r) => setTimeout(r, 5000))
