@@ -1,6 +1,7 @@
 import t from 'tap'
 import { sampleSum } from '../helpers/prom-text.js'
 import { raw } from '../helpers/troupe.js'
+import { until } from '../helpers/wait.js'
 import { startFakeMcpServer } from '../fakes/mcp-server.js'
 import { agentAndEnv, collect, isIdle, newSession, sessionStack, step } from '../sessions/_helpers.js'
 import { highCardinality, scrape } from './_helpers.js'
@@ -117,7 +118,8 @@ t.test('a turn with a tool: turns, model requests, tokens, list cost, tool runs 
   t.ok(moved('troupe_actor_activations_total', { kind: 'session' }) >= 0)
   t.ok(sampleSum(after, 'troupe_actors_live', { kind: 'session' }) >= 1, 'the session is in memory')
   t.ok(sampleSum(after, 'troupe_sandboxes_open', { backend: 'local' }) >= 1, 'its sandbox is open')
-  t.equal(sampleSum(after, 'troupe_actor_mailbox_depth', { kind: 'session' }), 0, 'nothing left queued once idle')
+  // The idle record is written after the idle event (its own queue): the writes queued drain to none.
+  await until('the mailboxes drained', async () => sampleSum(await scrape(s.url), 'troupe_actor_mailbox_depth', { kind: 'session' }) === 0, 5000)
   t.ok(moved('troupe_http_requests_total', { method: 'POST', route: '/v1/sessions/{session_id}/events', status: '200' }) === 1)
   t.same(highCardinality(after), [])
 })
