@@ -116,10 +116,14 @@ function parseSample(line: string, where: string): PromSample {
   return { name, labels, value: number(raw, where) }
 }
 
+/**
+ * A sample's value as Prometheus reads it (Go's ParseFloat: `NaN` and `Inf` in any case; prom-client writes `Nan`, for
+ * instance the event loop's mean lag when no sample was taken since the last scrape).
+ */
 function number(raw: string, where: string): number {
-  if (raw === '+Inf') return Number.POSITIVE_INFINITY
-  if (raw === '-Inf') return Number.NEGATIVE_INFINITY
-  if (raw === 'NaN') return Number.NaN
+  if (/^\+?inf$/i.test(raw)) return Number.POSITIVE_INFINITY
+  if (/^-inf$/i.test(raw)) return Number.NEGATIVE_INFINITY
+  if (/^nan$/i.test(raw)) return Number.NaN
   if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(raw)) throw new Error(`${where}: bad value ${raw}`)
   return Number(raw)
 }

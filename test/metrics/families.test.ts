@@ -69,4 +69,6 @@ t.test('the parser refuses what Prometheus would', async (t) => {
   ]
   for (const text of bad) t.throws(() => parsePromText(`${text}`), JSON.stringify(text))
   t.ok(parsePromText('# HELP x a\n# TYPE x counter\nx{a="1"} 1\nx{a="2"} 2 1700000000\n\n# other comment\n'))
+  // What Prometheus reads (Go's ParseFloat), prom-client's `Nan` among it.
+  t.ok(Number.isNaN(parsePromText('# TYPE g gauge\ng Nan\n').get('g')?.samples[0]?.value))
 })
