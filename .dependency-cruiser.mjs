@@ -68,10 +68,11 @@ export default {
     // The top-level folders, as the Layout table of docs/ARCHITECTURE.md has them.
     ...layers('', {
       protocol: [],
-      gateway: ['protocol'],
-      sandbox: ['protocol'],
-      actors: ['protocol', 'sandbox'],
-      supervisor: ['protocol', 'actors', 'gateway', 'sandbox'],
+      metrics: [],
+      gateway: ['protocol', 'metrics'],
+      sandbox: ['protocol', 'metrics'],
+      actors: ['protocol', 'sandbox', 'metrics'],
+      supervisor: ['protocol', 'actors', 'gateway', 'sandbox', 'metrics'],
       bin: ['supervisor'],
     }),
     // Each actor kind (and the kit) is used through its index.ts.
@@ -98,6 +99,6 @@ export default {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     // Our files only: packages and node's modules are not part of the layering.
-    includeOnly: '^(protocol|gateway|actors|sandbox|supervisor|bin|test)/',
+    includeOnly: '^(protocol|metrics|gateway|actors|sandbox|supervisor|bin|test)/',
   },
 }

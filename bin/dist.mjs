@@ -9,7 +9,7 @@ export const DIST = path.join(ROOT, 'dist')
 /** Holds the digest of the sources dist/ was compiled from; written last, once the compile succeeded. */
 export const STAMP = path.join(DIST, '.sources')
 /** What tsconfig.build.json compiles, and the settings it compiles them with. */
-const SOURCE_DIRS = ['protocol', 'gateway', 'actors', 'supervisor', 'sandbox']
+const SOURCE_DIRS = ['protocol', 'metrics', 'gateway', 'actors', 'supervisor', 'sandbox']
 const SETTINGS = ['tsconfig.json', 'tsconfig.build.json']
 
 /** sha256 over the path and content of every source file: a changed, added or removed file changes it. Throws if a settings file is missing. */

@@ -134,7 +134,7 @@ function runTap() {
 
 async function warmTestLoader() {
   const root = fileURLToPath(new URL('..', import.meta.url))
-  const files = ['protocol', 'gateway', 'actors', 'sandbox', 'supervisor', 'test'].flatMap((dir) =>
+  const files = ['protocol', 'metrics', 'gateway', 'actors', 'sandbox', 'supervisor', 'test'].flatMap((dir) =>
     readdirSync(path.join(root, dir), { recursive: true })
       .filter((f) => f.endsWith('.ts'))
       .map((f) => path.join(root, dir, f)),

@@ -12,6 +12,7 @@ export const OPS_ROUTES: readonly OpsRoute[] = [
   { method: 'GET', path: '/healthz', operationId: 'health', summary: 'Liveness: the process is up' },
   { method: 'GET', path: '/readyz', operationId: 'ready', summary: 'Readiness: NATS, JetStream and an actor host answer' },
   { method: 'GET', path: '/openapi.yaml', operationId: 'openapi', summary: 'This endpoint inventory' },
+  { method: 'GET', path: '/metrics', operationId: 'metrics', summary: "This process's metrics in Prometheus text format (absent with TROUPE_METRICS=off)" },
 ]
 
 const q = (s: string) => JSON.stringify(s)

@@ -32,6 +32,8 @@ import { routeHeaders, sessionsTokenOf } from './sessions-token.js'
 import { EndedClaims } from './ended-claims.js'
 import type { After, BodyStream, Exchange, TransportName } from './transport.js'
 import type { GatewayOptions, IncomingRequest } from './types.js'
+import { isRecording, METRICS_CONTENT_TYPE, metricsText } from '../metrics/index.js'
+import { countRequest, sseStreamsOpen } from './metrics.js'
 
 export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024
 
@@ -72,7 +74,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const router = new Router(ROUTES)
   const limits = new RateLimits(() => opts.keys?.hosts() ?? 1)
   const endedClaims = new EndedClaims(nc)
-  const openapi = openapiYaml([...ROUTES, ...OPS_ROUTES], process.env.npm_package_version ?? '0.1.0')
+  const ops = isRecording() ? OPS_ROUTES : OPS_ROUTES.filter((r) => r.path !== '/metrics')
+  const openapi = openapiYaml([...ROUTES, ...ops], process.env.npm_package_version ?? '0.1.0')
   // Workers start with the first large body, not here: a gateway that never sees one never pays for them.
   const parsePool = new ParsePool({ budgetBytes: opts.parseBudget })
   const skillPool = new SkillPool()
@@ -116,6 +119,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
           checks: r.checks,
           ...(r.waiting ? { waiting: r.waiting } : {}),
         })
+      }
+      if (inc.path === '/metrics') {
+        // TROUPE_METRICS=off: nothing is recorded, so there is nothing to serve.
+        if (!isRecording()) throw fail('route_not_found', inc.method, inc.path)
+        return send(ex, state, 200, { 'content-type': METRICS_CONTENT_TYPE, 'request-id': rid }, await metricsText())
       }
       return send(ex, state, 200, { 'content-type': 'application/yaml', 'request-id': rid }, openapi)
     }
@@ -280,14 +288,17 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
 
   /** One line per request, once its response is complete (an SSE stream: once it ends). */
   const logRequest = (inc: IncomingRequest, state: ResponseState, t0: number) => {
+    const ms = performance.now() - t0
+    // 499: the client went away before any answer (nginx's convention).
+    const status = state.status ?? 499
+    countRequest(inc.method, inc.route, status, ms / 1000)
     log.info(
       {
         rid: inc.rid,
         method: inc.method,
         route: inc.route,
-        // 499: the client went away before any answer (nginx's convention).
-        status: state.status ?? 499,
-        ms: Math.round((performance.now() - t0) * 10) / 10,
+        status,
+        ms: Math.round(ms * 10) / 10,
         bytes_in: inc.bytesIn,
         bytes_out: state.bytesOut ?? 0,
         ...(inc.key === undefined ? {} : { key: inc.key }),
@@ -325,6 +336,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   }
 
   const listening = await listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 8080, handler: onRequest })
+  const untrackStreams = sseStreamsOpen.track(() => streams.size)
   let closed = false
   return {
     port: listening.port,
@@ -339,6 +351,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     close: () => {
       if (closed) return
       closed = true
+      untrackStreams()
       streams.closeAll()
       listening.close()
       afterLargeBodies.close()

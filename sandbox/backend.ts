@@ -1,3 +1,4 @@
+import { counted, trackSandboxMemory } from './metrics.js'
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -62,6 +63,10 @@ export const localBackend: SandboxBackend = {
  * local with the reason. `isolated` asked for and failing its probe throws, naming what failed.
  */
 export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
+  return counted(openBackend(setting))
+}
+
+function openBackend(setting: SandboxSetting): SandboxBackend {
   if (setting.kind === 'local') return localBackend
   const rt: IsolatedRuntime = {
     limits: setting.limits,
@@ -100,6 +105,8 @@ export function openSandboxBackend(setting: SandboxSetting): SandboxBackend {
   } else {
     network = `loopback-only network: ${SOCAT} (Debian’s socat) is missing, so no egress proxy; limited environments are refused`
   }
+  const cgroups = rt.cgroups
+  if (cgroups) trackSandboxMemory(() => cgroups.usedBytes())
   return {
     kind: 'isolated',
     enforcesNetwork: rt.egress !== null,

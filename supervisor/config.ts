@@ -112,6 +112,13 @@ export interface Config {
   auth: AuthMode
   /** A file holding the first admin key, stored at start when missing (at least 32 characters). `TROUPE_ADMIN_KEY_FILE`, default none. */
   adminKeyFile?: string
+  /** Prometheus metrics recorded and served (`GET /metrics` on the gateway). `TROUPE_METRICS`, default on; `off` records nothing. */
+  metrics: boolean
+  /**
+   * A port of its own serving only `GET /metrics`, on `HOST`: for `troupe orchestrate` and `troupe sandbox`, which have
+   * no gateway, or to keep metrics off a public API port. `TROUPE_METRICS_PORT`, default none (0 picks a free one).
+   */
+  metricsPort?: number
 }
 
 export type AuthMode = 'auto' | 'keys' | 'off'
@@ -169,6 +176,8 @@ export function readConfig(env: NodeJS.ProcessEnv, strict: boolean): Config {
     logFormat: logFormat(blank(env.LOG_FORMAT)),
     auth: authMode(blank(env.TROUPE_AUTH)),
     adminKeyFile: blank(env.TROUPE_ADMIN_KEY_FILE),
+    metrics: onOff('TROUPE_METRICS', env.TROUPE_METRICS, true),
+    metricsPort: portNumber('TROUPE_METRICS_PORT', env.TROUPE_METRICS_PORT, 0),
     strict: strict || onOff('TROUPE_STRICT', env.TROUPE_STRICT) || (env.npm_lifecycle_event === 'start' && onOff('npm_config_strict', env.npm_config_strict)),
   }
 }

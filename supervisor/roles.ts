@@ -24,6 +24,8 @@ import { joinHint } from './join-hint.js'
 import { kindsLeft } from './cluster-config.js'
 import { startDeliveries } from '../actors/webhook/index.js'
 import { type RunningKeyChecks, startKeyChecks } from './api-keys.js'
+import { collectProcessMetrics, setRecording } from '../metrics/index.js'
+import { type MetricsServer, serveMetrics } from './metrics.js'
 
 export type Role = 'start' | 'serve' | 'orchestrate' | 'sandbox'
 
@@ -54,6 +56,9 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
     throw new Error(`troupe ${role} needs NATS_URL: it joins an existing NATS cluster (use \`troupe start\` for an embedded one)`)
   }
   if (!lock && role !== 'orchestrate') throw new Error(`troupe ${role} needs its data directory locked`)
+  // Before anything records: off, every metric stays as it is and nothing is served.
+  setRecording(cfg.metrics)
+  if (cfg.metrics) collectProcessMetrics()
   // Descriptors are what a flood of sandbox connections would take; every one the hard limit allows is ours to use.
   const files = raiseFileLimit()
   if (files) log.info({ nofile: files }, `file descriptors: ${files.soft} (the soft limit raised to the hard one)`)
@@ -76,9 +81,11 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   let sandboxHost: RunningSandboxHost | undefined
   let deliveries: { stop(): Promise<void> } | undefined
   let keys: RunningKeyChecks | undefined
+  let metricsServer: MetricsServer | undefined
   const teardown = async () => {
     gateway?.close()
     keys?.stop()
+    await metricsServer?.close()
     await deliveries?.stop().catch((err) => log.warn({ err }, 'webhook deliveries stop failed'))
     await sandboxHost?.stop().catch((err) => log.warn({ err }, 'sandbox host stop failed'))
     await scheduler?.stop().catch((err) => log.warn({ err }, 'scheduler stop failed'))
@@ -197,6 +204,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
         })
       }
     }
+    if (cfg.metrics && cfg.metricsPort !== undefined) metricsServer = await serveMetrics(cfg.host, cfg.metricsPort)
   } catch (err) {
     await teardown()
     throw err
@@ -237,6 +245,7 @@ export async function startRole(role: Role, cfg: Config, log: Logger, version: s
   }
   if (url) facts.push(['strict', cfg.strict ? 'on (compatibility headers required)' : 'off'])
   if (keys) facts.push(['auth', keys.fact()])
+  facts.push(['metrics', metricsFact(cfg, url, metricsServer)])
   facts.push(['version', version])
   return { url, facts, stop: teardown }
 }
@@ -312,6 +321,12 @@ function openKeyring(cfg: Config, log: Logger): Keyring | undefined {
   const keyring = loadKeyring(cfg.vaultKeyringFile)
   log.info({ file: cfg.vaultKeyringFile, keys: keyring.ids, sealing: keyring.current }, 'operator keyring loaded')
   return keyring
+}
+
+const metricsFact = (cfg: Config, url: string | undefined, server: MetricsServer | undefined) => {
+  if (!cfg.metrics) return 'off (TROUPE_METRICS=off)'
+  const where = [url && `${url}/metrics`, server && `http://${cfg.host}:${server.port}/metrics (TROUPE_METRICS_PORT)`].filter(Boolean)
+  return where.length ? where.join(', ') : 'not served: this role has no gateway (set TROUPE_METRICS_PORT)'
 }
 
 const keyringFact = (cfg: Config, keyring: Keyring | undefined) =>

@@ -3,6 +3,8 @@ import { partitionOf } from '../../protocol/subjects.js'
 import { OwnedPartitions } from './owned.js'
 import { WorkMarks, type Taking } from './work-marks.js'
 import { intervalAfter, rebuildRetry, type RetryPolicy } from './retry-policy.js'
+import { activations, actorsLive, partitionMoves, passivations } from './metrics.js'
+import type { CounterChild } from '../../metrics/index.js'
 
 /** What activation needs of an actor of a partitioned kind. */
 export interface Activatable {
@@ -70,8 +72,17 @@ export class Activations<A extends Activatable> {
   private readonly loadFails = new Set<string>()
   /** How many times each partition was given away: a load that began before the latest is not kept. */
   private readonly releases = new Map<number, number>()
+  private readonly counts: { activated: CounterChild; passivated: CounterChild; gained: CounterChild; lost: CounterChild }
+  private readonly untrack: () => void
 
   constructor(private readonly o: ActivationOptions<A>) {
+    this.counts = {
+      activated: activations.child(o.kind),
+      passivated: passivations.child(o.kind),
+      gained: partitionMoves.child(o.kind, 'gained'),
+      lost: partitionMoves.child(o.kind, 'lost'),
+    }
+    this.untrack = actorsLive.track(() => [[[o.kind], this.live.size]])
     this.maxRebuilds = o.maxRebuilds ?? 5
     this.policy = { ...rebuildRetry, maximumIntervalMs: o.rebuildMaxWaitMs ?? rebuildRetry.maximumIntervalMs }
     this.sweep = setInterval(() => void this.passivateIdle(), Math.max(50, Math.min(o.idleMs / 2, 5000)))
@@ -97,6 +108,7 @@ export class Activations<A extends Activatable> {
             return loaded
           }
           this.live.set(id, loaded)
+          this.counts.activated.inc()
           return loaded
         })
         .finally(() => {
@@ -115,9 +127,15 @@ export class Activations<A extends Activatable> {
     return a
   }
 
+  /** The actors in memory now, failed ones included until they are replaced (for metrics read at a scrape). */
+  inMemory(): IterableIterator<A> {
+    return this.live.values()
+  }
+
   /** An actor created on this host starts in memory. */
   add(a: A): void {
     this.live.set(a.id, a)
+    this.counts.activated.inc()
   }
 
   /** The actor left memory without failing (deleted, or passivated). */
@@ -145,12 +163,14 @@ export class Activations<A extends Activatable> {
    */
   async acquired(p: number): Promise<void> {
     this.owned.add(p)
+    this.counts.gained.inc()
     void this.resumeWork(p, this.marks.begin(p))
   }
 
   /** Partition p goes to another host: its actors stop here (see `Activatable.shutdown` for `handOver`). */
   async released(p: number, handOver = false): Promise<void> {
     this.owned.delete(p)
+    this.counts.lost.inc()
     this.marks.drop(p)
     this.releases.set(p, (this.releases.get(p) ?? 0) + 1)
     for (const id of [...this.loading.keys()]) if (partitionOf(id) === p) this.loading.delete(id)
@@ -163,6 +183,7 @@ export class Activations<A extends Activatable> {
 
   async close(): Promise<void> {
     clearInterval(this.sweep)
+    this.untrack()
     await Promise.all([...this.live.values()].map((a) => a.shutdown()))
     this.live.clear()
   }
@@ -235,7 +256,10 @@ export class Activations<A extends Activatable> {
     try {
       const t = Date.now()
       for (const a of [...this.live.values()]) {
-        if (t - a.lastActive >= (a.idleMs ?? this.o.idleMs) && (await a.passivate())) this.gone(a)
+        if (t - a.lastActive >= (a.idleMs ?? this.o.idleMs) && (await a.passivate())) {
+          this.gone(a)
+          this.counts.passivated.inc()
+        }
       }
     } finally {
       this.sweeping = false

@@ -1,6 +1,7 @@
 import type { KV } from '@nats-io/kv'
 import { fail } from '../../protocol/errors/fail.js'
 import { isId } from '../../protocol/ids.js'
+import { partitionOf } from '../../protocol/subjects.js'
 import type { BodyOf, KindContract, QueryOf, ReplyOf } from '../../protocol/ops/define.js'
 import { openBucket } from './buckets.js'
 import { DurableActor, type Home, type Outcome, type Self, type Work } from './durable-actor.js'
@@ -128,6 +129,16 @@ export class DurableState<S, C extends KindContract> {
     if (rev === false) return false
     if (this.actors.serves(id) && !this.actors.peek(id)) this.actors.add(this.actor(id, state, rev, false))
     return true
+  }
+
+  /** The actors in memory on this host and their states, for metrics read at a scrape (the work queues' depth). */
+  *inMemory(): Iterable<[id: string, state: S]> {
+    for (const a of this.actors.inMemory()) yield [a.id, a.state]
+  }
+
+  /** Whether this host holds the partition of `id` (its heartbeat aside): only then is what it last saw of `id` current. */
+  holds(id: string): boolean {
+    return this.actors.owned.has(partitionOf(id))
   }
 
   /** The kind as this host runs it: its op table, and placement's partitions wired to its actors. */

@@ -4,6 +4,8 @@ import { isApiError } from '../../protocol/errors/api-error.js'
 import { fail } from '../../protocol/errors/fail.js'
 import { isTransientNatsError } from './nats-errors.js'
 import type { WorkMarks } from './work-marks.js'
+import { mailboxDepthOf } from './metrics.js'
+import type { GaugeChild } from '../../metrics/index.js'
 
 /**
  * How long a write waits for a lapsed heartbeat to settle (see `MailboxOptions.whenServing`). The host claims its
@@ -67,9 +69,11 @@ export class Mailbox {
   private persisting: Promise<void> = Promise.resolve()
   private workMarked: boolean
   private stopped = false
+  private readonly depth: GaugeChild
 
   constructor(private readonly o: MailboxOptions) {
     this.workMarked = o.workMarked ?? false
+    this.depth = mailboxDepthOf(o.kind)
   }
 
   /** True once the actor stopped (failed, stepped down, passivated, shut down or deleted). */
@@ -84,6 +88,7 @@ export class Mailbox {
 
   /** Writes one at a time, in order; the first failure stops the actor. */
   write<T>(fn: () => Promise<T>): Promise<T> {
+    this.depth.inc()
     const run = this.chain.then(async () => {
       this.alive()
       await this.untilServing()
@@ -91,8 +96,11 @@ export class Mailbox {
       return fn()
     })
     this.chain = run.then(
-      () => undefined,
-      (err) => this.fail(err),
+      () => this.depth.dec(),
+      (err) => {
+        this.depth.dec()
+        this.fail(err)
+      },
     )
     return run
   }

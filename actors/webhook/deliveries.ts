@@ -18,6 +18,7 @@ import {
 import { OrphanSweeper, REQUEUED_HEADER } from './orphans.js'
 import { type Outcome, post, type PostOptions } from './post.js'
 import { attemptHeaders } from './signature.js'
+import { countDelivery } from './metrics.js'
 import { secretAad, WEBHOOK_PREFIX, type WebhookState } from './state.js'
 
 /**
@@ -248,8 +249,11 @@ export class DeliveryWorker {
     const failed = m.info.deliveryCount > 1 || m.headers?.has(REQUEUED_HEADER) ? ((await this.pending(key))?.failures ?? 0) : 0
     const n = failed + 1
     const body = new TextDecoder().decode(m.data)
-    const record = (result: DeliveryRecord['result'], last: string, attempts = n) =>
-      this.record({ endpoint, event, result, attempts, last, at: Date.now(), payload: body })
+    const queuedAt = m.info.timestampNanos / 1e6
+    const record = (result: DeliveryRecord['result'], last: string, attempts = n) => {
+      countDelivery(result, queuedAt)
+      return this.record({ endpoint, event, result, attempts, last, at: Date.now(), payload: body })
+    }
     const read = (e: KvEntry | null) => (e?.operation === 'PUT' ? decode<WebhookState>(e.value) : undefined)
     let state = read(await this.o.endpoints.get(`${WEBHOOK_PREFIX}${endpoint}`))
     // Ending a delivery is read where the endpoint's last write surely is: any replica answers a get, and one that is
@@ -313,6 +317,7 @@ export class DeliveryWorker {
     await this.o.records
       .put(key, encode({ failures: n } satisfies Pending))
       .catch((err) => this.o.log.warn({ err, endpoint }, 'failed webhook attempt not counted'))
+    countDelivery('retrying', queuedAt)
     m.nak((this.o.pauseAfter ?? defaultPause)(n))
   }
 

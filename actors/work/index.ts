@@ -4,6 +4,7 @@ import { type ActorKindDef, durableState, implement } from '../kit/index.js'
 import { workOps } from './behaviour.js'
 import { emptyQueue, type Queue } from './state.js'
 import { loadTokenKey } from './token-key.js'
+import { trackQueues } from './metrics.js'
 
 /**
  * The self-hosted work queue (issue 29): one durable-state actor per environment, its state the environment's items
@@ -16,7 +17,11 @@ export const workKind: ActorKindDef = {
     const queues = await durableState<Queue, typeof WorkKind>(ctx, { contract: WorkKind, bucket: Buckets.workQueues, initial: emptyQueue })
     const tokenKey = ctx.settings.tokenKey ?? (await loadTokenKey(ctx.kvm, ctx.storage))
     const { handlers, close } = workOps({ ctx, queues, tokenKey })
-    return queues.runtime(implement(WorkKind, handlers), close)
+    const untrack = trackQueues(queues)
+    return queues.runtime(implement(WorkKind, handlers), () => {
+      untrack()
+      return close()
+    })
   },
 }
 

@@ -54,6 +54,11 @@ export class CgroupRoot {
     }
     return null
   }
+
+  /** Bytes of memory the sandboxes hold together now (their working set), when the kernel says. */
+  usedBytes(): number | undefined {
+    return workingSet(this.memory)
+  }
 }
 
 /**

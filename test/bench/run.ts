@@ -18,8 +18,9 @@
 // idle pollers: work.ts), or `memory` (10,000 memories in one store: creates per second, listings by folder, against raw
 // KV: memory.ts), or `mcp` (an MCP tool round trip through a session against a direct SDK call: mcp.ts), or `keys` (the API key check's
 // cost on GET and POST, keys on vs TROUPE_AUTH=off, then `keys.bound`, the rate limiter's error bound with 3 hosts:
-// keys.ts), or `scale-model` (a model of 100 hosts and 10 M sessions: placement planned with the real plan(), traffic
-// and memory from rates measured in the run: scale-model.ts); none runs everything.
+// keys.ts), or `metrics` (GET and turn with Prometheus metrics on vs TROUPE_METRICS=off: metrics.ts), or `scale-model`
+// (a model of 100 hosts and 10 M sessions: placement planned with the real plan(), traffic and memory from rates
+// measured in the run: scale-model.ts); none runs everything.
 // BENCH_PROFILE_DIR=<dir> has the session benchmarks' servers write a CPU profile there (node --cpu-prof) when they stop.
 import { Kvm } from '@nats-io/kv'
 import { connect } from '@nats-io/transport-node'
@@ -39,6 +40,7 @@ import { runThreadBench } from './threads.js'
 import { runMcpBench } from './mcp.js'
 import { runScaleModelBench } from './scale-model.js'
 import { runKeysBench, runKeysBoundBench } from './keys.js'
+import { runMetricsBench } from './metrics.js'
 import { clientFor, startTroupe, type TroupeProcess } from '../helpers/troupe.js'
 import type { TransportName } from '../../gateway/transport.js'
 import { load as runLoad, ready, sleep, startAsNpmStart, stopServer, startBaseline, type LoadResult } from './bed.js'
@@ -209,6 +211,7 @@ const known = [
   'scale-model',
   'keys',
   'keys.bound',
+  'metrics',
   ...SESSION_BENCHES.map((b) => `sessions.${b}`),
 ]
 const unknown = args.filter((a) => !known.includes(a))
@@ -238,5 +241,6 @@ if (!args.length || args.includes('mcp')) await runMcpBench()
 if (!args.length || args.includes('scale-model')) await runScaleModelBench()
 if (!args.length || args.includes('keys')) await runKeysBench()
 if (!args.length || args.includes('keys') || args.includes('keys.bound')) await runKeysBoundBench()
+if (!args.length || args.includes('metrics')) await runMetricsBench()
 // A profiled server writes its profile as it stops: give the SIGTERMed servers the time before this process leaves.
 if (process.env.BENCH_PROFILE_DIR) await new Promise((r) => setTimeout(r, 5000))

@@ -19,6 +19,7 @@ import { buildSpec, schedule } from './schedule.js'
 import { Tally } from './tally.js'
 import type { Failure, HttpTransport, Outcome, Spec } from './types.js'
 import { exchange, frame } from './wire.js'
+import { highCardinality, parsePromText } from '../helpers/prom-text.js'
 
 export interface FuzzOptions {
   seed: number
@@ -236,6 +237,22 @@ async function fuzz(server: Server, opts: FuzzOptions, ctx: RunContext): Promise
     const ready = await get(server.url, '/readyz')
     if (ready.status !== 200)
       failures.push({ index: undefined, class: 'run', route: 'GET /readyz', rule: 'not ready at the end', detail: `${ready.status} ${ready.text}` })
+    // Hostile methods and paths leave no series of their own: /metrics still parses, and no label names an id.
+    const metrics = await get(server.url, '/metrics')
+    let found: string[] = []
+    try {
+      found = highCardinality(parsePromText(metrics.text))
+    } catch (err) {
+      found = [(err as Error).message]
+    }
+    if (metrics.status !== 200 || found.length)
+      failures.push({
+        index: undefined,
+        class: 'run',
+        route: 'GET /metrics',
+        rule: 'metrics unreadable',
+        detail: `${metrics.status} ${found.slice(0, 5).join('; ')}`,
+      })
     for (const c of await changedCanaries(server.url, canaries)) {
       failures.push({
         index: undefined,

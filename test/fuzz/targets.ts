@@ -25,7 +25,7 @@ export const ALL_TARGETS: readonly Target[] = [
     hasQuery: !!r.op.query,
     params: paramsOf(r.path),
   })),
-  ...['/healthz', '/readyz', '/openapi.yaml'].map((p) => ({ method: 'GET', path: p, operationId: p, hasBody: false, hasQuery: false, params: [] })),
+  ...['/healthz', '/readyz', '/openapi.yaml', '/metrics'].map((p) => ({ method: 'GET', path: p, operationId: p, hasBody: false, hasQuery: false, params: [] })),
 ]
 
 /** `--routes` (FUZZ_ROUTES): path prefixes, comma-separated; only the routes under one of them are aimed at. */

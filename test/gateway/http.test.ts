@@ -213,6 +213,7 @@ const SERVED: ReadonlyArray<readonly [string, string, string]> = [
   ['get', '/healthz', 'health'],
   ['get', '/readyz', 'ready'],
   ['get', '/openapi.yaml', 'openapi'],
+  ['get', '/metrics', 'metrics'],
 ]
 
 t.test('openapi lists exactly the served routes', async (t) => {

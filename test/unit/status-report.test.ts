@@ -6,6 +6,7 @@ import { scheduleClock } from '../../supervisor/inspect/status/clock.js'
 import { deploymentOf } from '../../supervisor/inspect/status/deployments.js'
 import { Reads } from '../../supervisor/inspect/status/reads.js'
 import { render } from '../../supervisor/inspect/status/render.js'
+import { figures } from '../../supervisor/inspect/status/metrics.js'
 
 // `troupe status`'s parts that need no NATS: which schedule clock it reads times on, how a read that runs out of time
 // ends, and what an empty cluster's report says. The sections' reads are checked against a running server in
@@ -166,6 +167,7 @@ t.test('an empty cluster: each section says none yet, and which bucket does not 
       idle: 0,
       gaps: gaps('troupe_work_queues'),
     },
+    metrics: { hosts: [], totals: figures([]) },
     read_ms: 3,
   }
   const text = render(report, NOW).join('\n')
@@ -179,6 +181,7 @@ t.test('an empty cluster: each section says none yet, and which bucket does not 
   t.match(text, /^webhooks: none yet \(no troupe_webhooks bucket yet\)$/m)
   t.match(text, /^ {2}fan-out: no troupe_webhook_fanout bucket yet/m)
   t.match(text, /^work queues: none yet \(no troupe_work_queues bucket yet\)$/m)
+  t.match(text, /^metrics: no live host with a gateway/m)
   t.notMatch(text, /PARTIAL/)
 
   report.deployments.gaps = gaps()

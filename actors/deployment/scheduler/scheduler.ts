@@ -6,6 +6,7 @@ import { type Claims, claimKey } from './claims.js'
 import { nextToFire } from './occurrences.js'
 import type { Scheduled } from './schedules.js'
 import { TimerQueue } from './timer-queue.js'
+import { countFire } from './metrics.js'
 
 export interface SchedulerOptions {
   self: string
@@ -155,7 +156,10 @@ export class Scheduler {
         return
       }
       step = 'fire'
+      // Late by this much, in real seconds (a test clock may run faster): waiting for a slot, a grace, a claim.
+      const lateS = Math.max(0, this.o.clock() - at) / (this.o.clock.rate ?? 1) / 1000
       const reply = await this.fire(id, at)
+      countFire(reply.outcome, lateS)
       step = 'mark done'
       await this.o.claims.done(id, at, reply.outcome)
       this.done(id, at)

@@ -67,3 +67,8 @@ export function unitsToCents(units: bigint): number {
 export function listCostCents(totals: UsageTotals, opts: ListCostOptions = {}): number {
   return unitsToCents(listCostUnits(totals, opts))
 }
+
+/** The list cost in US dollars, unrounded (for metrics: a sum over many requests that a rounding per request would skew). */
+export function listCostUsd(totals: UsageTotals, opts: ListCostOptions = {}): number {
+  return Number(listCostUnits(totals, opts)) / Number(UNITS_PER_CENT) / 100
+}

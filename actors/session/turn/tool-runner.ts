@@ -7,6 +7,7 @@ import { McpFailure, type McpPool } from '../../mcp/index.js'
 import { ADVISOR_TOOL, LIST_AGENTS, SEND_TO_AGENT } from './roster.js'
 import type { Coordinator, Emitter } from './types.js'
 import { routeTool } from './tools.js'
+import { countToolRun } from './metrics.js'
 
 const UNENFORCEABLE =
   'This tool cannot run on this host: its sandbox backend cannot enforce the environment’s limited networking (TROUPE_SANDBOX=local, or socat missing).'
@@ -116,7 +117,10 @@ export class ToolRunner {
         // tool use with an error result, so running it here could make it run after all. Wait until it knows; step
         // down if the session is no longer its own.
         await this.mb.untilServing('it starts no tool until it knows the session is still its own')
+        const t0 = performance.now()
         const result = ready.kind === 'refused' ? ready.result : await this.sandbox.runTool(t.name, t.input, signal)
+        // A built-in's name: one of a few (the route said so).
+        countToolRun(t.name, signal.aborted ? 'cancelled' : result.is_error ? 'error' : 'ok', (performance.now() - t0) / 1000)
         // An interrupted run still gets its result (the sandbox says it was interrupted); then the turn stops.
         this.answer(t, result)
         return 'next'
@@ -142,10 +146,14 @@ export class ToolRunner {
       return 'next'
     }
     await this.mb.untilServing('it calls no MCP tool until it knows the session is still its own')
+    const t0 = performance.now()
     try {
-      this.answer(t, await this.mcp.get(server).call(t.name, t.input, signal))
+      const result = await this.mcp.get(server).call(t.name, t.input, signal)
+      countToolRun('mcp', result.is_error ? 'error' : 'ok', (performance.now() - t0) / 1000)
+      this.answer(t, result)
       return 'next'
     } catch (err) {
+      countToolRun('mcp', signal.aborted ? 'cancelled' : 'failed', (performance.now() - t0) / 1000)
       if (this.mb.dead) return 'stop'
       if (signal.aborted) {
         this.error(t, 'The MCP tool call was cancelled: the session was interrupted.')

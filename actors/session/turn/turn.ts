@@ -24,6 +24,7 @@ import { systemWithMemory } from './memory-context.js'
 import type { McpPool } from '../../mcp/index.js'
 import { type McpCatalog, McpTurnTools, NO_MCP } from './mcp-tools.js'
 import { readableResult, refusedWebTool, webTools } from './web-tools.js'
+import { countModelRequest, countTurn } from './metrics.js'
 
 /** The service's own tools (a skill launch, a coordinator's list and send) run nothing in the sandbox: nothing to confirm. */
 const SERVICE_TOOL_POLICY: Policy = { type: 'always_allow' }
@@ -190,6 +191,7 @@ export class TurnLoop {
     // A turn parked (on the client, on the budget) is still the same turn; any other idle ends it.
     if (stop.type !== 'requires_action' && stop.type !== 'budget_reached') this.toolUses.reset()
     this.p.events.status('idle', { stop_reason: stop, stop_details: details })
+    countTurn(stop.type)
     void this.p.writer.persist()
     // The session's work item follows the session's turn, the primary thread's (a child's parks it through its send).
     if (!this.p.h.thread) workAfterTurn(this.p.deps.ctx, selfHostedOf(this.p.h.rec), stop, this.rid)
@@ -231,10 +233,12 @@ export class TurnLoop {
     const start = events.emit('span.model_request_start', {})
     let res: ModelResponse
     stats.modelRequests++
+    const t0 = performance.now()
     try {
       res = await streamModel(model, await this.params([...builtins, ...web.defs, ...mcp.defs], mcp), signal, events.preview, () => newId('sevt'))
     } catch (err) {
       const f = classifyFailure(err, model.endpoint)
+      countModelRequest(h.session.agent.model.id, f.kind === 'aborted' ? 'aborted' : 'error', (performance.now() - t0) / 1000)
       events.emit('span.model_request_end', { model_request_start_id: start.id, is_error: true, model_usage: ZERO_USAGE })
       if (f.kind === 'aborted') return false
       // A model or proxy without server tools: the turn goes on at once without the tool it named (the next turn offers it again).
@@ -267,6 +271,7 @@ export class TurnLoop {
       return true
     }
     this.attempts = 0
+    countModelRequest(h.session.agent.model.id, 'ok', (performance.now() - t0) / 1000, res.usage)
     stats.inputTokens += res.usage.input_tokens ?? 0
     stats.outputTokens += res.usage.output_tokens ?? 0
     const agent = h.session.agent

@@ -8,12 +8,13 @@ import type { StatusReport } from './report.js'
 import { render } from './render.js'
 import { readWebhooks } from './webhooks.js'
 import { readWorkQueues } from './work.js'
+import { readMetrics } from './metrics.js'
 
 export type * from './report.js'
 
 export const STATUS_USAGE = {
   synopsis: 'status [--json]',
-  summary: 'hosts, partitions, sessions, deployments, webhook endpoints and work queues, from what the cluster stores',
+  summary: "hosts, partitions, sessions, deployments, webhook endpoints and work queues, from what the cluster stores, and the hosts' metrics",
 }
 
 /**
@@ -24,7 +25,7 @@ export const STATUS_BUDGET_MS = 2000
 /** A single JetStream API request (a stream's info, a consumer made) waits no longer than this. */
 const API_TIMEOUT_MS = 1500
 
-/** `troupe status [--json]`: read from the buckets and streams, nothing asked of the hosts. */
+/** `troupe status [--json]`: read from the buckets and streams; of the hosts, only their `/metrics`, within the budget. */
 export async function status(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { json: { type: 'boolean' } })
   const conn = await io.connect()
@@ -43,11 +44,13 @@ export async function status(args: string[], io: Io): Promise<void> {
   setMaxListeners(0, budget)
   const reads = () => new Reads(js, jsm, budget)
   const cluster = reads()
-  const [view, deployments, webhooks, work_queues] = await Promise.all([
-    readCluster(cluster, t0),
+  const viewRead = readCluster(cluster, t0)
+  const [view, deployments, webhooks, work_queues, metrics] = await Promise.all([
+    viewRead,
     readDeployments(reads(), t0, process.env),
     readWebhooks(reads(), t0),
     readWorkQueues(reads(), t0),
+    viewRead.then((v) => readMetrics(v.hosts, budget)),
   ])
   clearTimeout(timer)
   io.signal.removeEventListener('abort', interrupted)
@@ -58,6 +61,7 @@ export async function status(args: string[], io: Io): Promise<void> {
     deployments,
     webhooks,
     work_queues,
+    metrics,
     read_ms: Date.now() - t0,
   }
   if (values.json) io.out(JSON.stringify(report))

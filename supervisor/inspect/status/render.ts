@@ -4,6 +4,7 @@ import type { StatusReport } from './report.js'
 import { gapLines } from './text.js'
 import { webhookLines } from './webhooks-text.js'
 import { workLines } from './work-text.js'
+import { metricsLines } from './metrics.js'
 
 /** The report as a person reads it: one section after another, what could not be read said under each. */
 export function render(r: StatusReport, now: number): string[] {
@@ -18,5 +19,7 @@ export function render(r: StatusReport, now: number): string[] {
     ...webhookLines(r.webhooks, now),
     '',
     ...workLines(r.work_queues, now),
+    '',
+    ...metricsLines(r.metrics),
   ]
 }
