@@ -8,10 +8,10 @@ export interface LoopDelay {
 
 /**
  * Watches the event loop's delay: a heartbeat that lapsed while the loop was held (a long synchronous step) is this
- * process's doing, one that lapsed with the loop free is the store's. Sampled every 50 ms on libuv's own timer.
+ * process's doing, one that lapsed with the loop free is the store's. Sampled every 100 ms on libuv's own timer (an idle server's CPU counts every wake-up).
  */
 export function loopDelayWatch(): LoopDelay {
-  const h = monitorEventLoopDelay({ resolution: 50 })
+  const h = monitorEventLoopDelay({ resolution: 100 })
   h.enable()
   return {
     take() {
