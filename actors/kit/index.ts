@@ -71,3 +71,4 @@ export {
   refusal,
   systemResolver,
 } from './public-address.js'
+export { loadClusterSecret } from './cluster-secret.js'
